@@ -1,0 +1,41 @@
+/**
+ * A fresh database per test file on the run's one embedded cluster (see postgresGlobalSetup.ts),
+ * cloned from the migrated template with `CREATE DATABASE … TEMPLATE …`: cheap, isolated, and
+ * dropped when the layer's scope closes.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { randomUUID } from "node:crypto"
+import { inject } from "vitest"
+import { Database, withDatabaseName } from "../Database.ts"
+
+const adminUrl = () => Redacted.make(inject("svcPostgres").url)
+
+/**
+ * Create a database cloned from `template` (default: the migrated template; `"template0"` for an
+ * empty one) and drop it when the scope closes. Returns its URL.
+ */
+export const freshDatabase = (template: string = inject("svcPostgres").template) =>
+  Effect.gen(function*() {
+    const name = `test_${randomUUID().replaceAll("-", "").slice(0, 16)}`
+    const admin = yield* PgClient.make({ url: adminUrl(), maxConnections: 1 }).pipe(Effect.provide(Reactivity.layer))
+    yield* Effect.acquireRelease(
+      // Two files cloning the template at the same instant can collide ("being accessed by other users").
+      admin`CREATE DATABASE ${admin(name)} TEMPLATE ${admin(template)}`.pipe(
+        Effect.retry({ schedule: Schedule.exponential("50 millis"), times: 8 })
+      ),
+      () => admin`DROP DATABASE IF EXISTS ${admin(name)} WITH (FORCE)`.pipe(Effect.ignore)
+    )
+    return withDatabaseName(adminUrl(), name)
+  })
+
+/** `Database` pointing at a fresh migrated database. */
+export const layerConnection = (template?: string) =>
+  Layer.effect(
+    Database,
+    Effect.map(freshDatabase(template), (url) => Database.of({ url, embedded: Option.none() }))
+  )
+
+/** What a service's tests need: a fresh migrated database, `Database`, `PgClient` and `SqlClient`. */
+export const layer = (template?: string) => Database.layerPool.pipe(Layer.provideMerge(layerConnection(template)))
