@@ -1,0 +1,326 @@
+/**
+ * Local S3-compatible object storage for development and tests.
+ *
+ * The real thing is Ceph radosgw on a throwaway one-node cluster, started by
+ * `scripts/object-storage.sh` (real SigV4, presigned URLs, conditional writes, multipart, CORS, STS).
+ * Without radosgw on the machine it falls back to `s3rver`, in process, with a loud warning: s3rver does
+ * not verify SigV4 signatures and ignores conditional-write headers, so nothing that depends on those may
+ * be tested against it.
+ *
+ * - `LocalObjectStorage.layer`: starts an instance in `OBJECT_STORAGE_DIR` (default `.data/object-storage`)
+ *   for the lifetime of the layer and stops it on release.
+ * - `LocalObjectStorage.layerExternal(info)`: connects to an instance started elsewhere (the vitest
+ *   globalSetup starts one per test run, see `testing/objectStorageGlobalSetup.ts`).
+ * - `startObjectStorage(...)`: the scoped start used by both.
+ *
+ * @module
+ */
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3"
+import { NodeServices } from "@effect/platform-node"
+import { Config, Context, Effect, Layer, Redacted, Schema, Stream } from "effect"
+import type { Scope } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { accessSync, constants as fsConstants, mkdirSync } from "node:fs"
+import { createRequire } from "node:module"
+import * as NodePath from "node:path"
+import { fileURLToPath } from "node:url"
+
+/** Which server answers: the real radosgw, or the s3rver fallback (no signatures, no conditional writes). */
+export type ObjectStorageBackend = "radosgw" | "s3rver"
+
+/** Any failure to start, stop or talk to local object storage. The message never carries a secret. */
+export class ObjectStorageError extends Schema.TaggedError<ObjectStorageError>()("ObjectStorageError", {
+  message: Schema.String
+}) {}
+
+/** Plain connection facts of a running instance (serializable: vitest's `provide` carries it to workers). */
+export interface ObjectStorageInfo {
+  readonly endpoint: string
+  readonly region: string
+  readonly accessKeyId: string
+  readonly secretAccessKey: string
+  readonly backend: ObjectStorageBackend
+  /** the instance's directory (endpoint.json, run/*.pid, log/ for radosgw; s3rver/ for the fallback) */
+  readonly dir: string
+}
+
+/** `scripts/object-storage.sh`, located from this file so it works from any working directory. */
+export const objectStorageScriptPath: string = fileURLToPath(
+  new URL("../../../scripts/object-storage.sh", import.meta.url)
+)
+
+/** Upper bounds, on top of the script's own per-step timeouts. */
+const START_TIMEOUT = "240 seconds"
+const STOP_TIMEOUT = "60 seconds"
+
+const S3RVER_ACCESS_KEY = "S3RVER" // the only key pair s3rver knows
+const s3rverWarning = (reason: string) =>
+  `WARNING: local object storage is s3rver (${reason}), not radosgw. ` +
+  "s3rver does NOT verify SigV4 signatures (header or presigned) and does NOT enforce conditional writes " +
+  "(If-None-Match / If-Match): anything relying on them is untested here. " +
+  "Install the real thing with `sudo scripts/install-object-storage.sh`."
+
+// --- the script ---------------------------------------------------------------------------------------
+
+export interface ObjectStorageScriptResult {
+  readonly exitCode: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const collect = <E>(stream: Stream.Stream<Uint8Array, E>) => stream.pipe(Stream.decodeText(), Stream.mkString)
+
+const lastLines = (text: string, n: number) =>
+  text.split("\n").map((line) => line.trimEnd()).filter((line) => line.length > 0).slice(-n).join("\n")
+
+/**
+ * Runs `scripts/object-storage.sh <command> <dir>` and collects its output. A non-zero exit is not an
+ * error here (`status` answers 1 for "not running"); failing to run the script at all is. Options:
+ * `ownerPid` makes a started instance stop itself once that process is gone (default: this process).
+ */
+export const runObjectStorageScript = Effect.fnUntraced(function*(
+  command: "start" | "stop" | "status",
+  dir: string,
+  options?: { readonly ownerPid?: number | undefined; readonly env?: Record<string, string> | undefined }
+) {
+  const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+  return yield* Effect.scoped(Effect.gen(function*() {
+    const handle = yield* spawner.spawn(ChildProcess.make("bash", [objectStorageScriptPath, command, dir], {
+      env: { ...options?.env, OBJECT_STORAGE_OWNER_PID: String(options?.ownerPid ?? process.pid) },
+      extendEnv: true,
+      stdin: "ignore"
+    }))
+    const [stdout, stderr, exitCode] = yield* Effect.all(
+      [collect(handle.stdout), collect(handle.stderr), handle.exitCode],
+      { concurrency: "unbounded" }
+    )
+    return { exitCode: Number(exitCode), stdout, stderr } satisfies ObjectStorageScriptResult
+  })).pipe(
+    Effect.mapError((error) =>
+      new ObjectStorageError({ message: `could not run object-storage.sh ${command}: ${error.message}` })
+    )
+  )
+})
+
+const EndpointJson = Schema.fromJsonString(Schema.Struct({
+  endpoint: Schema.String,
+  region: Schema.String,
+  accessKeyId: Schema.String,
+  secretAccessKey: Schema.String
+}))
+
+const stopRadosgw = (dir: string) =>
+  runObjectStorageScript("stop", dir).pipe(
+    Effect.flatMap((result) =>
+      result.exitCode === 0 ? Effect.void : Effect.logWarning(
+        `object-storage.sh stop ${dir} exited with ${result.exitCode}\n${lastLines(result.stderr, 20)}`
+      )
+    ),
+    Effect.timeoutOrElse({
+      duration: STOP_TIMEOUT,
+      orElse: () => Effect.logWarning(`object-storage.sh stop ${dir} timed out`)
+    }),
+    Effect.catch((error) => Effect.logWarning(error.message))
+  )
+
+const startRadosgw = (dir: string): Effect.Effect<
+  ObjectStorageInfo,
+  ObjectStorageError,
+  ChildProcessSpawner.ChildProcessSpawner | Scope.Scope
+> =>
+  Effect.acquireRelease(
+    Effect.gen(function*() {
+      const result = yield* runObjectStorageScript("start", dir)
+      yield* Effect.logDebug(`object-storage.sh start ${dir}:\n${result.stderr}`)
+      if (result.exitCode !== 0) {
+        return yield* new ObjectStorageError({
+          message: `object-storage.sh start ${dir} failed (exit ${result.exitCode}):\n${lastLines(result.stderr, 40)}`
+        })
+      }
+      const lastLine = result.stdout.trim().split("\n").pop() ?? ""
+      // never put the decode error or the line itself in the message: it holds the secret
+      const parsed = yield* Schema.decodeUnknownEffect(EndpointJson)(lastLine).pipe(
+        Effect.mapError(() =>
+          new ObjectStorageError({ message: `object-storage.sh start ${dir} printed no endpoint JSON on its last line` })
+        )
+      )
+      return { ...parsed, backend: "radosgw" as const, dir }
+    }).pipe(
+      Effect.timeoutOrElse({
+        duration: START_TIMEOUT,
+        orElse: () => Effect.fail(new ObjectStorageError({ message: `object-storage.sh start ${dir} timed out` }))
+      }),
+      // the script cleans up after its own failures; this covers a timeout or an interruption
+      Effect.onError(() => stopRadosgw(dir))
+    ),
+    () => stopRadosgw(dir)
+  )
+
+// --- the s3rver fallback --------------------------------------------------------------------------------
+
+interface S3rverInstance {
+  run(): Promise<{ readonly port: number }>
+  close(): Promise<void>
+}
+type S3rverConstructor = new(options: {
+  readonly address: string
+  readonly port: number
+  readonly directory: string
+  readonly silent: boolean
+  readonly vhostBuckets: boolean
+}) => S3rverInstance
+
+const startS3rver = (dir: string, reason: string): Effect.Effect<ObjectStorageInfo, ObjectStorageError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        // s3rver ships no types: load it as CommonJS and describe the two methods used
+        const S3rver = createRequire(import.meta.url)("s3rver") as S3rverConstructor
+        const directory = NodePath.join(dir, "s3rver")
+        mkdirSync(directory, { recursive: true })
+        const server = new S3rver({ address: "127.0.0.1", port: 0, directory, silent: true, vhostBuckets: false })
+        const { port } = await server.run()
+        return { server, port }
+      },
+      catch: (error) => new ObjectStorageError({ message: `could not start s3rver: ${describeError(error)}` })
+    }),
+    ({ server }) => Effect.promise(() => server.close().catch(() => undefined))
+  ).pipe(
+    Effect.tap(({ port }) => Effect.logWarning(`${s3rverWarning(reason)} Listening on 127.0.0.1:${port}.`)),
+    Effect.map(({ port }): ObjectStorageInfo => ({
+      endpoint: `http://127.0.0.1:${port}`,
+      region: "us-east-1",
+      accessKeyId: S3RVER_ACCESS_KEY,
+      secretAccessKey: S3RVER_ACCESS_KEY,
+      backend: "s3rver",
+      dir
+    }))
+  )
+
+// --- start ----------------------------------------------------------------------------------------------
+
+const onPath = (command: string): boolean =>
+  (process.env["PATH"] ?? "").split(NodePath.delimiter).some((entry) => {
+    if (entry === "") return false
+    try {
+      accessSync(NodePath.join(entry, command), fsConstants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  })
+
+/** Whether this machine can run the real thing (radosgw and the two Ceph daemons are installed). */
+export const radosgwInstalled = (): boolean => ["radosgw", "ceph-mon", "ceph-osd"].every(onPath)
+
+/**
+ * Starts local object storage in `dir` for the lifetime of the scope. `backend`: `"auto"` (radosgw when
+ * installed, else s3rver with a warning), `"radosgw"` (fail if it is missing) or `"s3rver"`.
+ */
+export const startObjectStorage = (options: {
+  readonly dir: string
+  readonly backend?: ObjectStorageBackend | "auto" | undefined
+}): Effect.Effect<ObjectStorageInfo, ObjectStorageError, ChildProcessSpawner.ChildProcessSpawner | Scope.Scope> =>
+  Effect.gen(function*() {
+    const dir = NodePath.resolve(options.dir)
+    const wanted = options.backend ?? "auto"
+    if (wanted === "s3rver") return yield* startS3rver(dir, "OBJECT_STORAGE_BACKEND=s3rver")
+    if (!radosgwInstalled()) {
+      if (wanted === "radosgw") {
+        return yield* new ObjectStorageError({
+          message: "OBJECT_STORAGE_BACKEND=radosgw but radosgw/ceph-mon/ceph-osd are not installed " +
+            "(run scripts/install-object-storage.sh as root)"
+        })
+      }
+      return yield* startS3rver(dir, "radosgw is not installed")
+    }
+    const info = yield* startRadosgw(dir)
+    yield* Effect.logInfo(`local object storage (radosgw) at ${info.endpoint}, data in ${dir}`)
+    return info
+  })
+
+// --- the service ----------------------------------------------------------------------------------------
+
+const describeError = (error: unknown): string => {
+  if (error instanceof Error) {
+    const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode
+    return `${error.name}${status === undefined ? "" : ` (HTTP ${status})`}: ${error.message}`
+  }
+  return String(error)
+}
+
+const makeService = (info: ObjectStorageInfo): Effect.Effect<LocalObjectStorage["Service"], never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const client = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new S3Client({
+          endpoint: info.endpoint,
+          region: info.region,
+          forcePathStyle: true,
+          credentials: { accessKeyId: info.accessKeyId, secretAccessKey: info.secretAccessKey }
+        })
+      ),
+      (client) => Effect.sync(() => client.destroy())
+    )
+    // radosgw answers 200 to a repeated create by the owner, AWS says BucketAlreadyOwnedByYou, and s3rver
+    // BucketAlreadyExists (it has a single account, so every existing bucket is ours)
+    const alreadyOurs = (error: unknown) =>
+      error instanceof Error &&
+      (error.name === "BucketAlreadyOwnedByYou" || (info.backend === "s3rver" && error.name === "BucketAlreadyExists"))
+    const scrub = (text: string) => text.replaceAll(info.secretAccessKey, "<redacted>")
+    const createBucket = Effect.fn("LocalObjectStorage.createBucket")(function*(name: string) {
+      yield* Effect.tryPromise({
+        try: (signal) => client.send(new CreateBucketCommand({ Bucket: name }), { abortSignal: signal }),
+        catch: (error) => error
+      }).pipe(
+        Effect.catch((error) =>
+          alreadyOurs(error)
+            ? Effect.void
+            : Effect.fail(new ObjectStorageError({ message: scrub(`createBucket ${name}: ${describeError(error)}`) }))
+        )
+      )
+    })
+    return LocalObjectStorage.of({
+      endpoint: info.endpoint,
+      region: info.region,
+      accessKeyId: info.accessKeyId,
+      secretAccessKey: Redacted.make(info.secretAccessKey),
+      backend: info.backend,
+      client,
+      createBucket
+    })
+  })
+
+export class LocalObjectStorage extends Context.Service<LocalObjectStorage, {
+  readonly endpoint: string
+  readonly region: string
+  readonly accessKeyId: string
+  readonly secretAccessKey: Redacted.Redacted<string>
+  readonly backend: ObjectStorageBackend
+  /** an S3 client for this endpoint (path-style addressing), destroyed with the layer */
+  readonly client: S3Client
+  /** creates a bucket; creating one this user already owns succeeds */
+  createBucket(name: string): Effect.Effect<void, ObjectStorageError>
+}>()("@svc/platform/LocalObjectStorage") {
+  /**
+   * Starts local object storage for the lifetime of the layer, in `OBJECT_STORAGE_DIR` (default
+   * `.data/object-storage`, relative to the working directory). `OBJECT_STORAGE_BACKEND`: `auto`
+   * (default), `radosgw` or `s3rver`. Whatever was started is stopped on release; if the process dies
+   * without releasing, the instance stops itself (watchdog on this process's pid).
+   */
+  static readonly layer: Layer.Layer<LocalObjectStorage, ObjectStorageError | Config.ConfigError> = Layer.effect(
+    LocalObjectStorage,
+    Effect.gen(function*() {
+      const dir = yield* Config.String("OBJECT_STORAGE_DIR").pipe(Config.withDefault(".data/object-storage"))
+      const backend = yield* Config.Literals(["auto", "radosgw", "s3rver"], "OBJECT_STORAGE_BACKEND").pipe(
+        Config.withDefault("auto" as const)
+      )
+      const info = yield* startObjectStorage({ dir: NodePath.resolve(process.cwd(), dir), backend })
+      return yield* makeService(info)
+    })
+  ).pipe(Layer.provide(NodeServices.layer))
+
+  /** Connects to an instance that is already running (for example the test run's, from `inject`). */
+  static readonly layerExternal = (info: ObjectStorageInfo): Layer.Layer<LocalObjectStorage> =>
+    Layer.effect(LocalObjectStorage, makeService(info))
+}
