@@ -1,0 +1,386 @@
+/**
+ * The HTTP bootstrap every service of the suite goes through.
+ *
+ * ```ts
+ * // packages/listings/src/main.ts
+ * const ListingsServer = serveApi({
+ *   name: "listings",
+ *   api: ListingsApi,                 // from @svc/schema, annotated with ApiConventions
+ *   handlers: ListingsHandlers,       // HttpApiBuilder.group(...) layers, their services provided
+ *   port: Config.Port("LISTINGS_PORT").pipe(Config.withDefault(8787)),
+ *   openapi: true
+ * })
+ * ListingsServer.pipe(Layer.provide(Database.layer), runServer)
+ *
+ * // tests, without a socket
+ * const { handler, dispose } = toWebHandler(apiRoutes({ api: ListingsApi, handlers }))
+ * ```
+ *
+ * Whatever the routes, every answer follows the suite's conventions (DESIGN.md §3):
+ * - errors are JSON `{code, message, ...}` (see `@svc/schema` Errors.ts); a request that fails to decode
+ *   is 400 `invalid_request` naming each bad parameter; an unknown route is a JSON 404; a defect is a 500
+ *   `internal_error` whose body names only the request id, while the log line carries the full cause;
+ * - `GET /health` answers `{"status":"ok"}` unless the service routes it itself;
+ * - each request gets an id (a sane incoming `X-Request-Id`, or a fresh UUID), echoed in `X-Request-Id`
+ *   and attached to every log line of the request;
+ * - one log line per request: `GET /offers?svc_token=REDACTED 200 12ms`, annotated with service and request id.
+ *
+ * All of that is one global router middleware, so `serve` and `toWebHandler` behave identically.
+ */
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { InternalError, InvalidRequest, type RequestIssue, RouteNotFound, ServiceUnavailable } from "@svc/schema"
+import { Cause, Config, Context, Duration, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
+import {
+  HttpBody,
+  HttpRouter,
+  HttpServer,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerRespondable,
+  HttpServerResponse,
+  UrlParams
+} from "effect/http"
+import { HttpApiBuilder, HttpApiError } from "effect/http-api"
+import type { HttpApi, HttpApiGroup } from "effect/http-api"
+import type * as Types from "effect/Types"
+import * as NodeHttp from "node:http"
+
+// -----------------------------------------------------------------------------
+// Configuration
+// -----------------------------------------------------------------------------
+
+/**
+ * `SHUTDOWN_TIMEOUT` (default 10 seconds): on SIGTERM/SIGINT, how long in-flight requests may take
+ * to finish before they are interrupted and their connections closed.
+ */
+export const ShutdownTimeout: Config.Config<Duration.Duration> = Config.Duration("SHUTDOWN_TIMEOUT").pipe(
+  Config.withDefault(Duration.seconds(10))
+)
+
+/**
+ * `HOST` (default `0.0.0.0`): the interface services listen on. All interfaces by default, because
+ * the services are meant to be reached from elsewhere (the mobile client, queue destinations,
+ * containers with published ports); set `HOST=127.0.0.1` to keep a development machine private,
+ * `HOST=::` for IPv6.
+ */
+export const Host: Config.Config<string> = Config.String("HOST").pipe(Config.withDefault("0.0.0.0"))
+
+// -----------------------------------------------------------------------------
+// Routes
+// -----------------------------------------------------------------------------
+
+/** An `HttpApi` and its implementation. */
+export interface ApiRoutesOptions<Id extends string, Groups extends HttpApiGroup.Constraint, A, E, R> {
+  readonly api: HttpApi.HttpApi<Id, Groups>
+  /** The `HttpApiBuilder.group(api, ...)` layers, merged. */
+  readonly handlers: Layer.Layer<A, E, R>
+  /** Serve the OpenAPI document at `/openapi.json`. */
+  readonly openapi?: boolean | undefined
+}
+
+/**
+ * The routes of an `HttpApi`: its endpoints, implemented by `handlers` (the `HttpApiBuilder.group`
+ * layers, their own services already provided), and `GET /openapi.json` when `openapi` is set.
+ * A group without handlers stays a requirement of the layer, so it is a compile error at launch.
+ */
+export const apiRoutes = <Id extends string, Groups extends HttpApiGroup.Constraint, A, E, R>(
+  options: ApiRoutesOptions<Id, Groups, A, E, R>
+) =>
+  HttpApiBuilder.layer(options.api, options.openapi ? { openapiPath: "/openapi.json" } : undefined).pipe(
+    Layer.provide(options.handlers)
+  )
+
+// -----------------------------------------------------------------------------
+// Servers
+// -----------------------------------------------------------------------------
+
+/** Where and as what a service listens. */
+export interface ServeOptions {
+  /** The service name, in every log line (`service=listings`). */
+  readonly name: string
+  /** The port; `0` picks a free one (tests read it from `HttpServer.HttpServer`'s address). */
+  readonly port: number | Config.Config<number>
+  /** Defaults to the {@link Host} config. */
+  readonly host?: string | Config.Config<string> | undefined
+}
+
+/**
+ * Serves router layers (`apiRoutes(...)`, `HttpRouter.add(...)`, ...) on a node HTTP server, with the
+ * suite's conventions. Provides `HttpServer.HttpServer`, whose `address` tells the bound port.
+ *
+ * Shutdown (closing the layer's scope, which `runServer` does on SIGTERM/SIGINT):
+ * 1. the server stops accepting connections and closes its idle keep-alive connections (node's
+ *    `server.close()`, called by `NodeHttpServer`);
+ * 2. in-flight requests finish, each answered with `Connection: close`, for up to `SHUTDOWN_TIMEOUT`;
+ * 3. requests still running are interrupted (answered 503 `service_unavailable` when still possible),
+ *    then every remaining connection is destroyed, so nothing keeps the server open.
+ *
+ * Like `HttpRouter.serve`, layers first built inside `routes` are private to this server: provide
+ * what the server shares with other parts of the process (the database pool, a background ingest)
+ * outside `serve`, e.g. `serveApi({...}).pipe(Layer.provide(Database.layer))`.
+ */
+export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptions) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const port = Config.isConfig(options.port) ? yield* options.port : options.port
+    const host = options.host === undefined
+      ? yield* Host
+      : Config.isConfig(options.host)
+      ? yield* options.host
+      : options.host
+    const shutdownTimeout = yield* ShutdownTimeout
+    const server = NodeHttp.createServer()
+
+    const ServerLive = Layer.effect(
+      HttpServer.HttpServer,
+      Effect.gen(function*() {
+        // `make` adds, to this scope, a finalizer waiting for `server.close()` to complete, i.e. for
+        // every connection to end. Ours is added after it, so it runs before it: by then the drain
+        // (bounded by `gracefulShutdownTimeout`, in the router layer's scope, which closes first) is
+        // over and request fibers are interrupted; whatever connection is left is cut.
+        const httpServer = yield* NodeHttpServer.make(() => server, {
+          port,
+          host,
+          gracefulShutdownTimeout: shutdownTimeout
+        })
+        yield* Effect.addFinalizer(() =>
+          Effect.andThen(Effect.sync(() => server.closeAllConnections()), Effect.logInfo("HTTP server stopped"))
+        )
+        yield* Effect.logInfo(`Listening on ${HttpServer.formatAddress(httpServer.address)}`)
+        return httpServer
+      }).pipe(Effect.annotateLogs({ service: options.name }))
+    )
+
+    // `server.listening` turns false as soon as shutdown calls `server.close()`.
+    const app = Layer.merge(routes, conventions({ name: options.name, closing: () => !server.listening }))
+    return HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provide(NodeHttpServer.layerHttpServices),
+      Layer.provideMerge(ServerLive)
+    )
+  }))
+
+/** {@link serve} for one `HttpApi`: `serve(apiRoutes(options), options)`. */
+export const serveApi = <Id extends string, Groups extends HttpApiGroup.Constraint, A, E, R>(
+  options: ServeOptions & ApiRoutesOptions<Id, Groups, A, E, R>
+) => serve(apiRoutes(options), options)
+
+/**
+ * The same routes and conventions without a socket: `handler(Request) => Promise<Response>`, for
+ * fast in-process tests. Call `dispose` when done.
+ */
+export const toWebHandler = <A, E>(
+  routes: Layer.Layer<A, E, HttpRouter.HttpRouter | HttpServerServices>,
+  options?: { readonly name?: string | undefined }
+) =>
+  HttpRouter.toWebHandler(
+    Layer.merge(routes, conventions({ name: options?.name ?? "web", closing: () => false })).pipe(
+      Layer.provide(HttpServer.layerServices)
+    ),
+    { disableLogger: true }
+  )
+
+type HttpServerServices = Layer.Success<typeof HttpServer.layerServices>
+
+/**
+ * Runs a service's layer as the process: until SIGTERM/SIGINT, then shuts down (see {@link serve})
+ * and exits with 0 (a signal is the normal way to stop a server, not a failure; `NodeRuntime.runMain`
+ * alone would exit 130). A failure to start exits 1.
+ *
+ * If some finalizer hangs anyway (an uninterruptible handler, a stuck pool), a watchdog armed by the
+ * signal exits with 1 after `SHUTDOWN_TIMEOUT` plus 5 seconds, so the process never outlives its bound.
+ */
+export const runServer = <A, E>(layer: Layer.Layer<A, E>): void =>
+  Effect.gen(function*() {
+    const timeout = yield* ShutdownTimeout
+    const armWatchdog = () => {
+      setTimeout(() => {
+        process.stderr.write("Shutdown did not complete in time, exiting\n")
+        process.exit(1)
+      }, Duration.toMillis(timeout) + 5_000).unref()
+    }
+    process.once("SIGTERM", armWatchdog)
+    process.once("SIGINT", armWatchdog)
+    return yield* Layer.launch(layer)
+  }).pipe(NodeRuntime.runMain({ teardown: exitZeroOnSignal }))
+
+const exitZeroOnSignal: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+
+// -----------------------------------------------------------------------------
+// Conventions: one global router middleware
+// -----------------------------------------------------------------------------
+
+// A global router middleware wraps the routing itself, so it sees unknown routes and decode failures
+// and can still change the response. (`HttpRouter.serve`'s own `middleware` option cannot: it runs
+// after the response has been sent.)
+const conventions = (options: { readonly name: string; readonly closing: () => boolean }) =>
+  HttpRouter.middleware(
+    (app) =>
+      Effect.withFiber((fiber) => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        const requestId = saneRequestId(request.headers["x-request-id"]) ?? crypto.randomUUID()
+        const startedAt = performance.now()
+        return app.pipe(
+          Effect.matchCauseEffect({
+            onSuccess: (response) => Effect.succeed([response, undefined] as const),
+            onFailure: (cause) => fromCause(cause, request, requestId)
+          }),
+          Effect.flatMap(([response, cause]) => {
+            const final = finalize(response, requestId, options.closing())
+            const line = `${request.method} ${redactUrl(request.url)} ${final.status} ${
+              Math.round(performance.now() - startedAt)
+            }ms`
+            // The only log line of the request; for a 5xx it carries the cause (stack and all).
+            return Effect.as(cause === undefined ? Effect.logInfo(line) : Effect.logError(line, cause), final)
+          }),
+          Effect.annotateLogs({ service: options.name, requestId })
+        )
+      }) as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>,
+    // The cast: global middleware is typed to never handle errors, so that the errors stay visible in
+    // the types of the routes; handling *all* of them into responses is precisely this middleware's job.
+    { global: true }
+  )
+
+/** An incoming id is echoed only if short and plain: it ends up in logs and response headers. */
+const saneRequestId = (value: string | undefined): string | undefined =>
+  value !== undefined && /^[\w.:-]{1,128}$/.test(value) ? value : undefined
+
+type Rendered = readonly [HttpServerResponse.HttpServerResponse, Cause.Cause<unknown> | undefined]
+
+/** The response for a failed request, and the cause to log when it is the server's fault. */
+const fromCause = (
+  cause: Cause.Cause<unknown>,
+  request: HttpServerRequest.HttpServerRequest,
+  requestId: string
+): Effect.Effect<Rendered> => {
+  const reason = cause.reasons.find((reason) => reason._tag === "Fail" || reason._tag === "Die")
+  if (reason === undefined) {
+    // Interrupted only: the client went away (nobody reads the answer), or the server is shutting
+    // down and the request outlived SHUTDOWN_TIMEOUT.
+    const clientAbort = cause.reasons.some((reason) => reason.annotations.has(HttpServerError.ClientAbort.key))
+    return clientAbort
+      ? Effect.succeed([HttpServerResponse.empty({ status: 499 }), undefined])
+      : clientError(new ServiceUnavailable({ message: "The server is shutting down" }))
+  }
+  const error = reason._tag === "Fail" ? reason.error : reason.defect
+  if (HttpApiError.HttpApiSchemaError.is(error)) {
+    const location = slotLocation[error.kind]
+    // Body / ResponseHeaders: the *response* failed to encode, a bug of ours.
+    if (location !== undefined) return clientError(new InvalidRequest({ issues: toIssues(error.cause, location) }))
+  } else if (HttpServerError.isHttpServerError(error)) {
+    const failure = error.reason
+    if (failure._tag === "RouteNotFound") {
+      const path = pathOf(request.url)
+      if ((request.method === "GET" || request.method === "HEAD") && path === "/health") {
+        // Liveness for every service, unless it routes /health itself (then it never gets here).
+        return Effect.succeed([HttpServerResponse.jsonUnsafe({ status: "ok" }), undefined])
+      }
+      return clientError(new RouteNotFound({ message: `No route for ${request.method} ${path}` }))
+    }
+    if (failure._tag === "RequestParseError") {
+      return failure.reason === "BodyTooLarge"
+        ? Effect.succeed([HttpServerResponse.empty({ status: 413 }), undefined]) // body filled by finalize
+        : clientError(
+          new InvalidRequest({ issues: [{ in: "body", parameter: "", problem: "could not be read" }] })
+        )
+    }
+  } else if (reason._tag === "Fail" && Schema.isSchemaError(error)) {
+    // A raw route decoding its request with `HttpServerRequest.schema*`: the location is unknown.
+    return clientError(new InvalidRequest({ issues: toIssues(error, "body") }))
+  }
+  if (HttpServerRespondable.isRespondable(error)) {
+    // Our ApiError classes and effect's HttpApiError.* (whose empty bodies finalize fills in).
+    return Effect.map(
+      HttpServerRespondable.toResponse(error),
+      (response): Rendered => [response, response.status >= 500 ? cause : undefined]
+    )
+  }
+  return Effect.map(
+    HttpServerRespondable.toResponse(new InternalError({ requestId })),
+    (response): Rendered => [response, cause]
+  )
+}
+
+const clientError = (error: HttpServerRespondable.Respondable): Effect.Effect<Rendered> =>
+  Effect.map(HttpServerRespondable.toResponse(error), (response): Rendered => [response, undefined])
+
+const slotLocation: Partial<Record<HttpApiError.HttpApiSchemaError["kind"], RequestIssue["in"]>> = {
+  Params: "path",
+  Query: "query",
+  Headers: "header",
+  Payload: "body"
+}
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
+  leafHook: (issue) => issue._tag === "MissingKey" ? "missing" : SchemaIssue.defaultLeafHook(issue)
+})
+
+/**
+ * One issue per bad parameter. The messages come from the schemas ("Expected an integer, got
+ * \"1.5\""); the received value is in them when the API carries `ApiConventions` (`reportInput`).
+ */
+const toIssues = (error: Schema.SchemaError, location: RequestIssue["in"]): Array<RequestIssue> =>
+  formatIssues(error.issue).issues.map(({ message, path }) => {
+    const parameter = formatPath(path ?? [])
+    // The received value of a parameter named like a secret (svc_token, x-api-key) is not echoed.
+    const problem = UrlParams.isRedactedName(parameter, redactedNames) ? message.replace(/, got .*$/s, "") : message
+    return { in: location, parameter, problem: truncate(problem.charAt(0).toLowerCase() + problem.slice(1)) }
+  })
+
+const formatPath = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>): string =>
+  path.map((segment) => typeof segment === "object" ? segment.key : segment).reduce<string>(
+    (out, key) =>
+      typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`,
+    ""
+  )
+
+// A whole JSON body can end up in a message ("expected an object, got {...}").
+const truncate = (text: string): string => text.length > 300 ? `${text.slice(0, 297)}...` : text
+
+/**
+ * Last touches on every response: a JSON body for error responses that have none (effect's built-in
+ * errors answer with empty bodies, a wrong content type with text), the request id, and
+ * `Connection: close` while shutting down, so keep-alive connections end with their request.
+ */
+const finalize = (
+  response: HttpServerResponse.HttpServerResponse,
+  requestId: string,
+  closing: boolean
+): HttpServerResponse.HttpServerResponse => {
+  if (response.status >= 400 && needsJsonBody(response)) {
+    response = HttpServerResponse.setBody(response, HttpBody.jsonUnsafe(errorBody(response, requestId)))
+  }
+  response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
+  return closing ? HttpServerResponse.setHeader(response, "connection", "close") : response
+}
+
+const needsJsonBody = (response: HttpServerResponse.HttpServerResponse): boolean =>
+  response.body._tag === "Empty" ||
+  (response.body._tag === "Uint8Array" && response.body.contentType.startsWith("text/plain"))
+
+const errorBody = (response: HttpServerResponse.HttpServerResponse, requestId: string) => {
+  if (response.status === 500) return { code: "internal_error", message: `Internal error (request id ${requestId})` }
+  if (response.status === 400) return { code: "invalid_request", message: textOf(response) ?? "Invalid request" }
+  const phrase = NodeHttp.STATUS_CODES[response.status] ?? "Error"
+  return { code: phrase.toLowerCase().replace(/\W+/g, "_"), message: textOf(response) ?? phrase }
+}
+
+const textOf = (response: HttpServerResponse.HttpServerResponse): string | undefined =>
+  response.body._tag === "Uint8Array" && response.body.body.length > 0
+    ? new TextDecoder().decode(response.body.body)
+    : undefined
+
+const pathOf = (url: string): string => new URL(url, "http://localhost").pathname
+
+/** Query parameters that may hold secrets never reach the logs. */
+const redactUrl = (url: string): string => UrlParams.redactUrl(url, redactedNames)
+
+const redactedNames: ReadonlyArray<string | RegExp> = [
+  ...UrlParams.CurrentRedactedNames.defaultValue(),
+  /token/i,
+  /key/i,
+  /secret/i,
+  /passw/i,
+  /signature/i,
+  /credential/i,
+  /auth/i
+]

@@ -1,0 +1,368 @@
+import { assert, describe, it, layer } from "@effect/vitest"
+import { ApiConventions, ApiError, ServiceUnavailable } from "@svc/schema"
+import { Context, Effect, Layer, Logger, References, Schema } from "effect"
+import { FetchHttpClient, HttpServer } from "effect/http"
+import { HttpApi, HttpApiBuilder, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Net from "node:net"
+import * as Path from "node:path"
+import { apiRoutes, serveApi, toWebHandler } from "../src/Http.ts"
+
+// -----------------------------------------------------------------------------
+// A small API exercising every convention
+// -----------------------------------------------------------------------------
+
+class OfferNotFound extends ApiError<OfferNotFound>()("OfferNotFound", {
+  status: 404,
+  fields: { id: Schema.String },
+  message: ({ id }) => `No offer with id ${id}`
+}) {}
+
+const Offer = Schema.Struct({ id: Schema.String, title: Schema.String, year: Schema.Int })
+
+const OffersGroup = HttpApiGroup.make("offers").add(
+  HttpApiEndpoint.get("list", "/offers", {
+    query: {
+      minYear: Schema.optional(Schema.Int),
+      sort: Schema.optional(Schema.Literals(["NEWEST", "PRICE_ASC"])),
+      svc_token: Schema.optional(Schema.String)
+    },
+    success: Schema.Struct({ count: Schema.Number })
+  }),
+  HttpApiEndpoint.get("byId", "/offers/:id", { params: { id: Schema.String }, success: Offer, error: OfferNotFound }),
+  HttpApiEndpoint.post("create", "/offers", {
+    payload: Schema.Struct({ title: Schema.String, year: Schema.Int }),
+    success: Offer
+  }),
+  HttpApiEndpoint.get("defect", "/defect", { success: Schema.String }),
+  HttpApiEndpoint.get("undeclared", "/undeclared", { success: Schema.String })
+)
+
+class TestApi extends HttpApi.make("test").add(OffersGroup).annotateMerge(ApiConventions) {}
+
+const Handlers = HttpApiBuilder.group(TestApi, "offers", (handlers) =>
+  handlers
+    .handle("list", () => Effect.succeed({ count: 0 }))
+    .handle("byId", ({ params }) =>
+      params.id === "1"
+        ? Effect.succeed({ id: "1", title: "Golf", year: 2010 })
+        : Effect.fail(new OfferNotFound({ id: params.id })))
+    .handle("create", ({ payload }) => Effect.succeed({ id: "2", ...payload }))
+    // What must never leak: a stack, a file path, SQL.
+    .handle("defect", () => Effect.die(new Error("SELECT * FROM secrets failed at /srv/app/db.ts:12")))
+    // An error the endpoint does not declare: answered through its HttpServerRespondable.
+    .handle("undeclared", () => Effect.die(new ServiceUnavailable({ message: "Database is down" }))))
+
+// -----------------------------------------------------------------------------
+// The same checks over a real socket and in-process
+// -----------------------------------------------------------------------------
+
+class Client extends Context.Service<Client, {
+  readonly fetch: (path: string, init?: RequestInit) => Effect.Effect<Response>
+  readonly baseUrl: string | undefined
+}>()("test/Client") {}
+
+const SocketServer = serveApi({ name: "test", api: TestApi, handlers: Handlers, port: 0, host: "127.0.0.1", openapi: true })
+
+const SocketClient = Layer.effect(
+  Client,
+  Effect.gen(function*() {
+    const { address } = yield* HttpServer.HttpServer
+    const baseUrl = `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`
+    return { baseUrl, fetch: (path, init) => Effect.promise(() => fetch(baseUrl + path, init)) }
+  })
+).pipe(Layer.provide(SocketServer))
+
+const InProcessClient = Layer.effect(
+  Client,
+  Effect.gen(function*() {
+    const { handler } = yield* Effect.acquireRelease(
+      Effect.sync(() => toWebHandler(apiRoutes({ api: TestApi, handlers: Handlers, openapi: true }))),
+      ({ dispose }) => Effect.promise(dispose)
+    )
+    return {
+      baseUrl: undefined,
+      fetch: (path, init) => Effect.promise(() => handler(new Request(`http://localhost${path}`, init)))
+    }
+  })
+)
+
+const json = (response: Response) => Effect.promise(() => response.json() as Promise<Record<string, any>>)
+
+const request = Effect.fn(function*(path: string, init?: RequestInit) {
+  const client = yield* Client
+  const response = yield* client.fetch(path, init)
+  const text = yield* Effect.promise(() => response.text())
+  return { response, text, body: text === "" ? undefined : JSON.parse(text) as Record<string, any> }
+})
+
+const postJson = (path: string, body: string) =>
+  request(path, { method: "POST", body, headers: { "content-type": "application/json" } })
+
+for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process", InProcessClient]] as const) {
+  layer(ClientLayer)(name, (it) => {
+    it.effect("GET /health is 200 {status: ok}", () =>
+      Effect.gen(function*() {
+        const { response, body } = yield* request("/health")
+        assert.strictEqual(response.status, 200)
+        assert.deepStrictEqual(body, { status: "ok" })
+      }))
+
+    it.effect("serves the API and its OpenAPI document", () =>
+      Effect.gen(function*() {
+        const list = yield* request("/offers?minYear=2000&sort=NEWEST")
+        assert.strictEqual(list.response.status, 200)
+        assert.deepStrictEqual(list.body, { count: 0 })
+        const openapi = yield* request("/openapi.json")
+        assert.strictEqual(openapi.response.status, 200)
+        assert.property(openapi.body?.paths, "/offers/{id}")
+      }))
+
+    it.effect("a bad int query parameter is 400 invalid_request naming it and the value", () =>
+      Effect.gen(function*() {
+        const { response, body } = yield* request("/offers?minYear=abc")
+        assert.strictEqual(response.status, 400)
+        assert.strictEqual(response.headers.get("content-type"), "application/json")
+        assert.strictEqual(body?.code, "invalid_request")
+        assert.include(body?.message, `query parameter "minYear"`)
+        assert.include(body?.message, `"abc"`)
+        assert.notProperty(body, "_tag")
+        assert.deepInclude(body?.issues[0], { in: "query", parameter: "minYear" })
+      }))
+
+    it.effect("every bad parameter is named: a non-integer and a bad literal", () =>
+      Effect.gen(function*() {
+        const { response, body } = yield* request("/offers?minYear=2010.5&sort=CHEAPEST")
+        assert.strictEqual(response.status, 400)
+        assert.deepStrictEqual(body?.issues.map((issue: any) => issue.parameter).sort(), ["minYear", "sort"])
+        assert.include(body?.message, `query parameter "sort": expected "NEWEST" | "PRICE_ASC", got "CHEAPEST"`)
+        assert.include(body?.message, `query parameter "minYear": expected an integer, got 2010.5`)
+      }))
+
+    it.effect("the value of a parameter named like a secret is not echoed", () =>
+      Effect.gen(function*() {
+        const { response, body, text } = yield* request("/offers?svc_token=hunter2&svc_token=hunter3")
+        assert.strictEqual(response.status, 400)
+        assert.deepStrictEqual(body?.issues, [{ in: "query", parameter: "svc_token", problem: "expected string" }])
+        assert.notInclude(text, "hunter")
+      }))
+
+    it.effect("a malformed JSON payload is 400 invalid_request", () =>
+      Effect.gen(function*() {
+        const { response, body } = yield* postJson("/offers", "{not json")
+        assert.strictEqual(response.status, 400)
+        assert.strictEqual(body?.code, "invalid_request")
+        assert.deepStrictEqual(body?.issues, [{ in: "body", parameter: "", problem: "expected a valid JSON body" }])
+      }))
+
+    it.effect("a payload with wrong fields names each field", () =>
+      Effect.gen(function*() {
+        const { response, body } = yield* postJson("/offers", JSON.stringify({ title: 42 }))
+        assert.strictEqual(response.status, 400)
+        assert.include(body?.message, `body field "title": expected string, got 42`)
+        assert.include(body?.message, `body field "year": missing`)
+      }))
+
+    it.effect("a payload with a wrong content type is 415 in the JSON convention", () =>
+      Effect.gen(function*() {
+        const { response, body } = yield* request("/offers", { method: "POST", body: "x" })
+        assert.strictEqual(response.status, 415)
+        assert.deepStrictEqual(body, {
+          code: "unsupported_media_type",
+          message: "Unsupported content-type: text/plain"
+        })
+      }))
+
+    it.effect("an unknown route is a JSON 404", () =>
+      Effect.gen(function*() {
+        const nope = yield* request("/nope?x=1")
+        assert.strictEqual(nope.response.status, 404)
+        assert.deepStrictEqual(nope.body, { code: "not_found", message: "No route for GET /nope" })
+        const wrongMethod = yield* request("/offers/1", { method: "DELETE" })
+        assert.strictEqual(wrongMethod.response.status, 404)
+        assert.strictEqual(wrongMethod.body?.code, "not_found")
+      }))
+
+    it.effect("a defect is a 500 internal_error naming only the request id", () =>
+      Effect.gen(function*() {
+        const { response, body, text } = yield* request("/defect")
+        assert.strictEqual(response.status, 500)
+        const requestId = response.headers.get("x-request-id")
+        assert.deepStrictEqual(body, {
+          code: "internal_error",
+          message: `Internal error (request id ${requestId})`,
+          requestId
+        })
+        for (const leak of ["SELECT", "/srv", "db.ts", "Error", " at "]) assert.notInclude(text, leak)
+      }))
+
+    it.effect("a typed domain error answers with its status and {code, message, ...details}", () =>
+      Effect.gen(function*() {
+        const { response, body } = yield* request("/offers/42")
+        assert.strictEqual(response.status, 404)
+        assert.deepStrictEqual(body, { code: "offer_not_found", message: "No offer with id 42", id: "42" })
+      }))
+
+    it.effect("an undeclared convention error still answers with its own status and body", () =>
+      Effect.gen(function*() {
+        const { response, body } = yield* request("/undeclared")
+        assert.strictEqual(response.status, 503)
+        assert.deepStrictEqual(body, { code: "service_unavailable", message: "Database is down" })
+      }))
+
+    it.effect("X-Request-Id is echoed when sane, replaced otherwise", () =>
+      Effect.gen(function*() {
+        const echoed = yield* request("/health", { headers: { "x-request-id": "abc-123" } })
+        assert.strictEqual(echoed.response.headers.get("x-request-id"), "abc-123")
+        const replaced = yield* request("/health", { headers: { "x-request-id": "<script>" } })
+        assert.match(replaced.response.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/)
+      }))
+  })
+}
+
+// -----------------------------------------------------------------------------
+// Typed client, request log line
+// -----------------------------------------------------------------------------
+
+layer(SocketClient)("typed client", (it) => {
+  it.effect("decodes the convention's error bodies, which carry no _tag", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* Client
+      const client = yield* HttpApiClient.make(TestApi, { baseUrl })
+      const error = yield* client.offers.byId({ params: { id: "7" } }).pipe(Effect.flip)
+      assert.instanceOf(error, OfferNotFound)
+      assert.strictEqual(error._tag, "OfferNotFound")
+      assert.strictEqual(error.code, "offer_not_found")
+      assert.strictEqual(error.message, "No offer with id 7")
+    }).pipe(Effect.provide(FetchHttpClient.layer)))
+})
+
+describe("request log", () => {
+  const lines: Array<{ message: string; level: string; annotations: Record<string, unknown> }> = []
+  const Capture = Logger.layer([
+    Logger.make((options) => {
+      lines.push({
+        message: String((options.message as ReadonlyArray<unknown>)[0]),
+        level: options.logLevel,
+        annotations: options.fiber.getRef(References.CurrentLogAnnotations)
+      })
+    })
+  ])
+
+  layer(SocketClient.pipe(Layer.provide(Capture)))((it) => {
+    it.effect("one line per request, with status, duration, request id and secrets redacted", () =>
+      Effect.gen(function*() {
+        lines.length = 0
+        yield* request("/offers?svc_token=hunter2&minYear=2000", { headers: { "x-request-id": "req-1" } })
+        const line = lines.filter((line) => line.annotations.requestId === "req-1")
+        assert.strictEqual(line.length, 1)
+        assert.match(line[0]!.message, /^GET \/offers\?svc_token=REDACTED&minYear=2000 200 \d+ms$/)
+        assert.strictEqual(line[0]!.annotations.service, "test")
+      }))
+
+    it.effect("a defect's line is an error carrying the cause", () =>
+      Effect.gen(function*() {
+        lines.length = 0
+        yield* request("/defect", { headers: { "x-request-id": "req-2" } })
+        const line = lines.filter((line) => line.annotations.requestId === "req-2")
+        assert.strictEqual(line.length, 1)
+        assert.strictEqual(line[0]!.level, "Error")
+        assert.match(line[0]!.message, /^GET \/defect 500 \d+ms$/)
+      }))
+  })
+})
+
+// -----------------------------------------------------------------------------
+// Graceful shutdown of a real process
+// -----------------------------------------------------------------------------
+
+const node = Path.resolve(import.meta.dirname, "../../../node_modules/.bin/node")
+const fixture = Path.resolve(import.meta.dirname, "fixtures/slow-server.ts")
+
+interface Child {
+  readonly process: ChildProcess
+  readonly port: number
+  /** Resolves when stdout has printed `text`. */
+  readonly printed: (text: string) => Promise<void>
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number | null>
+}
+
+const startServer = (env: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<Child>((resolve, reject) => {
+        const child = spawn(node, [fixture], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+        let out = ""
+        const waiters: Array<[string, () => void]> = []
+        const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+          out += chunk
+          for (const [text, done] of waiters) if (out.includes(text)) done()
+          const port = /PORT=(\d+)/.exec(out)?.[1]
+          if (port !== undefined) {
+            resolve({
+              process: child,
+              port: Number(port),
+              exited,
+              printed: (text) =>
+                new Promise((done) => out.includes(text) ? done() : waiters.push([text, done]))
+            })
+          }
+        })
+        child.stderr.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
+        child.once("exit", (code) => reject(new Error(`server exited early (${code}):\n${out}`)))
+      })
+    ),
+    (child) => Effect.sync(() => child.process.kill("SIGKILL"))
+  )
+
+const connects = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = Net.connect(port, "127.0.0.1")
+    socket.once("connect", () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once("error", () => resolve(false))
+  })
+
+// `it.effect` runs on the TestClock, so waits here are plain timers, not `Effect.sleep`.
+describe("graceful shutdown", () => {
+  it.effect("SIGTERM lets the in-flight request finish, refuses new connections, exits 0", () =>
+    Effect.gen(function*() {
+      const child = yield* startServer({ SHUTDOWN_TIMEOUT: "10 seconds" })
+      const slow = fetch(`http://127.0.0.1:${child.port}/slow?ms=1500`)
+      yield* Effect.promise(() => child.printed("STARTED 1500"))
+      const signalledAt = Date.now()
+      child.process.kill("SIGTERM")
+      // The listener closes at once, while the slow request is still running.
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+      assert.isFalse(yield* Effect.promise(() => connects(child.port)))
+      const response = yield* Effect.promise(() => slow)
+      assert.strictEqual(response.status, 200)
+      assert.deepStrictEqual(yield* json(response), { sleptMs: 1500 })
+      assert.strictEqual(response.headers.get("connection"), "close")
+      assert.strictEqual(yield* Effect.promise(() => child.exited), 0)
+      // Exits as soon as drained: well before SHUTDOWN_TIMEOUT.
+      assert.isBelow(Date.now() - signalledAt, 4_000)
+    }))
+
+  it.effect("a request hanging past SHUTDOWN_TIMEOUT does not keep the process alive", () =>
+    Effect.gen(function*() {
+      const child = yield* startServer({ SHUTDOWN_TIMEOUT: "1 second" })
+      const hanging = fetch(`http://127.0.0.1:${child.port}/slow?ms=60000`).then(
+        (response) => response.status,
+        () => "connection closed"
+      )
+      yield* Effect.promise(() => child.printed("STARTED 60000"))
+      const signalledAt = Date.now()
+      child.process.kill("SIGTERM")
+      assert.strictEqual(yield* Effect.promise(() => child.exited), 0)
+      const elapsed = Date.now() - signalledAt
+      assert.isAtLeast(elapsed, 900)
+      assert.isBelow(elapsed, 3_000)
+      // Interrupted: answered 503 service_unavailable when the response could still be written.
+      assert.oneOf(yield* Effect.promise(() => hanging), [503, "connection closed"])
+    }))
+})
