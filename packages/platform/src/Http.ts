@@ -189,6 +189,14 @@ type HttpServerServices = Layer.Success<typeof HttpServer.layerServices>
  * signal exits with 1 after `SHUTDOWN_TIMEOUT` plus 5 seconds, so the process never outlives its bound.
  */
 export const runServer = <A, E>(layer: Layer.Layer<A, E>): void =>
+  launchServer(layer).pipe(NodeRuntime.runMain({ teardown: exitZeroOnSignal }))
+
+/**
+ * The effect behind {@link runServer}, for a process entry that does more around it (the `svc`
+ * command): runs `layer` until interrupted, with the shutdown watchdog armed by SIGTERM/SIGINT.
+ * Run it with `NodeRuntime.runMain({ teardown: exitZeroOnSignal })`.
+ */
+export const launchServer = <A, E, R>(layer: Layer.Layer<A, E, R>): Effect.Effect<never, E | Config.ConfigError, R> =>
   Effect.gen(function*() {
     const timeout = yield* ShutdownTimeout
     const armWatchdog = () => {
@@ -200,9 +208,10 @@ export const runServer = <A, E>(layer: Layer.Layer<A, E>): void =>
     process.once("SIGTERM", armWatchdog)
     process.once("SIGINT", armWatchdog)
     return yield* Layer.launch(layer)
-  }).pipe(NodeRuntime.runMain({ teardown: exitZeroOnSignal }))
+  })
 
-const exitZeroOnSignal: Runtime.Teardown = (exit, onExit) =>
+/** Teardown for `NodeRuntime.runMain`: a server stopped by a signal exits 0, not 130. */
+export const exitZeroOnSignal: Runtime.Teardown = (exit, onExit) =>
   Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
 
 // -----------------------------------------------------------------------------

@@ -1,0 +1,23 @@
+/**
+ * The services `svc start` can run. A service registers here when it lands: its name, what it
+ * does, the Postgres schemas (migrations/<schema>) it needs, and its layer (HTTP server(s) and
+ * background work, needing only the database).
+ */
+import type { PgClient } from "@effect/sql-pg"
+import type { Database } from "@svc/platform"
+import type { Layer } from "effect"
+import type { SqlClient } from "effect/sql"
+
+export interface SuiteService {
+  readonly name: ServiceName
+  readonly description: string
+  readonly schemas: ReadonlyArray<string>
+  readonly layer: Layer.Layer<never, unknown, Database | PgClient.PgClient | SqlClient.SqlClient>
+}
+
+/** Every service of the suite, landed or not (the `svc start` argument accepts these). */
+export const serviceNames = ["listings", "queue", "docs-api", "mcp"] as const
+export type ServiceName = (typeof serviceNames)[number]
+
+/** The services of this build. */
+export const landed: ReadonlyArray<SuiteService> = []

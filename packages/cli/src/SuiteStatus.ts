@@ -1,0 +1,20 @@
+/** The status server of `svc start all`: `GET /health` and `GET /services` on `SVC_PORT` (8786). */
+import { serveApi } from "@svc/platform"
+import { SuiteApi } from "@svc/schema"
+import { Config, Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import type { SuiteService } from "./Services.ts"
+
+export const layer = (services: ReadonlyArray<SuiteService>) =>
+  serveApi({
+    name: "suite",
+    api: SuiteApi,
+    port: Config.Port("SVC_PORT").pipe(Config.withDefault(8786)),
+    openapi: true,
+    handlers: Layer.mergeAll(
+      HttpApiBuilder.group(SuiteApi, "health", (handlers) => handlers.handle("health", () => Effect.succeed({ status: "ok" as const }))),
+      HttpApiBuilder.group(SuiteApi, "suite", (handlers) =>
+        handlers.handle("services", () =>
+          Effect.succeed({ services: services.map(({ name, description }) => ({ name, description })) })))
+    )
+  })

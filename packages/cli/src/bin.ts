@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { exitZeroOnSignal, Logging } from "@svc/platform"
+import { Cause, Config, Effect } from "effect"
+import { CliError, Command } from "effect/cli"
+import { svc } from "./main.ts"
+
+/**
+ * A failure is told as one line, `svc: <what went wrong>`, and the exit code is 1. Every error
+ * the commands raise carries a message meant for the operator; the cause with its stack is shown
+ * only at LOG_LEVEL=debug (a defect is a bug of ours, and then worth a report).
+ */
+const report = (cause: Cause.Cause<unknown>) =>
+  Effect.gen(function*() {
+    if (Cause.hasInterruptsOnly(cause)) return
+    const failure = cause.reasons.find(Cause.isFailReason)?.error
+    if (CliError.isCliError(failure)) return // already shown with the usage by Command.run
+    const message = failure instanceof Config.ConfigError
+      ? `invalid configuration: ${failure.cause.message.replace(/\s+/g, " ")}`
+      : failure instanceof Error || (typeof failure === "object" && failure !== null && "message" in failure)
+      ? String((failure as { message: unknown }).message)
+      : "unexpected error (run with LOG_LEVEL=debug for details)"
+    process.stderr.write(`svc: ${message}\n`)
+    const level = yield* Logging.LogLevel.pipe(Effect.orElseSucceed(() => "Info"))
+    if (level === "Debug" || level === "Trace") process.stderr.write(`${Cause.pretty(cause)}\n`)
+  })
+
+svc.pipe(
+  Command.run({ version: "0.1.0" }),
+  Effect.provide([NodeServices.layer, Logging.layer]),
+  Effect.tapCause(report),
+  NodeRuntime.runMain({ disableErrorReporting: true, teardown: exitZeroOnSignal })
+)

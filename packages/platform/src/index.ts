@@ -1,0 +1,6 @@
+export * from "./Http.ts"
+export * from "./LocalObjectStorage.ts"
+export * from "./Database.ts"
+export * as EmbeddedPostgres from "./EmbeddedPostgres.ts"
+export * as Logging from "./Logging.ts"
+export * as Migrations from "./Migrations.ts"

@@ -1,0 +1,4 @@
+export * from "./Errors.ts"
+export * from "./Health.ts"
+export * from "./Ids.ts"
+export * from "./Suite.ts"
