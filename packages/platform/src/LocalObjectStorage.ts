@@ -235,7 +235,7 @@ export const startObjectStorage = (options: {
       return yield* startS3rver(dir, "radosgw is not installed")
     }
     const info = yield* startRadosgw(dir)
-    yield* Effect.logInfo(`local object storage (radosgw) at ${info.endpoint}, data in ${dir}`)
+    yield* Effect.logInfo(`local object storage (radosgw) at ${info.endpoint}`)
     return info
   })
 
