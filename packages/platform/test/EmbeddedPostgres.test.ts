@@ -132,7 +132,7 @@ describe("Database", () => {
       const database = yield* Database
       const sql = yield* SqlClient.SqlClient
       const [row] = yield* sql<{ db: string }>`SELECT current_database() AS db`
-      assert.strictEqual(row?.db, "postgres")
+      assert.strictEqual(row?.db, new URL(inject("svcPostgres").url).pathname.slice(1))
       assert.isTrue(Option.isNone(database.embedded))
     }).pipe(
       Effect.provide(Database.layer.pipe(
