@@ -5,30 +5,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import * as fs from "node:fs/promises"
-import { createServer, Socket } from "node:net"
-import * as os from "node:os"
 import * as path from "node:path"
+import { acceptsConnections, freePort } from "@svc/platform"
+import { tempDir } from "@svc/platform/testing"
 
 const bin = new URL("../src/bin.ts", import.meta.url).pathname
-
-const tempDir = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-cli-"))
-    await fs.chmod(dir, 0o755) // reachable by the `postgres` user when we run as root
-    return dir
-  }),
-  (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
-)
-
-const freePort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-)
 
 interface Run {
   readonly child: ChildProcess
@@ -55,18 +36,6 @@ const waitForHealth = (port: number) =>
     Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 150 })
   )
 
-const portOpen = (port: number) =>
-  Effect.promise(() =>
-    new Promise<boolean>((resolve) => {
-      const socket = new Socket()
-      socket.once("error", () => resolve(false))
-      socket.connect(port, "127.0.0.1", () => {
-        socket.destroy()
-        resolve(true)
-      })
-    })
-  )
-
 describe("svc", () => {
   it.live("--help lists the commands", () =>
     Effect.gen(function*() {
@@ -78,8 +47,8 @@ describe("svc", () => {
 
   it.live("start all: comes up with /health, stops cleanly on Ctrl-C, and finds its data on the next start", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const port = yield* freePort
+      const dir = yield* tempDir("svc-cli-")
+      const port = yield* freePort()
       const env = { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"), SVC_PORT: String(port) }
 
       const first = svc(["start", "all"], env)
@@ -93,8 +62,8 @@ describe("svc", () => {
       first.child.kill("SIGINT")
       assert.strictEqual(yield* finished(first), 0)
       assert.isBelow(Date.now() - stoppedAt, 10_000, "Ctrl-C stops within seconds")
-      assert.isFalse(yield* portOpen(port), "the HTTP server is gone")
-      assert.isFalse(yield* portOpen(pgPort), "the embedded Postgres is stopped with the suite")
+      assert.isFalse(yield* acceptsConnections(port), "the HTTP server is gone")
+      assert.isFalse(yield* acceptsConnections(pgPort), "the embedded Postgres is stopped with the suite")
 
       const second = svc(["start", "all"], env)
       assert.deepStrictEqual(yield* waitForHealth(port), { status: "ok" })
@@ -105,7 +74,7 @@ describe("svc", () => {
 
   it.live("migrate: runs against the embedded database and reports per schema", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("svc-cli-")
       const run = svc(["migrate"], { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres") })
       assert.strictEqual(yield* finished(run), 0, run.output())
       assert.match(run.output(), /Nothing to migrate|: (applied|up to date)/)

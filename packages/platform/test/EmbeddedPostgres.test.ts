@@ -4,39 +4,20 @@ import { ConfigProvider, Effect, Layer, Option, Redacted, Schedule } from "effec
 import { SqlClient } from "effect/sql"
 import * as fs from "node:fs/promises"
 import { spawn } from "node:child_process"
-import { Socket } from "node:net"
-import * as os from "node:os"
 import * as path from "node:path"
 import { inject } from "vitest"
 import { Database } from "../src/Database.ts"
 import * as EmbeddedPostgres from "../src/EmbeddedPostgres.ts"
+import { acceptsConnections } from "../src/Net.ts"
+import { tempDir } from "../src/testing/tempDir.ts"
 
-const tempDataDir = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-embedded-"))
-    await fs.chmod(dir, 0o755) // reachable by the `postgres` user when we run as root
-    return dir
-  }),
-  (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
-).pipe(Effect.map((dir) => path.join(dir, "data")))
+const tempDataDir = tempDir("svc-embedded-").pipe(Effect.map((dir) => path.join(dir, "data")))
 
 const query = <A extends object>(cluster: EmbeddedPostgres.RunningPostgres, text: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     return yield* sql.unsafe<A>(text)
   }).pipe(Effect.provide(PgClient.layer({ url: cluster.url("postgres"), maxConnections: 1 })))
-
-const accepts = (port: number) =>
-  Effect.promise(() =>
-    new Promise<boolean>((resolve) => {
-      const socket = new Socket()
-      socket.once("error", () => resolve(false))
-      socket.connect(port, "127.0.0.1", () => {
-        socket.destroy()
-        resolve(true)
-      })
-    })
-  )
 
 // it.live: the cluster's start-up polling and shutdown wait run on the real clock.
 describe("EmbeddedPostgres", () => {
@@ -50,7 +31,7 @@ describe("EmbeddedPostgres", () => {
         yield* query(cluster, "INSERT INTO kept VALUES ('survives restarts')")
         return cluster
       }))
-      assert.isFalse(yield* accepts(first.port), "the cluster stops when its scope closes")
+      assert.isFalse(yield* acceptsConnections(first.port), "the cluster stops when its scope closes")
 
       const notes = yield* Effect.scoped(Effect.gen(function*() {
         const cluster = yield* EmbeddedPostgres.start({ dataDir })
@@ -66,7 +47,7 @@ describe("EmbeddedPostgres", () => {
       const guest = yield* Effect.scoped(EmbeddedPostgres.start({ dataDir }))
       assert.isFalse(guest.owned)
       assert.strictEqual(guest.port, owner.port)
-      assert.isTrue(yield* accepts(owner.port), "the guest's exit does not stop the owner's cluster")
+      assert.isTrue(yield* acceptsConnections(owner.port), "the guest's exit does not stop the owner's cluster")
     }), { timeout: 120_000 })
 
   it.live("a cluster orphaned by a crashed process is adopted and stopped by the next owner", () =>
@@ -82,7 +63,7 @@ describe("EmbeddedPostgres", () => {
       }))
       assert.isTrue(adopted.owned)
       assert.strictEqual(adopted.port, orphan.port)
-      assert.isFalse(yield* accepts(orphan.port))
+      assert.isFalse(yield* acceptsConnections(orphan.port))
     }), { timeout: 120_000 })
 
   it.live("a killed owner (kill -9) leaves no cluster running, and the next start finds its data", () =>
@@ -103,7 +84,7 @@ describe("EmbeddedPostgres", () => {
         })
       )
       holder.kill("SIGKILL")
-      const stopped = yield* accepts(port).pipe(
+      const stopped = yield* acceptsConnections(port).pipe(
         Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (open) => !open }),
         Effect.timeout("20 seconds"),
         Effect.as(true),

@@ -1,0 +1,4 @@
+/** Test helpers (they import vitest: only for test files). */
+export * from "./objectStorage.ts"
+export * from "./tempDir.ts"
+export * as TestDatabase from "./TestDatabase.ts"
