@@ -1,0 +1,508 @@
+/**
+ * Upload routes: a route definition served as a plain `(request: Request) => Promise<Response>` handler,
+ * usable from any Node or web framework (and from an effect `HttpRouter` through
+ * `HttpServerRequest.toWeb` / `HttpServerResponse.fromWeb`).
+ *
+ * Protocol (see `shared/protocol.ts`): `begin` runs `onBeforeUpload`, checks type and size, and answers a
+ * presigned PUT (one URL, or one per part for large files; content type and length are signed) plus a
+ * completion token — HMAC-SHA256 over route, path, size, content type, upload id and expiry.
+ * `complete` verifies the token (`forbidden` when invalid, for another route, or expired), completes a
+ * multipart upload, checks the stored object (missing -> `not_found`; other size or type ->
+ * `signature_mismatch`; leading bytes contradicting the type -> `content_type_not_allowed`; the object is
+ * deleted in those cases), then runs `onUploadComplete` (a throw deletes the object first, then the
+ * error is answered).
+ *
+ * Failures resolve in the spec's order: `onError` first (a Response it returns is the answer, a BlobError
+ * is answered as JSON); else a thrown BlobError as itself; else an application error with a `status` (or
+ * `statusCode`) from 400 to 599 by the status table (other statuses: `request_failed` keeping the status);
+ * anything else is rethrown unchanged (an application bug).
+ *
+ * @module
+ */
+import { Effect, Redacted, Schema } from "effect"
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { BlobError, type BlobErrorCode } from "../shared/BlobError.ts"
+import { checkContentTypePatterns, contentTypeRefusal, essence, SNIFF_BYTES, sniffRefusal } from "../shared/contentTypes.ts"
+import { pathProblem } from "../shared/paths.ts"
+import {
+  type BeginUploadRequest,
+  type BeginUploadResponse,
+  type CompleteUploadRequest,
+  type CompleteUploadResponse,
+  UploadRequest
+} from "../shared/protocol.ts"
+import { formatBytes, parseOptionalSize, type SizeInput } from "../shared/size.ts"
+import type { BucketApi, PromiseBucket } from "./Bucket.ts"
+
+export interface BeforeUploadArgs {
+  readonly request: Request
+  /** the path the client asked for */
+  readonly pathname: string
+  readonly contentType: string
+  readonly size: number
+  readonly clientPayload: string | null
+  readonly route: string
+}
+
+/** What onBeforeUpload may decide (every field optional); `false` refuses the upload (unauthorized). */
+export interface BeforeUploadResult {
+  /** store under this path instead of the requested one */
+  readonly path?: string | undefined
+  /** narrows the route's contentTypes */
+  readonly contentTypes?: ReadonlyArray<string> | undefined
+  readonly maxSize?: SizeInput | undefined
+  readonly allowOverwrite?: boolean | undefined
+  /** carried (signed) in the completion token and handed to onUploadComplete */
+  readonly tokenPayload?: string | undefined
+}
+
+export interface UploadCompleteArgs {
+  readonly request: Request
+  readonly route: string
+  readonly path: string
+  readonly size: number
+  readonly contentType: string
+  readonly etag: string
+  readonly tokenPayload: string | undefined
+}
+
+type MaybePromise<A> = A | Promise<A>
+
+export interface UploadRouteOptions {
+  readonly bucket: BucketApi | PromiseBucket
+  /** required: the application's own check */
+  readonly onBeforeUpload: (args: BeforeUploadArgs) => MaybePromise<BeforeUploadResult | boolean | void>
+  readonly contentTypes?: ReadonlyArray<string> | undefined
+  readonly maxSize?: SizeInput | undefined
+  readonly allowOverwrite?: boolean | undefined
+  readonly onUploadComplete?: ((args: UploadCompleteArgs) => MaybePromise<void>) | undefined
+  readonly onError?:
+    | ((error: unknown, args: { readonly request: Request; readonly route: string }) => MaybePromise<Response | BlobError | undefined | void>)
+    | undefined
+  /** presigned URLs and completion tokens live this long (seconds, default 3600) */
+  readonly expiresIn?: number | undefined
+  /** above this, the upload is multipart (default 64 MiB) */
+  readonly multipartThreshold?: SizeInput | undefined
+  /** part size of multipart uploads (default 8 MiB) */
+  readonly partSize?: SizeInput | undefined
+}
+
+export interface UploadHandlerOptions {
+  readonly routes: Readonly<Record<string, UploadRouteOptions>>
+  /**
+   * the key completion tokens are signed with; default: random per process (tokens then only verify on
+   * the instance that issued them: set one for several instances)
+   */
+  readonly secret?: string | Redacted.Redacted<string> | undefined
+}
+
+export type UploadHandler = (request: Request) => Promise<Response>
+
+// --- completion token ----------------------------------------------------------------------------------
+
+interface TokenClaims {
+  readonly r: string
+  readonly p: string
+  readonly s: number
+  readonly ct: string
+  readonly e: number
+  readonly o: boolean
+  readonly u?: string
+  readonly tp?: string
+}
+
+const b64url = (bytes: Uint8Array | string) => Buffer.from(bytes).toString("base64url")
+
+export const signCompletionToken = (secret: Uint8Array, claims: TokenClaims): string => {
+  const payload = b64url(JSON.stringify(claims))
+  const signature = createHmac("sha256", secret).update(`v1.${payload}`).digest("base64url")
+  return `v1.${payload}.${signature}`
+}
+
+const forbidden = (message: string) =>
+  new BlobError("forbidden", { message, hint: "Begin the upload again" })
+
+export const verifyCompletionToken = (secret: Uint8Array, token: string, route: string, now: number): TokenClaims | BlobError => {
+  const [version, payload, signature] = token.split(".")
+  if (version !== "v1" || payload === undefined || signature === undefined || token.split(".").length !== 3) {
+    return forbidden("The completion token is not valid")
+  }
+  const expected = createHmac("sha256", secret).update(`v1.${payload}`).digest()
+  const given = Buffer.from(signature, "base64url")
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return forbidden("The completion token is not valid")
+  let claims: TokenClaims
+  try {
+    claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as TokenClaims
+  } catch {
+    return forbidden("The completion token is not valid")
+  }
+  if (claims.r !== route) return forbidden("The completion token is for another upload route")
+  if (claims.e <= now) return forbidden("The completion token has expired")
+  return claims
+}
+
+// --- failure resolution ----------------------------------------------------------------------------------
+
+const STATUS_CODES: Readonly<Record<number, BlobErrorCode>> = {
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not_found",
+  409: "conflict",
+  411: "length_required",
+  413: "too_large",
+  429: "rate_limited"
+}
+
+/** The error's JSON at its own status (with Retry-After when retryAfter is set). */
+export const errorResponse = (error: BlobError): Response =>
+  new Response(JSON.stringify(error.toJSON()), {
+    status: error.status,
+    headers: {
+      "content-type": "application/json",
+      "cache-control": "no-store",
+      ...(error.retryAfter === undefined ? {} : { "retry-after": String(Math.ceil(error.retryAfter)) })
+    }
+  })
+
+const statusOf = (error: unknown): number | undefined => {
+  if (typeof error !== "object" || error === null) return undefined
+  const e = error as { status?: unknown; statusCode?: unknown }
+  const status = typeof e.status === "number" ? e.status : typeof e.statusCode === "number" ? e.statusCode : undefined
+  return status !== undefined && Number.isInteger(status) ? status : undefined
+}
+
+/** Steps 2-4 of the resolution order: BlobError as itself, a status mapped by the table, else undefined. */
+export const toBlobError = (error: unknown): BlobError | undefined => {
+  if (BlobError.is(error)) return error
+  const status = statusOf(error)
+  if (status === undefined || status < 400 || status > 599) return undefined
+  const code = STATUS_CODES[status] ?? "request_failed"
+  const message = error instanceof Error && error.message.trim() !== "" ? error.message : undefined
+  return new BlobError(code, {
+    message,
+    ...(code === "request_failed" ? { status } : {}),
+    cause: error
+  })
+}
+
+const resolveFailure = async (
+  error: unknown,
+  route: UploadRouteOptions | undefined,
+  args: { readonly request: Request; readonly route: string }
+): Promise<Response> => {
+  if (route?.onError !== undefined) {
+    const answer = await route.onError(error, args)
+    if (answer instanceof Response) return answer
+    if (BlobError.is(answer)) return errorResponse(answer)
+  }
+  const blobError = toBlobError(error)
+  if (blobError !== undefined) return errorResponse(blobError)
+  throw error
+}
+
+// --- the handler -----------------------------------------------------------------------------------------
+
+const effectBucket = (bucket: BucketApi | PromiseBucket): BucketApi => "effect" in bucket ? bucket.effect : bucket
+
+const run = <A>(effect: Effect.Effect<A, BlobError>) => Effect.runPromise(effect)
+
+const decodeRequest = Schema.decodeUnknownEffect(UploadRequest)
+
+interface PreparedRoute {
+  readonly name: string
+  readonly options: UploadRouteOptions
+  readonly bucket: BucketApi
+  readonly contentTypes: ReadonlyArray<string> | undefined
+  readonly maxSize: number | undefined
+  readonly expiresIn: number
+  readonly multipartThreshold: number
+  readonly partSize: number | undefined
+}
+
+const prepareRoute = (name: string, options: UploadRouteOptions): PreparedRoute => {
+  if (typeof options !== "object" || options === null) throw new TypeError(`upload route ${name}: options must be an object`)
+  if (typeof options.onBeforeUpload !== "function") {
+    throw new TypeError(`upload route ${name}: onBeforeUpload is required (the application's own check)`)
+  }
+  if (options.bucket === undefined) throw new TypeError(`upload route ${name}: bucket is required`)
+  let contentTypes: ReadonlyArray<string> | undefined
+  if (options.contentTypes !== undefined) {
+    const checked = checkContentTypePatterns(options.contentTypes)
+    if (BlobError.is(checked)) throw checked
+    contentTypes = checked
+  }
+  const expiresIn = options.expiresIn ?? 3600
+  if (!Number.isFinite(expiresIn) || expiresIn <= 0) throw new TypeError(`upload route ${name}: expiresIn must be seconds > 0`)
+  return {
+    name,
+    options,
+    bucket: effectBucket(options.bucket),
+    contentTypes,
+    maxSize: parseOptionalSize(options.maxSize, "maxSize"),
+    expiresIn,
+    multipartThreshold: parseOptionalSize(options.multipartThreshold, "multipartThreshold") ?? 64 * 1024 * 1024,
+    partSize: parseOptionalSize(options.partSize, "partSize")
+  }
+}
+
+/**
+ * A handler for several named routes. The route is the body's `route` field, else the last segment of the
+ * request path (`POST /api/upload/avatar`); an unknown route answers not_found.
+ */
+export const createUploadHandler = (options: UploadHandlerOptions): UploadHandler => {
+  if (typeof options !== "object" || options === null || typeof options.routes !== "object") {
+    throw new TypeError("createUploadHandler: pass { routes: { name: { bucket, onBeforeUpload, ... } } }")
+  }
+  const routes = new Map(Object.entries(options.routes).map(([name, route]) => [name, prepareRoute(name, route)]))
+  const secret = options.secret === undefined
+    ? randomBytes(32)
+    : Buffer.from(Redacted.isRedacted(options.secret) ? Redacted.value(options.secret) : options.secret, "utf8")
+  if (secret.length < 16) throw new TypeError("createUploadHandler: secret must be at least 16 bytes")
+
+  const begin = async (route: PreparedRoute, request: Request, body: BeginUploadRequest): Promise<Response> => {
+    const problem = pathProblem(body.pathname)
+    if (problem !== undefined) throw new BlobError("invalid_input", { message: `Invalid path: ${problem}` })
+    if (body.size === 0) throw new BlobError("empty_body", { message: "The file is empty" })
+    const decided = await route.options.onBeforeUpload({
+      request,
+      pathname: body.pathname,
+      contentType: body.contentType,
+      size: body.size,
+      clientPayload: body.clientPayload ?? null,
+      route: route.name
+    })
+    if (decided === false) throw new BlobError("unauthorized", { message: "The upload was refused" })
+    const result: BeforeUploadResult = typeof decided === "object" && decided !== null ? decided : {}
+    const path = result.path ?? body.pathname
+    const pathCheck = pathProblem(path)
+    if (pathCheck !== undefined) throw new BlobError("invalid_input", { message: `Invalid path: ${pathCheck}` })
+    let contentTypes = route.contentTypes
+    if (result.contentTypes !== undefined) {
+      const checked = checkContentTypePatterns(result.contentTypes)
+      if (BlobError.is(checked)) throw checked
+      contentTypes = checked
+    }
+    const refusal = contentTypeRefusal(body.contentType, contentTypes)
+    if (refusal !== undefined) throw refusal
+    const maxSize = parseOptionalSize(result.maxSize, "maxSize") ?? route.maxSize
+    if (maxSize !== undefined && body.size > maxSize) {
+      throw new BlobError("too_large", {
+        message: `The file is ${formatBytes(body.size)}, over the limit of ${formatBytes(maxSize)}`
+      })
+    }
+    const allowOverwrite = result.allowOverwrite ?? route.options.allowOverwrite ?? false
+    const now = Date.now()
+    if (body.size > route.multipartThreshold) {
+      const multipart = await run(route.bucket.signedMultipartUpload(path, {
+        contentType: body.contentType,
+        size: body.size,
+        expiresIn: route.expiresIn,
+        allowOverwrite,
+        ...(route.partSize === undefined ? {} : { partSize: route.partSize })
+      }))
+      const completionToken = signCompletionToken(secret, {
+        r: route.name,
+        p: path,
+        s: body.size,
+        ct: body.contentType,
+        e: Math.min(multipart.expiresAt, now + route.expiresIn * 1000),
+        o: allowOverwrite,
+        u: multipart.uploadId,
+        ...(result.tokenPayload === undefined ? {} : { tp: result.tokenPayload })
+      })
+      return Response.json({
+        type: "begin",
+        path,
+        method: "PUT",
+        headers: multipart.headers,
+        expiresAt: multipart.expiresAt,
+        completionToken,
+        multipart: { uploadId: multipart.uploadId, partSize: multipart.partSize, parts: multipart.parts }
+      } satisfies BeginUploadResponse)
+    }
+    const signed = await run(route.bucket.signedUploadUrl(path, {
+      contentType: body.contentType,
+      size: body.size,
+      expiresIn: route.expiresIn,
+      allowOverwrite
+    }))
+    const completionToken = signCompletionToken(secret, {
+      r: route.name,
+      p: path,
+      s: body.size,
+      ct: body.contentType,
+      e: signed.expiresAt,
+      o: allowOverwrite,
+      ...(result.tokenPayload === undefined ? {} : { tp: result.tokenPayload })
+    })
+    return Response.json({
+      type: "begin",
+      path,
+      method: "PUT",
+      url: signed.url,
+      headers: signed.headers,
+      expiresAt: signed.expiresAt,
+      completionToken
+    } satisfies BeginUploadResponse)
+  }
+
+  const complete = async (route: PreparedRoute, request: Request, body: CompleteUploadRequest): Promise<Response> => {
+    const claims = verifyCompletionToken(secret, body.completionToken, route.name, Date.now())
+    if (BlobError.is(claims)) throw claims
+    const bucket = route.bucket
+    if (claims.u !== undefined) {
+      if (body.parts === undefined || body.parts.length === 0) {
+        throw new BlobError("invalid_input", { message: "A multipart upload completes with its parts' etags" })
+      }
+      await run(bucket.completeMultipartUpload(claims.p, claims.u, body.parts, { allowOverwrite: claims.o }))
+    }
+    const stored = await run(bucket.info(claims.p)).catch((error: unknown) => {
+      if (BlobError.is(error, "not_found")) {
+        throw new BlobError("not_found", { message: `The upload to ${claims.p} never arrived`, cause: error })
+      }
+      throw error
+    })
+    const discard = () => run(bucket.del(claims.p)).catch(() => undefined)
+    if (stored.size !== claims.s || essence(stored.contentType) !== essence(claims.ct)) {
+      await discard()
+      throw new BlobError("signature_mismatch", {
+        message: stored.size !== claims.s
+          ? `Stored ${stored.size} bytes, but the upload declared ${claims.s}`
+          : `Stored as ${essence(stored.contentType)}, but the upload declared ${essence(claims.ct)}`
+      })
+    }
+    const leading = await readLeading(bucket, claims.p)
+    const refusal = leading === undefined ? undefined : sniffRefusal(claims.ct, leading)
+    if (refusal !== undefined) {
+      await discard()
+      throw refusal
+    }
+    if (route.options.onUploadComplete !== undefined) {
+      try {
+        await route.options.onUploadComplete({
+          request,
+          route: route.name,
+          path: claims.p,
+          size: stored.size,
+          contentType: stored.contentType,
+          etag: stored.etag,
+          tokenPayload: claims.tp
+        })
+      } catch (error) {
+        await discard()
+        throw error
+      }
+    }
+    return Response.json({
+      type: "complete",
+      path: claims.p,
+      size: stored.size,
+      contentType: stored.contentType,
+      etag: stored.etag
+    } satisfies CompleteUploadResponse)
+  }
+
+  return async (request: Request): Promise<Response> => {
+    let route: PreparedRoute | undefined
+    let routeName = ""
+    try {
+      if (request.method !== "POST") {
+        throw new BlobError("invalid_input", { message: `Upload routes take POST, not ${request.method}` })
+      }
+      let json: unknown
+      try {
+        json = await request.json()
+      } catch {
+        throw new BlobError("invalid_input", { message: "The upload request body is not JSON" })
+      }
+      const decoded = await Effect.runPromise(Effect.result(decodeRequest(json)))
+      if (decoded._tag === "Failure") {
+        throw new BlobError("invalid_input", {
+          message: "Malformed upload request",
+          hint: "Send { type: \"begin\", pathname, contentType, size } or { type: \"complete\", completionToken }",
+          cause: decoded.failure
+        })
+      }
+      const body = decoded.success
+      routeName = body.route ?? decodeURIComponent(new URL(request.url).pathname.split("/").filter((s) => s !== "").pop() ?? "")
+      route = routes.get(routeName) ?? (routes.size === 1 && body.route === undefined ? routes.values().next().value : undefined)
+      if (route === undefined) throw new BlobError("not_found", { message: `No upload route ${JSON.stringify(routeName)}` })
+      routeName = route.name
+      return body.type === "begin" ? await begin(route, request, body) : await complete(route, request, body)
+    } catch (error) {
+      return resolveFailure(error, route?.options, { request, route: routeName })
+    }
+  }
+}
+
+/** A handler for a single route (any request path). */
+export const createUploadRoute = (options: UploadRouteOptions & { readonly name?: string | undefined; readonly secret?: string | Redacted.Redacted<string> | undefined }): UploadHandler => {
+  if (typeof options !== "object" || options === null) throw new TypeError("createUploadRoute: options must be an object")
+  const { name, secret, ...route } = options
+  return createUploadHandler({ routes: { [name ?? "default"]: route }, ...(secret === undefined ? {} : { secret }) })
+}
+
+/** Reads the first bytes of a stored object (for sniffing); undefined when it cannot. */
+const readLeading = async (bucket: BucketApi, path: string): Promise<Uint8Array | undefined> => {
+  try {
+    const got = await run(bucket.get(path))
+    const reader = got.body.getReader()
+    const chunks: Array<Uint8Array> = []
+    let total = 0
+    while (total < SNIFF_BYTES) {
+      const { done, value } = await reader.read()
+      if (done) break
+      chunks.push(value)
+      total += value.length
+    }
+    await reader.cancel().catch(() => undefined)
+    const out = new Uint8Array(total)
+    let offset = 0
+    for (const c of chunks) {
+      out.set(c, offset)
+      offset += c.length
+    }
+    return out.subarray(0, SNIFF_BYTES)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Serves a handler on a `node:http` server: `createServer(toNodeListener(handler))`. Bodies are buffered
+ * (upload requests are small JSON; the files go straight to storage).
+ */
+export const toNodeListener = (handler: UploadHandler) =>
+(
+  req: import("node:http").IncomingMessage,
+  res: import("node:http").ServerResponse
+): void => {
+  const chunks: Array<Buffer> = []
+  req.on("data", (chunk: Buffer) => chunks.push(chunk))
+  req.on("error", () => res.destroy())
+  req.on("end", () => {
+    const headers = new Headers()
+    for (const [key, value] of Object.entries(req.headers)) {
+      if (value === undefined) continue
+      for (const v of Array.isArray(value) ? value : [value]) headers.append(key, v)
+    }
+    const method = req.method ?? "GET"
+    const request = new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, {
+      method,
+      headers,
+      ...(method === "GET" || method === "HEAD" ? {} : { body: Buffer.concat(chunks) })
+    })
+    handler(request).then(
+      async (response) => {
+        const body = Buffer.from(await response.arrayBuffer())
+        res.writeHead(response.status, Object.fromEntries(response.headers))
+        res.end(body)
+      },
+      () => {
+        // an application bug (rethrown by the handler): a bare 500, details stay in the server's logs
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" })
+        res.end(JSON.stringify({ code: "internal_error", message: "Internal error" }))
+      }
+    )
+  })
+}

@@ -1,0 +1,392 @@
+/**
+ * Upload routes: the resolution order (in process, no storage needed), then begin -> PUT -> complete
+ * against radosgw, in process and over a real socket.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { TestObjectStorage } from "../../platform/src/testing/objectStorage.ts"
+import { Bucket, type BucketApi } from "../src/server/Bucket.ts"
+import {
+  createUploadHandler,
+  createUploadRoute,
+  toNodeListener,
+  type UploadHandler,
+  type UploadRouteOptions
+} from "../src/server/route.ts"
+import { BlobError } from "../src/shared/BlobError.ts"
+import type { BeginUploadResponse } from "../src/shared/protocol.ts"
+import { freshBucket } from "./support/storage.ts"
+
+const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 73, 72, 68, 82, 1, 2, 3, 4])
+
+const post = (handler: UploadHandler, body: unknown, path = "/api/upload") =>
+  handler(new Request(`http://app${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }))
+
+const begin = { type: "begin", pathname: "avatars/me.png", contentType: "image/png", size: PNG.length }
+
+// a bucket that is never reached: the resolution-order tests fail before any storage call
+const offline = () =>
+  Effect.runSync(Effect.scoped(Bucket.make({ token: "s3+http://k:s@127.0.0.1:1/offline-bucket", retry: { times: 0 } })))
+
+const routeWith = (overrides: Partial<UploadRouteOptions>) =>
+  createUploadRoute({ bucket: offline(), onBeforeUpload: () => undefined, ...overrides })
+
+describe("upload route: resolution order", () => {
+  it("onError first: a Response it returns is the answer", async () => {
+    const handler = routeWith({
+      onBeforeUpload: () => {
+        throw new BlobError("conflict")
+      },
+      onError: () => new Response("custom", { status: 418 })
+    })
+    const response = await post(handler, begin)
+    assert.strictEqual(response.status, 418)
+    assert.strictEqual(await response.text(), "custom")
+  })
+
+  it("onError first: a BlobError it returns is answered as JSON at its status, with its optional fields", async () => {
+    const seen: Array<unknown> = []
+    const handler = routeWith({
+      onBeforeUpload: () => {
+        throw new Error("boom")
+      },
+      onError: (error) => {
+        seen.push(error)
+        return new BlobError("rate_limited", { retryAfter: 7, hint: "Slow down" })
+      }
+    })
+    const response = await post(handler, begin)
+    assert.strictEqual(response.status, 429)
+    assert.strictEqual(response.headers.get("retry-after"), "7")
+    assert.strictEqual(response.headers.get("content-type"), "application/json")
+    const body = await response.json()
+    assert.deepStrictEqual(body, { code: "rate_limited", status: 429, message: "Rate limited (slow down)", hint: "Slow down", retryAfter: 7 })
+    assert.strictEqual((seen[0] as Error).message, "boom")
+    const rebuilt = BlobError.fromJSON(body)
+    assert.isTrue(BlobError.is(rebuilt, "rate_limited"))
+  })
+
+  it("carries failed, etag and size in the body when set", async () => {
+    const handler = routeWith({
+      onBeforeUpload: () => {
+        throw new BlobError("already_exists", { etag: "\"abc\"", size: 12 })
+      }
+    })
+    const response = await post(handler, begin)
+    assert.strictEqual(response.status, 409)
+    assert.deepStrictEqual(await response.json(), { code: "already_exists", status: 409, message: "Already exists", etag: "\"abc\"", size: 12 })
+    const partial = routeWith({
+      onBeforeUpload: () => {
+        throw new BlobError("partial_delete", { failed: ["a", "b"] })
+      }
+    })
+    assert.deepStrictEqual((await (await post(partial, begin)).json()).failed, ["a", "b"])
+  })
+
+  it("onError returning nothing: a thrown BlobError is answered as itself", async () => {
+    const handler = routeWith({
+      onBeforeUpload: () => {
+        throw new BlobError("forbidden", { message: "Not your folder" })
+      },
+      onError: () => undefined
+    })
+    const response = await post(handler, begin)
+    assert.strictEqual(response.status, 403)
+    assert.strictEqual((await response.json()).message, "Not your folder")
+  })
+
+  it("an application error with a status is mapped by the table; other statuses keep theirs as request_failed", async () => {
+    const table: ReadonlyArray<readonly [number, string]> = [
+      [401, "unauthorized"],
+      [403, "forbidden"],
+      [404, "not_found"],
+      [409, "conflict"],
+      [411, "length_required"],
+      [413, "too_large"],
+      [429, "rate_limited"],
+      [400, "request_failed"],
+      [418, "request_failed"],
+      [500, "request_failed"],
+      [503, "request_failed"]
+    ]
+    for (const [status, code] of table) {
+      const handler = routeWith({
+        onBeforeUpload: () => {
+          throw Object.assign(new Error("quota exceeded"), { status })
+        }
+      })
+      const response = await post(handler, begin)
+      const body = await response.json()
+      assert.strictEqual(body.code, code, `status ${status}`)
+      assert.strictEqual(response.status, code === "request_failed" ? status : body.status)
+      assert.match(body.message, /^Quota exceeded/) // sentence-cased; length_required adds its built-in hint
+    }
+    const statusCode = routeWith({
+      onBeforeUpload: () => {
+        throw { statusCode: 404 }
+      }
+    })
+    assert.strictEqual((await (await post(statusCode, begin)).json()).code, "not_found")
+  })
+
+  it("anything else is rethrown unchanged", async () => {
+    const bug = new TypeError("cannot read properties of undefined")
+    const handler = routeWith({
+      onBeforeUpload: () => {
+        throw bug
+      }
+    })
+    const thrown = await post(handler, begin).then(() => undefined, (e: unknown) => e)
+    assert.strictEqual(thrown, bug)
+    const outOfRange = routeWith({
+      onBeforeUpload: () => {
+        throw Object.assign(new Error("redirect"), { status: 302 })
+      }
+    })
+    assert.strictEqual(((await post(outOfRange, begin).catch((e: unknown) => e)) as Error).message, "redirect")
+  })
+
+  it("refusals of the request itself", async () => {
+    const handler = routeWith({ contentTypes: ["image/*"], maxSize: 10 })
+    const refused = routeWith({ onBeforeUpload: () => false })
+    const cases: ReadonlyArray<readonly [UploadHandler, unknown, number, string]> = [
+      [refused, begin, 401, "unauthorized"],
+      [handler, { ...begin, contentType: "text/html", size: 5 }, 400, "content_type_not_allowed"],
+      [handler, begin, 413, "too_large"],
+      [handler, { ...begin, size: 0 }, 400, "empty_body"],
+      [handler, { ...begin, pathname: "a//b.png", size: 5 }, 400, "invalid_input"],
+      [handler, { type: "begin", pathname: 42 }, 400, "invalid_input"],
+      [handler, { type: "complete", completionToken: "v1.bad.token" }, 403, "forbidden"]
+    ]
+    for (const [h, body, status, code] of cases) {
+      const response = await post(h, body)
+      assert.strictEqual(response.status, status, code)
+      assert.strictEqual((await response.json()).code, code)
+    }
+    const notJson = await handler(new Request("http://app/u", { method: "POST", body: "{nope" }))
+    assert.strictEqual((await notJson.json()).code, "invalid_input")
+    const multi = createUploadHandler({
+      routes: { avatar: { bucket: offline(), onBeforeUpload: () => undefined }, docs: { bucket: offline(), onBeforeUpload: () => undefined } }
+    })
+    const unknown = await post(multi, begin, "/api/upload/videos")
+    assert.strictEqual(unknown.status, 404)
+    assert.strictEqual((await unknown.json()).code, "not_found")
+  })
+
+  it("bad route options throw where they are written", () => {
+    assert.throws(() => createUploadRoute({ bucket: offline() } as never), TypeError, /onBeforeUpload/)
+    assert.throws(() => routeWith({ maxSize: "a lot" }), TypeError, /maxSize/)
+    const patternError = (() => {
+      try {
+        routeWith({ contentTypes: ["images"] })
+      } catch (e) {
+        return e
+      }
+    })()
+    assert.isTrue(BlobError.is(patternError, "invalid_content_type_pattern"))
+    assert.throws(() => createUploadHandler({ routes: {}, secret: "short" }), TypeError)
+  })
+})
+
+/** The browser side of the protocol, in miniature: begin, PUT the bytes, complete. */
+const upload = async (
+  call: (body: unknown) => Promise<Response>,
+  bytes: Uint8Array,
+  options: { pathname?: string; contentType?: string; putContentType?: string; route?: string } = {}
+) => {
+  const beginResponse = await call({
+    type: "begin",
+    pathname: options.pathname ?? "avatars/me.png",
+    contentType: options.contentType ?? "image/png",
+    size: bytes.length,
+    ...(options.route === undefined ? {} : { route: options.route })
+  })
+  if (beginResponse.status !== 200) return { stage: "begin", response: beginResponse }
+  const started = await beginResponse.json() as BeginUploadResponse
+  const parts: Array<{ partNumber: number; etag: string }> = []
+  if (started.multipart !== undefined) {
+    for (const part of started.multipart.parts) {
+      const from = (part.partNumber - 1) * started.multipart.partSize
+      const put = await fetch(part.url, { method: "PUT", body: bytes.subarray(from, from + part.size) as BodyInit, headers: started.headers })
+      assert.strictEqual(put.status, 200)
+      parts.push({ partNumber: part.partNumber, etag: put.headers.get("etag") ?? "" })
+    }
+  } else {
+    const headers = { ...started.headers, ...(options.putContentType === undefined ? {} : { "content-type": options.putContentType }) }
+    const put = await fetch(started.url!, { method: "PUT", body: bytes as BodyInit, headers })
+    if (put.status !== 200) return { stage: "put", response: put, started }
+  }
+  const completeResponse = await call({
+    type: "complete",
+    completionToken: started.completionToken,
+    ...(parts.length === 0 ? {} : { parts }),
+    ...(options.route === undefined ? {} : { route: options.route })
+  })
+  return { stage: "complete", response: completeResponse, started }
+}
+
+layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)", (it) => {
+  it.effect("begin -> PUT -> complete, with onUploadComplete and the token payload", () =>
+    Effect.gen(function*() {
+      const bucket: BucketApi = yield* freshBucket("route")
+      const completed: Array<unknown> = []
+      const handler = createUploadRoute({
+        bucket,
+        contentTypes: ["image/png", "image/jpeg"],
+        maxSize: "1MB",
+        onBeforeUpload: ({ pathname }) => ({ path: `users/42/${pathname}`, tokenPayload: "user-42" }),
+        onUploadComplete: (args) => {
+          completed.push({ path: args.path, size: args.size, tokenPayload: args.tokenPayload, contentType: args.contentType })
+        }
+      })
+      const result = yield* Effect.promise(() => upload((b) => post(handler, b), PNG))
+      assert.strictEqual(result.stage, "complete")
+      assert.strictEqual(result.response.status, 200)
+      const body = yield* Effect.promise(() => result.response.json())
+      assert.strictEqual(body.path, "users/42/avatars/me.png")
+      assert.strictEqual(body.size, PNG.length)
+      assert.deepStrictEqual(completed, [{ path: "users/42/avatars/me.png", size: PNG.length, tokenPayload: "user-42", contentType: "image/png" }])
+      assert.strictEqual((yield* bucket.getBytes("users/42/avatars/me.png")).length, PNG.length)
+      // the signed PUT refuses another content type: the browser client turns that 403 into signature_mismatch
+      const wrong = yield* Effect.promise(() => upload((b) => post(handler, b), PNG, { pathname: "x.png", putContentType: "image/jpeg" }))
+      assert.strictEqual(wrong.stage, "put")
+      assert.strictEqual(wrong.response.status, 403)
+    }))
+
+  it.effect("complete refuses another route's, a tampered or an expired token, and a missing object", () =>
+    Effect.gen(function*() {
+      const bucket = yield* freshBucket("tokens")
+      const handler = createUploadHandler({
+        secret: "a-secret-of-enough-length",
+        routes: {
+          avatar: { bucket, onBeforeUpload: () => undefined, expiresIn: 1 },
+          docs: { bucket, onBeforeUpload: () => undefined }
+        }
+      })
+      const started = yield* Effect.promise(async () =>
+        (await post(handler, { ...begin, route: "avatar" })).json() as Promise<BeginUploadResponse>
+      )
+      const complete = (token: string, route: string) =>
+        Effect.promise(async () => {
+          const r = await post(handler, { type: "complete", completionToken: token, route })
+          return { status: r.status, body: await r.json() }
+        })
+      const other = yield* complete(started.completionToken, "docs")
+      assert.strictEqual(other.status, 403)
+      assert.strictEqual(other.body.code, "forbidden")
+      assert.match(other.body.message, /another upload route/)
+      const [v, payload, signature] = started.completionToken.split(".")
+      const forged = JSON.parse(Buffer.from(payload!, "base64url").toString())
+      forged.s = 999
+      const tampered = yield* complete(`${v}.${Buffer.from(JSON.stringify(forged)).toString("base64url")}.${signature}`, "avatar")
+      assert.strictEqual(tampered.body.code, "forbidden")
+      const missing = yield* complete(started.completionToken, "avatar")
+      assert.strictEqual(missing.status, 404)
+      assert.strictEqual(missing.body.code, "not_found")
+      assert.match(missing.body.message, /never arrived/)
+      yield* Effect.sleep("1100 millis")
+      const expired = yield* complete(started.completionToken, "avatar")
+      assert.strictEqual(expired.body.code, "forbidden")
+      assert.match(expired.body.message, /expired/)
+      // a token of another handler (another secret)
+      const stranger = createUploadHandler({ secret: "another-secret-of-enough-length", routes: { avatar: { bucket, onBeforeUpload: () => undefined } } })
+      const foreign = yield* Effect.promise(async () => (await post(stranger, { ...begin, pathname: "f.png", route: "avatar" })).json() as Promise<BeginUploadResponse>)
+      assert.strictEqual((yield* complete(foreign.completionToken, "avatar")).body.code, "forbidden")
+    }))
+
+  it.effect("a stored object that differs from the declaration is signature_mismatch and deleted", () =>
+    Effect.gen(function*() {
+      const bucket = yield* freshBucket("mismatch")
+      const handler = createUploadRoute({ bucket, onBeforeUpload: () => ({ allowOverwrite: true }) })
+      const started = yield* Effect.promise(async () => (await post(handler, begin)).json() as Promise<BeginUploadResponse>)
+      // something else lands at the path (same type, other size)
+      yield* bucket.put("avatars/me.png", new Uint8Array([...PNG, ...PNG]), { allowOverwrite: true })
+      const response = yield* Effect.promise(() => post(handler, { type: "complete", completionToken: started.completionToken }))
+      assert.strictEqual(response.status, 403)
+      const body = yield* Effect.promise(() => response.json())
+      assert.strictEqual(body.code, "signature_mismatch")
+      assert.match(body.hint, /did not match what was authorized/)
+      assert.isFalse(yield* bucket.exists("avatars/me.png"))
+    }))
+
+  it.effect("a throw from onUploadComplete deletes the object first, then answers the error", () =>
+    Effect.gen(function*() {
+      const bucket = yield* freshBucket("oncomplete")
+      let existedDuringError: boolean | undefined
+      const handler = createUploadRoute({
+        bucket,
+        onBeforeUpload: () => undefined,
+        onUploadComplete: () => {
+          throw Object.assign(new Error("the album is full"), { status: 409 })
+        },
+        onError: async (error) => {
+          existedDuringError = await Effect.runPromise(bucket.exists("avatars/me.png"))
+          assert.match((error as Error).message, /album is full/)
+          return undefined
+        }
+      })
+      const result = yield* Effect.promise(() => upload((b) => post(handler, b), PNG))
+      assert.strictEqual(result.response.status, 409)
+      const body = yield* Effect.promise(() => result.response.json())
+      assert.strictEqual(body.code, "conflict")
+      assert.strictEqual(body.message, "The album is full")
+      assert.isFalse(existedDuringError)
+      assert.isFalse(yield* bucket.exists("avatars/me.png"))
+    }))
+
+  it.effect("bytes that contradict the declared type are refused at completion", () =>
+    Effect.gen(function*() {
+      const bucket = yield* freshBucket("sniff")
+      const handler = createUploadRoute({ bucket, onBeforeUpload: () => undefined })
+      const notPng = new TextEncoder().encode("%PDF-1.7 this is really a pdf")
+      const result = yield* Effect.promise(() => upload((b) => post(handler, b), notPng))
+      assert.strictEqual(result.response.status, 400)
+      assert.strictEqual((yield* Effect.promise(() => result.response.json())).code, "content_type_not_allowed")
+      assert.isFalse(yield* bucket.exists("avatars/me.png"))
+    }))
+
+  it.effect("a multipart upload over a real socket: parts, completion, the stored bytes", () =>
+    Effect.gen(function*() {
+      const bucket = yield* freshBucket("routemulti")
+      yield* bucket.configureCors()
+      const handler = createUploadHandler({
+        routes: {
+          video: {
+            bucket,
+            contentTypes: ["video/*"],
+            multipartThreshold: "6MB",
+            partSize: "5MB",
+            onBeforeUpload: () => undefined
+          }
+        }
+      })
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const s = createServer(toNodeListener(handler))
+          await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))
+          return s
+        }),
+        (s) => Effect.promise(() => new Promise<void>((resolve) => s.close(() => resolve())))
+      )
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const size = 11 * 1024 * 1024 + 5
+      const bytes = new Uint8Array(size)
+      bytes.set([0, 0, 0, 0x18, 0x66, 0x74, 0x79, 0x70, 0x6d, 0x70, 0x34, 0x32]) // ....ftypmp42
+      for (let i = 12; i < size; i++) bytes[i] = i % 251
+      const call = (body: unknown) =>
+        fetch(`${base}/api/upload/video`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+      const result = yield* Effect.promise(() => upload(call, bytes, { pathname: "clips/a.mp4", contentType: "video/mp4" }))
+      assert.strictEqual(result.started?.multipart?.parts.length, 3)
+      assert.strictEqual(result.response.status, 200)
+      const body = yield* Effect.promise(() => result.response.json())
+      assert.strictEqual(body.size, size)
+      const stored = yield* bucket.getBytes("clips/a.mp4")
+      assert.isTrue(Buffer.from(stored).equals(Buffer.from(bytes)))
+      // refusals over the socket keep their status and JSON
+      const refused = yield* Effect.promise(() => call({ type: "begin", pathname: "x.png", contentType: "image/png", size: 10 }))
+      assert.strictEqual(refused.status, 400)
+      assert.strictEqual((yield* Effect.promise(() => refused.json())).code, "content_type_not_allowed")
+    }))
+})
