@@ -1,0 +1,320 @@
+/**
+ * Offer images: an object store for their bytes (`ImageStore`, on `@svc/blob`'s server `Bucket`), the
+ * background cacher that fills it after ingest (`ImageCacher`), and the lookup GET /images/:key answers
+ * from (`listings.images`).
+ *
+ * Caching rules: only URLs that came from a source feed (the rows ingest writes into
+ * `listings.images`), never anything a client asks for; http(s) only; `IMAGE_CACHE_CONCURRENCY`
+ * fetches at once (default 4); transient failures (network, timeout, 429, 5xx) retried with an
+ * exponential `Schedule` (3 retries); at most `IMAGE_MAX_BYTES` (default 10 MiB) and only
+ * image/jpeg, png, webp, gif or avif (the declared type, and the bucket's check of the leading bytes),
+ * else the image is `rejected` for good; a failed image is tried again by later passes, 3 attempts in
+ * all. The object key is the image key (hex SHA-256 of the URL).
+ */
+import { Bucket, type BucketApi, formatBlobToken, parseBlobToken } from "@svc/blob"
+import { NodeServices } from "@effect/platform-node"
+import { LocalObjectStorage, type ObjectStorageError, startObjectStorage } from "@svc/platform"
+import { Config, Context, Duration, Effect, Layer, Option, Queue, Redacted, Schedule, Schema, Stream } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { createHash } from "node:crypto"
+import * as NodePath from "node:path"
+
+export class ImageStoreError extends Schema.TaggedError<ImageStoreError>()("ImageStoreError", {
+  message: Schema.String,
+  /** the store refused the bytes for good (over the size limit, or not the image type they claim) */
+  refused: Schema.optionalKey(Schema.Boolean)
+}) {}
+
+export interface StoredImage {
+  readonly body: Stream.Stream<Uint8Array, ImageStoreError>
+  readonly contentLength: number | undefined
+}
+
+export const allowedTypes: ReadonlySet<string> = new Set(["image/jpeg", "image/png", "image/webp", "image/gif", "image/avif"])
+
+export class ImageStore extends Context.Service<ImageStore, {
+  /** false: no object storage configured (OFFER_IMAGES_STORAGE=off): nothing is cached. */
+  readonly enabled: boolean
+  readonly put: (key: string, body: Uint8Array, contentType: string) => Effect.Effect<void, ImageStoreError>
+  readonly get: (key: string) => Effect.Effect<Option.Option<StoredImage>, ImageStoreError>
+}>()("@svc/listings/ImageStore") {
+  static readonly layerDisabled = Layer.succeed(
+    ImageStore,
+    ImageStore.of({
+      enabled: false,
+      put: () => Effect.fail(new ImageStoreError({ message: "image storage is off" })),
+      get: () => Effect.succeed(Option.none())
+    })
+  )
+
+  /**
+   * The store on a `Bucket`: objects are written with their content type (only allowed image types,
+   * leading bytes checked by the bucket), overwriting (same key = same URL), and read as a stream.
+   */
+  static readonly fromBucket = (bucket: BucketApi): ImageStore["Service"] =>
+    ImageStore.of({
+      enabled: true,
+      put: (key, body, contentType) =>
+        bucket.put(key, body, {
+          contentType,
+          contentTypes: [...allowedTypes],
+          allowOverwrite: true,
+          cacheControl: "public, max-age=86400"
+        }).pipe(
+          Effect.asVoid,
+          Effect.mapError((error) =>
+            new ImageStoreError({
+              message: `storing image ${key}: ${error.message}`,
+              refused: error.code === "content_type_not_allowed" || error.code === "too_large"
+            })
+          )
+        ),
+      get: (key) =>
+        bucket.get(key).pipe(
+          Effect.map((object) =>
+            Option.some<StoredImage>({
+              contentLength: object.size,
+              body: Stream.fromReadableStream({
+                evaluate: () => object.body,
+                onError: (error) => new ImageStoreError({ message: `reading image ${key}: ${String(error)}` })
+              })
+            })
+          ),
+          Effect.catch((error) =>
+            error.code === "not_found"
+              ? Effect.succeed(Option.none())
+              : Effect.fail(new ImageStoreError({ message: `reading image ${key}: ${error.message}` }))
+          )
+        )
+    })
+
+  /** The store on the bucket a blob token (`SVC_BLOB_TOKEN` format) names; the bucket must exist. */
+  static readonly layerBucket = (token: Redacted.Redacted<string> | string): Layer.Layer<ImageStore> =>
+    Layer.effect(ImageStore, Effect.map(Bucket.make({ token }), ImageStore.fromBucket))
+
+  /**
+   * Local object storage started for the life of the layer in its own folder
+   * (`<OBJECT_STORAGE_DIR>/listings`, default `.data/object-storage/listings`, so it never shares a
+   * data directory with another local store), bucket `offer-images` (created).
+   */
+  static readonly layerLocal: Layer.Layer<ImageStore, ObjectStorageError | Config.ConfigError> = Layer.effect(
+    ImageStore,
+    Effect.gen(function*() {
+      const root = yield* Config.String("OBJECT_STORAGE_DIR").pipe(Config.withDefault(".data/object-storage"))
+      const backend = yield* Config.Literals(["auto", "radosgw", "s3rver"], "OBJECT_STORAGE_BACKEND").pipe(
+        Config.withDefault("auto" as const)
+      )
+      const info = yield* startObjectStorage({ dir: NodePath.resolve(process.cwd(), root, "listings"), backend }).pipe(
+        Effect.provide(NodeServices.layer)
+      )
+      return yield* Effect.gen(function*() {
+        const storage = yield* LocalObjectStorage
+        yield* storage.createBucket("offer-images")
+        const bucket = yield* Bucket.make({
+          token: formatBlobToken({
+            endpoint: storage.endpoint,
+            bucket: "offer-images",
+            accessKeyId: storage.accessKeyId,
+            secretAccessKey: Redacted.value(storage.secretAccessKey),
+            region: storage.region
+          })
+        })
+        return ImageStore.fromBucket(bucket)
+      }).pipe(Effect.provide(LocalObjectStorage.layerExternal(info)))
+    })
+  )
+
+  /**
+   * `OFFER_IMAGES_STORAGE`:
+   * - `local` (default): local object storage for the life of the service (see `layerLocal`);
+   * - a bucket token in the `SVC_BLOB_TOKEN` format (`s3+http://KEY:SECRET@host:port/bucket?region=...`,
+   *   `s3://` for TLS): any S3-compatible store; the bucket must exist;
+   * - `off`: no caching, GET /images redirects to the originals.
+   */
+  static readonly layerConfig: Layer.Layer<
+    ImageStore,
+    ImageStoreError | Config.ConfigError | ObjectStorageError
+  > = Layer.unwrap(Effect.gen(function*(): Effect.fn.Return<
+    Layer.Layer<ImageStore, ImageStoreError | Config.ConfigError | ObjectStorageError>,
+    Config.ConfigError
+  > {
+    const setting = yield* Config.Redacted("OFFER_IMAGES_STORAGE").pipe(Config.withDefault(Redacted.make("local")))
+    const value = Redacted.value(setting).trim()
+    if (value === "off") return ImageStore.layerDisabled
+    if (value === "local") return ImageStore.layerLocal
+    try {
+      parseBlobToken(value)
+    } catch (error) {
+      // never echo the value: it holds a secret
+      return Layer.effect(
+        ImageStore,
+        Effect.fail(
+          new ImageStoreError({
+            message: `OFFER_IMAGES_STORAGE must be off, local or a bucket token: ${(error as Error).message}`
+          })
+        )
+      )
+    }
+    return ImageStore.layerBucket(Redacted.make(value))
+  }))
+}
+
+// -----------------------------------------------------------------------------
+// The cacher
+// -----------------------------------------------------------------------------
+
+const MAX_ATTEMPTS = 3
+
+class Transient extends Schema.TaggedError<Transient>()("Transient", { message: Schema.String }) {}
+class Rejected extends Schema.TaggedError<Rejected>()("Rejected", { message: Schema.String }) {}
+class Failed extends Schema.TaggedError<Failed>()("Failed", { message: Schema.String }) {}
+
+export interface CacheOptions {
+  readonly concurrency: number
+  readonly maxBytes: number
+  readonly timeout: Duration.Duration
+  /** base delay of the retry schedule */
+  readonly retryBase: Duration.Duration
+}
+
+export class ImageCacher extends Context.Service<ImageCacher, {
+  /** Asks the background worker for a pass (after an ingest). Returns at once. */
+  readonly kick: Effect.Effect<void>
+  /** One full pass now: caches what is pending; returns how many images were attempted. */
+  readonly runPass: Effect.Effect<number>
+}>()("@svc/listings/ImageCacher") {
+  static readonly layerDisabled = Layer.succeed(ImageCacher, ImageCacher.of({ kick: Effect.void, runPass: Effect.succeed(0) }))
+
+  /** The cacher with a background worker (needs ImageStore, SqlClient, HttpClient). */
+  static readonly layerWith = (options: CacheOptions) =>
+    Layer.effect(
+      ImageCacher,
+      Effect.gen(function*() {
+        const store = yield* ImageStore
+        if (!store.enabled) return ImageCacher.of({ kick: Effect.void, runPass: Effect.succeed(0) })
+        const sql = yield* SqlClient.SqlClient
+        const client = yield* HttpClient.HttpClient
+
+        const download = (url: string) =>
+          Effect.gen(function*() {
+            const response = yield* client.execute(HttpClientRequest.get(url)).pipe(
+              Effect.timeoutOrElse({
+                duration: options.timeout,
+                orElse: () => Effect.fail(new Transient({ message: "timed out" }))
+              }),
+              Effect.catchTag("HttpClientError", (error) => Effect.fail(new Transient({ message: error.message })))
+            )
+            if (response.status === 429 || response.status >= 500) {
+              return yield* new Transient({ message: `HTTP ${response.status}` })
+            }
+            if (response.status !== 200) return yield* new Failed({ message: `HTTP ${response.status}` })
+            const contentType = (response.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+            if (!allowedTypes.has(contentType)) {
+              return yield* new Rejected({ message: `content type ${contentType || "(none)"} is not an allowed image type` })
+            }
+            const declared = Number(response.headers["content-length"] ?? NaN)
+            if (declared > options.maxBytes) return yield* new Rejected({ message: `${declared} bytes is over the limit` })
+            const chunks: Array<Uint8Array> = []
+            let size = 0
+            yield* response.stream.pipe(
+              Stream.mapError((error) => new Transient({ message: error.message })),
+              Stream.runForEach((chunk) => {
+                size += chunk.length
+                if (size > options.maxBytes) return Effect.fail(new Rejected({ message: "body is over the size limit" }))
+                chunks.push(chunk)
+                return Effect.void
+              }),
+              Effect.timeoutOrElse({
+                duration: options.timeout,
+                orElse: () => Effect.fail(new Transient({ message: "body timed out" }))
+              })
+            )
+            const body = Buffer.concat(chunks)
+            return { body, contentType }
+          }).pipe(
+            Effect.retry({
+              while: (error) => error._tag === "Transient",
+              schedule: Schedule.exponential(options.retryBase).pipe(Schedule.jittered),
+              times: 3
+            })
+          )
+
+        const cacheOne = (image: { readonly key: string; readonly original_url: string }) =>
+          download(image.original_url).pipe(
+            Effect.flatMap(({ body, contentType }) =>
+              Effect.gen(function*() {
+                yield* store.put(image.key, body, contentType).pipe(
+                  Effect.mapError((error) =>
+                    error.refused === true ? new Rejected({ message: error.message }) : new Failed({ message: error.message })
+                  )
+                )
+                const etag = `"${createHash("sha256").update(body).digest("hex").slice(0, 32)}"`
+                yield* sql`
+                  UPDATE listings.images SET status = 'cached', content_type = ${contentType},
+                    size_bytes = ${body.length}, etag = ${etag}, cached_at = now()
+                  WHERE key = ${image.key}`
+              })
+            ),
+            Effect.catch((error) => {
+              const status = error._tag === "Rejected" ? "rejected" : "failed"
+              return Effect.andThen(
+                Effect.logDebug(`Image ${image.key} not cached (${status}): ${error.message}`),
+                sql`UPDATE listings.images SET status = ${status} WHERE key = ${image.key}`
+              )
+            }),
+            Effect.catch((error) => Effect.logWarning(`Image cache bookkeeping failed: ${error.message}`))
+          )
+
+        /** Claims a batch (other instances skip it) and caches it; loops until nothing is due. */
+        const runPass = Effect.gen(function*() {
+          let attempted = 0
+          while (true) {
+            const batch = yield* sql<{ readonly key: string; readonly original_url: string }>`
+              UPDATE listings.images i SET attempts = attempts + 1, last_attempt_at = now()
+              FROM (
+                SELECT key FROM listings.images
+                WHERE status IN ('pending', 'failed') AND attempts < ${MAX_ATTEMPTS}
+                  AND (last_attempt_at IS NULL OR last_attempt_at < now() - interval '1 minute')
+                ORDER BY first_seen_at LIMIT 100 FOR UPDATE SKIP LOCKED
+              ) due
+              WHERE i.key = due.key
+              RETURNING i.key, i.original_url`
+            if (batch.length === 0) return attempted
+            attempted += batch.length
+            yield* Effect.forEach(batch, cacheOne, { concurrency: options.concurrency, discard: true })
+          }
+        }).pipe(
+          Effect.catch((error) => Effect.as(Effect.logWarning(`Image caching pass failed: ${error.message}`), 0))
+        )
+
+        const kicks = yield* Queue.sliding<void>(1)
+        yield* Queue.take(kicks).pipe(
+          Effect.andThen(runPass),
+          Effect.forever,
+          Effect.forkScoped
+        )
+        return ImageCacher.of({ kick: Queue.offer(kicks, undefined).pipe(Effect.asVoid), runPass })
+      })
+    )
+
+  /** `IMAGE_CACHE_CONCURRENCY` (4), `IMAGE_MAX_BYTES` (10 MiB), `IMAGE_FETCH_TIMEOUT` (20 s). */
+  static readonly layer = Layer.unwrap(Effect.gen(function*() {
+    return ImageCacher.layerWith({
+      concurrency: yield* Config.Int("IMAGE_CACHE_CONCURRENCY").pipe(Config.withDefault(4)),
+      maxBytes: yield* Config.Int("IMAGE_MAX_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
+      timeout: yield* Config.Duration("IMAGE_FETCH_TIMEOUT").pipe(Config.withDefault(Duration.seconds(20))),
+      retryBase: Duration.millis(500)
+    })
+  }))
+}
+
+/** What GET /images/:key needs to know about a key. */
+export interface ImageRecord {
+  readonly key: string
+  readonly original_url: string
+  readonly status: string
+  readonly content_type: string | null
+  readonly size_bytes: number | null
+  readonly etag: string | null
+}

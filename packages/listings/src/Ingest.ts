@@ -1,0 +1,298 @@
+/**
+ * Ingestion: one run per source at a time, across every instance on the database.
+ *
+ * Exclusion is two-layered (DESIGN.md §5): an in-process per-source mutex (an `RcMap` of
+ * `Semaphore.make(1)`, taken only if free) decides between the scheduler and manual triggers of this
+ * process at once, without a round trip; then the lease row in `listings.ingest_leases` decides
+ * between processes. A run that gets either refuses is `skipped` (`already_running`), never queued.
+ * The lease is renewed every TTL/3 while the run goes on; a run that loses it stops. A holder that
+ * dies stops renewing and its lease expires after the TTL (default 30 s).
+ *
+ * A run: read the adapter's stream in batches (`INGEST_BATCH_SIZE`, default 2,000), validate every
+ * record (rejects are counted and skipped), upsert each batch in its own transaction; after a run
+ * that read the whole feed, expire the source's offers that were not in it. Every run is a row in
+ * `listings.ingest_runs`; failures are logged with their cause and stored as a category only.
+ */
+import { type IngestOutcome, type IngestRun, UnknownSources } from "@svc/schema"
+import { postgresReason } from "@svc/platform"
+import {
+  Cause,
+  Config,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  FiberSet,
+  Layer,
+  Option,
+  RcMap,
+  Result,
+  Schedule,
+  Scope,
+  Semaphore,
+  Stream
+} from "effect"
+import { FetchHttpClient, HttpClient } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { adapterFor, FeedError } from "./adapters/index.ts"
+import { ImageCacher } from "./Images.ts"
+import { Leases } from "./Leases.ts"
+import { ListingsConfig } from "./ListingsConfig.ts"
+import { type FeedImage, normalize, type OfferRow } from "./Normalize.ts"
+import { OfferStore } from "./OfferStore.ts"
+import { type Source, Sources } from "./Sources.ts"
+
+export type Trigger = "scheduled" | "manual"
+
+export interface Progress {
+  readonly offersFetched: number
+  readonly offersUpserted: number
+  readonly recordsRejected: number
+}
+
+/** A started or skipped run. */
+export interface RunHandle {
+  readonly run: IngestRun
+  /** Started runs: waits for the outcome. */
+  readonly outcome: Option.Option<Effect.Effect<IngestOutcome>>
+  /** Started runs: the counts so far. */
+  readonly progress: Effect.Effect<Progress>
+}
+
+class LeaseLost extends Error {}
+
+export class Ingest extends Context.Service<Ingest, {
+  /**
+   * Starts a run of each given source (default: every enabled one) that is not running already.
+   * Unknown ids fail with `UnknownSources`; disabled ones are skipped.
+   */
+  readonly trigger: (options: {
+    readonly sources?: ReadonlyArray<string> | undefined
+    readonly trigger: Trigger
+  }) => Effect.Effect<ReadonlyArray<RunHandle>, UnknownSources>
+  /** Waits until no run of this process is in progress. */
+  readonly awaitIdle: Effect.Effect<void>
+}>()("@svc/listings/Ingest") {
+  /** Needs Sources, OfferStore, Leases, ImageCacher, ListingsConfig, SqlClient, HttpClient. */
+  static readonly layerNoDeps = Layer.effect(
+    Ingest,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const sources = yield* Sources
+      const store = yield* OfferStore
+      const leases = yield* Leases
+      const images = yield* ImageCacher
+      const config = yield* ListingsConfig
+      const httpClient = yield* HttpClient.HttpClient
+      const locks = yield* RcMap.make({ lookup: (_sourceId: string) => Semaphore.make(1) })
+      const running = yield* FiberSet.make<void>()
+      const renewEvery = Duration.millis(Math.max(50, Duration.toMillis(config.leaseTtl) / 3))
+
+      // Uninterruptible except for the run's body: a run interrupted at shutdown is still recorded
+      // (`interrupted`) before its fiber ends and its lease is released.
+      const runSource = (source: Source, trigger: Trigger, progress: { -readonly [K in keyof Progress]: Progress[K] }) =>
+        Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
+          const startedAt = Date.now()
+          const [{ id: runId }] = (yield* sql<{ readonly id: string }>`
+            INSERT INTO listings.ingest_runs (source_id, trigger, holder)
+            VALUES (${source.id}, ${trigger}, ${leases.holder}) RETURNING id::text AS id`) as unknown as [
+              { readonly id: string }
+            ]
+          const seen = new Set<string>()
+          const adapter = yield* adapterFor(source).pipe(Effect.provideService(HttpClient.HttpClient, httpClient))
+          const batchSize = Math.max(1, config.batchSize)
+
+          const body = adapter.read.pipe(
+            Stream.grouped(batchSize),
+            Stream.runForEach((records) =>
+              Effect.gen(function*() {
+                const rows = new Map<string, OfferRow>()
+                const batchImages: Array<FeedImage> = []
+                for (const record of records) {
+                  const result = normalize(source.id, record)
+                  if (Result.isFailure(result)) {
+                    progress.recordsRejected++
+                    if (progress.recordsRejected <= 5) {
+                      yield* Effect.logWarning(`Source ${source.id}: skipped a record: ${result.failure}`)
+                    }
+                    continue
+                  }
+                  rows.set(result.success.row.id, result.success.row)
+                  for (const image of result.success.images) batchImages.push(image)
+                }
+                progress.offersFetched += records.length
+                for (const id of rows.keys()) seen.add(id)
+                progress.offersUpserted += yield* store.upsertBatch(source.id, [...rows.values()], batchImages)
+              })
+            )
+          )
+
+          // The lease keeps being renewed while the body runs; losing it stops the run.
+          const keepLease = leases.renew(source.id, config.leaseTtl).pipe(
+            Effect.flatMap((held) => held ? Effect.void : Effect.die(new LeaseLost("lease lost"))),
+            Effect.repeat(Schedule.spaced(renewEvery)),
+            Effect.delay(renewEvery)
+          )
+          const exit = yield* restore(
+            Effect.raceFirst(body, Effect.andThen(keepLease, Effect.never)).pipe(
+              Effect.andThen(Effect.suspend(() => store.expireVanished(source.id, [...seen])))
+            )
+          ).pipe(Effect.exit)
+          const ok = Exit.isSuccess(exit)
+          const offersExpired = ok ? exit.value : 0
+          let failure: string | null = null
+          if (Exit.isFailure(exit)) {
+            const error = Cause.squash(exit.cause)
+            if (error instanceof FeedError) {
+              failure = error.kind
+              yield* Effect.logWarning(`Ingest of ${source.id} failed: ${error.message}`)
+            } else if (error instanceof LeaseLost) {
+              failure = "lease_lost"
+              yield* Effect.logError(`Ingest of ${source.id} stopped: its lease was lost`)
+            } else if (Cause.hasInterruptsOnly(exit.cause)) {
+              failure = "interrupted"
+            } else {
+              failure = "database"
+              yield* Effect.logError(`Ingest of ${source.id} failed: ${postgresReason(error)}`)
+            }
+          }
+          const outcome: IngestOutcome = {
+            ok,
+            offersFetched: progress.offersFetched,
+            offersUpserted: progress.offersUpserted,
+            recordsRejected: progress.recordsRejected,
+            offersExpired,
+            durationMs: Date.now() - startedAt
+          }
+          yield* sql`
+            UPDATE listings.ingest_runs SET finished_at = now(), ok = ${ok}, offers_fetched = ${outcome.offersFetched},
+              offers_upserted = ${outcome.offersUpserted}, records_rejected = ${outcome.recordsRejected},
+              offers_expired = ${offersExpired}, failure = ${failure}
+            WHERE id = ${runId}::bigint`
+          yield* Effect.logInfo(
+            `Ingest of ${source.id} ${ok ? "done" : "failed"}: ${outcome.offersFetched} read, ` +
+              `${outcome.offersUpserted} upserted, ${outcome.recordsRejected} rejected, ${offersExpired} expired, ` +
+              `${outcome.durationMs} ms`
+          )
+          if (source.config.adapter !== "mock") yield* images.kick
+          return outcome
+        })).pipe(Effect.annotateLogs({ sourceId: source.id, trigger }))
+
+      const failedOutcome = (progress: Progress): IngestOutcome => ({
+        ok: false,
+        ...progress,
+        offersExpired: 0,
+        durationMs: 0
+      })
+
+      /** Takes the mutex and the lease, or answers skipped; a started run goes on in `running`. */
+      const start = (source: Source, trigger: Trigger): Effect.Effect<RunHandle> =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            const skipped: RunHandle = {
+              run: { sourceId: source.id, status: "skipped", reason: "already_running" },
+              outcome: Option.none(),
+              progress: Effect.succeed({ offersFetched: 0, offersUpserted: 0, recordsRejected: 0 })
+            }
+            const scope = yield* Scope.make()
+            const lock = yield* RcMap.get(locks, source.id).pipe(Scope.provide(scope))
+            if (!(yield* lock.takeIfAvailable(1))) {
+              yield* Scope.close(scope, Exit.void)
+              return skipped
+            }
+            const releaseLock = Effect.andThen(lock.release(1), Scope.close(scope, Exit.void))
+            const leased = yield* restore(leases.acquire(source.id, config.leaseTtl)).pipe(
+              Effect.catch((error) =>
+                Effect.as(Effect.logError(`Could not take the ingest lease of ${source.id}: ${postgresReason(error)}`), false)
+              ),
+              Effect.onInterrupt(() => releaseLock)
+            )
+            if (!leased) {
+              yield* releaseLock
+              return skipped
+            }
+            const progress = { offersFetched: 0, offersUpserted: 0, recordsRejected: 0 }
+            const done = yield* Deferred.make<IngestOutcome>()
+            yield* FiberSet.run(
+              running,
+              runSource(source, trigger, progress).pipe(
+                Effect.tapCause((cause) =>
+                  Cause.hasInterruptsOnly(cause)
+                    ? Effect.void
+                    : Effect.logError(`Ingest of ${source.id} could not be recorded`, cause)
+                ),
+                Effect.ensuring(leases.release(source.id).pipe(Effect.ignore)),
+                Effect.ensuring(releaseLock),
+                // last: whoever waits for the outcome may start the next run at once
+                Effect.onExit((exit) =>
+                  Deferred.succeed(done, Exit.isSuccess(exit) ? exit.value : failedOutcome(progress))
+                ),
+                Effect.ignore,
+                Effect.asVoid
+              )
+            )
+            return {
+              run: { sourceId: source.id, status: "started" },
+              outcome: Option.some(Deferred.await(done)),
+              progress: Effect.sync(() => ({ ...progress }))
+            } satisfies RunHandle
+          })
+        )
+
+      const trigger = Effect.fn("Ingest.trigger")(function*(options: {
+        readonly sources?: ReadonlyArray<string> | undefined
+        readonly trigger: Trigger
+      }) {
+        let selected: ReadonlyArray<Source>
+        if (options.sources === undefined || options.sources.length === 0) {
+          selected = sources.all.filter((source) => source.enabled)
+        } else {
+          const ids = [...new Set(options.sources.map((id) => id.trim().toLowerCase()).filter((id) => id !== ""))]
+          const unknown = ids.filter((id) => Option.isNone(sources.get(id)))
+          if (unknown.length > 0) return yield* new UnknownSources({ sourceIds: unknown })
+          selected = ids.map((id) => Option.getOrThrow(sources.get(id)))
+        }
+        return yield* Effect.forEach(selected, (source) =>
+          source.enabled
+            ? start(source, options.trigger)
+            : Effect.succeed<RunHandle>({
+              run: { sourceId: source.id, status: "skipped", reason: "disabled" },
+              outcome: Option.none(),
+              progress: Effect.succeed({ offersFetched: 0, offersUpserted: 0, recordsRejected: 0 })
+            }), { concurrency: "unbounded" })
+      })
+
+      const awaitIdle = FiberSet.awaitEmpty(running)
+
+      return Ingest.of({ trigger, awaitIdle })
+    })
+  )
+
+  static readonly layer = Ingest.layerNoDeps.pipe(
+    Layer.provide([OfferStore.layer, Leases.layer, FetchHttpClient.layer])
+  )
+}
+
+/**
+ * Scheduled ingestion: every enabled source at start (unless `INGEST_ON_START=false`), then every
+ * `INGEST_INTERVAL` (default 15
+ * minutes). A source still running when its turn comes is skipped that time.
+ */
+export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
+  const ingest = yield* Ingest
+  const { ingestInterval } = yield* ListingsConfig
+  const onStart = yield* Config.Boolean("INGEST_ON_START").pipe(Config.withDefault(true))
+  yield* ingest.trigger({ trigger: "scheduled" }).pipe(
+    Effect.tap((handles) => {
+      const skipped = handles.filter((handle) => handle.run.status === "skipped" && handle.run.reason === "already_running")
+      return skipped.length === 0
+        ? Effect.void
+        : Effect.logInfo(`Scheduled ingest skipped (already running): ${skipped.map((h) => h.run.sourceId).join(", ")}`)
+    }),
+    Effect.catch((error) => Effect.logError(`Scheduled ingest could not start: ${error.message}`)),
+    Effect.repeat(Schedule.spaced(ingestInterval)),
+    onStart ? (self) => self : Effect.delay(ingestInterval),
+    Effect.forkScoped
+  )
+}))

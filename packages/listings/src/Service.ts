@@ -1,0 +1,52 @@
+/**
+ * The listings service assembled: HTTP (the API, /images, /rpc, /openapi.json) on `LISTINGS_PORT`
+ * (default 8787) and the ingest scheduler, sharing one set of services. Needs only the database
+ * (`Database | PgClient | SqlClient`), so `svc start` can run it next to other services.
+ */
+import { apiRoutes, serve } from "@svc/platform"
+import { ListingsApi } from "@svc/schema"
+import { Config, Layer } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { ApiHandlers, ImagesRoute } from "./http.ts"
+import { ImageCacher, ImageStore } from "./Images.ts"
+import { Ingest, IngestScheduler } from "./Ingest.ts"
+import { Leases } from "./Leases.ts"
+import { ListingsConfig } from "./ListingsConfig.ts"
+import { OfferStore } from "./OfferStore.ts"
+import { Offers } from "./Offers.ts"
+import { RpcRoute } from "./rpc.ts"
+import { SourceHealthLookup } from "./SourceHealth.ts"
+import { Sources } from "./Sources.ts"
+
+/** The services behind the routes, given the configuration layers (config, sources, image store). */
+export const makeServices = <E, R>(
+  deps: Layer.Layer<ListingsConfig | Sources | ImageStore, E, R>,
+  cacher: Layer.Layer<ImageCacher, Config.ConfigError, any> = ImageCacher.layer
+) =>
+  Layer.mergeAll(Offers.layer, SourceHealthLookup.layer, Ingest.layerNoDeps).pipe(
+    Layer.provideMerge(Layer.mergeAll(OfferStore.layer, Leases.layer)),
+    Layer.provideMerge(cacher as typeof ImageCacher.layer),
+    Layer.provideMerge(deps),
+    Layer.provide(FetchHttpClient.layer)
+  )
+
+/** Every route of the service. */
+export const routes = Layer.mergeAll(
+  apiRoutes({ api: ListingsApi, handlers: ApiHandlers, openapi: true }),
+  ImagesRoute,
+  RpcRoute
+)
+
+/** The configuration layers from the environment. */
+export const ConfigLive = Layer.mergeAll(Sources.layer, ImageStore.layerConfig).pipe(
+  Layer.provideMerge(ListingsConfig.layer)
+)
+
+export const ServicesLive = makeServices(ConfigLive)
+
+export const Port = Config.Port("LISTINGS_PORT").pipe(Config.withDefault(8787))
+
+/** HTTP server and scheduler. */
+export const layer = Layer.mergeAll(serve(routes, { name: "listings", port: Port }), IngestScheduler).pipe(
+  Layer.provide(ServicesLive)
+)

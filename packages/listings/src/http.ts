@@ -1,0 +1,153 @@
+/**
+ * HTTP: the `ListingsApi` handlers, and GET /images/:key (a raw route: it streams bytes).
+ */
+import { ImageNotFound, type IngestRun, ListingsApi } from "@svc/schema"
+import { Effect, Layer, Option, Stream } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { AdminAuthLive } from "./Auth.ts"
+import { type ImageRecord, ImageStore } from "./Images.ts"
+import { Ingest } from "./Ingest.ts"
+import { Offers, splitList } from "./Offers.ts"
+import { SourceHealthLookup } from "./SourceHealth.ts"
+
+const HealthHandlers = HttpApiBuilder.group(
+  ListingsApi,
+  "health",
+  (handlers) => handlers.handle("health", () => Effect.succeed({ status: "ok" as const }))
+)
+
+const OffersHandlers = HttpApiBuilder.group(
+  ListingsApi,
+  "offers",
+  Effect.fn(function*(handlers) {
+    const offers = yield* Offers
+    return handlers
+      .handle("list", ({ query }) => offers.search(query).pipe(Effect.catchTag("SqlError", Effect.die)))
+      .handle("byId", ({ params }) => offers.byId(params.id).pipe(Effect.catchTag("SqlError", Effect.die)))
+  })
+)
+
+const SourcesHandlers = HttpApiBuilder.group(
+  ListingsApi,
+  "sources",
+  Effect.fn(function*(handlers) {
+    const health = yield* SourceHealthLookup
+    return handlers.handle("list", () => health.list)
+  })
+)
+
+const ImportServicesHandlers = HttpApiBuilder.group(
+  ListingsApi,
+  "importServices",
+  Effect.fn(function*(handlers) {
+    const sql = yield* SqlClient.SqlClient
+    return handlers.handle("list", ({ query }) =>
+      Effect.gen(function*() {
+        const region = query.region?.trim()
+        const rows = yield* sql<{
+          readonly id: string
+          readonly name: string
+          readonly region: string
+          readonly city: string | null
+          readonly services: ReadonlyArray<string>
+          readonly website: string | null
+          readonly phone: string | null
+          readonly email: string | null
+          readonly description: string
+        }>`
+          SELECT id, name, region, city, services, website, phone, email, description
+          FROM listings.import_services
+          ${region ? sql`WHERE lower(region) = ${region.toLowerCase()}` : sql``}
+          ORDER BY region, name`
+        return { services: rows.map((row) => ({ ...row, services: [...row.services] })) }
+      }).pipe(Effect.catchTag("SqlError", Effect.die)))
+  })
+)
+
+const AdminHandlers = HttpApiBuilder.group(
+  ListingsApi,
+  "admin",
+  Effect.fn(function*(handlers) {
+    const ingest = yield* Ingest
+    return handlers.handle("ingest", ({ query }) =>
+      Effect.gen(function*() {
+        const sources = splitList(query.sources)
+        const handles = yield* ingest.trigger({ sources: sources.length > 0 ? sources : undefined, trigger: "manual" })
+        if (query.wait !== true) return { runs: handles.map((handle) => handle.run) }
+        const runs = yield* Effect.forEach(handles, (handle) =>
+          Option.match(handle.outcome, {
+            onNone: () => Effect.succeed(handle.run),
+            onSome: (outcome) => Effect.map(outcome, (outcome): IngestRun => ({ ...handle.run, outcome }))
+          }), { concurrency: "unbounded" })
+        return { runs }
+      }))
+  })
+)
+
+/** The API's handlers; they need Offers, SourceHealthLookup, Ingest, ListingsConfig, SqlClient. */
+export const ApiHandlers = Layer.mergeAll(
+  HealthHandlers,
+  OffersHandlers,
+  SourcesHandlers,
+  ImportServicesHandlers,
+  AdminHandlers
+).pipe(Layer.provide(AdminAuthLive))
+
+// -----------------------------------------------------------------------------
+// GET /images/:key
+// -----------------------------------------------------------------------------
+
+const KEY = /^[0-9a-f]{64}$/
+const CACHED_MAX_AGE = "public, max-age=86400"
+
+const etagMatches = (header: string | undefined, etag: string): boolean =>
+  header !== undefined &&
+  header.split(",").map((tag) => tag.trim().replace(/^W\//, "")).some((tag) => tag === etag || tag === "*")
+
+/**
+ * Cached: the bytes, with ETag and Cache-Control; `If-None-Match` with that ETag: 304. Known but not
+ * cached (pending, failed, rejected, or storage off): 302 to the original URL. Unknown: 404.
+ * Nothing is ever fetched here.
+ */
+export const ImagesRoute = HttpRouter.add(
+  "GET",
+  "/images/:key",
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const store = yield* ImageStore
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const { key } = yield* HttpRouter.params
+    if (key === undefined || !KEY.test(key)) return yield* new ImageNotFound({ key: key ?? "" })
+    const rows = yield* sql<ImageRecord>`
+      SELECT key, original_url, status, content_type, size_bytes, etag FROM listings.images WHERE key = ${key}`
+      .pipe(Effect.orDie)
+    const image = rows[0]
+    if (image === undefined) return yield* new ImageNotFound({ key })
+    const redirect = HttpServerResponse.redirect(image.original_url, {
+      status: 302,
+      headers: { "cache-control": "no-cache" }
+    })
+    if (image.status !== "cached" || image.etag === null || !store.enabled) return redirect
+    const headers = { etag: image.etag, "cache-control": CACHED_MAX_AGE }
+    if (etagMatches(request.headers["if-none-match"], image.etag)) {
+      return HttpServerResponse.empty({ status: 304, headers })
+    }
+    const stored = yield* store.get(key).pipe(
+      Effect.catch((error) =>
+        Effect.as(Effect.logWarning(`Image ${key} could not be read: ${error.message}`), Option.none())
+      )
+    )
+    if (Option.isNone(stored)) return redirect
+    return HttpServerResponse.stream(
+      stored.value.body.pipe(Stream.orDie),
+      {
+        status: 200,
+        headers,
+        contentType: image.content_type ?? "application/octet-stream",
+        ...(stored.value.contentLength === undefined ? {} : { contentLength: stored.value.contentLength })
+      }
+    )
+  })
+)

@@ -1,0 +1,67 @@
+/**
+ * complete=true: the 5,000-row boundary (5,000 answered, 5,001 is 422 result_too_large, never cut),
+ * and answers that stay consistent (count = rows, no duplicate id, one offer per dedup key) while an
+ * ingest commits batches concurrently.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import type { OfferStore } from "../src/OfferStore.ts"
+import { type Client, get, inProcessClient, record, seed, services, TestDatabase } from "./support.ts"
+
+const stack = services().pipe(Layer.provideMerge(TestDatabase.layer()))
+const TestLayer = inProcessClient(stack).pipe(Layer.provideMerge(stack)) as Layer.Layer<Client | OfferStore, unknown>
+
+const many = (source: string, n: number, from = 0) =>
+  Array.from({ length: n }, (_, i) => record({ nativeId: `m${from + i}`, make: "Kia", model: `Model ${from + i}` }))
+
+layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("complete=true", (it) => {
+  it.effect("5,000 matches are answered in full; 5,001 is 422 result_too_large", () =>
+    Effect.gen(function*() {
+      yield* seed("gamma", many("gamma", 5000))
+      const ok = yield* get("/offers?complete=true&make=kia")
+      assert.strictEqual(ok.status, 200)
+      assert.strictEqual(ok.body.offers.length, 5000)
+      assert.strictEqual(ok.body.count, 5000)
+      yield* seed("gamma", many("gamma", 1, 5000))
+      const tooMany = yield* get("/offers?complete=true&make=kia")
+      assert.strictEqual(tooMany.status, 422)
+      assert.strictEqual(tooMany.body.code, "result_too_large")
+      assert.strictEqual(tooMany.body.limit, 5000)
+      // a page is still fine, with the full count
+      const page = yield* get("/offers?make=kia&limit=10")
+      assert.strictEqual(page.body.count, 5001)
+      assert.strictEqual(page.body.offers.length, 10)
+    }))
+
+  it.effect("answers stay consistent while an ingest commits batches", () =>
+    Effect.gen(function*() {
+      // pairs of duplicates across two sources, written batch by batch while readers read
+      const pair = (i: number, source: string, minute: number) =>
+        record({
+          nativeId: `d${i}`, make: "Seat", model: `Leon ${i % 40}`, year: 2015, mileage: 1000 * i, price: 10_000 + i,
+          updatedAt: new Date(Date.UTC(2025, 0, 1) + minute * 60_000).toISOString()
+        })
+      const writer = Effect.forEach(Array.from({ length: 20 }, (_, b) => b), (b) =>
+        Effect.andThen(
+          seed("delta", Array.from({ length: 100 }, (_, k) => pair(b * 100 + k, "delta", b))),
+          seed("epsilon", Array.from({ length: 100 }, (_, k) => pair(b * 100 + k, "epsilon", 1000 - b)))
+        ), { discard: true })
+      let reads = 0
+      const reader = Effect.gen(function*() {
+        const { status, body } = yield* get("/offers?complete=true&make=seat")
+        assert.strictEqual(status, 200)
+        assert.strictEqual(body.count, body.offers.length)
+        const idSet = new Set(body.offers.map((o: any) => o.id))
+        assert.strictEqual(idSet.size, body.offers.length, "no duplicate ids")
+        const keys = new Set(body.offers.map((o: any) => `${o.model}|${o.mileage}|${o.price}`))
+        assert.strictEqual(keys.size, body.offers.length, "one offer per dedup key")
+        reads++
+      }).pipe(Effect.forever)
+      yield* Effect.raceFirst(writer, reader)
+      assert.isAbove(reads, 3)
+      const final = yield* get("/offers?complete=true&make=seat")
+      assert.strictEqual(final.body.count, 2000)
+      // the epsilon copy is newer for every pair
+      assert.isTrue(final.body.offers.every((o: any) => o.sourceId === "epsilon"))
+    }))
+})

@@ -1,0 +1,231 @@
+/**
+ * Images against the run's radosgw (through `@svc/blob`'s Bucket) and a local image server:
+ * caching after ingest (bytes equal the source), GET /images/:key (stream, ETag, Cache-Control, 304),
+ * 302 when known but not cached, 404 when unknown, size/content-type limits, retried transient
+ * failures, and that GET /images never fetches anything on demand.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Bucket } from "@svc/blob"
+import { formatBlobToken } from "@svc/blob"
+import { LocalObjectStorage } from "@svc/platform"
+import { makeFreshBucket, TestObjectStorage } from "@svc/platform/testing"
+import { Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomBytes } from "node:crypto"
+import type * as Http from "node:http"
+import { ImageCacher, ImageStore } from "../src/Images.ts"
+import { Ingest } from "../src/Ingest.ts"
+import { imageKey } from "../src/Normalize.ts"
+import { Client, get, httpServer, services, socketClient, TestDatabase } from "./support.ts"
+
+const MAX_BYTES = 4096
+const png = (size: number) => {
+  const bytes = randomBytes(size)
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52]).copy(bytes)
+  return bytes
+}
+const jpeg = (size: number) => {
+  const bytes = randomBytes(size)
+  Buffer.from([0xff, 0xd8, 0xff, 0xe0]).copy(bytes)
+  return bytes
+}
+
+const okPng = png(1500)
+const okJpeg = jpeg(3000)
+const hits = new Map<string, number>()
+let flakyFailures = 2
+
+/** The image server: what each path answers. */
+const answer = (path: string, res: Http.ServerResponse) => {
+  switch (path) {
+    case "/ok.png":
+      res.writeHead(200, { "content-type": "image/png", "content-length": okPng.length })
+      return res.end(okPng)
+    case "/flaky.jpg":
+      if (flakyFailures-- > 0) {
+        res.writeHead(503)
+        return res.end("try later")
+      }
+      res.writeHead(200, { "content-type": "image/jpeg; charset=binary" })
+      return res.end(okJpeg)
+    case "/big.png": // declared over the limit
+      res.writeHead(200, { "content-type": "image/png", "content-length": MAX_BYTES + 1 })
+      return res.end(png(MAX_BYTES + 1))
+    case "/big-chunked.png": // no length declared, the body runs over the limit
+      res.writeHead(200, { "content-type": "image/png" })
+      res.write(png(MAX_BYTES))
+      return res.end(randomBytes(100))
+    case "/page.html":
+      res.writeHead(200, { "content-type": "text/html" })
+      return res.end("<html><body>not an image</body></html>")
+    case "/lying.png": // says png, is html: the bucket's leading-byte check refuses it
+      res.writeHead(200, { "content-type": "image/png" })
+      return res.end("<html><body>not an image either, padded to look big enough</body></html>")
+    default:
+      res.writeHead(404)
+      return res.end()
+  }
+}
+
+class Fixture extends Context.Service<Fixture, {
+  readonly base: string
+  readonly bucket: Bucket["Service"]
+}>()("test/ImagesFixture") {}
+
+const imagePaths = ["/ok.png", "/flaky.jpg", "/big.png", "/big-chunked.png", "/page.html", "/lying.png"]
+
+const Stack = Layer.unwrap(Effect.gen(function*() {
+  const base = yield* httpServer((req, res) => {
+    const path = (req.url ?? "").split("?")[0]!
+    hits.set(path, (hits.get(path) ?? 0) + 1)
+    if (path === "/feed.json") {
+      res.writeHead(200, { "content-type": "application/json" })
+      return res.end(JSON.stringify({
+        offers: [1, 2].map((n) => ({
+          id: `img-${n}`,
+          title: `Audi A4 ${n}`,
+          make: "Audi",
+          model: "A4",
+          price: 60_000 + n,
+          currency: "EUR",
+          fuel: "petrol",
+          transmission: "automatic",
+          region: "bayern",
+          originalUrl: `https://feed.example/${n}`,
+          images: n === 1 ? imagePaths.slice(0, 3).map((p) => base + p) : imagePaths.slice(3).map((p) => base + p)
+        }))
+      }))
+    }
+    answer(path, res)
+  })
+  const storage = yield* LocalObjectStorage
+  const name = yield* makeFreshBucket("offer-images")
+  const token = formatBlobToken({
+    endpoint: storage.endpoint,
+    bucket: name,
+    accessKeyId: storage.accessKeyId,
+    secretAccessKey: Redacted.value(storage.secretAccessKey),
+    region: storage.region
+  })
+  const bucket = yield* Bucket.make({ token })
+  const servicesLayer = services({
+    sources: [{ id: "imgfeed", adapter: "json", url: `${base}/feed.json` }],
+    imageStore: ImageStore.layerBucket(token),
+    cacher: ImageCacher.layerWith({
+      concurrency: 2,
+      maxBytes: MAX_BYTES,
+      timeout: Duration.seconds(5),
+      retryBase: Duration.millis(20)
+    })
+  })
+  return Layer.mergeAll(servicesLayer, Layer.succeed(Fixture, Fixture.of({ base, bucket })))
+})).pipe(Layer.provide(TestObjectStorage))
+
+const stack = Stack.pipe(Layer.provideMerge(TestDatabase.layer()))
+const TestLayer = socketClient(stack).pipe(Layer.provideMerge(stack)) as Layer.Layer<
+  Client | Ingest | SqlClient.SqlClient | Fixture,
+  unknown
+>
+
+const statuses = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ readonly original_url: string; readonly status: string }>`
+    SELECT original_url, status FROM listings.images`
+  return new Map(rows.map((row) => [new URL(row.original_url).pathname, row.status]))
+})
+
+layer(TestLayer, { excludeTestServices: true })("images", (it) => {
+  it.effect("after ingest: cached in the bucket with the source's bytes; limits refuse the rest", () =>
+    Effect.gen(function*() {
+      const { base, bucket } = yield* Fixture
+      const ingest = yield* Ingest
+      const [handle] = yield* ingest.trigger({ trigger: "manual" })
+      const outcome = yield* Option.getOrThrow(handle!.outcome)
+      assert.strictEqual(outcome.ok, true)
+      assert.strictEqual(outcome.offersUpserted, 2)
+
+      // the background pass kicked by the ingest settles every image
+      const settled = yield* statuses.pipe(
+        Effect.filterOrFail(
+          (map) => map.size === imagePaths.length && [...map.values()].every((s) => s === "cached" || s === "rejected"),
+          (map) => new Error(`images not settled: ${JSON.stringify([...map])}`)
+        ),
+        Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 200 })
+      )
+      assert.deepStrictEqual(Object.fromEntries(settled), {
+        "/ok.png": "cached",
+        "/flaky.jpg": "cached",
+        "/big.png": "rejected",
+        "/big-chunked.png": "rejected",
+        "/page.html": "rejected",
+        "/lying.png": "rejected"
+      })
+      assert.strictEqual(hits.get("/flaky.jpg"), 3, "two 503s retried, then stored")
+
+      const stored = yield* bucket.getBytes(imageKey(`${base}/ok.png`))
+      assert.deepStrictEqual(Buffer.from(stored), okPng)
+      const info = yield* bucket.info(imageKey(`${base}/flaky.jpg`))
+      assert.strictEqual(info.contentType, "image/jpeg")
+      assert.strictEqual(info.size, okJpeg.length)
+      for (const path of ["/big.png", "/big-chunked.png", "/page.html", "/lying.png"]) {
+        assert.isFalse(yield* bucket.exists(imageKey(base + path)), `${path} is not stored`)
+      }
+    }))
+
+  it.effect("GET /images/:key streams with ETag and Cache-Control; If-None-Match is 304", () =>
+    Effect.gen(function*() {
+      const { base } = yield* Fixture
+      const client = yield* Client
+      const key = imageKey(`${base}/ok.png`)
+      const response = yield* client.fetch(`/images/${key}`)
+      assert.strictEqual(response.status, 200)
+      const body = Buffer.from(yield* Effect.promise(() => response.arrayBuffer()))
+      assert.deepStrictEqual(body, okPng)
+      assert.strictEqual(response.headers.get("content-type"), "image/png")
+      assert.strictEqual(response.headers.get("cache-control"), "public, max-age=86400")
+      const etag = response.headers.get("etag")
+      assert.match(etag ?? "", /^"[0-9a-f]{32}"$/)
+
+      const again = yield* get(`/images/${key}`, { headers: { "if-none-match": etag! } })
+      assert.strictEqual(again.status, 304)
+      assert.strictEqual(again.text, "")
+      assert.strictEqual(again.headers.get("etag"), etag)
+      const other = yield* get(`/images/${key}`, { headers: { "if-none-match": "\"something-else\"" } })
+      assert.strictEqual(other.status, 200)
+
+      // the offer points at it
+      const offers = yield* get("/offers?sources=imgfeed&dedup=false")
+      const offer = offers.body.offers.find((o: any) => o.id === "imgfeed:img-1")
+      assert.strictEqual(offer.images[0], `http://listings.test/images/${key}`)
+      assert.strictEqual(offer.thumbnail, `http://listings.test/images/${key}`)
+    }))
+
+  it.effect("known but not cached: 302 to the original; unknown: 404; nothing is fetched on demand", () =>
+    Effect.gen(function*() {
+      const { base } = yield* Fixture
+      const sql = yield* SqlClient.SqlClient
+      for (const path of ["/big.png", "/page.html", "/lying.png"]) {
+        const response = yield* get(`/images/${imageKey(base + path)}`)
+        assert.strictEqual(response.status, 302, path)
+        assert.strictEqual(response.headers.get("location"), base + path)
+      }
+      // a known image no pass has reached yet (pending): redirected, and its URL is never requested
+      const pendingUrl = `${base}/pending.png`
+      yield* sql`INSERT INTO listings.images (key, original_url, source_id) VALUES (${imageKey(pendingUrl)}, ${pendingUrl}, 'imgfeed')`
+      const before = new Map(hits)
+      for (let i = 0; i < 3; i++) {
+        const response = yield* get(`/images/${imageKey(pendingUrl)}`)
+        assert.strictEqual(response.status, 302)
+        assert.strictEqual(response.headers.get("location"), pendingUrl)
+      }
+      yield* get(`/images/${imageKey(`${base}/ok.png`)}`)
+      yield* Effect.sleep("200 millis")
+      assert.deepStrictEqual(hits, before, "GET /images made no request to the image server")
+      assert.isUndefined(hits.get("/pending.png"))
+
+      const unknown = yield* get(`/images/${"ab".repeat(32)}`)
+      assert.strictEqual(unknown.status, 404)
+      assert.strictEqual(unknown.body.code, "image_not_found")
+      assert.strictEqual((yield* get("/images/not-a-key")).status, 404)
+    }))
+})

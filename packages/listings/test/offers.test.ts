@@ -1,0 +1,288 @@
+/**
+ * The read endpoints on a crafted data set: GET /offers (filters, matching rules, sorts, dedup,
+ * complete, count, warnings, 400s), GET /offers/:id, GET /sources (and its fallback), GET /health,
+ * GET /import-services, /openapi.json; over a real socket and in-process.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { OfferStore } from "../src/OfferStore.ts"
+import { Client, get, inProcessClient, record, seed, services, socketClient, TestDatabase } from "./support.ts"
+
+const T0 = Date.UTC(2025, 5, 1)
+const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString()
+
+// a1 and b1 are the same car (make, model, year, mileage, price): b1 is newer.
+const alpha = [
+  record({ nativeId: "a1", title: "Mercedes-Benz C 200 Avantgarde", make: "Mercedes-Benz", model: "C 200", fuel: "diesel", transmission: "automatic", region: "mazowieckie", year: 2019, mileage: 80_000, price: 100_000, updatedAt: at(10) }),
+  record({ nativeId: "a2", title: "Škoda Octavia Combi", make: "Škoda", model: "Octavia", fuel: "petrol", transmission: "manual", region: "malopolskie", year: 2015, mileage: 150_000, price: 40_000, updatedAt: at(5) }),
+  record({ nativeId: "a3", title: "BMW 320d Touring", make: "BMW", model: "320d", fuel: "diesel", transmission: "manual", region: "slaskie", year: 2012, mileage: 220_000, price: 30_000, updatedAt: at(1) }),
+  record({ nativeId: "a4", title: "Fiat 500e", make: "Fiat", model: "500", fuel: "electric", transmission: "automatic", region: "mazowieckie", year: null, mileage: null, price: 60_000, updatedAt: at(3), images: [] }),
+  record({ nativeId: "a5", title: "Toyota Corolla Hybrid", make: "Toyota", model: "Corolla", fuel: "hybrid", transmission: "automatic", region: "mazowieckie", year: 2021, mileage: 30_000, price: 90_000, updatedAt: at(30) })
+]
+const beta = [
+  record({ nativeId: "b1", title: "Mercedes C200 diesel", make: "Mercedes-Benz", model: "C 200", fuel: "diesel", transmission: "automatic", region: "germany", year: 2019, mileage: 80_000, price: 100_000, updatedAt: at(20) }),
+  record({ nativeId: "b2", title: "Toyota Corolla", make: "TOYOTA", model: "corolla", fuel: "Hybrid", transmission: "manual", region: "germany", currency: "EUR", year: 2021, mileage: 30_000, price: 20_000, updatedAt: at(30) })
+]
+
+const Seeded = Layer.effectDiscard(Effect.andThen(seed("alpha", alpha), seed("beta", beta)))
+
+const stack = services().pipe(Layer.provideMerge(TestDatabase.layer()))
+
+const ids = (body: any): Array<string> => body.offers.map((offer: any) => offer.id)
+
+type LayerIt = { readonly effect: (name: string, self: () => Effect.Effect<any, any, any>) => any }
+
+const contractTests = (it: LayerIt) => {
+  it.effect("GET /health", () =>
+    Effect.gen(function*() {
+      const { status, body } = yield* get("/health")
+      assert.strictEqual(status, 200)
+      assert.deepStrictEqual(body, { status: "ok" })
+    }))
+
+  it.effect("GET /offers: de-duplicated, NEWEST, count of all matches, warnings null", () =>
+    Effect.gen(function*() {
+      const { status, body } = yield* get("/offers")
+      assert.strictEqual(status, 200)
+      // a5 and b2 share updatedAt: id breaks the tie; a1 is hidden behind its newer duplicate b1
+      assert.deepStrictEqual(ids(body), ["alpha:a5", "beta:b2", "beta:b1", "alpha:a2", "alpha:a4", "alpha:a3"])
+      assert.strictEqual(body.count, 6)
+      assert.strictEqual(body.warnings, null)
+      const offer = body.offers[0]
+      assert.deepStrictEqual(Object.keys(offer).sort(), [
+        "currency", "expiresAt", "fuel", "id", "images", "latitude", "location", "longitude", "make", "mileage",
+        "model", "originalUrl", "power", "price", "region", "sourceId", "thumbnail", "title", "transmission",
+        "updatedAt", "year"
+      ])
+      assert.strictEqual(offer.sourceId, "alpha")
+      assert.strictEqual(offer.updatedAt, at(30))
+      assert.match(offer.images[0], /^http:\/\/listings\.test\/images\/[0-9a-f]{64}$/)
+      assert.strictEqual(offer.thumbnail, offer.images[0])
+      assert.strictEqual(offer.expiresAt, null)
+    }))
+
+  it.effect("GET /offers/:id and 404 offer_not_found", () =>
+    Effect.gen(function*() {
+      const found = yield* get("/offers/alpha%3Aa4")
+      assert.strictEqual(found.status, 200)
+      assert.strictEqual(found.body.id, "alpha:a4")
+      assert.strictEqual(found.body.year, null)
+      assert.strictEqual(found.body.mileage, null)
+      assert.deepStrictEqual(found.body.images, [])
+      assert.strictEqual(found.body.thumbnail, null)
+      const missing = yield* get("/offers/alpha%3Anope")
+      assert.strictEqual(missing.status, 404)
+      assert.strictEqual(missing.body.code, "offer_not_found")
+      assert.match(missing.body.message, /alpha:nope/)
+    }))
+
+  it.effect("malformed parameters are 400 invalid_request naming the parameter", () =>
+    Effect.gen(function*() {
+      for (const [query, parameter] of [
+        ["minYear=abc", "minYear"],
+        ["limit=-1", "limit"],
+        ["limit=201", "limit"],
+        ["offset=1.5", "offset"],
+        ["sort=CHEAPEST", "sort"],
+        ["dedup=maybe", "dedup"],
+        ["complete=yes", "complete"],
+        ["maxMileageKm=-5", "maxMileageKm"],
+        ["minPrice=cheap", "minPrice"]
+      ] as const) {
+        const { status, body } = yield* get(`/offers?${query}`)
+        assert.strictEqual(status, 400, query)
+        assert.strictEqual(body.code, "invalid_request")
+        assert.include(body.issues.map((issue: any) => issue.parameter), parameter, query)
+        assert.include(body.message, parameter)
+      }
+    }))
+
+  it.effect("GET /import-services, all or by region (case-insensitive)", () =>
+    Effect.gen(function*() {
+      const all = yield* get("/import-services")
+      assert.strictEqual(all.status, 200)
+      assert.isAbove(all.body.services.length, 20)
+      const germany = yield* get("/import-services?region=Germany")
+      assert.isAbove(germany.body.services.length, 1)
+      for (const service of germany.body.services) assert.strictEqual(service.region, "germany")
+      assert.deepStrictEqual(Object.keys(germany.body.services[0]).sort(), [
+        "city", "description", "email", "id", "name", "phone", "region", "services", "website"
+      ])
+      const none = yield* get("/import-services?region=atlantis")
+      assert.deepStrictEqual(none.body, { services: [] })
+    }))
+
+  it.effect("/openapi.json and a JSON 404 for unknown routes", () =>
+    Effect.gen(function*() {
+      const openapi = yield* get("/openapi.json")
+      assert.strictEqual(openapi.status, 200)
+      assert.property(openapi.body.paths, "/offers/{id}")
+      const unknown = yield* get("/nope")
+      assert.strictEqual(unknown.status, 404)
+      assert.strictEqual(unknown.body.code, "not_found")
+    }))
+}
+
+describe("offers over a socket", () => {
+  layer(socketClient(Layer.mergeAll(stack, Seeded.pipe(Layer.provide(stack)))) as Layer.Layer<Client, unknown>)("socket", (it) => contractTests(it))
+})
+
+describe("offers in-process", () => {
+  layer(
+    inProcessClient(Layer.mergeAll(stack, Seeded.pipe(Layer.provide(stack)))).pipe(Layer.provideMerge(stack)) as Layer.Layer<
+      Client | SqlClient.SqlClient | OfferStore,
+      unknown
+    >
+  )(
+    "in-process",
+    (it) => {
+      contractTests(it)
+
+      it.effect("dedup=false returns every row", () =>
+        Effect.gen(function*() {
+          const { body } = yield* get("/offers?dedup=false")
+          assert.strictEqual(body.count, 7)
+          assert.include(ids(body), "alpha:a1")
+        }))
+
+      it.effect("dedup picks among the matches: a filter that excludes the newer duplicate shows the other", () =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(ids((yield* get("/offers?make=mercedes-benz")).body), ["beta:b1"])
+          assert.deepStrictEqual(ids((yield* get("/offers?make=Mercedes-Benz&regions=mazowieckie")).body), ["alpha:a1"])
+          assert.deepStrictEqual(ids((yield* get("/offers?sources=alpha&make=mercedes-benz")).body), ["alpha:a1"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=mercedes")).body), ["beta:b1"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=mercedes&dedup=false")).body), ["beta:b1", "alpha:a1"])
+        }))
+
+      it.effect("query: accent- and case-insensitive, word prefixes, over title, make and model", () =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(ids((yield* get("/offers?query=merc")).body), ["beta:b1"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=skoda")).body), ["alpha:a2"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=%C5%A0KODA%20octav")).body), ["alpha:a2"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=avantgarde&dedup=false")).body), ["alpha:a1"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=touring")).body), ["alpha:a3"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=volvo")).body), [])
+          // punctuation is not query syntax
+          assert.strictEqual((yield* get("/offers?query=%27%29%20%7C%20%21")).status, 200)
+        }))
+
+      it.effect("make/model: case-insensitive equality, not prefix", () =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(ids((yield* get("/offers?make=toyota")).body), ["alpha:a5", "beta:b2"])
+          assert.deepStrictEqual(ids((yield* get("/offers?make=toy")).body), [])
+          assert.deepStrictEqual(ids((yield* get("/offers?make=Toyota&model=COROLLA")).body), ["alpha:a5", "beta:b2"])
+          assert.deepStrictEqual(ids((yield* get("/offers?model=c%20200")).body), ["beta:b1"])
+        }))
+
+      it.effect("list filters: case-insensitive membership", () =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(ids((yield* get("/offers?fuelTypes=HYBRID,electric")).body), ["alpha:a5", "beta:b2", "alpha:a4"])
+          assert.deepStrictEqual(ids((yield* get("/offers?transmissions=Manual")).body), ["beta:b2", "alpha:a2", "alpha:a3"])
+          assert.deepStrictEqual(ids((yield* get("/offers?regions=germany,%20SLASKIE")).body), ["beta:b2", "beta:b1", "alpha:a3"])
+          assert.deepStrictEqual(ids((yield* get("/offers?fuelTypes=diesel&transmissions=manual")).body), ["alpha:a3"])
+        }))
+
+      it.effect("year and mileage bounds; offers without a value do not match them", () =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(ids((yield* get("/offers?minYear=2019")).body), ["alpha:a5", "beta:b2", "beta:b1"])
+          assert.deepStrictEqual(ids((yield* get("/offers?maxYear=2015")).body), ["alpha:a2", "alpha:a3"])
+          assert.deepStrictEqual(ids((yield* get("/offers?minYear=2013&maxYear=2020")).body), ["beta:b1", "alpha:a2"])
+          assert.deepStrictEqual(ids((yield* get("/offers?maxMileageKm=80000")).body), ["alpha:a5", "beta:b2", "beta:b1"])
+        }))
+
+      it.effect("sources: membership, unknown ids named in warnings", () =>
+        Effect.gen(function*() {
+          const { status, body } = yield* get("/offers?sources=BETA,nope,zzz")
+          assert.strictEqual(status, 200)
+          assert.deepStrictEqual(ids(body), ["beta:b2", "beta:b1"])
+          assert.deepStrictEqual(body.warnings, ["Unknown source ids: nope, zzz"])
+        }))
+
+      it.effect("sorts: MILEAGE_ASC and YEAR_DESC (nulls last); price sorts and price bounds are not applied", () =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(ids((yield* get("/offers?sort=MILEAGE_ASC")).body), [
+            "alpha:a5", "beta:b2", "beta:b1", "alpha:a2", "alpha:a3", "alpha:a4"
+          ])
+          assert.deepStrictEqual(ids((yield* get("/offers?sort=YEAR_DESC")).body), [
+            "alpha:a5", "beta:b2", "beta:b1", "alpha:a2", "alpha:a3", "alpha:a4"
+          ])
+          const newest = ids((yield* get("/offers")).body)
+          assert.deepStrictEqual(ids((yield* get("/offers?sort=PRICE_ASC")).body), newest)
+          assert.deepStrictEqual(ids((yield* get("/offers?sort=PRICE_DESC&minPrice=1000000&maxPrice=2")).body), newest)
+        }))
+
+      it.effect("limit and offset page; count stays the total", () =>
+        Effect.gen(function*() {
+          const page = (yield* get("/offers?limit=2&offset=1")).body
+          assert.deepStrictEqual(ids(page), ["beta:b2", "beta:b1"])
+          assert.strictEqual(page.count, 6)
+          const beyond = (yield* get("/offers?offset=100")).body
+          assert.deepStrictEqual(beyond, { offers: [], count: 6, warnings: null })
+          const zero = (yield* get("/offers?limit=0")).body
+          assert.deepStrictEqual(zero, { offers: [], count: 6, warnings: null })
+          const filteredPage = (yield* get("/offers?regions=mazowieckie&limit=1&offset=1")).body
+          assert.deepStrictEqual(ids(filteredPage), ["alpha:a1"])
+          assert.strictEqual(filteredPage.count, 3)
+        }))
+
+      it.effect("complete=true ignores limit and offset", () =>
+        Effect.gen(function*() {
+          const { body } = yield* get("/offers?complete=true&limit=1&offset=3")
+          assert.strictEqual(body.offers.length, 6)
+          assert.strictEqual(body.count, 6)
+        }))
+
+      it.effect("GET /sources: configured sources with health", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO listings.ingest_runs (source_id, trigger, holder, started_at, finished_at, ok, offers_upserted)
+            VALUES ('alpha', 'manual', 'h', '2025-01-01T00:00:00Z', '2025-01-01T00:01:00Z', true, 5)`
+          const { status, body } = yield* get("/sources")
+          assert.strictEqual(status, 200)
+          assert.deepStrictEqual(body, {
+            sources: [
+              { id: "alpha", enabled: true, offerCount: 5, lastCompletedAtEpochMs: Date.UTC(2025, 0, 1, 0, 1), lastCompletedOk: true, lastOffersUpserted: 5 },
+              { id: "beta", enabled: true, offerCount: 2, lastCompletedAtEpochMs: null, lastCompletedOk: null, lastOffersUpserted: null },
+              { id: "off", enabled: false, offerCount: 0, lastCompletedAtEpochMs: null, lastCompletedOk: null, lastOffersUpserted: null }
+            ]
+          })
+        }))
+
+      it.effect("an offer that changes key moves the winner (OfferStore keeps flags consistent)", () =>
+        Effect.gen(function*() {
+          // b1 (the newer duplicate) changes its price: a1 is alone again under the old key
+          yield* seed("beta", [beta[0]!].map((r) => ({ ...r, price: 99_000 })))
+          const { body } = yield* get("/offers?make=mercedes-benz")
+          assert.deepStrictEqual(ids(body).sort(), ["alpha:a1", "beta:b1"])
+          const store = yield* OfferStore
+          // b1 vanishes from a full run of beta that only had b2
+          yield* store.expireVanished("beta", ["beta:b2"])
+          assert.deepStrictEqual(ids((yield* get("/offers?make=mercedes-benz")).body), ["alpha:a1"])
+          const gone = yield* get("/offers/beta%3Ab1")
+          assert.strictEqual(gone.status, 200)
+          assert.isNotNull(gone.body.expiresAt)
+          // and comes back
+          yield* seed("beta", [beta[0]!])
+          assert.deepStrictEqual(ids((yield* get("/offers?make=mercedes-benz")).body), ["beta:b1"])
+        }))
+
+      it.effect("GET /sources when the health lookup fails: static list, null health, no raw error", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`ALTER TABLE listings.ingest_runs RENAME TO ingest_runs_gone`
+          const { status, body, text } = yield* get("/sources")
+          yield* sql`ALTER TABLE listings.ingest_runs_gone RENAME TO ingest_runs`
+          assert.strictEqual(status, 200)
+          assert.deepStrictEqual(body.sources.map((s: any) => [s.id, s.enabled]), [["alpha", true], ["beta", true], ["off", false]])
+          for (const source of body.sources) {
+            assert.strictEqual(source.offerCount, null)
+            assert.strictEqual(source.lastCompletedAtEpochMs, null)
+            assert.strictEqual(source.lastCompletedOk, null)
+            assert.strictEqual(source.lastOffersUpserted, null)
+          }
+          assert.notMatch(text, /ingest_runs|relation|exist/)
+        }))
+    }
+  )
+})

@@ -1,0 +1,200 @@
+/**
+ * Real service processes (`node src/main.ts`) on one database:
+ * - two processes triggered at once → one run per source (the lease decides);
+ * - a SIGKILLed holder's lease expires, the next run proceeds and the dead run is `abandoned`;
+ * - SIGTERM during a run: the run is recorded `interrupted`, its lease released, exit code 0;
+ * - `svc listings ingest --wait` against a running process shows progress and exits 0.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
+import { spawn } from "node:child_process"
+import { ADMIN_TOKEN, TestDatabase } from "./support.ts"
+import { CLI, type ServiceProcess, slowFeedServer, sqlOn, startService, waitFor } from "./processes.ts"
+
+const trigger = (service: ServiceProcess, query = "") =>
+  Effect.promise(async () => {
+    const response = await fetch(`${service.baseUrl}/admin/ingest${query}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` }
+    })
+    return { status: response.status, body: await response.json() as { runs: Array<any> } }
+  })
+
+const statusOf = (runs: Array<any>, sourceId: string) => runs.find((run) => run.sourceId === sourceId)?.status
+
+interface RunRow {
+  readonly source_id: string
+  readonly holder: string
+  readonly ok: boolean | null
+  readonly failure: string | null
+  readonly finished: boolean
+  readonly offers_fetched: number
+}
+
+const runsOf = (sql: Effect.Success<ReturnType<typeof sqlOn>>, sourceId: string) =>
+  sql<RunRow>`
+    SELECT source_id, holder, ok, failure, finished_at IS NOT NULL AS finished, offers_fetched
+    FROM listings.ingest_runs WHERE source_id = ${sourceId} ORDER BY id`.pipe(Effect.orDie)
+
+const leaseOf = (sql: Effect.Success<ReturnType<typeof sqlOn>>, sourceId: string) =>
+  sql<{ readonly holder: string }>`SELECT holder FROM listings.ingest_leases WHERE source_id = ${sourceId}`.pipe(
+    Effect.orDie
+  )
+
+describe("listings processes", () => {
+  it.live("two processes on one database: one run per source", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value(yield* TestDatabase.freshDatabase())
+      const sql = yield* sqlOn(url)
+      const feed = yield* slowFeedServer
+      // 6 pages × 250 ms: both processes are triggered while the first run still goes on
+      const sources = [feed.source("one", 6, 250), feed.source("two", 6, 250)]
+      const env = { ADMIN_TOKEN, INGEST_LEASE_TTL: "3 seconds" }
+      const [a, b] = yield* Effect.all([
+        startService({ databaseUrl: url, sources, env }),
+        startService({ databaseUrl: url, sources, env })
+      ], { concurrency: 2 })
+
+      const [fromA, fromB] = yield* Effect.all([trigger(a), trigger(b)], { concurrency: 2 })
+      assert.strictEqual(fromA.status, 202)
+      assert.strictEqual(fromB.status, 202)
+      for (const source of ["one", "two"]) {
+        const statuses = [statusOf(fromA.body.runs, source), statusOf(fromB.body.runs, source)].sort()
+        assert.deepStrictEqual(statuses, ["skipped", "started"], `source ${source}: ${JSON.stringify([fromA, fromB])}`)
+      }
+      // while running, a third trigger on either process is skipped too
+      const again = yield* trigger(b, "?sources=one")
+      assert.strictEqual(statusOf(again.body.runs, "one"), "skipped")
+      assert.strictEqual(again.body.runs[0].reason, "already_running")
+
+      for (const source of ["one", "two"]) {
+        const runs = yield* waitFor(runsOf(sql, source), (rows) => rows.every((r) => r.finished), `${source} finished`)
+        assert.strictEqual(runs.length, 1, `one run of ${source}`)
+        assert.strictEqual(runs[0]!.ok, true)
+        assert.strictEqual(runs[0]!.offers_fetched, 12)
+        assert.strictEqual(feed.firstPages(source), 1, `the feed of ${source} was read once`)
+        assert.deepStrictEqual(yield* leaseOf(sql, source), [])
+      }
+      // after the run, the other process may run it
+      const next = yield* trigger(fromA.body.runs.find((r) => r.sourceId === "one").status === "started" ? b : a, "?sources=one&wait=true")
+      assert.strictEqual(statusOf(next.body.runs, "one"), "started")
+      assert.strictEqual(next.body.runs[0].outcome.ok, true)
+    }), { timeout: 60_000 })
+
+  it.live("a SIGKILLed holder's lease expires; the next run proceeds and the dead run is abandoned", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value(yield* TestDatabase.freshDatabase())
+      const sql = yield* sqlOn(url)
+      const feed = yield* slowFeedServer
+      const hanging = { id: "hang", adapter: "json" as const, url: `${feed.base}/hang` }
+      const env = { ADMIN_TOKEN, INGEST_LEASE_TTL: "2 seconds" }
+      const holder = yield* startService({ databaseUrl: url, sources: [hanging], env })
+      // the second process reads a feed that answers at once
+      const other = yield* startService({
+        databaseUrl: url,
+        sources: [{ ...feed.source("hang", 1, 0), id: "hang" }],
+        env
+      })
+
+      const first = yield* trigger(holder, "?sources=hang")
+      assert.strictEqual(statusOf(first.body.runs, "hang"), "started")
+      const [lease] = yield* leaseOf(sql, "hang")
+      assert.isDefined(lease)
+
+      holder.child.kill("SIGKILL")
+      assert.strictEqual(yield* Effect.promise(() => holder.exited), "SIGKILL")
+      const killedAt = Date.now()
+
+      // the lease still stands: the other process is refused until it expires
+      const refused = yield* trigger(other, "?sources=hang")
+      assert.strictEqual(statusOf(refused.body.runs, "hang"), "skipped")
+
+      const next = yield* waitFor(
+        trigger(other, "?sources=hang&wait=true"),
+        (answer) => statusOf(answer.body.runs, "hang") === "started",
+        "the lease to expire",
+        15_000
+      )
+      assert.isAtLeast(Date.now() - killedAt, 1000, "taken over only once the TTL ran out")
+      assert.strictEqual(next.body.runs[0].outcome.ok, true)
+      assert.strictEqual(next.body.runs[0].outcome.offersFetched, 2)
+
+      const runs = yield* runsOf(sql, "hang")
+      assert.strictEqual(runs.length, 2)
+      assert.strictEqual(runs[0]!.holder, lease!.holder)
+      assert.deepInclude(runs[0]!, { finished: true, ok: false, failure: "abandoned" })
+      assert.deepInclude(runs[1]!, { finished: true, ok: true, failure: null })
+      assert.deepStrictEqual(yield* leaseOf(sql, "hang"), [])
+    }), { timeout: 60_000 })
+
+  it.live("SIGTERM during a run: recorded as interrupted, lease released, exit 0", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value(yield* TestDatabase.freshDatabase())
+      const sql = yield* sqlOn(url)
+      const feed = yield* slowFeedServer
+      const service = yield* startService({
+        databaseUrl: url,
+        sources: [feed.source("slow", 100, 200)],
+        env: { ADMIN_TOKEN, INGEST_LEASE_TTL: "30 seconds", INGEST_BATCH_SIZE: "2", SHUTDOWN_TIMEOUT: "2 seconds" }
+      })
+      const started = yield* trigger(service, "?sources=slow")
+      assert.strictEqual(statusOf(started.body.runs, "slow"), "started")
+      // some pages are in
+      yield* waitFor(
+        sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM listings.offers WHERE source_id = 'slow'`.pipe(
+          Effect.orDie
+        ),
+        (rows) => rows[0]!.n >= 4,
+        "the first pages"
+      )
+      assert.strictEqual((yield* leaseOf(sql, "slow")).length, 1)
+
+      service.child.kill("SIGTERM")
+      const code = yield* Effect.promise(() => service.exited)
+      assert.strictEqual(code, 0, service.output())
+
+      const runs = yield* runsOf(sql, "slow")
+      assert.strictEqual(runs.length, 1)
+      assert.deepInclude(runs[0]!, { finished: true, ok: false, failure: "interrupted" })
+      assert.deepStrictEqual(yield* leaseOf(sql, "slow"), [], "the lease was released, not left to expire")
+      // nothing was expired by the interrupted run
+      const removed = yield* sql<{ readonly n: number }>`
+        SELECT count(*)::int AS n FROM listings.offers WHERE source_id = 'slow' AND removed_at IS NOT NULL`
+      assert.strictEqual(removed[0]!.n, 0)
+    }), { timeout: 60_000 })
+
+  it.live("svc listings ingest --wait against a running process: progress, then exit 0", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value(yield* TestDatabase.freshDatabase())
+      const feed = yield* slowFeedServer
+      const service = yield* startService({
+        databaseUrl: url,
+        sources: [feed.source("cli", 8, 250), { id: "cli-off", adapter: "json", url: `${feed.base}/hang`, enabled: false }],
+        env: { ADMIN_TOKEN }
+      })
+      const run = (token: string) =>
+        Effect.promise(() =>
+          new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+            const child = spawn(process.execPath, [CLI, "listings", "ingest", "--wait"], {
+              env: { ...process.env, LISTINGS_URL: service.baseUrl, ADMIN_TOKEN: token },
+              stdio: ["ignore", "pipe", "pipe"]
+            })
+            let stdout = ""
+            let stderr = ""
+            child.stdout.on("data", (chunk) => (stdout += chunk))
+            child.stderr.on("data", (chunk) => (stderr += chunk))
+            child.on("exit", (code) => resolve({ code, stdout, stderr }))
+          })
+        )
+      const ok = yield* run(ADMIN_TOKEN)
+      assert.strictEqual(ok.code, 0, ok.stdout + ok.stderr)
+      const lines = ok.stdout.trim().split("\n")
+      assert.include(lines, "cli: started")
+      assert.isTrue(lines.some((line) => /^cli: \d+ read, \d+ upserted, 0 rejected$/.test(line)), ok.stdout)
+      assert.isTrue(lines.some((line) => /^cli: done - 16 read, 16 upserted, 0 rejected, 0 expired in /.test(line)), ok.stdout)
+
+      const refused = yield* run("wrong-token")
+      assert.notStrictEqual(refused.code, 0)
+      assert.notInclude(refused.stdout, "started")
+    }), { timeout: 60_000 })
+})

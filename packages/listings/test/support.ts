@@ -1,0 +1,164 @@
+/** Shared test helpers: records, a listings stack on a fresh database, HTTP clients. */
+import { apiRoutes, toWebHandler, serve } from "@svc/platform"
+import { TestDatabase } from "@svc/platform/testing"
+import { ListingsApi } from "@svc/schema"
+import { Context, Duration, Effect, Layer, Option, Redacted, Result } from "effect"
+import { HttpServer } from "effect/http"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { ApiHandlers, ImagesRoute } from "../src/http.ts"
+import { ImageCacher, ImageStore } from "../src/Images.ts"
+import { ListingsConfig } from "../src/ListingsConfig.ts"
+import { type FeedRecord, normalize } from "../src/Normalize.ts"
+import { OfferStore } from "../src/OfferStore.ts"
+import { RpcRoute } from "../src/rpc.ts"
+import { makeServices } from "../src/Service.ts"
+import { type SourceConfig, Sources } from "../src/Sources.ts"
+
+export const ADMIN_TOKEN = "test-admin-token"
+
+let counter = 0
+/** A valid feed record; override what the test is about. */
+export const record = (overrides: Record<string, unknown> = {}): FeedRecord => {
+  counter++
+  return {
+    nativeId: `n${counter}`,
+    title: `Offer ${counter}`,
+    make: "Toyota",
+    model: "Corolla",
+    price: 50_000 + counter,
+    currency: "PLN",
+    fuel: "petrol",
+    transmission: "manual",
+    region: "mazowieckie",
+    originalUrl: `https://market.example/o/${counter}`,
+    year: 2018,
+    mileage: 100_000 + counter,
+    power: 120,
+    location: "Warszawa",
+    latitude: 52.2,
+    longitude: 21.0,
+    images: [`https://img.example/${counter}/1.jpg`],
+    updatedAt: new Date(Date.UTC(2025, 0, 1) + counter * 60_000).toISOString(),
+    ...overrides
+  }
+}
+
+/** Upserts records as if `sourceId` had sent them (one batch). */
+export const seed = (sourceId: string, records: ReadonlyArray<FeedRecord>) =>
+  Effect.gen(function*() {
+    const store = yield* OfferStore
+    const rows = []
+    const images = []
+    for (const r of records) {
+      const result = normalize(sourceId, r)
+      if (Result.isFailure(result)) return yield* Effect.die(new Error(`bad fixture: ${result.failure}`))
+      rows.push(result.success.row)
+      images.push(...result.success.images)
+    }
+    for (let i = 0; i < rows.length; i += 2000) {
+      yield* store.upsertBatch(sourceId, rows.slice(i, i + 2000), images.slice(0, 0))
+    }
+  })
+
+export const defaultSources: ReadonlyArray<SourceConfig> = [
+  { id: "alpha", adapter: "json", url: "http://127.0.0.1:9/alpha.json" },
+  { id: "beta", adapter: "csv", url: "http://127.0.0.1:9/beta.csv" },
+  { id: "off", adapter: "json", url: "http://127.0.0.1:9/off.json", enabled: false }
+]
+
+export interface StackOptions {
+  readonly sources?: ReadonlyArray<SourceConfig>
+  readonly adminToken?: string | undefined
+  readonly leaseTtl?: Duration.Duration
+  readonly batchSize?: number
+  readonly imageStore?: Layer.Layer<ImageStore, any, any>
+  readonly cacher?: Layer.Layer<ImageCacher, any, any>
+}
+
+/** The services on the current test database. */
+export const services = (options: StackOptions = {}) =>
+  makeServices(
+    Layer.mergeAll(
+      ListingsConfig.layerTest({
+        adminToken: options.adminToken === undefined ? Option.none() : Option.some(Redacted.make(options.adminToken)),
+        ...(options.leaseTtl ? { leaseTtl: options.leaseTtl } : {}),
+        ...(options.batchSize ? { batchSize: options.batchSize } : {})
+      }),
+      Sources.layerStatic(options.sources ?? defaultSources),
+      options.imageStore ?? ImageStore.layerDisabled
+    ),
+    options.cacher ?? ImageCacher.layerDisabled
+  )
+
+export const allRoutes = Layer.mergeAll(
+  apiRoutes({ api: ListingsApi, handlers: ApiHandlers, openapi: true }),
+  ImagesRoute,
+  RpcRoute
+)
+
+export class Client extends Context.Service<Client, {
+  readonly baseUrl: string
+  readonly fetch: (path: string, init?: RequestInit) => Effect.Effect<Response>
+}>()("test/Client") {}
+
+/** A real server on 127.0.0.1:<random> serving every route, over the given services. */
+export const socketClient = <E, R>(servicesLayer: Layer.Layer<any, E, R>) =>
+  Layer.effect(
+    Client,
+    Effect.gen(function*() {
+      const { address } = yield* HttpServer.HttpServer
+      const baseUrl = `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`
+      return { baseUrl, fetch: (path, init) => Effect.promise(() => fetch(baseUrl + path, { redirect: "manual", ...init })) }
+    })
+  ).pipe(Layer.provide(serve(allRoutes, { name: "listings", port: 0, host: "127.0.0.1" }).pipe(Layer.provide(servicesLayer))))
+
+/** The same routes in-process (no socket). */
+export const inProcessClient = <E, R>(servicesLayer: Layer.Layer<any, E, R>) =>
+  Layer.effect(
+    Client,
+    Effect.gen(function*() {
+      const context = yield* Layer.build(servicesLayer)
+      const { handler } = yield* Effect.acquireRelease(
+        Effect.sync(() => toWebHandler(allRoutes.pipe(Layer.provide(Layer.succeedContext(context))) as any)),
+        ({ dispose }) => Effect.promise(dispose)
+      )
+      return {
+        baseUrl: "http://localhost",
+        fetch: (path, init) => Effect.promise(() => handler(new Request(`http://localhost${path}`, init)))
+      }
+    })
+  )
+
+export const get = Effect.fn(function*(path: string, init?: RequestInit) {
+  const client = yield* Client
+  const response = yield* client.fetch(path, init)
+  const text = yield* Effect.promise(() => response.text())
+  let body: any = undefined
+  try {
+    body = text === "" ? undefined : JSON.parse(text)
+  } catch {
+    body = text
+  }
+  return { status: response.status, headers: response.headers, text, body }
+})
+
+/** A node:http server on 127.0.0.1:0 for the life of the scope; returns its base URL. */
+export const httpServer = (handler: Http.RequestListener) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<Http.Server>((resolve) => {
+        const server = Http.createServer(handler)
+        server.listen(0, "127.0.0.1", () => resolve(server))
+      })
+    ),
+    (server) =>
+      Effect.promise(() =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections()
+          server.close(() => resolve())
+        })
+      )
+  ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`))
+
+export { TestDatabase }

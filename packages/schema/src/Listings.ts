@@ -1,0 +1,288 @@
+/**
+ * The listings backend (spec/1, DESIGN.md §5 "Listings"): its records, its HTTP API and its internal
+ * RPC group. Definitions only; the server is `@svc/listings`.
+ *
+ * `CarOffer` is shared with the mobile client field for field: names, types and nullability follow
+ * the spec's table exactly (a test in `@svc/listings` fails when they drift). Optional fields are
+ * always present in responses, `null` when unknown.
+ */
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
+import { Rpc, RpcGroup } from "effect/rpc"
+import { ApiConventions, ApiError, ServiceUnavailable, Unauthorized } from "./Errors.ts"
+import { HealthGroup } from "./Health.ts"
+
+// -----------------------------------------------------------------------------
+// Records
+// -----------------------------------------------------------------------------
+
+export const Currency = Schema.Literals(["PLN", "EUR", "USD"]).annotate({ identifier: "Currency" })
+export type Currency = typeof Currency.Type
+
+/** One offer (spec/1 "CarOffer"). */
+export const CarOffer = Schema.Struct({
+  /** Identifier of the source. */
+  sourceId: Schema.String,
+  /** Stable, namespaced: `<source_id>:<native_id>` (the stored offers.id). */
+  id: Schema.String,
+  title: Schema.String,
+  make: Schema.String,
+  model: Schema.String,
+  /** Listed price, in `currency`. */
+  price: Schema.Finite,
+  currency: Currency,
+  fuel: Schema.String,
+  transmission: Schema.String,
+  region: Schema.String,
+  /** Link to the listing at the original marketplace. */
+  originalUrl: Schema.String,
+  year: Schema.NullOr(Schema.Finite),
+  /** Odometer reading in kilometres. */
+  mileage: Schema.NullOr(Schema.Finite),
+  /** Engine power in horsepower (HP), as the feeds give it. */
+  power: Schema.NullOr(Schema.Finite),
+  location: Schema.NullOr(Schema.String),
+  latitude: Schema.NullOr(Schema.Finite),
+  longitude: Schema.NullOr(Schema.Finite),
+  /** `{PUBLIC_BASE_URL}/images/<key>`; may be empty. */
+  images: Schema.Array(Schema.String),
+  thumbnail: Schema.NullOr(Schema.String),
+  /** ISO 8601. */
+  updatedAt: Schema.NullOr(Schema.String),
+  /** ISO 8601. */
+  expiresAt: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "CarOffer", description: "A car offer, shared field for field with the mobile client" })
+export type CarOffer = typeof CarOffer.Type
+
+/** Element of the GET /sources result. */
+export const SourceHealth = Schema.Struct({
+  id: Schema.String,
+  enabled: Schema.Boolean,
+  offerCount: Schema.NullOr(Schema.Finite),
+  lastCompletedAtEpochMs: Schema.NullOr(Schema.Finite),
+  lastCompletedOk: Schema.NullOr(Schema.Boolean),
+  lastOffersUpserted: Schema.NullOr(Schema.Finite)
+}).annotate({ identifier: "SourceHealth" })
+export type SourceHealth = typeof SourceHealth.Type
+
+export const SourcesResponse = Schema.Struct({ sources: Schema.Array(SourceHealth) }).annotate({
+  identifier: "SourcesResponse"
+})
+export type SourcesResponse = typeof SourcesResponse.Type
+
+export const OfferSort = Schema.Literals(["NEWEST", "PRICE_ASC", "PRICE_DESC", "MILEAGE_ASC", "YEAR_DESC"])
+export type OfferSort = typeof OfferSort.Type
+
+export const MAX_PAGE_SIZE = 200
+export const DEFAULT_PAGE_SIZE = 50
+/** Rows a `complete=true` answer may hold; more is a 422, never a cut. */
+export const COMPLETE_LIMIT = 5000
+
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/** GET /offers query parameters: all optional, mirroring the client's search filter. */
+export const OffersQuery = {
+  /** Free text over title, make and model: accent- and case-insensitive, word prefixes match. */
+  query: Schema.optional(Schema.String),
+  /** Case-insensitive equality. */
+  make: Schema.optional(Schema.String),
+  /** Case-insensitive equality. */
+  model: Schema.optional(Schema.String),
+  /** Accepted, not applied: the client filters by price after currency conversion. */
+  minPrice: Schema.optional(Schema.Finite),
+  /** Accepted, not applied. */
+  maxPrice: Schema.optional(Schema.Finite),
+  minYear: Schema.optional(Schema.Int),
+  maxYear: Schema.optional(Schema.Int),
+  maxMileageKm: Schema.optional(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))),
+  /** Comma-separated, case-insensitive membership. */
+  fuelTypes: Schema.optional(Schema.String),
+  transmissions: Schema.optional(Schema.String),
+  regions: Schema.optional(Schema.String),
+  /** Comma-separated source ids; unknown ids are named in `warnings`. */
+  sources: Schema.optional(Schema.String),
+  /** Default NEWEST (updatedAt desc, then id). The price sorts are not applied (NEWEST order). */
+  sort: Schema.optional(OfferSort),
+  /** Default true: one offer per de-duplication key. */
+  dedup: Schema.optional(Schema.Boolean),
+  /** true: the whole matching set in one statement, at most 5,000 rows (else 422). */
+  complete: Schema.optional(Schema.Boolean),
+  /** Default 50, at most 200; ignored when complete=true. */
+  limit: Schema.optional(NonNegativeInt.check(Schema.isLessThanOrEqualTo(MAX_PAGE_SIZE))),
+  /** Default 0; ignored when complete=true. */
+  offset: Schema.optional(NonNegativeInt)
+}
+
+export const OffersResponse = Schema.Struct({
+  offers: Schema.Array(CarOffer),
+  /** Every matching offer (after de-duplication), not the page length. */
+  count: Schema.Finite,
+  /** null normally; otherwise sentences such as "Unknown source id: foo". */
+  warnings: Schema.NullOr(Schema.Array(Schema.String))
+}).annotate({ identifier: "OffersResponse" })
+export type OffersResponse = typeof OffersResponse.Type
+
+/** One company of the import and logistics directory. */
+export const ImportService = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  /** The region it serves (same vocabulary as CarOffer.region). */
+  region: Schema.String,
+  city: Schema.NullOr(Schema.String),
+  /** What it does: import, transport, customs, registration, inspection, repair, financing. */
+  services: Schema.Array(Schema.String),
+  website: Schema.NullOr(Schema.String),
+  phone: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  description: Schema.String
+}).annotate({ identifier: "ImportService" })
+export type ImportService = typeof ImportService.Type
+
+export const ImportServicesResponse = Schema.Struct({ services: Schema.Array(ImportService) }).annotate({
+  identifier: "ImportServicesResponse"
+})
+
+// -----------------------------------------------------------------------------
+// Ingest
+// -----------------------------------------------------------------------------
+
+/** What one finished run did. Counts only: raw errors stay in the server log. */
+export const IngestOutcome = Schema.Struct({
+  ok: Schema.Boolean,
+  /** Records read from the feed. */
+  offersFetched: Schema.Finite,
+  /** Offers inserted or changed. */
+  offersUpserted: Schema.Finite,
+  /** Records that failed validation (skipped). */
+  recordsRejected: Schema.Finite,
+  /** Offers no longer in the feed, marked expired (only after a successful full run). */
+  offersExpired: Schema.Finite,
+  durationMs: Schema.Finite
+}).annotate({ identifier: "IngestOutcome" })
+export type IngestOutcome = typeof IngestOutcome.Type
+
+export const IngestRun = Schema.Struct({
+  sourceId: Schema.String,
+  status: Schema.Literals(["started", "skipped"]),
+  /** Why a run was skipped. */
+  reason: Schema.optionalKey(Schema.Literals(["already_running", "disabled"])),
+  /** With `wait=true`: how the run ended. */
+  outcome: Schema.optionalKey(IngestOutcome)
+}).annotate({ identifier: "IngestRun" })
+export type IngestRun = typeof IngestRun.Type
+
+export const IngestRuns = Schema.Struct({ runs: Schema.Array(IngestRun) }).annotate({ identifier: "IngestRuns" })
+export type IngestRuns = typeof IngestRuns.Type
+
+// -----------------------------------------------------------------------------
+// Errors
+// -----------------------------------------------------------------------------
+
+export class OfferNotFound extends ApiError<OfferNotFound>()("OfferNotFound", {
+  status: 404,
+  fields: { id: Schema.String },
+  message: ({ id }) => `No offer with id ${id}`
+}) {}
+
+export class ResultTooLarge extends ApiError<ResultTooLarge>()("ResultTooLarge", {
+  status: 422,
+  fields: { limit: Schema.Number },
+  message: ({ limit }) =>
+    `More than ${limit} offers match: narrow the filters, or page with limit and offset instead of complete=true`
+}) {}
+
+export class UnknownSources extends ApiError<UnknownSources>()("UnknownSources", {
+  status: 400,
+  fields: { sourceIds: Schema.Array(Schema.String) },
+  message: ({ sourceIds }) => `Unknown source id(s): ${sourceIds.join(", ")}`
+}) {}
+
+export class ImageNotFound extends ApiError<ImageNotFound>()("ImageNotFound", {
+  status: 404,
+  fields: { key: Schema.String },
+  message: "No image with this key"
+}) {}
+
+// -----------------------------------------------------------------------------
+// API
+// -----------------------------------------------------------------------------
+
+/** `Authorization: Bearer <ADMIN_TOKEN>`; 503 when the server has no ADMIN_TOKEN. */
+export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth, { provides: never; requires: never }>()(
+  "@svc/schema/Listings/AdminAuth",
+  { security: { bearer: HttpApiSecurity.bearer }, error: [Unauthorized, ServiceUnavailable], requiredForClient: true }
+) {}
+
+export class OffersGroup extends HttpApiGroup.make("offers").add(
+  HttpApiEndpoint.get("list", "/offers", { query: OffersQuery, success: OffersResponse, error: ResultTooLarge }),
+  HttpApiEndpoint.get("byId", "/offers/:id", {
+    params: { id: Schema.String },
+    success: CarOffer,
+    error: OfferNotFound
+  })
+).annotateMerge(OpenApi.annotations({ title: "Offers" })) {}
+
+export class SourcesGroup extends HttpApiGroup.make("sources").add(
+  HttpApiEndpoint.get("list", "/sources", { success: SourcesResponse })
+) {}
+
+export class ImportServicesGroup extends HttpApiGroup.make("importServices").add(
+  HttpApiEndpoint.get("list", "/import-services", {
+    query: { region: Schema.optional(Schema.String) },
+    success: ImportServicesResponse
+  })
+) {}
+
+export class AdminGroup extends HttpApiGroup.make("admin").add(
+  HttpApiEndpoint.post("ingest", "/admin/ingest", {
+    query: {
+      /** Comma-separated source ids; default: every enabled source. */
+      sources: Schema.optional(Schema.String),
+      /** Wait for the runs and report their outcomes. */
+      wait: Schema.optional(Schema.Boolean)
+    },
+    success: IngestRuns.pipe(HttpApiSchema.status(202)),
+    error: UnknownSources
+  })
+).middleware(AdminAuth) {}
+
+export class ListingsApi extends HttpApi.make("listings")
+  .add(HealthGroup)
+  .add(OffersGroup)
+  .add(SourcesGroup)
+  .add(ImportServicesGroup)
+  .add(AdminGroup)
+  .annotateMerge(ApiConventions)
+  .annotateMerge(OpenApi.annotations({
+    title: "svc listings",
+    description: "Car listings aggregated from partner feeds. GET /images/{key} streams cached offer images."
+  }))
+{}
+
+// -----------------------------------------------------------------------------
+// Internal RPC (served at /rpc behind ADMIN_TOKEN)
+// -----------------------------------------------------------------------------
+
+/** Progress of `TriggerIngest`: first one `Run` per source, then (with `wait`) progress and outcomes. */
+export const IngestEvent = Schema.Union([
+  Schema.TaggedStruct("Run", { run: IngestRun }),
+  Schema.TaggedStruct("Progress", {
+    sourceId: Schema.String,
+    offersFetched: Schema.Finite,
+    offersUpserted: Schema.Finite,
+    recordsRejected: Schema.Finite
+  }),
+  Schema.TaggedStruct("Finished", { sourceId: Schema.String, outcome: IngestOutcome })
+])
+export type IngestEvent = typeof IngestEvent.Type
+
+export const TriggerIngest = Rpc.make("TriggerIngest", {
+  payload: { sources: Schema.optionalKey(Schema.Array(Schema.String)), wait: Schema.Boolean },
+  success: IngestEvent,
+  error: UnknownSources,
+  stream: true
+})
+
+export const SourceHealthRpc = Rpc.make("SourceHealth", { success: SourcesResponse })
+
+export class ListingsRpcs extends RpcGroup.make(TriggerIngest, SourceHealthRpc) {}

@@ -1,0 +1,270 @@
+/**
+ * The message delivery queue's HTTP API (spec/3 part A, DESIGN.md §5 "Queue"): definitions only.
+ *
+ * `POST /v2/publish/<destination>` is not part of this `HttpApi`: its configuration travels in
+ * open-ended header families (`Svc-Forward-<Name>`, ...) and its body is any bytes, so the service
+ * serves it as a raw route and the client (`@svc/queue` `QueueClient`) sends it by hand. Its answer
+ * shapes are declared here ({@link PublishResult}) so both sides agree on them.
+ */
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity } from "effect/http-api"
+import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized } from "./Errors.ts"
+import { HealthGroup } from "./Health.ts"
+
+// -----------------------------------------------------------------------------
+// Publish answers
+// -----------------------------------------------------------------------------
+
+/** One enqueued message. `deduplicated` is set when a `Svc-Deduplication-Id` was seen before. */
+export const PublishedMessage = Schema.Struct({
+  messageId: Schema.String,
+  url: Schema.optionalKey(Schema.String),
+  endpointName: Schema.optionalKey(Schema.String),
+  deduplicated: Schema.optionalKey(Schema.Boolean)
+}).annotate({ identifier: "PublishedMessage" })
+export type PublishedMessage = typeof PublishedMessage.Type
+
+/** A publish to a URL answers one object; a publish to a URL group one entry per endpoint. */
+export const PublishResult = Schema.Union([PublishedMessage, Schema.Array(PublishedMessage)])
+export type PublishResult = typeof PublishResult.Type
+
+// -----------------------------------------------------------------------------
+// Records
+// -----------------------------------------------------------------------------
+
+export const MessageState = Schema.Literals(["queued", "delivering", "delivered", "failed", "cancelled"])
+export type MessageState = typeof MessageState.Type
+
+/** How a callback (or failure callback) of a message is delivered. */
+export const CallbackSettings = Schema.Struct({
+  url: Schema.String,
+  method: Schema.String,
+  retries: Schema.Int,
+  timeoutMs: Schema.Int,
+  delayMs: Schema.Int,
+  headers: Schema.Record(Schema.String, Schema.String)
+}).annotate({ identifier: "CallbackSettings" })
+export type CallbackSettings = typeof CallbackSettings.Type
+
+export const Message = Schema.Struct({
+  messageId: Schema.String,
+  state: MessageState,
+  /** `message`, or `callback` / `failure_callback` for the messages the queue sends itself. */
+  kind: Schema.Literals(["message", "callback", "failure_callback"]),
+  url: Schema.String,
+  method: Schema.String,
+  header: Schema.Record(Schema.String, Schema.String),
+  /** The body, base64-encoded. */
+  body: Schema.String,
+  topicName: Schema.optionalKey(Schema.String),
+  endpointName: Schema.optionalKey(Schema.String),
+  retried: Schema.Int,
+  maxRetries: Schema.Int,
+  timeoutMs: Schema.Int,
+  /** Unix ms of the next (or last) delivery attempt. */
+  notBefore: Schema.Number,
+  createdAt: Schema.Number,
+  deliveredAt: Schema.optionalKey(Schema.Number),
+  lastStatus: Schema.optionalKey(Schema.Int),
+  lastError: Schema.optionalKey(Schema.String),
+  deduplicationId: Schema.optionalKey(Schema.String),
+  callback: Schema.optionalKey(CallbackSettings),
+  failureCallback: Schema.optionalKey(CallbackSettings),
+  dlqId: Schema.optionalKey(Schema.String),
+  callerIP: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "Message" })
+export type Message = typeof Message.Type
+
+export const DlqMessage = Schema.Struct({
+  dlqId: Schema.String,
+  messageId: Schema.String,
+  url: Schema.String,
+  method: Schema.String,
+  header: Schema.Record(Schema.String, Schema.String),
+  body: Schema.String,
+  topicName: Schema.optionalKey(Schema.String),
+  endpointName: Schema.optionalKey(Schema.String),
+  retried: Schema.Int,
+  maxRetries: Schema.Int,
+  createdAt: Schema.Number,
+  failedAt: Schema.Number,
+  responseStatus: Schema.optionalKey(Schema.Int),
+  responseHeader: Schema.optionalKey(Schema.Record(Schema.String, Schema.Array(Schema.String))),
+  /** The destination's last answer, base64-encoded and truncated over QUEUE_MAX_MESSAGE_BYTES. */
+  responseBody: Schema.optionalKey(Schema.String),
+  lastError: Schema.optionalKey(Schema.String),
+  callerIP: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "DlqMessage" })
+export type DlqMessage = typeof DlqMessage.Type
+
+export const DlqPage = Schema.Struct({
+  messages: Schema.Array(DlqMessage),
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  cursor: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "DlqPage" })
+export type DlqPage = typeof DlqPage.Type
+
+export const HeaderValue = Schema.Union([Schema.String, Schema.Array(Schema.String)])
+export const DefaultHeaders = Schema.Record(Schema.String, HeaderValue)
+export type DefaultHeaders = typeof DefaultHeaders.Type
+
+export const Endpoint = Schema.Struct({
+  name: Schema.optionalKey(Schema.String),
+  url: Schema.String
+}).annotate({ identifier: "Endpoint" })
+export type Endpoint = typeof Endpoint.Type
+
+export const Topic = Schema.Struct({
+  name: Schema.String,
+  endpoints: Schema.Array(Endpoint),
+  headers: DefaultHeaders,
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+}).annotate({ identifier: "Topic" })
+export type Topic = typeof Topic.Type
+
+export const TopicName = Schema.String.check(
+  Schema.isPattern(/^[A-Za-z0-9._-]{1,100}$/, { message: "Expected a group name of letters, digits, '.', '_' or '-'" })
+)
+
+export const SigningKeys = Schema.Struct({ current: Schema.String, next: Schema.String }).annotate({
+  identifier: "SigningKeys"
+})
+export type SigningKeys = typeof SigningKeys.Type
+
+// -----------------------------------------------------------------------------
+// Errors
+// -----------------------------------------------------------------------------
+
+export class MessageNotFound extends ApiError<MessageNotFound>()("MessageNotFound", {
+  status: 404,
+  fields: { messageId: Schema.String },
+  message: ({ messageId }) => `No message with id ${messageId}`
+}) {}
+
+export class MessageNotCancellable extends ApiError<MessageNotCancellable>()("MessageNotCancellable", {
+  status: 409,
+  fields: { messageId: Schema.String, state: Schema.String },
+  message: ({ messageId, state }) => `Message ${messageId} is ${state} and can no longer be cancelled`
+}) {}
+
+export class DlqMessageNotFound extends ApiError<DlqMessageNotFound>()("DlqMessageNotFound", {
+  status: 404,
+  fields: { dlqId: Schema.String },
+  message: ({ dlqId }) => `No dead-letter message with id ${dlqId}`
+}) {}
+
+export class MessageTooLarge extends ApiError<MessageTooLarge>()("MessageTooLarge", {
+  status: 413,
+  fields: { maxBytes: Schema.Number },
+  message: ({ maxBytes }) => `The message body is larger than QUEUE_MAX_MESSAGE_BYTES (${maxBytes} bytes)`
+}) {}
+
+export class TopicNotFound extends ApiError<TopicNotFound>()("TopicNotFound", {
+  status: 404,
+  fields: { name: Schema.String },
+  message: ({ name }) => `No URL group named ${name}`
+}) {}
+
+// -----------------------------------------------------------------------------
+// API
+// -----------------------------------------------------------------------------
+
+/** `Authorization: Bearer <QUEUE_TOKEN>`; 503 when the server has no QUEUE_TOKEN. */
+export class QueueAuth extends HttpApiMiddleware.Service<QueueAuth, { provides: never; requires: never }>()(
+  "@svc/schema/Queue/QueueAuth",
+  { security: { bearer: HttpApiSecurity.bearer }, error: [Unauthorized, ServiceUnavailable], requiredForClient: true }
+) {}
+
+const InvalidIdPattern = /^[A-Za-z0-9_-]{1,64}$/
+const QueueId = Schema.String.check(Schema.isPattern(InvalidIdPattern, { message: "Expected an id" }))
+
+export class MessagesGroup extends HttpApiGroup.make("messages").add(
+  HttpApiEndpoint.get("get", "/v2/messages/:messageId", {
+    params: { messageId: QueueId },
+    success: Message,
+    error: MessageNotFound
+  }),
+  HttpApiEndpoint.delete("cancel", "/v2/messages/:messageId", {
+    params: { messageId: QueueId },
+    success: HttpApiSchema.NoContent,
+    error: [MessageNotFound, MessageNotCancellable]
+  })
+).middleware(QueueAuth) {}
+
+export class DlqGroup extends HttpApiGroup.make("dlq").add(
+  HttpApiEndpoint.get("list", "/v2/dlq", {
+    query: {
+      cursor: Schema.optional(Schema.String),
+      limit: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
+      url: Schema.optional(Schema.String),
+      topicName: Schema.optional(Schema.String),
+      responseStatus: Schema.optional(Schema.NumberFromString.check(Schema.isInt())),
+      messageId: Schema.optional(Schema.String)
+    },
+    success: DlqPage,
+    error: InvalidRequest
+  }),
+  HttpApiEndpoint.get("get", "/v2/dlq/:dlqId", {
+    params: { dlqId: QueueId },
+    success: DlqMessage,
+    error: DlqMessageNotFound
+  }),
+  HttpApiEndpoint.post("retry", "/v2/dlq/:dlqId/retry", {
+    params: { dlqId: QueueId },
+    success: PublishedMessage,
+    error: DlqMessageNotFound
+  }),
+  HttpApiEndpoint.delete("delete", "/v2/dlq/:dlqId", {
+    params: { dlqId: QueueId },
+    success: HttpApiSchema.NoContent,
+    error: DlqMessageNotFound
+  })
+).middleware(QueueAuth) {}
+
+export const EndpointsPayload = Schema.Struct({ endpoints: Schema.Array(Endpoint) })
+export const RemoveEndpointsPayload = Schema.Struct({
+  endpoints: Schema.Array(Schema.Struct({ name: Schema.optionalKey(Schema.String), url: Schema.optionalKey(Schema.String) }))
+})
+
+export class TopicsGroup extends HttpApiGroup.make("topics").add(
+  HttpApiEndpoint.get("list", "/v2/topics", { success: Schema.Struct({ topics: Schema.Array(Topic) }) }),
+  HttpApiEndpoint.get("get", "/v2/topics/:name", { params: { name: TopicName }, success: Topic, error: TopicNotFound }),
+  HttpApiEndpoint.post("upsertEndpoints", "/v2/topics/:name/endpoints", {
+    params: { name: TopicName },
+    payload: EndpointsPayload,
+    success: Topic,
+    error: InvalidRequest
+  }),
+  HttpApiEndpoint.delete("removeEndpoints", "/v2/topics/:name/endpoints", {
+    params: { name: TopicName },
+    payload: RemoveEndpointsPayload,
+    success: Topic,
+    error: TopicNotFound
+  }),
+  HttpApiEndpoint.patch("setHeaders", "/v2/topics/:name", {
+    params: { name: TopicName },
+    payload: Schema.Struct({ headers: DefaultHeaders }),
+    success: Topic,
+    error: [TopicNotFound, InvalidRequest]
+  }),
+  HttpApiEndpoint.delete("delete", "/v2/topics/:name", {
+    params: { name: TopicName },
+    success: HttpApiSchema.NoContent,
+    error: TopicNotFound
+  })
+).middleware(QueueAuth) {}
+
+export class KeysGroup extends HttpApiGroup.make("keys").add(
+  HttpApiEndpoint.get("get", "/v2/keys", { success: SigningKeys }),
+  HttpApiEndpoint.post("rotate", "/v2/keys/rotate", { success: SigningKeys })
+).middleware(QueueAuth) {}
+
+export class QueueApi extends HttpApi.make("queue")
+  .add(HealthGroup)
+  .add(MessagesGroup)
+  .add(DlqGroup)
+  .add(TopicsGroup)
+  .add(KeysGroup)
+  .annotateMerge(ApiConventions)
+{}

@@ -1,0 +1,226 @@
+/**
+ * `npm run bench:listings`: the listings backend on a throwaway embedded Postgres, with baselines
+ * measured in the same run.
+ *
+ * - ingest: BENCH_OFFERS (default 100,000; or `--offers N`) demo offers through the real ingest path
+ *   (the `mock` adapter with that count → validation/normalisation → batched upserts → dedup flags →
+ *   expiry check), first into an empty table, then again unchanged. Baseline: server-side `COPY` of the
+ *   same normalised rows (CSV written beforehand, not timed) into a copy of `listings.offers` with the
+ *   same indexes.
+ * - GET /offers pages (limit 50, a mix of filters and sorts) at BENCH_CONNECTIONS (32) concurrent
+ *   keep-alive connections over real HTTP for BENCH_SECONDS (5) each: p50/p99 and requests/s.
+ *   Baseline: the very SQL the service sent (captured with `Statement.CurrentTransformer`) with the same parameters, on a
+ *   `pg` pool of the service's size (DATABASE_POOL_SIZE, 10) with the same concurrency.
+ * - `complete=true` answering 5,000 rows: p50/p99 over HTTP (sequential), and its SQL directly.
+ *
+ * Targets (2 cores): ingest ≥ 20,000 offers/s; page p99 ≤ 25 ms; complete p50 ≤ 150 ms.
+ */
+import { Migrations, EmbeddedPostgres, Database, freePort, serve } from "@svc/platform"
+import { ImageCacher, ImageStore, Ingest, ListingsConfig, normalize, Service, Sources } from "@svc/listings"
+import { Context, Effect, Layer, Option, Redacted, References, Result } from "effect"
+import { SqlClient, Statement } from "effect/sql"
+import * as fs from "node:fs/promises"
+import * as Http from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
+import pg from "pg"
+import { demoRecords } from "../../packages/listings/src/adapters/Mock.ts"
+
+const argValue = (flag: string) => {
+  const index = process.argv.indexOf(flag)
+  return index >= 0 ? process.argv[index + 1] : undefined
+}
+const N = Number(argValue("--offers") ?? process.env.BENCH_OFFERS ?? 100_000)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+const POOL = Number(process.env.DATABASE_POOL_SIZE ?? 10)
+
+// --- capture the SQL the service sends (Statement.CurrentTransformer sees every compiled statement) ------
+let capture: Array<{ text: string; values: Array<unknown> }> | undefined
+const recordStatements: Statement.Transformer = (statement) => {
+  if (capture !== undefined) {
+    const [text, values] = statement.compile()
+    capture.push({ text, values: [...values] })
+  }
+  return Effect.succeed(statement)
+}
+
+const percentile = (sorted: Array<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
+const fmt = (n: number, digits = 1) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+
+/** Runs `task` from `concurrency` loops for `seconds`; latencies in ms. */
+const load = async (concurrency: number, seconds: number, task: (i: number) => Promise<void>) => {
+  const latencies: Array<number> = []
+  const end = performance.now() + seconds * 1000
+  let i = 0
+  const started = performance.now()
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < end) {
+      const t0 = performance.now()
+      await task(i++)
+      latencies.push(performance.now() - t0)
+    }
+  }))
+  const elapsed = (performance.now() - started) / 1000
+  latencies.sort((a, b) => a - b)
+  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), rps: latencies.length / elapsed, n: latencies.length }
+}
+
+const agent = new Http.Agent({ keepAlive: true, maxSockets: CONNECTIONS })
+const httpGet = (url: string) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    Http.get(url, { agent }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk) => chunks.push(chunk))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
+    }).on("error", reject)
+  })
+
+const pageQueries = [
+  "/offers?limit=50",
+  "/offers?limit=50&make=toyota",
+  "/offers?limit=50&regions=germany,france&sort=MILEAGE_ASC",
+  "/offers?limit=50&query=merc",
+  "/offers?limit=50&minYear=2015&maxMileageKm=100000&sort=YEAR_DESC",
+  "/offers?limit=50&offset=500&fuelTypes=diesel",
+  "/offers?limit=50&dedup=false&transmissions=automatic"
+]
+
+const csvField = (value: unknown) => {
+  if (value === null || value === undefined) return ""
+  const text = typeof value === "object" ? JSON.stringify(value) : String(value)
+  return `"${text.replaceAll("\"", "\"\"")}"`
+}
+
+const program = Effect.gen(function*() {
+  const dir = yield* Effect.acquireRelease(
+    Effect.promise(async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-bench-listings-"))
+      await fs.chmod(dir, 0o755)
+      return dir
+    }),
+    (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+  )
+  console.log(`bench:listings: ${N.toLocaleString("en-US")} offers, ${CONNECTIONS} connections, ${os.cpus().length} cores`)
+  const cluster = yield* EmbeddedPostgres.start({ dataDir: path.join(dir, "data") })
+  const url = cluster.url("postgres")
+
+  const database = Layer.succeed(Database, Database.of({ url, embedded: Option.some(cluster) }))
+  const sqlLayer = Database.layerPool.pipe(Layer.provideMerge(database))
+  const port = yield* freePort()
+  const baseUrl = `http://127.0.0.1:${port}`
+  const services = Service.makeServices(
+    Layer.mergeAll(
+      ListingsConfig.layerTest({ publicBaseUrl: baseUrl, batchSize: Number(process.env.INGEST_BATCH_SIZE ?? 2000) }),
+      Sources.layerStatic([{ id: "bench", adapter: "mock", count: N }]),
+      ImageStore.layerDisabled
+    ),
+    ImageCacher.layerDisabled
+  )
+  const app = Layer.mergeAll(
+    serve(Service.routes, { name: "listings", port, host: "127.0.0.1" }).pipe(Layer.provide(services)),
+    services
+  ).pipe(Layer.provideMerge(Layer.effectDiscard(Migrations.migrate("listings"))), Layer.provideMerge(sqlLayer))
+  const context = yield* Layer.build(app)
+  const sql = Context.get(context, SqlClient.SqlClient)
+  const ingest = Context.get(context, Ingest)
+
+  // --- ingest -----------------------------------------------------------------------------------------
+  const runIngest = Effect.gen(function*() {
+    const [handle] = yield* ingest.trigger({ trigger: "manual" })
+    const t0 = performance.now()
+    const outcome = yield* Option.getOrThrow(handle!.outcome)
+    if (!outcome.ok) return yield* Effect.die(new Error("ingest failed"))
+    return { ms: performance.now() - t0, outcome }
+  })
+  const first = yield* runIngest
+  const second = yield* runIngest
+
+  // baseline: COPY of the same rows
+  const rows = demoRecords(N, new Date()).map((record) => {
+    const result = normalize("bench", record)
+    if (Result.isFailure(result)) throw new Error(result.failure)
+    return result.success.row
+  })
+  const columns = Object.keys(rows[0]!)
+  const file = path.join(dir, "offers.csv")
+  yield* Effect.promise(() => fs.writeFile(file, rows.map((row) => columns.map((c) => csvField((row as any)[c])).join(",")).join("\n")))
+  yield* Effect.promise(() => fs.chmod(file, 0o644))
+  yield* sql`CREATE TABLE listings.offers_copy (LIKE listings.offers INCLUDING ALL)`
+  const c0 = performance.now()
+  yield* sql.unsafe(`COPY listings.offers_copy (${columns.join(", ")}) FROM '${file}' WITH (FORMAT csv)`)
+  const copyMs = performance.now() - c0
+  yield* sql`DROP TABLE listings.offers_copy`
+  yield* sql`VACUUM ANALYZE listings.offers`
+
+  console.log("\ningest (offers/s)")
+  console.log(`  svc ingest, empty table     ${fmt(N / (first.ms / 1000), 0).padStart(10)}  (${fmt(first.ms, 0)} ms, ${first.outcome.offersUpserted} upserted)`)
+  console.log(`  svc ingest, unchanged rows  ${fmt(N / (second.ms / 1000), 0).padStart(10)}  (${fmt(second.ms, 0)} ms, ${second.outcome.offersUpserted} upserted)`)
+  console.log(`  baseline: COPY same rows    ${fmt(N / (copyMs / 1000), 0).padStart(10)}  (${fmt(copyMs, 0)} ms)`)
+
+  // --- pages ------------------------------------------------------------------------------------------
+  const capturedFor = async (pathAndQuery: string) => {
+    capture = []
+    const response = await httpGet(baseUrl + pathAndQuery)
+    const statements = capture
+    capture = undefined
+    if (response.status !== 200) throw new Error(`${pathAndQuery}: ${response.status} ${response.body.slice(0, 200)}`)
+    return statements.at(-1)!
+  }
+  const pageStatements: Array<{ text: string; values: Array<unknown> }> = []
+  for (const query of pageQueries) pageStatements.push(yield* Effect.promise(() => capturedFor(query)))
+  const pool = new pg.Pool({ connectionString: Redacted.value(url), max: POOL })
+  yield* Effect.addFinalizer(() => Effect.promise(() => pool.end()))
+  yield* Effect.promise(() => load(CONNECTIONS, 1, (i) => httpGet(baseUrl + pageQueries[i % pageQueries.length]!).then(() => undefined))) // warm-up
+  const pages = yield* Effect.promise(() =>
+    load(CONNECTIONS, SECONDS, async (i) => {
+      const response = await httpGet(baseUrl + pageQueries[i % pageQueries.length]!)
+      if (response.status !== 200) throw new Error(`status ${response.status}`)
+    })
+  )
+  const direct = yield* Effect.promise(() =>
+    load(CONNECTIONS, SECONDS, async (i) => {
+      const statement = pageStatements[i % pageStatements.length]!
+      await pool.query(statement.text, statement.values)
+    })
+  )
+  console.log(`\nGET /offers page (limit 50, ${pageQueries.length} query shapes, ${CONNECTIONS} concurrent)`)
+  console.log(`                       p50 ms    p99 ms       req/s`)
+  console.log(`  svc over HTTP      ${fmt(pages.p50, 2).padStart(7)}   ${fmt(pages.p99, 2).padStart(7)}   ${fmt(pages.rps, 0).padStart(9)}`)
+  console.log(`  baseline: same SQL ${fmt(direct.p50, 2).padStart(7)}   ${fmt(direct.p99, 2).padStart(7)}   ${fmt(direct.rps, 0).padStart(9)}`)
+
+  // --- complete=true with 5,000 rows -----------------------------------------------------------------
+  // a filter matching close to 5,000 offers
+  const [{ make, n }] = (yield* sql<{ make: string; n: number }>`
+    SELECT make, count(*)::int AS n FROM listings.offers WHERE removed_at IS NULL AND dedup_winner
+    GROUP BY make HAVING count(*) <= 5000 ORDER BY count(*) DESC LIMIT 1`) as any
+  const completePath = `/offers?complete=true&make=${encodeURIComponent(make)}`
+  const completeStatement = yield* Effect.promise(() => capturedFor(completePath))
+  const sizeCheck = JSON.parse((yield* Effect.promise(() => httpGet(baseUrl + completePath))).body)
+  const completeHttp = yield* Effect.promise(() => load(1, SECONDS, () => httpGet(baseUrl + completePath).then(() => undefined)))
+  const completeDirect = yield* Effect.promise(() =>
+    load(1, SECONDS, () => pool.query(completeStatement.text, completeStatement.values).then(() => undefined))
+  )
+  console.log(`\nGET /offers complete=true (make=${make}: ${sizeCheck.count} rows of ${n} matching, sequential)`)
+  console.log(`                       p50 ms    p99 ms`)
+  console.log(`  svc over HTTP      ${fmt(completeHttp.p50, 2).padStart(7)}   ${fmt(completeHttp.p99, 2).padStart(7)}`)
+  console.log(`  baseline: same SQL ${fmt(completeDirect.p50, 2).padStart(7)}   ${fmt(completeDirect.p99, 2).padStart(7)}`)
+
+  const verdict = (ok: boolean) => (ok ? "ok" : "MISSED")
+  console.log(`\ntargets: ingest ≥ 20,000/s: ${verdict(N / (first.ms / 1000) >= 20_000)} (empty) / ${verdict(N / (second.ms / 1000) >= 20_000)} (unchanged); ` +
+    `page p99 ≤ 25 ms: ${verdict(pages.p99 <= 25)}; complete p50 ≤ 150 ms: ${verdict(completeHttp.p50 <= 150)}`)
+  agent.destroy()
+}).pipe(
+  Effect.scoped,
+  Effect.provideService(References.MinimumLogLevel, "Warn"),
+  Effect.provideService(Statement.CurrentTransformer, recordStatements)
+)
+
+
+Effect.runPromise(program).then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  }
+)
