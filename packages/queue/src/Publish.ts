@@ -1,0 +1,271 @@
+/**
+ * Reading a publish request's configuration: the `Svc-*` headers, each also accepted as a query
+ * parameter whose key is the lowercased header name (`svc-retries`), plus a URL group's default
+ * headers. Pure: every bad value becomes one {@link RequestIssue} naming the header (or query
+ * parameter) as the caller wrote it, and nothing is enqueued unless there is none.
+ *
+ * Precedence, lowest first: the group's default headers, the request headers, the query parameters.
+ */
+import type { CallbackSettings, DefaultHeaders, RequestIssue } from "@svc/schema"
+import { Duration } from "effect"
+import type { QueueSettings } from "./QueueConfig.ts"
+
+export const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const
+
+/** How one message is delivered. */
+export interface DeliverySettings {
+  readonly method: string
+  readonly timeoutMs: number
+  readonly retries: number
+  readonly delayMs: number
+  /** Sent to the destination as they are (names lowercase). */
+  readonly headers: Readonly<Record<string, string>>
+}
+
+export interface PublishSettings {
+  readonly delivery: DeliverySettings
+  readonly callback: CallbackSettings | undefined
+  readonly failureCallback: CallbackSettings | undefined
+  readonly deduplicationId: string | undefined
+}
+
+/** Where a configuration value came from, to name it in a 400. */
+interface Source {
+  readonly value: string
+  readonly in: "header" | "query"
+  readonly name: string
+}
+
+/** Headers never forwarded by `Svc-Header-Forward: true`: hop-by-hop, credentials of the queue, framing. */
+const NOT_FORWARDED = new Set([
+  "host",
+  "authorization",
+  "content-length",
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "expect",
+  "proxy-authorization",
+  "proxy-connection",
+  "x-request-id"
+])
+
+/** `Svc-Callback-Forward-X-Foo` from `svc-callback-forward-x-foo`, for messages. */
+export const canonicalHeaderName = (name: string): string =>
+  name.split("-").map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("-")
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/**
+ * `"10s"`, `"1500ms"`, `"2m"`, `"1h30m"`, or a bare number of seconds (`"30"`), to milliseconds;
+ * `undefined` when it is none of those.
+ */
+export const parseDuration = (text: string): number | undefined => {
+  const trimmed = text.trim()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  if (!/^(\d+(ms|s|m|h|d))+$/.test(trimmed)) return undefined
+  let total = 0
+  for (const match of trimmed.matchAll(/(\d+)(ms|s|m|h|d)/g)) total += Number(match[1]) * UNITS[match[2]!]!
+  return total
+}
+
+/** An absolute http(s) URL, or a problem. */
+export const checkUrl = (text: string): { readonly url: string } | { readonly problem: string } => {
+  let parsed: URL
+  try {
+    parsed = new URL(text)
+  } catch {
+    return { problem: `expected an absolute http or https URL, got ${JSON.stringify(text.slice(0, 200))}` }
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    return { problem: `expected an http or https URL, got the scheme ${parsed.protocol.replace(/:$/, "")}` }
+  }
+  if (parsed.username !== "" || parsed.password !== "") return { problem: "credentials in the URL are not accepted" }
+  return { url: parsed.toString() }
+}
+
+/** Plain `Record` of a group's default headers: names lowercased, lists joined as HTTP does. */
+export const flattenDefaults = (defaults: DefaultHeaders): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(defaults)) {
+    out[name.toLowerCase()] = typeof value === "string" ? value : value.join(", ")
+  }
+  return out
+}
+
+export interface PublishInput {
+  /** Request headers, names lowercase (node's `IncomingMessage.headers`). */
+  readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+  /** Query parameters that configure the queue: names starting with `svc-` (lowercase). */
+  readonly query: ReadonlyArray<readonly [string, string]>
+  /** A URL group's default headers. */
+  readonly defaults?: DefaultHeaders | undefined
+}
+
+/** Parse the configuration of a publish; `issues` is non-empty when something is invalid. */
+export const parsePublish = (
+  input: PublishInput,
+  settings: QueueSettings
+): { readonly settings: PublishSettings; readonly issues: ReadonlyArray<RequestIssue> } => {
+  const issues: Array<RequestIssue> = []
+  // Every configuration value by lowercase name; later sources override earlier ones.
+  const config = new Map<string, Source>()
+  const forwardDefaults: Record<string, string> = {}
+  for (const [name, value] of Object.entries(flattenDefaults(input.defaults ?? {}))) {
+    if (name.startsWith("svc-")) config.set(name, { value, in: "header", name: canonicalHeaderName(name) })
+    else forwardDefaults[name] = value
+  }
+  for (const [name, raw] of Object.entries(input.headers)) {
+    if (raw === undefined || !name.startsWith("svc-")) continue
+    const value = typeof raw === "string" ? raw : raw.join(", ")
+    config.set(name, { value, in: "header", name: canonicalHeaderName(name) })
+  }
+  for (const [name, value] of input.query) config.set(name.toLowerCase(), { value, in: "query", name })
+
+  const problem = (source: Source, text: string) => issues.push({ in: source.in, parameter: source.name, problem: text })
+
+  const integer = (key: string, fallback: number, max: number): number => {
+    const source = config.get(key)
+    if (source === undefined) return fallback
+    const value = source.value.trim()
+    if (!/^\d+$/.test(value)) {
+      problem(source, `expected a non-negative integer, got ${JSON.stringify(value.slice(0, 100))}`)
+      return fallback
+    }
+    const n = Number(value)
+    if (n > max) {
+      problem(source, `must be at most ${max}, got ${n}`)
+      return fallback
+    }
+    return n
+  }
+  const duration = (key: string, fallback: number, max: number, what: string): number => {
+    const source = config.get(key)
+    if (source === undefined) return fallback
+    const ms = parseDuration(source.value)
+    if (ms === undefined) {
+      problem(
+        source,
+        `expected a ${what} like "10s", "500ms", "5m", "1h" or a number of seconds, got ${
+          JSON.stringify(source.value.slice(0, 100))
+        }`
+      )
+      return fallback
+    }
+    if (ms > max) {
+      problem(source, `must be at most ${Duration.format(Duration.millis(max))}`)
+      return fallback
+    }
+    if (what === "timeout" && ms === 0) {
+      problem(source, "must be longer than 0")
+      return fallback
+    }
+    return ms
+  }
+  const method = (key: string, fallback: string): string => {
+    const source = config.get(key)
+    if (source === undefined) return fallback
+    const value = source.value.trim().toUpperCase()
+    if (!(METHODS as ReadonlyArray<string>).includes(value)) {
+      problem(source, `expected one of ${METHODS.join(", ")}, got ${JSON.stringify(source.value.slice(0, 100))}`)
+      return fallback
+    }
+    return value
+  }
+  const url = (key: string): string | undefined => {
+    const source = config.get(key)
+    if (source === undefined) return undefined
+    const checked = checkUrl(source.value.trim())
+    if ("problem" in checked) {
+      problem(source, checked.problem)
+      return undefined
+    }
+    return checked.url
+  }
+  const boolean = (key: string): boolean => {
+    const source = config.get(key)
+    if (source === undefined) return false
+    const value = source.value.trim().toLowerCase()
+    if (value !== "true" && value !== "false") {
+      problem(source, `expected true or false, got ${JSON.stringify(source.value.slice(0, 100))}`)
+      return false
+    }
+    return value === "true"
+  }
+  const forwarded = (prefix: string): Record<string, string> => {
+    const out: Record<string, string> = {}
+    for (const [key, source] of config) {
+      if (!key.startsWith(prefix)) continue
+      const name = key.slice(prefix.length)
+      if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) {
+        problem(source, `does not name a valid header to forward`)
+        continue
+      }
+      if (/[\r\n\0]/.test(source.value)) {
+        problem(source, "contains a line break")
+        continue
+      }
+      out[name] = source.value
+    }
+    return out
+  }
+
+  const maxTimeout = Duration.toMillis(settings.maxTimeout)
+  const maxDelay = Duration.toMillis(settings.maxDelay)
+  const defaultTimeout = Duration.toMillis(settings.defaultTimeout)
+
+  const callbackSettings = (prefix: "svc-callback" | "svc-failure-callback"): CallbackSettings | undefined => {
+    const target = url(prefix)
+    const headers = forwarded(`${prefix}-forward-`)
+    const result: CallbackSettings = {
+      url: target ?? "",
+      method: method(`${prefix}-method`, "POST"),
+      retries: integer(`${prefix}-retries`, settings.defaultRetries, settings.maxRetries),
+      timeoutMs: duration(`${prefix}-timeout`, defaultTimeout, maxTimeout, "timeout"),
+      delayMs: duration(`${prefix}-delay`, 0, maxDelay, "delay"),
+      headers: { ...headers, "content-type": "application/json" }
+    }
+    return target === undefined ? undefined : result
+  }
+  // Callback settings first: the plain `svc-forward-` prefix must not swallow the callback families.
+  const callback = callbackSettings("svc-callback")
+  const failureCallback = callbackSettings("svc-failure-callback")
+
+  const headers: Record<string, string> = { ...forwardDefaults }
+  if (boolean("svc-header-forward")) {
+    for (const [name, raw] of Object.entries(input.headers)) {
+      if (raw === undefined || name.startsWith("svc-") || NOT_FORWARDED.has(name)) continue
+      headers[name] = typeof raw === "string" ? raw : raw.join(", ")
+    }
+  }
+  const contentType = input.headers["content-type"]
+  if (typeof contentType === "string") headers["content-type"] = contentType
+  Object.assign(headers, forwarded("svc-forward-"))
+
+  const dedupSource = config.get("svc-deduplication-id")
+  let deduplicationId: string | undefined
+  if (dedupSource !== undefined) {
+    const value = dedupSource.value.trim()
+    if (value.length === 0 || value.length > 200) problem(dedupSource, "must be 1 to 200 characters")
+    else deduplicationId = value
+  }
+
+  return {
+    issues,
+    settings: {
+      delivery: {
+        method: method("svc-method", "POST"),
+        timeoutMs: duration("svc-timeout", defaultTimeout, maxTimeout, "timeout"),
+        retries: integer("svc-retries", settings.defaultRetries, settings.maxRetries),
+        delayMs: duration("svc-delay", 0, maxDelay, "delay"),
+        headers
+      },
+      callback,
+      failureCallback,
+      deduplicationId
+    }
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The queue's configuration, read once from the environment (see packages/queue/README.md).
+ */
+import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+
+export interface QueueSettings {
+  /** `QUEUE_TOKEN`: the bearer token of publish and every management route. Unset: those routes answer 503. */
+  readonly token: Option.Option<Redacted.Redacted<string>>
+  /** `QUEUE_ALLOW_PRIVATE=true`: accept destinations in private/loopback ranges (development, tests). */
+  readonly allowPrivate: boolean
+  /** `QUEUE_MAX_MESSAGE_BYTES` (1 MiB): publish body cap; callback bodies are truncated to it. */
+  readonly maxMessageBytes: number
+  /** `QUEUE_DEFAULT_RETRIES` (3). */
+  readonly defaultRetries: number
+  /** `QUEUE_MAX_RETRIES` (100): the largest Svc-Retries accepted. */
+  readonly maxRetries: number
+  /** `QUEUE_DEFAULT_TIMEOUT` (30 seconds): per delivery attempt. */
+  readonly defaultTimeout: Duration.Duration
+  /** `QUEUE_MAX_TIMEOUT` (15 minutes): the largest Svc-Timeout accepted. */
+  readonly maxTimeout: Duration.Duration
+  /** `QUEUE_MAX_DELAY` (7 days): the largest Svc-Delay accepted. */
+  readonly maxDelay: Duration.Duration
+  /** `QUEUE_RETRY_BASE` (2 seconds): first retry delay of the exponential schedule (doubling). */
+  readonly retryBase: Duration.Duration
+  /** `QUEUE_RETRY_MAX_DELAY` (1 day): cap of a retry delay, also of an honoured Retry-After. */
+  readonly retryMaxDelay: Duration.Duration
+  /** `QUEUE_WORKER` (true): run the delivery worker in this process. */
+  readonly worker: boolean
+  /** `QUEUE_CONCURRENCY` (100): deliveries in flight per worker process. */
+  readonly concurrency: number
+  /** `QUEUE_BATCH_SIZE` (100): messages claimed per statement. */
+  readonly batchSize: number
+  /** `QUEUE_POLL_INTERVAL` (1 second): longest idle wait between claims without a notification. */
+  readonly pollInterval: Duration.Duration
+  /** `QUEUE_LEASE_MARGIN` (30 seconds): a claim lasts the attempt's timeout plus this. */
+  readonly leaseMargin: Duration.Duration
+  /** `QUEUE_DEDUP_WINDOW` (10 minutes): how long a Svc-Deduplication-Id is remembered. */
+  readonly dedupWindow: Duration.Duration
+}
+
+const duration = (name: string, fallback: Duration.Input) =>
+  Config.Duration(name).pipe(Config.withDefault(Duration.fromInputUnsafe(fallback)))
+
+const int = (name: string, fallback: number) => Config.Int(name).pipe(Config.withDefault(fallback))
+
+export const settingsConfig: Config.Config<QueueSettings> = Config.all({
+  token: Config.option(Config.Redacted("QUEUE_TOKEN")),
+  allowPrivate: Config.Boolean("QUEUE_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+  maxMessageBytes: int("QUEUE_MAX_MESSAGE_BYTES", 1024 * 1024),
+  defaultRetries: int("QUEUE_DEFAULT_RETRIES", 3),
+  maxRetries: int("QUEUE_MAX_RETRIES", 100),
+  defaultTimeout: duration("QUEUE_DEFAULT_TIMEOUT", "30 seconds"),
+  maxTimeout: duration("QUEUE_MAX_TIMEOUT", "15 minutes"),
+  maxDelay: duration("QUEUE_MAX_DELAY", "7 days"),
+  retryBase: duration("QUEUE_RETRY_BASE", "2 seconds"),
+  retryMaxDelay: duration("QUEUE_RETRY_MAX_DELAY", "1 day"),
+  worker: Config.Boolean("QUEUE_WORKER").pipe(Config.withDefault(true)),
+  concurrency: int("QUEUE_CONCURRENCY", 100),
+  batchSize: int("QUEUE_BATCH_SIZE", 100),
+  pollInterval: duration("QUEUE_POLL_INTERVAL", "1 second"),
+  leaseMargin: duration("QUEUE_LEASE_MARGIN", "30 seconds"),
+  dedupWindow: duration("QUEUE_DEDUP_WINDOW", "10 minutes")
+}).pipe(Config.map((settings) => ({
+  ...settings,
+  // An empty QUEUE_TOKEN is no token: it must not open the routes.
+  token: Option.filter(settings.token, (token) => Redacted.value(token).length > 0)
+})))
+
+export class QueueConfig extends Context.Service<QueueConfig, QueueSettings>()("@svc/queue/QueueConfig") {
+  static readonly layer = QueueConfig.layerWith({})
+  /** The environment's settings overridden by `overrides` (tests). */
+  static layerWith(overrides: Partial<QueueSettings>) {
+    return Layer.effect(
+      QueueConfig,
+      Effect.gen(function*() {
+        const settings = yield* settingsConfig
+        return QueueConfig.of({ ...settings, ...overrides })
+      })
+    )
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * The queue service as one layer: the HTTP API on `QUEUE_PORT` (default 8788) and, unless
+ * `QUEUE_WORKER=false`, the delivery worker. Needs only the database (`PgClient`), so `svc start`
+ * and the process entry (`main.ts`) provide `Database.layer`.
+ */
+import { serve } from "@svc/platform"
+import { Config, Effect, Layer } from "effect"
+import { routes } from "./http.ts"
+import { QueueConfig } from "./QueueConfig.ts"
+import { Store } from "./Store.ts"
+import * as Worker from "./Worker.ts"
+
+export const Port = Config.Port("QUEUE_PORT").pipe(Config.withDefault(8788))
+
+/** The worker when `QUEUE_WORKER` is not false. */
+export const WorkerIfEnabled = Layer.unwrap(
+  Effect.map(QueueConfig, (settings) => settings.worker ? Worker.layer : Layer.empty)
+)
+
+/** HTTP and worker on the given (or configured) port, with `Store` and `QueueConfig` built by the caller. */
+export const layerNoDeps = (options?: { readonly port?: number | Config.Config<number>; readonly host?: string }) =>
+  Layer.mergeAll(
+    serve(routes, { name: "queue", port: options?.port ?? Port, ...(options?.host === undefined ? {} : { host: options.host }) }),
+    WorkerIfEnabled
+  )
+
+/** The whole service; needs `PgClient` (e.g. `Database.layer`). */
+export const layer = layerNoDeps().pipe(Layer.provide(Store.layer), Layer.provideMerge(QueueConfig.layer))

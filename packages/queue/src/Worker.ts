@@ -1,0 +1,303 @@
+/**
+ * The delivery worker. Any number of them (in any number of processes) share one database:
+ *
+ * - **claim**: one statement takes up to `QUEUE_BATCH_SIZE` due messages (`FOR UPDATE SKIP LOCKED`,
+ *   so workers never wait on each other) and leases them: `not_before` moves to now + the message's
+ *   timeout + `QUEUE_LEASE_MARGIN`, `claim_id` is set. A worker that dies loses nothing: when the
+ *   lease runs out the message is due again and any worker delivers it (at-least-once).
+ * - **wake-up**: LISTEN on {@link CHANNEL} (publishes and callbacks NOTIFY in their transaction),
+ *   with a poll fallback: an idle worker sleeps until the earliest `not_before` or
+ *   `QUEUE_POLL_INTERVAL`, whichever is sooner. If the LISTEN connection drops, polling carries on
+ *   and the listener reconnects.
+ * - **delivery**: at most `QUEUE_CONCURRENCY` requests in flight; method, forwarded headers and
+ *   timeout of the message, plus `Svc-Message-Id`, `Svc-Retried` and `Svc-Signature`.
+ * - **outcome**: 2xx = delivered (recorded in batches); otherwise retried after the delay of an
+ *   exponential `Schedule` (`QUEUE_RETRY_BASE`, doubling, capped at `QUEUE_RETRY_MAX_DELAY`), or
+ *   after the destination's `Retry-After` when it sent one; when every retry is used, the message
+ *   goes to the dead-letter queue and its callbacks are enqueued, all in one transaction.
+ * - **shutdown**: stop claiming, let in-flight deliveries finish (5 s at most), record them, give
+ *   the remaining claims back so another worker takes them at once.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { postgresReason } from "@svc/platform"
+import type { CallbackSettings } from "@svc/schema"
+import { Duration, Effect, FiberSet, Layer, Option, Queue, Schedule } from "effect"
+import type { DeliveryOutcome } from "./Delivery.ts"
+import { makeSender, retryAfterMs } from "./Delivery.ts"
+import { QueueConfig } from "./QueueConfig.ts"
+import { sign } from "./Signature.ts"
+import type { ClaimedMessage, DeliveredResult, NewMessage } from "./Store.ts"
+import { CHANNEL, Store } from "./Store.ts"
+
+/** The delay before retry number `attempt + 1` (attempt 0 = the first retry), from the schedule. */
+export const scheduleDelay = (
+  schedule: Schedule.Schedule<unknown, unknown>,
+  attempt: number
+): Effect.Effect<number> =>
+  Effect.gen(function*() {
+    const step = yield* Schedule.toStep(schedule)
+    let delay = 0
+    for (let i = 0; i <= attempt; i++) {
+      const [, duration] = yield* step(0, undefined)
+      delay = Duration.toMillis(duration)
+    }
+    return delay
+  }).pipe(Effect.catchCause(() => Effect.succeed(0)))
+
+/** The retry schedule of the configuration: exponential from `base`, doubling, capped at `max`. */
+export const retrySchedule = (base: Duration.Duration, max: Duration.Duration): Schedule.Schedule<unknown, unknown> =>
+  Schedule.exponential(base, 2).pipe(
+    Schedule.modifyDelay((metadata) => Effect.succeed(Duration.min(metadata.duration, max)))
+  ) as Schedule.Schedule<unknown, unknown>
+
+const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64")
+
+/** The spec's callback body (and, with `dlqId`, the failure callback body). */
+export const callbackBody = (
+  message: ClaimedMessage,
+  outcome: DeliveryOutcome,
+  maxBytes: number,
+  dlqId?: string
+): Record<string, unknown> => {
+  const response = outcome._tag === "Response" ? outcome : undefined
+  return {
+    status: response?.status ?? 0,
+    header: response?.headers ?? {},
+    body: response === undefined ? "" : base64(response.body.subarray(0, maxBytes)),
+    retried: message.retried,
+    maxRetries: message.maxRetries,
+    sourceMessageId: message.id,
+    ...(message.topicName === null ? {} : { topicName: message.topicName }),
+    ...(message.endpointName === null ? {} : { endpointName: message.endpointName }),
+    url: message.url,
+    method: message.method,
+    sourceHeader: message.headers,
+    sourceBody: base64(message.body),
+    notBefore: String(message.scheduledAt.getTime()),
+    createdAt: String(message.createdAt.getTime()),
+    ...(message.callerIp === null ? {} : { callerIP: message.callerIp }),
+    ...(outcome._tag === "Failed" ? { error: outcome.error } : {}),
+    ...(dlqId === undefined ? {} : { dlqId })
+  }
+}
+
+const callbackMessage = (
+  kind: "callback" | "failure_callback",
+  settings: CallbackSettings,
+  source: ClaimedMessage,
+  body: Record<string, unknown>
+): NewMessage => ({
+  kind,
+  url: settings.url,
+  delivery: {
+    method: settings.method,
+    timeoutMs: settings.timeoutMs,
+    retries: settings.retries,
+    delayMs: settings.delayMs,
+    headers: settings.headers
+  },
+  body: new TextEncoder().encode(JSON.stringify(body)),
+  sourceMessageId: source.id
+})
+
+const origin = (url: string) => {
+  try {
+    return new URL(url).origin
+  } catch {
+    return "(invalid URL)"
+  }
+}
+
+/** The worker, as a layer: runs for the life of the layer. */
+export const layer = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* QueueConfig
+  const store = yield* Store
+  const sql = yield* PgClient.PgClient
+  const sender = makeSender({
+    maxSockets: config.concurrency,
+    maxResponseBytes: config.maxMessageBytes,
+    allowPrivate: config.allowPrivate
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(sender.close))
+  const schedule = retrySchedule(config.retryBase, config.retryMaxDelay)
+  const retryMaxMs = Duration.toMillis(config.retryMaxDelay)
+  const pollMs = Math.max(1, Duration.toMillis(config.pollInterval))
+
+  const notified = yield* Queue.sliding<void>(1)
+  const slotFreed = yield* Queue.sliding<void>(1)
+  const delivered = yield* Queue.unbounded<DeliveredResult>()
+  /** Claimed and not finished: id -> claim id. */
+  const inFlight = new Map<string, string>()
+  let stopping = false
+
+  let keyCache: { readonly key: string; readonly at: number } | undefined
+  const currentKey = Effect.suspend(() =>
+    keyCache !== undefined && Date.now() - keyCache.at < 1000
+      ? Effect.succeed(keyCache.key)
+      : Effect.map(store.signingKeys, (keys) => {
+        keyCache = { key: keys.current, at: Date.now() }
+        return keys.current
+      })
+  )
+
+  const logSqlError = (what: string) => (error: unknown) =>
+    Effect.logWarning(`Queue worker: ${what} failed: ${postgresReason(error)}`)
+
+  const finish = Effect.fnUntraced(function*(message: ClaimedMessage, outcome: DeliveryOutcome) {
+    const status = outcome._tag === "Response" ? outcome.status : undefined
+    if (status !== undefined && status >= 200 && status < 300) {
+      const result = { id: message.id, claimId: message.claimId, status }
+      if (message.kind === "message" && message.callback !== null) {
+        const body = callbackBody(message, outcome, config.maxMessageBytes)
+        return yield* store.deliveredWithCallback(result, callbackMessage("callback", message.callback, message, body))
+      }
+      return Queue.offerUnsafe(delivered, result)
+    }
+    const error = outcome._tag === "Failed" ? outcome.error : `The destination answered ${status}`
+    if (message.retried < message.maxRetries) {
+      const retryAfter = outcome._tag === "Response" ? retryAfterMs(outcome.headers, Date.now()) : undefined
+      const delay = retryAfter !== undefined
+        ? Math.min(retryAfter, retryMaxMs)
+        : yield* scheduleDelay(schedule, message.retried)
+      yield* Effect.logDebug(
+        `Message ${message.id} to ${origin(message.url)}: ${error}; retry ${message.retried + 1} of ${message.maxRetries} in ${delay} ms`
+      )
+      yield* store.scheduleRetry(message, delay, status, error)
+      // Wake this worker when the retry is due (others find it by their own idle sleep).
+      return yield* Effect.sleep(delay).pipe(
+        Effect.andThen(Effect.sync(() => Queue.offerUnsafe(notified, undefined))),
+        Effect.forkDetach,
+        Effect.asVoid
+      )
+    }
+    yield* Effect.logInfo(
+      `Message ${message.id} to ${origin(message.url)} failed after ${message.retried} retries (${error}); moved to the dead-letter queue`
+    )
+    yield* store.exhaust(
+      message,
+      {
+        status,
+        headers: outcome._tag === "Response" ? outcome.headers : undefined,
+        body: outcome._tag === "Response" ? outcome.body : undefined,
+        error
+      },
+      (dlqId) => {
+        const callbacks: Array<NewMessage> = []
+        if (message.kind !== "message") return callbacks
+        if (message.callback !== null && outcome._tag === "Response") {
+          const body = callbackBody(message, outcome, config.maxMessageBytes)
+          callbacks.push(callbackMessage("callback", message.callback, message, body))
+        }
+        if (message.failureCallback !== null) {
+          const body = callbackBody(message, outcome, config.maxMessageBytes, dlqId)
+          callbacks.push(callbackMessage("failure_callback", message.failureCallback, message, body))
+        }
+        return callbacks
+      }
+    )
+  })
+
+  const deliver = Effect.fnUntraced(function*(message: ClaimedMessage) {
+    const key = yield* currentKey
+    const headers: Record<string, string> = {
+      "user-agent": "svc-queue",
+      ...message.headers,
+      "svc-message-id": message.id,
+      "svc-retried": String(message.retried),
+      "svc-signature": sign(key, { url: message.url, body: message.body })
+    }
+    if (message.topicName !== null) headers["svc-topic-name"] = message.topicName
+    const outcome = yield* sender.send({
+      url: message.url,
+      method: message.method,
+      headers,
+      body: message.body,
+      timeoutMs: message.timeoutMs
+    })
+    // A failed completion statement leaves the claim to expire: the message is delivered again.
+    yield* finish(message, outcome).pipe(Effect.catch(logSqlError(`recording the outcome of ${message.id}`)))
+  })
+
+  // Deliveries run in this set: interrupted last, after the graceful stop below had its chance.
+  const deliveries = yield* FiberSet.make()
+
+  // Graceful stop (finalizers run in reverse order: this one before the set is interrupted).
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      stopping = true
+      Queue.offerUnsafe(notified, undefined)
+      yield* FiberSet.awaitEmpty(deliveries).pipe(Effect.timeoutOption("5 seconds"))
+      const pending = yield* Queue.clear(delivered)
+      yield* store.markDelivered(pending).pipe(Effect.catch(logSqlError("recording deliveries")))
+      const leftover = [...inFlight].map(([id, claimId]) => ({ id, claimId }))
+      yield* store.release(leftover).pipe(Effect.catch(logSqlError("releasing claims")))
+      if (leftover.length > 0) yield* Effect.logInfo(`Queue worker: released ${leftover.length} unfinished claims`)
+    })
+  )
+
+  // Record deliveries in batches: one statement for everything finished since the last one.
+  yield* Effect.gen(function*() {
+    while (true) {
+      const batch = yield* Queue.takeBetween(delivered, 1, 2000)
+      yield* store.markDelivered(batch).pipe(
+        Effect.retry({ schedule: Schedule.exponential("100 millis"), times: 3 }),
+        Effect.catch(logSqlError("recording deliveries"))
+      )
+    }
+  }).pipe(Effect.forkScoped)
+
+  // LISTEN for new due messages; reconnects (and polling covers the gap) when the connection drops.
+  yield* Effect.scoped(Effect.gen(function*() {
+    const notifications = yield* sql.listen(CHANNEL)
+    Queue.offerUnsafe(notified, undefined)
+    while (true) {
+      yield* Queue.take(notifications)
+      Queue.offerUnsafe(notified, undefined)
+    }
+  })).pipe(
+    Effect.tapCause(() => Effect.logWarning("Queue worker: LISTEN connection lost; polling until it is back")),
+    Effect.retry(Schedule.spaced("1 second")),
+    Effect.forkScoped
+  )
+
+  // The claim loop. With every slot taken it waits until half a batch of slots is free again, so
+  // that a busy worker claims in batches rather than one message per finished delivery.
+  const refill = Math.max(1, Math.floor(Math.min(config.batchSize, config.concurrency) / 2))
+  yield* Effect.gen(function*() {
+    let saturated = false
+    while (!stopping) {
+      const free = config.concurrency - inFlight.size
+      if (free <= 0 || (saturated && free < refill)) {
+        saturated = true
+        yield* Queue.take(slotFreed)
+        continue
+      }
+      saturated = false
+      const limit = Math.min(config.batchSize, free)
+      const claimed = yield* store.claim(limit).pipe(
+        Effect.catch((error) => Effect.as(Effect.andThen(logSqlError("claiming")(error), Effect.sleep(pollMs)), []))
+      )
+      for (const message of claimed) {
+        inFlight.set(message.id, message.claimId)
+        yield* FiberSet.run(
+          deliveries,
+          deliver(message).pipe(Effect.ensuring(Effect.sync(() => {
+            inFlight.delete(message.id)
+            Queue.offerUnsafe(slotFreed, undefined)
+          })))
+        )
+      }
+      if (claimed.length === 0 && !stopping) {
+        // Idle: until a notification, the earliest due message (delays, retries, expired leases) or the poll.
+        const due = yield* store.nextDue.pipe(Effect.catch(() => Effect.succeed(Option.none<number>())))
+        const wait = Math.max(5, Math.min(pollMs, Option.getOrElse(due, () => pollMs)))
+        yield* Queue.take(notified).pipe(Effect.timeoutOption(wait))
+      } else if (claimed.length < limit && !stopping) {
+        // Caught up: wait for the next notification (or a retry this worker scheduled, or the poll).
+        yield* Queue.take(notified).pipe(Effect.timeoutOption(pollMs))
+      }
+    }
+  }).pipe(Effect.forkScoped)
+
+  yield* Effect.logInfo(`Queue worker started (concurrency ${config.concurrency}, batch ${config.batchSize})`)
+}))

@@ -1,0 +1,333 @@
+/**
+ * `npm run bench:queue`: the delivery queue against pg-boss, in the same run, on the same Postgres.
+ *
+ * For each system, two phases with BENCH_MESSAGES (default 100,000) small messages to a local HTTP
+ * destination (in this process):
+ * - live: publish as fast as BENCH_PUBLISHERS (64) concurrent publishers can (to an API-only
+ *   process) while a worker process delivers; publish rate, end-to-end delivery rate (messages / first publish -> last delivery)
+ *   and p50/p99 publish -> delivery latency.
+ * - drain: the same number published with no worker running, then one worker started; delivery
+ *   rate = messages / (first -> last delivery) (also printed from the worker's start, start-up included).
+ *
+ * svc: `node packages/queue/src/main.ts` (HTTP publish on its API, worker with the defaults:
+ * concurrency 100, batch 100). pg-boss: `boss.send` per message (no HTTP hop: in its favour), and
+ * BENCH_PGBOSS_WORKERS (10) `boss.work` loops of batch 100, polling every 0.5 s (pg-boss's minimum),
+ * that POST each job of a batch to the destination concurrently. BENCH_ONLY=svc|pg-boss runs one side.
+ * Postgres: DATABASE_URL when set, else a throwaway embedded cluster (default durability settings).
+ */
+import { EmbeddedPostgres } from "@svc/platform"
+import { Effect, Exit, Redacted, Scope } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs/promises"
+import * as Http from "node:http"
+import type * as Net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import PgBoss from "pg-boss"
+import { PgClient } from "@effect/sql-pg"
+import { Reactivity } from "effect/reactivity"
+
+const N = Number(process.env.BENCH_MESSAGES ?? 100_000)
+const PUBLISHERS = Number(process.env.BENCH_PUBLISHERS ?? 64)
+/** pg-boss work loops (each fetches a batch of 100 every 0.5 s at most: its polling bounds its rate). */
+const PGBOSS_WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 10)
+/** `svc`, `pg-boss` or both (default). */
+const ONLY = process.env.BENCH_ONLY
+const TOKEN = "bench-token"
+const root = fileURLToPath(new URL("../../", import.meta.url))
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const waitUntil = async (condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`)
+    await sleep(10)
+  }
+}
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
+
+/** The destination: records each delivery (first time only) and its latency from the publish time in the body. */
+const destination = async () => {
+  let seen = new Set<number>()
+  let latencies: Array<number> = []
+  let duplicates = 0
+  let last = 0
+  let first = 0
+  const server = Http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      const now = Date.now()
+      try {
+        const { i, t } = JSON.parse(Buffer.concat(chunks).toString()) as { i: number; t: number }
+        if (seen.has(i)) duplicates++
+        else {
+          seen.add(i)
+          latencies.push(now - t)
+          if (first === 0) first = now
+          last = now
+        }
+      } catch {
+        // not a bench message
+      }
+      res.end("ok")
+    })
+  })
+  server.keepAliveTimeout = 60_000
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}/sink`,
+    count: () => seen.size,
+    last: () => last,
+    first: () => first,
+    duplicates: () => duplicates,
+    latencies: () => latencies,
+    reset: () => {
+      seen = new Set()
+      latencies = []
+      duplicates = 0
+      last = 0
+      first = 0
+    },
+    close: () => {
+      server.closeAllConnections()
+      server.close()
+    }
+  }
+}
+
+/** `count` publishes by `PUBLISHERS` concurrent loops; returns ms taken. */
+const publishAll = async (publishOne: (i: number) => Promise<void>) => {
+  let next = 0
+  const started = Date.now()
+  await Promise.all(Array.from({ length: PUBLISHERS }, async () => {
+    while (next < N) await publishOne(next++)
+  }))
+  return { started, ms: Date.now() - started }
+}
+
+interface Figures {
+  readonly publishRate: number
+  readonly e2eRate: number
+  readonly p50: number
+  readonly p99: number
+  readonly drainRate: number
+  readonly duplicates: number
+}
+
+const report = (name: string, f: Figures) =>
+  console.log(
+    `${name.padEnd(8)} publish ${f.publishRate.toFixed(0).padStart(6)} msg/s | live delivery ${
+      f.e2eRate.toFixed(0).padStart(6)
+    } msg/s, latency p50 ${f.p50} ms p99 ${f.p99} ms | drain ${f.drainRate.toFixed(0).padStart(6)} msg/s | duplicates ${f.duplicates}`
+  )
+
+// -----------------------------------------------------------------------------
+// svc queue
+// -----------------------------------------------------------------------------
+
+const startQueue = (databaseUrl: string, port: number, worker: boolean): ChildProcess =>
+  spawn(process.execPath, [path.join(root, "packages/queue/src/main.ts")], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      QUEUE_TOKEN: TOKEN,
+      QUEUE_ALLOW_PRIVATE: "true",
+      QUEUE_PORT: String(port),
+      QUEUE_WORKER: String(worker),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn"
+    },
+    stdio: ["ignore", "inherit", "inherit"]
+  })
+
+const stop = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
+
+const healthy = (port: number) => () => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)
+
+const benchSvc = async (databaseUrl: string, dest: Awaited<ReturnType<typeof destination>>): Promise<Figures> => {
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
+  const publisher = (port: number) => (i: number) =>
+    new Promise<void>((resolve, reject) => {
+      const req = Http.request(`http://127.0.0.1:${port}/v2/publish/${dest.url}`, {
+        method: "POST",
+        agent,
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }
+      }, (res) => {
+        res.resume()
+        res.on("end", () => res.statusCode === 201 ? resolve() : reject(new Error(`publish answered ${res.statusCode}`)))
+      })
+      req.on("error", reject)
+      req.end(JSON.stringify({ i, t: Date.now() }))
+    })
+
+  // live: an API process (QUEUE_WORKER=false) and a worker process on the same database, so that
+  // publishing and delivering each get a core (in one process they share one event loop)
+  const port = 18_900 + Math.floor(Math.random() * 500)
+  let queue = startQueue(databaseUrl, port, false)
+  const liveWorker = startQueue(databaseUrl, port + 2, true)
+  await waitUntil(healthy(port), 60_000, "the queue")
+  await waitUntil(healthy(port + 2), 60_000, "the worker")
+  dest.reset()
+  const live = await publishAll(publisher(port))
+  await waitUntil(() => dest.count() >= N, 600_000, "svc live deliveries")
+  const latencies = [...dest.latencies()].sort((a, b) => a - b)
+  const liveFigures = {
+    publishRate: N / (live.ms / 1000),
+    e2eRate: N / ((dest.last() - live.started) / 1000),
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99)
+  }
+  let duplicates = dest.duplicates()
+  await stop(queue)
+  await stop(liveWorker)
+
+  // drain: publish with no worker, then start one
+  queue = startQueue(databaseUrl, port, false)
+  await waitUntil(healthy(port), 60_000, "the queue (API only)")
+  dest.reset()
+  await publishAll(publisher(port))
+  await stop(queue)
+  const workerPort = port + 1
+  const drainStart = Date.now()
+  queue = startQueue(databaseUrl, workerPort, true)
+  await waitUntil(() => dest.count() >= N, 600_000, "svc drain deliveries")
+  const drainRate = N / ((dest.last() - dest.first()) / 1000)
+  const drainWithStart = N / ((dest.last() - drainStart) / 1000)
+  console.log(`svc drain including worker start-up: ${drainWithStart.toFixed(0)} msg/s`)
+  duplicates += dest.duplicates()
+  await stop(queue)
+  agent.destroy()
+  return { ...liveFigures, drainRate, duplicates }
+}
+
+// -----------------------------------------------------------------------------
+// pg-boss
+// -----------------------------------------------------------------------------
+
+const benchPgBoss = async (databaseUrl: string, dest: Awaited<ReturnType<typeof destination>>): Promise<Figures> => {
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: 100 * PGBOSS_WORKERS })
+  const deliver = (data: unknown) =>
+    new Promise<void>((resolve, reject) => {
+      const req = Http.request(dest.url, { method: "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
+        res.resume()
+        res.on("end", () => (res.statusCode ?? 500) < 300 ? resolve() : reject(new Error(String(res.statusCode))))
+      })
+      req.on("error", reject)
+      req.end(JSON.stringify(data))
+    })
+  const queueName = "bench"
+  const startWorkers = async (boss: PgBoss) => {
+    for (let w = 0; w < PGBOSS_WORKERS; w++) {
+      await boss.work<{ i: number; t: number }>(queueName, { batchSize: 100, pollingIntervalSeconds: 0.5 }, async (jobs: Array<PgBoss.Job<{ i: number; t: number }>>) => {
+        await Promise.all(jobs.map((job) => deliver(job.data)))
+      })
+    }
+  }
+  const publisher = (boss: PgBoss) => async (i: number) => {
+    await boss.send(queueName, { i, t: Date.now() })
+  }
+
+  const boss = new PgBoss({ connectionString: databaseUrl, max: 20 })
+  boss.on("error", () => {})
+  await boss.start()
+  await boss.createQueue(queueName)
+
+  // live
+  await startWorkers(boss)
+  dest.reset()
+  const live = await publishAll(publisher(boss))
+  await waitUntil(() => dest.count() >= N, 900_000, "pg-boss live deliveries")
+  const latencies = [...dest.latencies()].sort((a, b) => a - b)
+  const liveFigures = {
+    publishRate: N / (live.ms / 1000),
+    e2eRate: N / ((dest.last() - live.started) / 1000),
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99)
+  }
+  let duplicates = dest.duplicates()
+  await boss.stop({ graceful: true, wait: true })
+
+  // drain
+  const publisherBoss = new PgBoss({ connectionString: databaseUrl, max: 20, supervise: false, schedule: false })
+  publisherBoss.on("error", () => {})
+  await publisherBoss.start()
+  dest.reset()
+  await publishAll(publisher(publisherBoss))
+  await publisherBoss.stop({ graceful: true, wait: true })
+  const worker = new PgBoss({ connectionString: databaseUrl, max: 20 })
+  worker.on("error", () => {})
+  const drainStart = Date.now()
+  await worker.start()
+  await startWorkers(worker)
+  await waitUntil(() => dest.count() >= N, 900_000, "pg-boss drain deliveries")
+  const drainRate = N / ((dest.last() - dest.first()) / 1000)
+  const drainWithStart = N / ((dest.last() - drainStart) / 1000)
+  console.log(`pg-boss drain including worker start-up: ${drainWithStart.toFixed(0)} msg/s`)
+  duplicates += dest.duplicates()
+  await worker.stop({ graceful: true, wait: true })
+  agent.destroy()
+  return { ...liveFigures, drainRate, duplicates }
+}
+
+// -----------------------------------------------------------------------------
+
+const main = async () => {
+  const scope = Scope.makeUnsafe()
+  let dir: string | undefined
+  try {
+    let adminUrl = process.env.DATABASE_URL
+    if (adminUrl === undefined) {
+      dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-bench-pg-"))
+      await fs.chmod(dir, 0o755)
+      const cluster = await Effect.runPromise(
+        EmbeddedPostgres.start({ dataDir: path.join(dir, "data") }).pipe(Scope.provide(scope))
+      )
+      adminUrl = Redacted.value(cluster.url("postgres"))
+    }
+    const admin = new URL(adminUrl)
+    const databaseUrl = (name: string) => {
+      const url = new URL(admin)
+      url.pathname = `/${name}`
+      return url.toString()
+    }
+    const admin_ = adminUrl
+    const adminSql = (statement: string) =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const sql = yield* PgClient.make({ url: Redacted.make(admin_), maxConnections: 1 })
+        yield* sql.unsafe(statement)
+      })).pipe(Effect.provide(Reactivity.layer)))
+    const suffix = Date.now().toString(36)
+    for (const name of [`bench_svc_${suffix}`, `bench_pgboss_${suffix}`]) await adminSql(`CREATE DATABASE ${name}`)
+
+    console.log(`bench:queue: ${N} messages, ${PUBLISHERS} concurrent publishers, ${os.cpus().length} cores`)
+    const dest = await destination()
+    const svc = ONLY === "pg-boss" ? undefined : await benchSvc(databaseUrl(`bench_svc_${suffix}`), dest)
+    if (svc) report("svc", svc)
+    const boss = ONLY === "svc" ? undefined : await benchPgBoss(databaseUrl(`bench_pgboss_${suffix}`), dest)
+    if (boss) report("pg-boss", boss)
+    if (svc && boss) console.log(
+      `ratio svc / pg-boss: publish ${(svc.publishRate / boss.publishRate).toFixed(2)}x, live delivery ${
+        (svc.e2eRate / boss.e2eRate).toFixed(2)
+      }x, drain ${(svc.drainRate / boss.drainRate).toFixed(2)}x, p50 latency ${(boss.p50 / Math.max(1, svc.p50)).toFixed(2)}x lower`
+    )
+    dest.close()
+    for (const name of [`bench_svc_${suffix}`, `bench_pgboss_${suffix}`]) {
+      await adminSql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    }
+  } finally {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    if (dir !== undefined) await fs.rm(dir, { recursive: true, force: true })
+  }
+}
+
+main().then(() => process.exit(0), (error) => {
+  console.error(error instanceof Error ? error.message : error)
+  process.exit(1)
+})
