@@ -4,7 +4,9 @@
  * background work, needing only the database).
  */
 import type { PgClient } from "@effect/sql-pg"
+import { Service as ListingsService } from "@svc/listings"
 import type { Database } from "@svc/platform"
+import { Server as QueueServer } from "@svc/queue"
 import type { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 
@@ -20,4 +22,17 @@ export const serviceNames = ["listings", "queue", "docs-api", "mcp"] as const
 export type ServiceName = (typeof serviceNames)[number]
 
 /** The services of this build. */
-export const landed: ReadonlyArray<SuiteService> = []
+export const landed: ReadonlyArray<SuiteService> = [
+  {
+    name: "listings",
+    description: "Listings backend: car offers from partner feeds, search, sources, images, import services (port 8787)",
+    schemas: ["listings"],
+    layer: ListingsService.layer
+  },
+  {
+    name: "queue",
+    description: "Message delivery queue: publish, durable delivery with retries, callbacks, DLQ, URL groups (port 8788)",
+    schemas: ["queue"],
+    layer: QueueServer.layer
+  }
+]

@@ -1,9 +1,10 @@
 /**
  * The `svc` command: run the suite's services, migrate the database.
  */
+import { IngestClient } from "@svc/listings"
 import { Database, Migrations } from "@svc/platform"
-import { Console, Effect, Layer } from "effect"
-import { Argument, Command } from "effect/cli"
+import { Config, Console, Effect, Layer, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
 import { landed, serviceNames } from "./Services.ts"
 import * as SuiteStatus from "./SuiteStatus.ts"
 
@@ -72,10 +73,56 @@ const start = Command.make(
   ])
 )
 
+const listingsIngest = Command.make(
+  "ingest",
+  {
+    source: Flag.String("source").pipe(
+      Flag.withDescription("Only this source (repeat or comma-separate for several); default: every enabled source"),
+      Flag.atLeast(0)
+    ),
+    wait: Flag.Boolean("wait").pipe(Flag.withDescription("Follow the runs until they finish"), Flag.withDefault(false))
+  },
+  Effect.fn(function*({ source, wait }) {
+    const url = yield* Config.String("LISTINGS_URL").pipe(Config.withDefault("http://localhost:8787"))
+    const token = yield* Config.option(Config.Redacted("ADMIN_TOKEN"))
+    if (Option.isNone(token)) {
+      return yield* Effect.fail(new CommandFailed("ADMIN_TOKEN is not set: the listings RPC needs it"))
+    }
+    const sources = source.flatMap((value) => value.split(",")).map((id) => id.trim()).filter((id) => id !== "")
+    let failed = false
+    yield* IngestClient.trigger({
+      url: `${url.replace(/\/+$/, "")}/rpc`,
+      token: token.value,
+      sources: sources.length > 0 ? sources : undefined,
+      wait,
+      onEvent: (event) => {
+        if (event._tag === "Finished" && !event.outcome.ok) failed = true
+        return Console.log(IngestClient.describe(event))
+      }
+    }).pipe(
+      Effect.catchTag("UnknownSources", (error) => Effect.fail(new CommandFailed(error.message))),
+      Effect.catchTag("RpcClientError", (error) =>
+        Effect.fail(new CommandFailed(`listings at ${url} refused or unreachable: ${error.message}`)))
+    )
+    if (failed) return yield* Effect.fail(new CommandFailed("some ingest runs failed (see the service log)"))
+  })
+).pipe(
+  Command.withDescription("Trigger ingestion on a running listings service (LISTINGS_URL, ADMIN_TOKEN) and show progress"),
+  Command.withExamples([
+    { command: "svc listings ingest --wait", description: "Every enabled source, following progress" },
+    { command: "svc listings ingest --source mock", description: "Start one source and return" }
+  ])
+)
+
+const listings = Command.make("listings").pipe(
+  Command.withDescription("Operate the listings service"),
+  Command.withSubcommands([listingsIngest])
+)
+
 export const svc = Command.make("svc").pipe(
   Command.withDescription(
     "svc: listings backend, documentation lookup, message delivery queue and object storage. " +
       "Configuration comes from the environment (see the README)."
   ),
-  Command.withSubcommands([start, migrate])
+  Command.withSubcommands([start, migrate, listings])
 )
