@@ -103,9 +103,11 @@ export class Ingest extends Context.Service<Ingest, {
           const adapter = yield* adapterFor(source).pipe(Effect.provideService(HttpClient.HttpClient, httpClient))
           const batchSize = Math.max(1, config.batchSize)
 
+          // Validating the next batch overlaps with writing this one (the buffer holds one prepared
+          // batch): the CPU work in this process and the database's work proceed side by side.
           const body = adapter.read.pipe(
             Stream.grouped(batchSize),
-            Stream.runForEach((records) =>
+            Stream.mapEffect((records) =>
               Effect.gen(function*() {
                 const rows = new Map<string, OfferRow>()
                 const batchImages: Array<FeedImage> = []
@@ -121,9 +123,15 @@ export class Ingest extends Context.Service<Ingest, {
                   rows.set(result.success.row.id, result.success.row)
                   for (const image of result.success.images) batchImages.push(image)
                 }
-                progress.offersFetched += records.length
-                for (const id of rows.keys()) seen.add(id)
-                progress.offersUpserted += yield* store.upsertBatch(source.id, [...rows.values()], batchImages)
+                return { fetched: records.length, rows: [...rows.values()], images: batchImages }
+              })
+            ),
+            Stream.buffer({ capacity: 1 }),
+            Stream.runForEach((batch) =>
+              Effect.gen(function*() {
+                progress.offersUpserted += yield* store.upsertBatch(source.id, batch.rows, batch.images)
+                progress.offersFetched += batch.fetched
+                for (const row of batch.rows) seen.add(row.id)
               })
             )
           )

@@ -41,8 +41,9 @@ export interface OfferRow {
   readonly content_hash: string
 }
 
-/** An image URL a feed gave, and its key. */
+/** An image URL a feed gave for an offer, and its key. */
 export interface FeedImage {
+  readonly offerId: string
   readonly key: string
   readonly url: string
 }
@@ -184,12 +185,13 @@ export const normalize = (sourceId: string, record: FeedRecord): Result.Result<N
     const longitude = optionalNumber(record, "longitude", -180, 180)
     const imageUrls = imageList(record["images"])
     const thumbnailUrl = httpUrl(record["thumbnail"]) ?? imageUrls[0] ?? null
-    const images = imageUrls.map((url) => ({ key: imageKey(url), url }))
+    const id = `${sourceId}:${nativeId}`
+    const images = imageUrls.map((url) => ({ offerId: id, key: imageKey(url), url }))
     if (thumbnailUrl !== null && !imageUrls.includes(thumbnailUrl)) {
-      images.push({ key: imageKey(thumbnailUrl), url: thumbnailUrl })
+      images.push({ offerId: id, key: imageKey(thumbnailUrl), url: thumbnailUrl })
     }
     const base = {
-      id: `${sourceId}:${nativeId}`,
+      id,
       source_id: sourceId,
       native_id: nativeId,
       title: required(record, "title"),

@@ -3,9 +3,15 @@
  *
  * One batch is one transaction: the upsert, the image rows and the winner flags of every key it
  * touched commit together, so a reader (one statement, one snapshot) never sees a key with two
- * winners or none. Winner recomputation takes a transaction-scoped advisory lock first: sources ingest
- * in parallel and may touch the same key, and under READ COMMITTED the last transaction to recompute
- * then sees every earlier commit.
+ * winners or none. Writers of offers take one transaction-scoped advisory lock first: sources ingest
+ * in parallel and may touch the same key, and under READ COMMITTED a writer that holds the lock sees
+ * every earlier writer's commit.
+ *
+ * Winners are decided in the upsert itself wherever the batch alone can tell: a key with no listed
+ * offer outside the batch gets its winner among the batch's rows as they are written. Only keys that
+ * other listed offers share ("contested"), and keys a changed offer left, are recomputed afterwards.
+ * In a first load that is almost none, so every row is written once instead of inserted and then
+ * updated again.
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
@@ -28,10 +34,13 @@ export class OfferStore extends Context.Service<OfferStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
+      const lockWriters = sql`SELECT pg_advisory_xact_lock(hashtext(${DEDUP_LOCK}))`
+      /** Tells readers' remembered counts that the listed offers changed (see Offers). */
+      const bumpVersion = sql`UPDATE listings.offers_version SET version = version + 1`.pipe(Effect.asVoid)
+
+      /** Recomputes the winner of each key among its listed offers (the lock is held). */
       const recomputeWinners = (keys: ReadonlyArray<string>) =>
-        keys.length === 0 ? Effect.void : Effect.gen(function*() {
-          yield* sql`SELECT pg_advisory_xact_lock(hashtext(${DEDUP_LOCK}))`
-          yield* sql`
+        keys.length === 0 ? Effect.void : sql`
             WITH k AS (SELECT DISTINCT unnest(${keys}::text[]) AS dedup_key),
             ranked AS (
               SELECT o.id, row_number() OVER (PARTITION BY o.dedup_key ORDER BY o.updated_at DESC, o.id) = 1 AS winner
@@ -39,8 +48,7 @@ export class OfferStore extends Context.Service<OfferStore, {
               WHERE o.removed_at IS NULL
             )
             UPDATE listings.offers o SET dedup_winner = r.winner
-            FROM ranked r WHERE o.id = r.id AND o.dedup_winner <> r.winner`
-        })
+            FROM ranked r WHERE o.id = r.id AND o.dedup_winner <> r.winner`.pipe(Effect.asVoid)
 
       const upsertBatch = Effect.fn("OfferStore.upsertBatch")(function*(
         sourceId: string,
@@ -49,13 +57,32 @@ export class OfferStore extends Context.Service<OfferStore, {
       ) {
         if (rows.length === 0) return 0
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const changed = yield* sql<{ readonly dedup_key: string; readonly old_key: string | null }>`
+          yield* lockWriters
+          // `contested`: another listed offer (not this row) has the key, so only a recomputation over
+          // the whole key can pick its winner. Unchanged rows are not written (content_hash), and
+          // neither are their images, which were registered when they were.
+          const written = yield* sql<{
+            readonly dedup_key: string
+            readonly old_key: string | null
+            readonly contested: boolean
+          }>`
             WITH input AS (
               SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
                 id text, source_id text, native_id text, title text, make text, model text, price float8,
                 currency text, fuel text, transmission text, region text, original_url text, year int,
                 mileage int, power int, location text, latitude float8, longitude float8, images jsonb,
                 thumbnail text, updated_at timestamptz, expires_at timestamptz, dedup_key text, content_hash text)
+            ),
+            candidate AS (
+              SELECT input.*,
+                row_number() OVER (
+                  PARTITION BY input.dedup_key ORDER BY coalesce(input.updated_at, now()) DESC, input.id
+                ) = 1 AS batch_best,
+                EXISTS (
+                  SELECT 1 FROM listings.offers o
+                  WHERE o.dedup_key = input.dedup_key AND o.removed_at IS NULL AND o.id <> input.id
+                ) AS contested
+              FROM input
             ),
             old AS (
               SELECT o.id, o.dedup_key FROM listings.offers o JOIN input USING (id)
@@ -66,8 +93,8 @@ export class OfferStore extends Context.Service<OfferStore, {
                 thumbnail, updated_at, expires_at, dedup_key, content_hash, dedup_winner, removed_at)
               SELECT id, source_id, native_id, title, make, model, price, currency, fuel, transmission, region,
                 original_url, year, mileage, power, location, latitude, longitude, images, thumbnail,
-                coalesce(updated_at, now()), expires_at, dedup_key, content_hash, false, NULL
-              FROM input
+                coalesce(updated_at, now()), expires_at, dedup_key, content_hash, batch_best AND NOT contested, NULL
+              FROM candidate
               ON CONFLICT (id) DO UPDATE SET
                 source_id = excluded.source_id, native_id = excluded.native_id, title = excluded.title,
                 make = excluded.make, model = excluded.model, price = excluded.price, currency = excluded.currency,
@@ -76,24 +103,28 @@ export class OfferStore extends Context.Service<OfferStore, {
                 power = excluded.power, location = excluded.location, latitude = excluded.latitude,
                 longitude = excluded.longitude, images = excluded.images, thumbnail = excluded.thumbnail,
                 updated_at = excluded.updated_at, expires_at = excluded.expires_at, dedup_key = excluded.dedup_key,
-                content_hash = excluded.content_hash, removed_at = NULL
+                content_hash = excluded.content_hash, dedup_winner = excluded.dedup_winner, removed_at = NULL
               WHERE o.content_hash <> excluded.content_hash OR o.removed_at IS NOT NULL
               RETURNING o.id, o.dedup_key
-            )
-            SELECT up.dedup_key, old.dedup_key AS old_key FROM up LEFT JOIN old USING (id)`
-          if (images.length > 0) {
-            yield* sql`
+            ),
+            registered AS (
               INSERT INTO listings.images (key, original_url, source_id)
-              SELECT key, url, ${sourceId} FROM jsonb_to_recordset(${JSON.stringify(images)}::jsonb) AS r(key text, url text)
-              ON CONFLICT (key) DO NOTHING`
-          }
+              SELECT i.key, i.url, ${sourceId}
+              FROM jsonb_to_recordset(${JSON.stringify(images)}::jsonb) AS i("offerId" text, key text, url text)
+              WHERE i."offerId" IN (SELECT id FROM up)
+              ORDER BY i.key -- in key order into the primary key
+              ON CONFLICT (key) DO NOTHING
+            )
+            SELECT up.dedup_key, old.dedup_key AS old_key, c.contested
+            FROM up JOIN candidate c USING (id) LEFT JOIN old USING (id)`
           const keys = new Set<string>()
-          for (const row of changed) {
-            keys.add(row.dedup_key)
-            if (row.old_key !== null) keys.add(row.old_key)
+          for (const row of written) {
+            if (row.contested) keys.add(row.dedup_key)
+            if (row.old_key !== null && row.old_key !== row.dedup_key) keys.add(row.old_key)
           }
           yield* recomputeWinners([...keys])
-          return changed.length
+          if (written.length > 0) yield* bumpVersion
+          return written.length
         }))
       })
 
@@ -102,6 +133,7 @@ export class OfferStore extends Context.Service<OfferStore, {
         seenIds: ReadonlyArray<string>
       ) {
         return yield* sql.withTransaction(Effect.gen(function*() {
+          yield* lockWriters
           const expired = yield* sql<{ readonly dedup_key: string }>`
             UPDATE listings.offers o
             SET removed_at = now(), dedup_winner = false,
@@ -114,6 +146,7 @@ export class OfferStore extends Context.Service<OfferStore, {
               )
             RETURNING o.dedup_key`
           yield* recomputeWinners([...new Set(expired.map((row) => row.dedup_key))])
+          if (expired.length > 0) yield* bumpVersion
           return expired.length
         }))
       })

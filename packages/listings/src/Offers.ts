@@ -98,6 +98,34 @@ const orderBy = (sort: OfferSort): string => {
   }
 }
 
+/**
+ * Match counts by filter, each with the `offers_version` it was computed at (see migration 0008).
+ * Counting every match is the expensive part of a page; paging through one filter, or many clients
+ * asking the same popular filters, then costs only the page itself. Least recently used out first.
+ */
+class RememberedCounts {
+  private readonly entries = new Map<string, { readonly version: string; readonly count: number }>()
+  private readonly capacity: number
+  constructor(capacity: number) {
+    this.capacity = capacity
+  }
+  get(key: string) {
+    const entry = this.entries.get(key)
+    if (entry !== undefined) {
+      this.entries.delete(key)
+      this.entries.set(key, entry)
+    }
+    return entry
+  }
+  set(key: string, entry: { readonly version: string; readonly count: number }) {
+    this.entries.delete(key)
+    this.entries.set(key, entry)
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!)
+  }
+}
+
+const COUNT_CACHE_SIZE = 2_000
+
 export class Offers extends Context.Service<Offers, {
   readonly search: (search: OfferSearch) => Effect.Effect<OffersResponse, ResultTooLarge | SqlError.SqlError>
   readonly byId: (id: string) => Effect.Effect<CarOffer, OfferNotFound | SqlError.SqlError>
@@ -109,6 +137,11 @@ export class Offers extends Context.Service<Offers, {
       const sources = yield* Sources
       const { publicBaseUrl } = yield* ListingsConfig
       const imageUrl = (key: string) => `${publicBaseUrl}/images/${key}`
+      const counts = new RememberedCounts(COUNT_CACHE_SIZE)
+      const countKeyOf = (matching: Statement.Fragment) => {
+        const [text, params] = sql`${matching}`.compile()
+        return `${text}\u0000${JSON.stringify(params)}`
+      }
 
       const toOffer = (row: OfferDbRow): CarOffer => ({
         sourceId: row.source_id,
@@ -177,46 +210,54 @@ export class Offers extends Context.Service<Offers, {
         const dedup = search.dedup ?? true
         if (dedup && keyClosed) where.push(sql`dedup_winner`)
         const filter = sql.and(where)
+        // De-duplication among the matches: an offer is shown unless a matching duplicate ranks above
+        // it (newer, then lower id). Inside the subquery the unqualified filter reads the duplicate
+        // `d`. Per candidate this is one probe of `offers_dedup`, so a page walks its sort index.
+        const matching = dedup && !keyClosed
+          ? sql`${filter} AND NOT EXISTS (
+              SELECT 1 FROM listings.offers d
+              WHERE d.dedup_key = o.dedup_key AND d.id <> o.id AND ${filter}
+                AND (d.updated_at > o.updated_at OR (d.updated_at = o.updated_at AND d.id < o.id)))`
+          : filter
         const order = sql.literal(orderBy(search.sort ?? "NEWEST"))
-        // the matching set, as a subquery
-        const matches = dedup && !keyClosed
-          ? sql`(SELECT DISTINCT ON (dedup_key) ${sql.literal(columns)}
-                 FROM listings.offers WHERE ${filter} ORDER BY dedup_key, updated_at DESC, id)`
-          : sql`(SELECT ${sql.literal(columns)} FROM listings.offers WHERE ${filter})`
+        const toResponse = (rows: ReadonlyArray<OfferDbRow>, count: number): OffersResponse => ({
+          offers: rows.map(toOffer),
+          count,
+          warnings: warnings.length > 0 ? warnings : null
+        })
 
         if (search.complete === true) {
           const rows = yield* sql<OfferDbRow>`
-            SELECT * FROM ${matches} m ORDER BY ${order} LIMIT ${COMPLETE_LIMIT + 1}`
+            SELECT ${sql.literal(columns)} FROM listings.offers o WHERE ${matching}
+            ORDER BY ${order} LIMIT ${COMPLETE_LIMIT + 1}`
           if (rows.length > COMPLETE_LIMIT) return yield* new ResultTooLarge({ limit: COMPLETE_LIMIT })
-          return {
-            offers: rows.map(toOffer),
-            count: rows.length,
-            warnings: warnings.length > 0 ? warnings : null
-          }
+          return toResponse(rows, rows.length)
         }
         const limit = search.limit ?? DEFAULT_PAGE_SIZE
         const offset = search.offset ?? 0
-        // count and page in one statement; the DISTINCT ON set is computed once (MATERIALIZED), the
-        // plain one is read twice through its indexes (count, then the page)
-        const rows = yield* (dedup && !keyClosed
-          ? sql<OfferDbRow & { readonly total: number }>`
-            WITH m AS MATERIALIZED ${matches}
-            SELECT p.*, c.total::int AS total
-            FROM (SELECT count(*) AS total FROM m) c
-            LEFT JOIN LATERAL (SELECT * FROM m ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) p ON true`
-          : sql<OfferDbRow & { readonly total: number }>`
-            SELECT p.*, c.total::int AS total
-            FROM (SELECT count(*) AS total FROM listings.offers WHERE ${filter}) c
-            LEFT JOIN LATERAL (
-              SELECT ${sql.literal(columns)} FROM listings.offers WHERE ${filter}
-              ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}
-            ) p ON true`)
-        const count = rows[0]?.total ?? 0
-        return {
-          offers: rows.filter((row) => row.id !== null).map(toOffer),
-          count,
-          warnings: warnings.length > 0 ? warnings : null
+        const page = sql`SELECT ${sql.literal(columns)} FROM listings.offers o WHERE ${matching}
+          ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`
+        const countKey = countKeyOf(matching)
+
+        // A count remembered at the version this statement's snapshot reads is exact: only the page.
+        const remembered = counts.get(countKey)
+        if (remembered !== undefined) {
+          const rows = yield* sql<OfferDbRow & { readonly version: string }>`
+            SELECT v.version, p.* FROM listings.offers_version v LEFT JOIN LATERAL (${page}) p ON true`
+          if (rows[0]?.version === remembered.version) {
+            return toResponse(rows.filter((row) => row.id !== null), remembered.count)
+          }
         }
+        // Otherwise count and page in one statement (one snapshot), and remember the count.
+        const rows = yield* sql<OfferDbRow & { readonly version: string; readonly total: number }>`
+          SELECT v.version, c.total::int AS total, p.*
+          FROM listings.offers_version v
+          CROSS JOIN (SELECT count(*) AS total FROM listings.offers o WHERE ${matching}) c
+          LEFT JOIN LATERAL (${page}) p ON true`
+        const first = rows[0]
+        const count = first?.total ?? 0
+        if (first !== undefined) counts.set(countKey, { version: first.version, count })
+        return toResponse(rows.filter((row) => row.id !== null), count)
       })
 
       const byId = Effect.fn("Offers.byId")(function*(id: string) {

@@ -5,7 +5,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import type { OfferStore } from "../src/OfferStore.ts"
+import { OfferStore } from "../src/OfferStore.ts"
 import { type Client, get, inProcessClient, record, seed, services, TestDatabase } from "./support.ts"
 
 const stack = services().pipe(Layer.provideMerge(TestDatabase.layer()))
@@ -63,5 +63,25 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("complete=true
       assert.strictEqual(final.body.count, 2000)
       // the epsilon copy is newer for every pair
       assert.isTrue(final.body.offers.every((o: any) => o.sourceId === "epsilon"))
+    }))
+
+  it.effect("remembered counts follow every committed batch and expiry, on both dedup paths", () =>
+    Effect.gen(function*() {
+      const store = yield* OfferStore
+      const cupra = (i: number) => record({ nativeId: `c${i}`, make: "Cupra", model: `Born ${i}`, title: `Cupra Born ${i}` })
+      const counts = Effect.gen(function*() {
+        const result: Array<number> = []
+        // twice each: the second answer comes from the remembered count
+        for (const path of ["/offers?make=cupra&limit=3", "/offers?query=cupra&limit=3", "/offers?make=cupra&limit=3&offset=3"]) {
+          for (let i = 0; i < 2; i++) result.push((yield* get(path)).body.count)
+        }
+        return result
+      })
+      for (let b = 0; b < 4; b++) {
+        yield* seed("zeta", Array.from({ length: 10 }, (_, k) => cupra(b * 10 + k)))
+        assert.deepStrictEqual(yield* counts, Array(6).fill(10 * (b + 1)), `after batch ${b}`)
+      }
+      yield* store.expireVanished("zeta", Array.from({ length: 15 }, (_, i) => `zeta:c${i}`))
+      assert.deepStrictEqual(yield* counts, Array(6).fill(15))
     }))
 })

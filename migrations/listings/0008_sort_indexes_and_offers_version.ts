@@ -1,0 +1,22 @@
+/**
+ * Reading pages fast:
+ * - indexes in the order of the MILEAGE_ASC and YEAR_DESC sorts (NEWEST has `offers_active_newest`),
+ *   so a page walks an index instead of sorting every match;
+ * - `offers_version`, one row bumped by every transaction that changes listed offers (ingest batches,
+ *   expiry). A statement that reads it sees the offers of the same snapshot, so a match count
+ *   remembered with the version it was computed at is still exact while the version is unchanged.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX offers_mileage_asc ON offers (mileage ASC NULLS LAST, updated_at DESC, id) WHERE removed_at IS NULL`
+  yield* sql`CREATE INDEX offers_year_desc ON offers (year DESC NULLS LAST, updated_at DESC, id) WHERE removed_at IS NULL`
+  yield* sql`
+    CREATE TABLE offers_version (
+      singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+      version bigint NOT NULL
+    )`
+  yield* sql`INSERT INTO offers_version (version) VALUES (1)`
+})
