@@ -104,11 +104,14 @@ export class Ingest extends Context.Service<Ingest, {
           const batchSize = Math.max(1, config.batchSize)
 
           // Validating the next batch overlaps with writing this one (the buffer holds one prepared
-          // batch): the CPU work in this process and the database's work proceed side by side.
+          // batch): the CPU work in this process and the database's work proceed side by side. The
+          // yield lets the writer send its statement first; without it the synchronous validation
+          // ran before the write, and the two took turns (measured: no overlap at all).
           const body = adapter.read.pipe(
             Stream.grouped(batchSize),
             Stream.mapEffect((records) =>
               Effect.gen(function*() {
+                yield* Effect.yieldNow
                 const rows = new Map<string, OfferRow>()
                 const batchImages: Array<FeedImage> = []
                 for (const record of records) {
@@ -127,13 +130,17 @@ export class Ingest extends Context.Service<Ingest, {
               })
             ),
             Stream.buffer({ capacity: 1 }),
-            Stream.runForEach((batch) =>
+            // Two writes in flight: the next batch's statement is already at the database, waiting on
+            // the writers' lock, when the current one commits (batches are independent; any order).
+            Stream.mapEffect((batch) =>
               Effect.gen(function*() {
-                progress.offersUpserted += yield* store.upsertBatch(source.id, batch.rows, batch.images)
+                // read the count first: `x += yield* ...` would read x before the other write's update
+                const upserted = yield* store.upsertBatch(source.id, batch.rows, batch.images)
+                progress.offersUpserted += upserted
                 progress.offersFetched += batch.fetched
                 for (const row of batch.rows) seen.add(row.id)
-              })
-            )
+              }), { concurrency: 2 }),
+            Stream.runDrain
           )
 
           // The lease keeps being renewed while the body runs; losing it stops the run.

@@ -67,7 +67,7 @@ export class OfferStore extends Context.Service<OfferStore, {
             readonly contested: boolean
           }>`
             WITH input AS (
-              SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+              SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS r(
                 id text, source_id text, native_id text, title text, make text, model text, price float8,
                 currency text, fuel text, transmission text, region text, original_url text, year int,
                 mileage int, power int, location text, latitude float8, longitude float8, images jsonb,
@@ -110,7 +110,7 @@ export class OfferStore extends Context.Service<OfferStore, {
             registered AS (
               INSERT INTO listings.images (key, original_url, source_id)
               SELECT i.key, i.url, ${sourceId}
-              FROM jsonb_to_recordset(${JSON.stringify(images)}::jsonb) AS i("offerId" text, key text, url text)
+              FROM json_to_recordset(${JSON.stringify(images)}::json) AS i("offerId" text, key text, url text)
               WHERE i."offerId" IN (SELECT id FROM up)
               ORDER BY i.key -- in key order into the primary key
               ON CONFLICT (key) DO NOTHING

@@ -4,7 +4,8 @@
  * GET /import-services, /openapi.json; over a real socket and in-process.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { OffersResponse } from "@svc/schema"
+import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { OfferStore } from "../src/OfferStore.ts"
 import { Client, get, inProcessClient, record, seed, services, socketClient, TestDatabase } from "./support.ts"
@@ -43,7 +44,7 @@ const contractTests = (it: LayerIt) => {
 
   it.effect("GET /offers: de-duplicated, NEWEST, count of all matches, warnings null", () =>
     Effect.gen(function*() {
-      const { status, body } = yield* get("/offers")
+      const { status, body, headers } = yield* get("/offers")
       assert.strictEqual(status, 200)
       // a5 and b2 share updatedAt: id breaks the tie; a1 is hidden behind its newer duplicate b1
       assert.deepStrictEqual(ids(body), ["alpha:a5", "beta:b2", "beta:b1", "alpha:a2", "alpha:a4", "alpha:a3"])
@@ -60,6 +61,9 @@ const contractTests = (it: LayerIt) => {
       assert.match(offer.images[0], /^http:\/\/listings\.test\/images\/[0-9a-f]{64}$/)
       assert.strictEqual(offer.thumbnail, offer.images[0])
       assert.strictEqual(offer.expiresAt, null)
+      // the body is exactly the contract's OffersResponse (it is written without the schema's encoder)
+      assert.deepStrictEqual(Schema.decodeUnknownSync(OffersResponse)(body), body)
+      assert.strictEqual(headers.get("content-type"), "application/json")
     }))
 
   it.effect("GET /offers/:id and 404 offer_not_found", () =>
