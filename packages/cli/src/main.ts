@@ -1,9 +1,11 @@
 /**
- * The `svc` command: run the suite's services, migrate the database.
+ * The `svc` command: run the suite's services, migrate the database, operate running services
+ * (listings ingest, the queue's dead-letter queue and URL groups).
  */
 import { IngestClient } from "@svc/listings"
 import { Database, Migrations } from "@svc/platform"
-import { Config, Console, Effect, Layer, Option } from "effect"
+import { describeDlq, describeTopic, describeTopicDetails, QueueRpcClient } from "@svc/queue"
+import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { landed, serviceNames } from "./Services.ts"
 import * as SuiteStatus from "./SuiteStatus.ts"
@@ -119,10 +121,185 @@ const listings = Command.make("listings").pipe(
   Command.withSubcommands([listingsIngest])
 )
 
+// -----------------------------------------------------------------------------
+// svc queue: a running queue's DLQ and URL groups, over its internal RPC
+// -----------------------------------------------------------------------------
+
+/** The deepest message under an error: fetch nests the reason (ECONNREFUSED, ...) several causes down. */
+const innermostMessage = (error: unknown, depth = 0): string | undefined => {
+  if (typeof error !== "object" || error === null || depth > 10) return undefined
+  const { cause, message, reason } = error as { readonly cause?: unknown; readonly message?: unknown; readonly reason?: unknown }
+  return innermostMessage(reason ?? cause, depth + 1) ?? (typeof message === "string" && message !== "" ? message : undefined)
+}
+
+/**
+ * Runs `use` with a client of the queue at QUEUE_URL (default http://localhost:8788) holding
+ * QUEUE_TOKEN. Every failure becomes one line: the queue's own errors (no such DLQ message, no such
+ * group, invalid input) carry a message for the operator; a refusal and an unreachable queue name
+ * the URL.
+ */
+const withQueue = <A, E extends { readonly _tag: string; readonly message: string }>(
+  use: (queue: QueueRpcClient["Service"]) => Effect.Effect<A, E>
+) =>
+  Effect.gen(function*() {
+    const url = yield* Config.String("QUEUE_URL").pipe(Config.withDefault("http://localhost:8788"))
+    const token = yield* Config.option(Config.Redacted("QUEUE_TOKEN"))
+    // Empty is unset, as for the server.
+    if (Option.isNone(token) || Redacted.value(token.value) === "") {
+      return yield* Effect.fail(new CommandFailed("QUEUE_TOKEN is not set: the queue RPC needs it"))
+    }
+    return yield* QueueRpcClient.use(use).pipe(
+      Effect.provide(QueueRpcClient.layer({ baseUrl: url, token: token.value })),
+      Effect.catch((error) =>
+        Effect.fail(
+          new CommandFailed(
+            error._tag === "RpcClientError"
+              ? `no answer from the queue at ${url}: ${innermostMessage(error) ?? error.message}`
+              : error._tag === "Unauthorized"
+              ? `the queue at ${url} refused QUEUE_TOKEN: ${error.message}`
+              : error._tag === "ServiceUnavailable"
+              ? `the queue at ${url}: ${error.message}`
+              : error.message
+          )
+        )
+      )
+    )
+  })
+
+const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of lines"), Flag.withDefault(false))
+const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
+
+const dlqList = Command.make(
+  "list",
+  {
+    limit: Flag.Int("limit").pipe(
+      Flag.withDescription("At most this many messages (1-100, default 50)"),
+      Flag.filter((limit) => limit >= 1 && limit <= 100, (limit) => `--limit must be from 1 to 100, got ${limit}`),
+      Flag.optional
+    ),
+    url: Flag.String("url").pipe(Flag.withDescription("Only messages to this destination URL"), Flag.optional),
+    group: Flag.String("group").pipe(Flag.withDescription("Only messages of this URL group"), Flag.optional),
+    cursor: Flag.String("cursor").pipe(Flag.withDescription("The next page, as printed after a full page"), Flag.optional),
+    json
+  },
+  Effect.fn(function*({ cursor, group, json, limit, url }) {
+    const page = yield* withQueue((queue) =>
+      queue.ListDlq({
+        ...Option.match(limit, { onNone: () => ({}), onSome: (limit) => ({ limit }) }),
+        ...Option.match(url, { onNone: () => ({}), onSome: (url) => ({ url }) }),
+        ...Option.match(group, { onNone: () => ({}), onSome: (topicName) => ({ topicName }) }),
+        ...Option.match(cursor, { onNone: () => ({}), onSome: (cursor) => ({ cursor }) })
+      })
+    )
+    if (json) return yield* printJson(page)
+    if (page.messages.length === 0) return yield* Console.log("No dead-lettered messages.")
+    yield* Effect.forEach(page.messages, (message) => Console.log(describeDlq(message)), { discard: true })
+    if (page.cursor !== undefined) yield* Console.log(`More: repeat with --cursor ${page.cursor}`)
+  })
+).pipe(
+  Command.withDescription("List dead-lettered messages, one per line: id, destination, last answer, when"),
+  Command.withExamples([
+    { command: "svc queue dlq list", description: "The first 50" },
+    { command: "svc queue dlq list --limit 10 --url https://example.com/orders", description: "Those of one destination" }
+  ])
+)
+
+const dlqId = Argument.String("dlqId").pipe(Argument.withDescription("The id `svc queue dlq list` prints first"))
+
+const dlqRetry = Command.make(
+  "retry",
+  { dlqId, json },
+  Effect.fn(function*({ dlqId, json }) {
+    const retried = yield* withQueue((queue) => queue.RetryDlq({ dlqId }))
+    if (json) return yield* printJson(retried)
+    yield* Console.log(`${dlqId}: re-enqueued message ${retried.messageId} (its retries start over)`)
+  })
+).pipe(Command.withDescription("Deliver a dead-lettered message again (it leaves the DLQ)"))
+
+const dlqDelete = Command.make(
+  "delete",
+  { dlqId },
+  Effect.fn(function*({ dlqId }) {
+    yield* withQueue((queue) => queue.DeleteDlq({ dlqId }))
+    yield* Console.log(`${dlqId}: deleted`)
+  })
+).pipe(Command.withDescription("Remove a message from the dead-letter queue for good"))
+
+const dlq = Command.make("dlq").pipe(
+  Command.withDescription("The dead-letter queue: messages whose every retry failed"),
+  Command.withSubcommands([dlqList, dlqRetry, dlqDelete])
+)
+
+const groupName = Argument.String("name").pipe(Argument.withDescription("The URL group's name"))
+
+const groupsList = Command.make(
+  "list",
+  { json },
+  Effect.fn(function*({ json }) {
+    const list = yield* withQueue((queue) => queue.ListTopics())
+    if (json) return yield* printJson(list)
+    if (list.topics.length === 0) return yield* Console.log("No URL groups.")
+    yield* Effect.forEach(list.topics, (topic) => Console.log(describeTopic(topic)), { discard: true })
+  })
+).pipe(Command.withDescription("List URL groups, one per line with their endpoints"))
+
+const groupsGet = Command.make(
+  "get",
+  { name: groupName, json },
+  Effect.fn(function*({ json, name }) {
+    const topic = yield* withQueue((queue) => queue.GetTopic({ name }))
+    if (json) return yield* printJson(topic)
+    yield* Effect.forEach(describeTopicDetails(topic), Console.log, { discard: true })
+  })
+).pipe(Command.withDescription("Show a URL group: endpoints and default headers"))
+
+const groupsAdd = Command.make(
+  "add",
+  {
+    name: groupName,
+    url: Argument.String("url").pipe(Argument.withDescription("The endpoint's URL")),
+    endpointName: Flag.String("endpoint-name").pipe(
+      Flag.withDescription("Name the endpoint (a named endpoint given a new URL moves there)"),
+      Flag.optional
+    ),
+    json
+  },
+  Effect.fn(function*({ endpointName, json, name, url }) {
+    const endpoint = Option.match(endpointName, { onNone: () => ({ url }), onSome: (endpointName) => ({ name: endpointName, url }) })
+    const topic = yield* withQueue((queue) => queue.UpsertEndpoints({ name, endpoints: [endpoint] }))
+    if (json) return yield* printJson(topic)
+    yield* Console.log(describeTopic(topic))
+  })
+).pipe(
+  Command.withDescription("Add an endpoint to a URL group, creating the group if needed"),
+  Command.withExamples([
+    { command: "svc queue groups add orders https://billing.example.com/in --endpoint-name billing", description: "A named endpoint" }
+  ])
+)
+
+const groupsDelete = Command.make(
+  "delete",
+  { name: groupName },
+  Effect.fn(function*({ name }) {
+    yield* withQueue((queue) => queue.DeleteTopic({ name }))
+    yield* Console.log(`${name}: deleted`)
+  })
+).pipe(Command.withDescription("Delete a URL group and its endpoints"))
+
+const groups = Command.make("groups").pipe(
+  Command.withDescription("URL groups: publish once, deliver to every endpoint"),
+  Command.withSubcommands([groupsList, groupsGet, groupsAdd, groupsDelete])
+)
+
+const queue = Command.make("queue").pipe(
+  Command.withDescription("Operate a running queue (QUEUE_URL, QUEUE_TOKEN): dead-letter queue and URL groups"),
+  Command.withSubcommands([dlq, groups])
+)
+
 export const svc = Command.make("svc").pipe(
   Command.withDescription(
     "svc: listings backend, documentation lookup, message delivery queue and object storage. " +
       "Configuration comes from the environment (see the README)."
   ),
-  Command.withSubcommands([start, migrate, listings])
+  Command.withSubcommands([start, migrate, listings, queue])
 )

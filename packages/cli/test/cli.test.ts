@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as Http from "node:http"
 import * as path from "node:path"
 import { acceptsConnections, freePort } from "@svc/platform"
 import { tempDir } from "@svc/platform/testing"
@@ -13,23 +14,51 @@ const bin = new URL("../src/bin.ts", import.meta.url).pathname
 
 interface Run {
   readonly child: ChildProcess
+  /** stdout and stderr as they came. */
   readonly output: () => string
+  readonly stdout: () => string
   readonly exited: Promise<number | null>
 }
 
-const svc = (args: ReadonlyArray<string>, env: Record<string, string>): Run => {
+/** Runs `svc args`; an `undefined` in `env` removes that variable. */
+const svc = (args: ReadonlyArray<string>, env: Record<string, string | undefined>): Run => {
   let output = ""
+  let stdout = ""
+  const merged: Record<string, string | undefined> = { ...process.env, ...env, HOST: "127.0.0.1" }
   const child = spawn(process.execPath, [bin, ...args], {
-    env: { ...process.env, ...env, HOST: "127.0.0.1" },
+    env: Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== undefined)),
     stdio: ["ignore", "pipe", "pipe"]
   })
-  child.stdout!.on("data", (chunk) => output += chunk)
+  child.stdout!.on("data", (chunk) => {
+    output += chunk
+    stdout += chunk
+  })
   child.stderr!.on("data", (chunk) => output += chunk)
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, output: () => output, exited }
+  return { child, output: () => output, stdout: () => stdout, exited }
 }
 
+/** Runs `svc args` to its end: exit code and output. */
+const svcRun = (args: ReadonlyArray<string>, env: Record<string, string | undefined>) =>
+  Effect.gen(function*() {
+    const run = svc(args, env)
+    const code = yield* finished(run)
+    return { code, output: run.output(), stdout: run.stdout() }
+  })
+
 const finished = (run: Run) => Effect.promise(() => run.exited)
+
+/** A local HTTP server answering every request with 500: messages to it end in the DLQ. */
+const failingDestination = Effect.acquireRelease(
+  Effect.callback<Http.Server>((resume) => {
+    const server = Http.createServer((_req, res) => res.writeHead(500).end("down"))
+    server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+  }),
+  (server) => Effect.callback<void>((resume) => {
+    server.closeAllConnections()
+    server.close(() => resume(Effect.void))
+  })
+).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as { port: number }).port}`))
 
 const waitForHealth = (port: number) =>
   Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/health`).then((response) => response.json())).pipe(
@@ -92,4 +121,82 @@ describe("svc", () => {
       assert.include(badLevel.output(), "LOG_LEVEL")
       assert.notInclude(badLevel.output(), "    at ", "no stack trace")
     }), { timeout: 60_000 })
+
+  it.live("queue dlq / groups: operate a running queue over its RPC; each failure is one line and exit 1", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-cli-")
+      const port = yield* freePort()
+      const token = "cli-queue-token"
+      const destination = yield* failingDestination
+      const server = svc(["start", "queue"], {
+        EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"),
+        QUEUE_PORT: String(port),
+        QUEUE_TOKEN: token,
+        QUEUE_ALLOW_PRIVATE: "true"
+      })
+      yield* Effect.addFinalizer(() =>
+        Effect.suspend(() => {
+          server.child.kill("SIGTERM")
+          return finished(server)
+        })
+      )
+      assert.deepStrictEqual(yield* waitForHealth(port), { status: "ok" })
+      const queueUrl = `http://127.0.0.1:${port}`
+      const env = { QUEUE_URL: queueUrl, QUEUE_TOKEN: token }
+
+      const noGroups = yield* svcRun(["queue", "groups", "list"], env)
+      assert.strictEqual(noGroups.code, 0, noGroups.output)
+      assert.strictEqual(noGroups.stdout, "No URL groups.\n")
+
+      // No retries and a destination that always fails: straight to the DLQ.
+      const published = yield* Effect.promise(() =>
+        fetch(`${queueUrl}/v2/publish/${destination}/orders`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "Svc-Retries": "0" },
+          body: "order 1"
+        }).then((response) => response.json() as Promise<{ messageId: string }>)
+      )
+      const dlqId = yield* Effect.tryPromise(() =>
+        fetch(`${queueUrl}/v2/dlq`, { headers: { authorization: `Bearer ${token}` } })
+          .then((response) => response.json() as Promise<{ messages: Array<{ dlqId: string }> }>)
+          .then(({ messages }) => messages[0]?.dlqId ?? Promise.reject(new Error("not in the DLQ yet")))
+      ).pipe(Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 100 }))
+
+      const list = yield* svcRun(["queue", "dlq", "list"], env)
+      assert.strictEqual(list.code, 0, list.output)
+      const lines = list.stdout.trimEnd().split("\n")
+      assert.strictEqual(lines.length, 1, list.stdout)
+      assert.match(lines[0]!, new RegExp(`^${dlqId}  POST ${destination}/orders  answered 500 after 0 retries, failed \\d{4}-`))
+      const listJson = yield* svcRun(["queue", "dlq", "list", "--limit", "5", "--url", `${destination}/orders`, "--json"], env)
+      assert.strictEqual(listJson.code, 0, listJson.output)
+      const page = JSON.parse(listJson.stdout)
+      assert.deepStrictEqual(page.messages.map((m: any) => [m.dlqId, m.messageId]), [[dlqId, published.messageId]])
+
+      const added = yield* svcRun(["queue", "groups", "add", "orders", `${destination}/billing`, "--endpoint-name", "billing"], env)
+      assert.strictEqual(added.code, 0, added.output)
+      assert.strictEqual(added.stdout, `orders  1 endpoint: billing=${destination}/billing\n`)
+      const groups = yield* svcRun(["queue", "groups", "list"], env)
+      assert.strictEqual(groups.stdout, `orders  1 endpoint: billing=${destination}/billing\n`)
+      const group = yield* svcRun(["queue", "groups", "get", "orders", "--json"], env)
+      assert.deepInclude(JSON.parse(group.stdout), { name: "orders", endpoints: [{ name: "billing", url: `${destination}/billing` }] })
+      const deleted = yield* svcRun(["queue", "groups", "delete", "orders"], env)
+      assert.strictEqual(deleted.stdout, "orders: deleted\n")
+      const gone = yield* svcRun(["queue", "groups", "get", "orders"], env)
+      assert.strictEqual(gone.code, 1)
+      assert.strictEqual(gone.output, "svc: No URL group named orders\n")
+
+      const retried = yield* svcRun(["queue", "dlq", "retry", dlqId], env)
+      assert.strictEqual(retried.code, 0, retried.output)
+      assert.strictEqual(retried.stdout, `${dlqId}: re-enqueued message ${published.messageId} (its retries start over)\n`)
+      const retriedTwice = yield* svcRun(["queue", "dlq", "delete", dlqId], env)
+      assert.strictEqual(retriedTwice.code, 1)
+      assert.strictEqual(retriedTwice.output, `svc: No dead-letter message with id ${dlqId}\n`)
+
+      const noToken = yield* svcRun(["queue", "dlq", "list"], { QUEUE_URL: queueUrl, QUEUE_TOKEN: undefined })
+      assert.strictEqual(noToken.code, 1)
+      assert.strictEqual(noToken.output, "svc: QUEUE_TOKEN is not set: the queue RPC needs it\n")
+      const wrongToken = yield* svcRun(["queue", "groups", "list"], { QUEUE_URL: queueUrl, QUEUE_TOKEN: "wrong" })
+      assert.strictEqual(wrongToken.code, 1)
+      assert.strictEqual(wrongToken.output, `svc: the queue at ${queueUrl} refused QUEUE_TOKEN: The token is not valid\n`)
+    }), { timeout: 120_000 })
 })

@@ -1,5 +1,6 @@
 /**
- * The queue service as one layer: the HTTP API on `QUEUE_PORT` (default 8788) and, unless
+ * The queue service as one layer: the HTTP API and the internal RPC (`POST /rpc`) on `QUEUE_PORT`
+ * (default 8788) and, unless
  * `QUEUE_WORKER=false`, the delivery worker. Needs only the database (`PgClient`), so `svc start`
  * and the process entry (`main.ts`) provide `Database.layer`.
  */
@@ -7,6 +8,7 @@ import { serve } from "@svc/platform"
 import { Config, Effect, Layer } from "effect"
 import { routes } from "./http.ts"
 import { QueueConfig } from "./QueueConfig.ts"
+import { RpcRoute } from "./rpc.ts"
 import { Store } from "./Store.ts"
 import * as Worker from "./Worker.ts"
 
@@ -20,7 +22,11 @@ export const WorkerIfEnabled = Layer.unwrap(
 /** HTTP and worker on the given (or configured) port, with `Store` and `QueueConfig` built by the caller. */
 export const layerNoDeps = (options?: { readonly port?: number | Config.Config<number>; readonly host?: string }) =>
   Layer.mergeAll(
-    serve(routes, { name: "queue", port: options?.port ?? Port, ...(options?.host === undefined ? {} : { host: options.host }) }),
+    serve(Layer.mergeAll(routes, RpcRoute), {
+      name: "queue",
+      port: options?.port ?? Port,
+      ...(options?.host === undefined ? {} : { host: options.host })
+    }),
     WorkerIfEnabled
   )
 

@@ -1,5 +1,6 @@
 /**
- * The message delivery queue's HTTP API (spec/3 part A, DESIGN.md §5 "Queue"): definitions only.
+ * The message delivery queue's HTTP API (spec/3 part A, DESIGN.md §5 "Queue") and its internal RPC
+ * (`QueueRpcs`, served at `POST /rpc`): definitions only.
  *
  * `POST /v2/publish/<destination>` is not part of this `HttpApi`: its configuration travels in
  * open-ended header families (`Svc-Forward-<Name>`, ...) and its body is any bytes, so the service
@@ -8,6 +9,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity } from "effect/http-api"
+import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
 import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 
@@ -123,6 +125,9 @@ export const Topic = Schema.Struct({
 }).annotate({ identifier: "Topic" })
 export type Topic = typeof Topic.Type
 
+export const TopicList = Schema.Struct({ topics: Schema.Array(Topic) }).annotate({ identifier: "TopicList" })
+export type TopicList = typeof TopicList.Type
+
 export const TopicName = Schema.String.check(
   Schema.isPattern(/^[A-Za-z0-9._-]{1,100}$/, { message: "Expected a group name of letters, digits, '.', '_' or '-'" })
 )
@@ -228,7 +233,7 @@ export const RemoveEndpointsPayload = Schema.Struct({
 })
 
 export class TopicsGroup extends HttpApiGroup.make("topics").add(
-  HttpApiEndpoint.get("list", "/v2/topics", { success: Schema.Struct({ topics: Schema.Array(Topic) }) }),
+  HttpApiEndpoint.get("list", "/v2/topics", { success: TopicList }),
   HttpApiEndpoint.get("get", "/v2/topics/:name", { params: { name: TopicName }, success: Topic, error: TopicNotFound }),
   HttpApiEndpoint.post("upsertEndpoints", "/v2/topics/:name/endpoints", {
     params: { name: TopicName },
@@ -268,3 +273,86 @@ export class QueueApi extends HttpApi.make("queue")
   .add(KeysGroup)
   .annotateMerge(ApiConventions)
 {}
+
+// -----------------------------------------------------------------------------
+// Internal RPC (served at POST /rpc, NDJSON, behind QUEUE_TOKEN)
+// -----------------------------------------------------------------------------
+
+/**
+ * `Authorization: Bearer <QUEUE_TOKEN>` on the `/rpc` request, checked for every procedure. It is an
+ * RPC middleware (not a check in front of the route) so that its refusals reach clients as the typed
+ * `Unauthorized` / `ServiceUnavailable` of each procedure instead of an opaque transport error.
+ */
+export class QueueRpcAuth extends RpcMiddleware.Service<QueueRpcAuth>()("@svc/schema/Queue/QueueRpcAuth", {
+  error: Schema.Union([Unauthorized, ServiceUnavailable])
+}) {}
+
+/**
+ * Like `POST /v2/publish/<destination>`: `headers` are the same configuration headers (`Svc-Retries`,
+ * `Svc-Delay`, `Svc-Forward-<Name>`, `Content-Type`, ...), `body` is delivered byte for byte.
+ */
+export const PublishRpc = Rpc.make("Publish", {
+  payload: {
+    /** A full http(s) URL or a URL group name. */
+    destination: Schema.String,
+    body: Schema.optionalKey(Schema.Uint8Array),
+    headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
+  },
+  success: PublishResult,
+  error: Schema.Union([InvalidRequest, MessageTooLarge])
+})
+
+export const GetMessageRpc = Rpc.make("GetMessage", {
+  payload: { messageId: Schema.String },
+  success: Message,
+  error: MessageNotFound
+})
+
+/** The filters of `GET /v2/dlq`; `limit` 1-100 (default 50). */
+export const ListDlqRpc = Rpc.make("ListDlq", {
+  payload: {
+    cursor: Schema.optionalKey(Schema.String),
+    limit: Schema.optionalKey(Schema.Int),
+    url: Schema.optionalKey(Schema.String),
+    topicName: Schema.optionalKey(Schema.String),
+    responseStatus: Schema.optionalKey(Schema.Int),
+    messageId: Schema.optionalKey(Schema.String)
+  },
+  success: DlqPage,
+  error: InvalidRequest
+})
+
+/** Re-enqueues a dead-lettered message (its retries start over) and removes it from the DLQ. */
+export const RetryDlqRpc = Rpc.make("RetryDlq", {
+  payload: { dlqId: Schema.String },
+  success: PublishedMessage,
+  error: DlqMessageNotFound
+})
+
+export const DeleteDlqRpc = Rpc.make("DeleteDlq", { payload: { dlqId: Schema.String }, error: DlqMessageNotFound })
+
+export const ListTopicsRpc = Rpc.make("ListTopics", { success: TopicList })
+
+export const GetTopicRpc = Rpc.make("GetTopic", { payload: { name: Schema.String }, success: Topic, error: TopicNotFound })
+
+export const DeleteTopicRpc = Rpc.make("DeleteTopic", { payload: { name: Schema.String }, error: TopicNotFound })
+
+/** Adds endpoints to a URL group (created when new); an endpoint with the same name or URL is replaced. */
+export const UpsertEndpointsRpc = Rpc.make("UpsertEndpoints", {
+  payload: { name: Schema.String, endpoints: Schema.Array(Endpoint) },
+  success: Topic,
+  error: InvalidRequest
+})
+
+/** The queue's internal RPC: what `svc queue` and the suite's services call. */
+export class QueueRpcs extends RpcGroup.make(
+  PublishRpc,
+  GetMessageRpc,
+  ListDlqRpc,
+  RetryDlqRpc,
+  DeleteDlqRpc,
+  ListTopicsRpc,
+  GetTopicRpc,
+  DeleteTopicRpc,
+  UpsertEndpointsRpc
+).middleware(QueueRpcAuth) {}

@@ -1,0 +1,70 @@
+/**
+ * A client of the queue's internal RPC (`QueueRpcs` at POST /rpc), used by `svc queue`. Every
+ * procedure is typed by the shared definition in `@svc/schema`; a refused token comes back as
+ * `Unauthorized` (or `ServiceUnavailable` when the queue has no QUEUE_TOKEN), an unreachable queue
+ * as `RpcClientError`.
+ *
+ * ```ts
+ * const program = Effect.gen(function*() {
+ *   const queue = yield* QueueRpcClient
+ *   const { messages } = yield* queue.ListDlq({ limit: 20 })
+ *   for (const message of messages) yield* queue.RetryDlq({ dlqId: message.dlqId })
+ * }).pipe(Effect.provide(QueueRpcClient.layer({ baseUrl: "http://localhost:8788", token: process.env.QUEUE_TOKEN! })))
+ * ```
+ */
+import type { DlqMessage, Topic } from "@svc/schema"
+import { QueueRpcs } from "@svc/schema"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import type { RpcClientError } from "effect/rpc"
+import { RpcClient, RpcSerialization } from "effect/rpc"
+
+export class QueueRpcClient extends Context.Service<
+  QueueRpcClient,
+  RpcClient.FromGroup<typeof QueueRpcs, RpcClientError.RpcClientError>
+>()("@svc/queue/QueueRpcClient") {
+  /** A client of the queue at `baseUrl` (e.g. `http://localhost:8788`) with `token` (QUEUE_TOKEN), on `fetch`. */
+  static readonly layer = (options: { readonly baseUrl: string; readonly token: string | Redacted.Redacted<string> }) => {
+    const token = typeof options.token === "string" ? options.token : Redacted.value(options.token)
+    // The token goes in the HTTP Authorization header, where the server's QueueRpcAuth reads it.
+    const authenticated = Layer.effect(
+      HttpClient.HttpClient,
+      Effect.map(HttpClient.HttpClient, HttpClient.mapRequest(HttpClientRequest.bearerToken(token)))
+    ).pipe(Layer.provide(FetchHttpClient.layer))
+    return Layer.effect(QueueRpcClient, RpcClient.make(QueueRpcs)).pipe(
+      Layer.provide(RpcClient.layerProtocolHttp({ url: `${options.baseUrl.replace(/\/+$/, "")}/rpc` })),
+      Layer.provide(RpcSerialization.layerNdjson),
+      Layer.provide(authenticated)
+    )
+  }
+}
+
+const time = (epochMs: number) => new Date(epochMs).toISOString()
+
+/** One line per dead-lettered message, for a terminal. */
+export const describeDlq = (message: DlqMessage): string => {
+  const outcome = message.responseStatus !== undefined
+    ? `answered ${message.responseStatus}`
+    : `error: ${message.lastError ?? "unknown"}`
+  const group = message.topicName === undefined
+    ? ""
+    : ` (group ${message.topicName}${message.endpointName === undefined ? "" : `/${message.endpointName}`})`
+  return `${message.dlqId}  ${message.method} ${message.url}${group}  ${outcome} after ${message.retried} retries, ` +
+    `failed ${time(message.failedAt)}`
+}
+
+/** One line per URL group: its name and endpoints. */
+export const describeTopic = (topic: Topic): string => {
+  const endpoints = topic.endpoints.map((endpoint) => endpoint.name === undefined ? endpoint.url : `${endpoint.name}=${endpoint.url}`)
+  return `${topic.name}  ${endpoints.length} endpoint${endpoints.length === 1 ? "" : "s"}` +
+    (endpoints.length === 0 ? "" : `: ${endpoints.join(", ")}`)
+}
+
+/** A URL group in full: the summary line, then one line per default header. */
+export const describeTopicDetails = (topic: Topic): ReadonlyArray<string> => [
+  describeTopic(topic),
+  ...Object.entries(topic.headers).map(([name, value]) =>
+    `  header ${name}: ${typeof value === "string" ? value : value.join(", ")}`
+  ),
+  `  created ${time(topic.createdAt)}, updated ${time(topic.updatedAt)}`
+]

@@ -1,0 +1,67 @@
+/**
+ * The internal RPC group (`QueueRpcs`) at POST /rpc (NDJSON over HTTP), behind `QUEUE_TOKEN`.
+ *
+ * The handlers are the HTTP API's: the same `Store` calls and `Operations` (publish, DLQ page, URL
+ * groups). The token check is the HTTP API's `authorize`, run by the `QueueRpcAuth` middleware for
+ * every procedure, so a refusal reaches the client as a typed `Unauthorized` / `ServiceUnavailable`.
+ */
+import { InvalidRequest, QueueRpcAuth, QueueRpcs } from "@svc/schema"
+import { Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { RpcSerialization, RpcServer } from "effect/rpc"
+import { authorize, bearer } from "./http.ts"
+import * as Operations from "./Operations.ts"
+import { QueueConfig } from "./QueueConfig.ts"
+import { Store } from "./Store.ts"
+
+/**
+ * The shared operations name parameters as the HTTP API carries them (path, query); in an RPC
+ * they are all fields of the payload. Header issues stay: `Publish` takes the same headers.
+ */
+const inPayload = <E>(error: E): E =>
+  error instanceof InvalidRequest
+    ? new InvalidRequest({ issues: error.issues.map((issue) => issue.in === "header" ? issue : { ...issue, in: "body" }) }) as E
+    : error
+
+// A database failure is a defect here as on the HTTP API: logged in full, never sent.
+export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
+  const store = yield* Store
+  return QueueRpcs.of({
+    Publish: ({ destination, body, headers }) =>
+      Operations.publish({
+        destination,
+        // Header names as node gives them, lowercase, which is what the publish parser reads.
+        headers: Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value])),
+        body: Effect.succeed(body ?? new Uint8Array())
+      }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.mapError(inPayload)),
+    GetMessage: ({ messageId }) => store.getMessage(messageId).pipe(Effect.catchTag("SqlError", Effect.die)),
+    ListDlq: (query) =>
+      Operations.listDlq(query).pipe(Effect.catchTag("SqlError", Effect.die), Effect.mapError(inPayload)),
+    RetryDlq: ({ dlqId }) => store.retryDlq(dlqId).pipe(Effect.catchTag("SqlError", Effect.die)),
+    DeleteDlq: ({ dlqId }) => store.deleteDlq(dlqId).pipe(Effect.catchTag("SqlError", Effect.die)),
+    ListTopics: () => Effect.map(store.listTopics, (topics) => ({ topics })).pipe(Effect.catchTag("SqlError", Effect.die)),
+    GetTopic: ({ name }) => Operations.getTopic(name).pipe(Effect.catchTag("SqlError", Effect.die)),
+    DeleteTopic: ({ name }) => store.deleteTopic(name).pipe(Effect.catchTag("SqlError", Effect.die)),
+    UpsertEndpoints: ({ name, endpoints }) =>
+      Operations.upsertEndpoints(name, endpoints).pipe(Effect.catchTag("SqlError", Effect.die), Effect.mapError(inPayload))
+  })
+}))
+
+/** `QUEUE_TOKEN` as on the HTTP API: constant-time; unset → ServiceUnavailable; wrong or missing → Unauthorized. */
+export const RpcAuthLive = Layer.effect(
+  QueueRpcAuth,
+  Effect.gen(function*() {
+    const settings = yield* QueueConfig
+    return QueueRpcAuth.of((effect, { headers }) =>
+      Effect.andThen(authorize(settings, bearer(headers["authorization"])), effect)
+    )
+  })
+)
+
+/** POST /rpc: the RPC server of `QueueRpcs`. Needs `Store` and `QueueConfig`. */
+export const RpcRoute = HttpRouter.use((router) =>
+  Effect.gen(function*() {
+    const httpEffect = yield* RpcServer.toHttpEffect(QueueRpcs)
+    yield* router.add("POST", "/rpc", httpEffect)
+  })
+).pipe(Layer.provide([RpcHandlers, RpcAuthLive, RpcSerialization.layerNdjson]))

@@ -1,0 +1,227 @@
+/**
+ * The internal RPC at POST /rpc over a real socket, through `QueueRpcClient` (what `svc queue`
+ * uses): Publish then GetMessage; a message that uses up its retries lands in the DLQ, ListDlq lists
+ * it, RetryDlq re-enqueues it and it is delivered once the destination recovers; URL groups; the
+ * token: wrong or missing → Unauthorized, QUEUE_TOKEN unset → ServiceUnavailable, nothing enqueued.
+ */
+import { assert, layer } from "@effect/vitest"
+import { QueueRpcs } from "@svc/schema"
+import { Context, Effect, Layer, Option } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { RpcClient, RpcSerialization } from "effect/rpc"
+import { SqlClient } from "effect/sql"
+import { describeDlq, describeTopic, QueueRpcClient } from "../src/RpcClient.ts"
+import { Destination, poll, queueLayer, QueueUrl, TOKEN } from "./helpers.ts"
+
+const b64 = (text: string) => Buffer.from(text).toString("base64")
+
+/** The client `svc queue` uses, on the running queue, with `token` (default: the right one). */
+const rpcClient = (token: string = TOKEN) =>
+  Effect.gen(function*() {
+    const baseUrl = yield* QueueUrl
+    const context = yield* Layer.build(QueueRpcClient.layer({ baseUrl, token }))
+    return Context.get(context, QueueRpcClient)
+  })
+
+/** A client that sends no Authorization header at all. */
+const anonymousClient = Effect.gen(function*() {
+  const baseUrl = yield* QueueUrl
+  return yield* RpcClient.make(QueueRpcs).pipe(
+    Effect.provide(
+      RpcClient.layerProtocolHttp({ url: `${baseUrl}/rpc` }).pipe(
+        Layer.provide(RpcSerialization.layerNdjson),
+        Layer.provide(FetchHttpClient.layer)
+      )
+    )
+  )
+})
+
+const countMessages = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<{ n: number }>`SELECT count(*)::int4 AS n FROM queue.messages`
+  return row!.n
+})
+
+layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("rpc", (it) => {
+  it.effect("Publish delivers the bytes with its headers; GetMessage shows the message", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const client = yield* rpcClient()
+      const published = yield* client.Publish({
+        destination: `${dest.baseUrl}/rpc-hello`,
+        body: new TextEncoder().encode("{\"order\":7}"),
+        headers: { "Content-Type": "application/json", "Svc-Retries": "2", "Svc-Forward-X-Trace": "t1" }
+      })
+      assert.isFalse(Array.isArray(published), "a URL destination answers one message")
+      const { messageId } = published as { readonly messageId: string }
+
+      const [received] = yield* dest.waitFor("/rpc-hello", 1)
+      assert.strictEqual(received!.body.toString(), "{\"order\":7}")
+      assert.strictEqual(received!.headers["content-type"], "application/json")
+      assert.strictEqual(received!.headers["x-trace"], "t1")
+      assert.strictEqual(received!.headers["svc-message-id"], messageId)
+
+      const message = yield* poll(
+        client.GetMessage({ messageId }),
+        (m) => m.state === "delivered",
+        "20 seconds",
+        () => `message ${messageId} was not delivered`
+      )
+      assert.strictEqual(message.url, `${dest.baseUrl}/rpc-hello`)
+      assert.strictEqual(message.maxRetries, 2)
+      assert.strictEqual(message.body, b64("{\"order\":7}"))
+      assert.strictEqual(message.lastStatus, 200)
+
+      const missing = yield* Effect.flip(client.GetMessage({ messageId: "00000000-0000-0000-0000-000000000000" }))
+      assert.strictEqual(missing._tag, "MessageNotFound")
+    }))
+
+  it.effect("Publish refuses what the HTTP publish refuses, naming each problem, and enqueues nothing", () =>
+    Effect.gen(function*() {
+      const client = yield* rpcClient()
+      const before = yield* countMessages
+      const error = yield* Effect.flip(client.Publish({ destination: "nowhere at all", headers: { "Svc-Retries": "lots" } }))
+      assert.strictEqual(error._tag, "InvalidRequest")
+      if (error._tag === "InvalidRequest") {
+        assert.deepStrictEqual(error.issues.map((issue) => [issue.in, issue.parameter]), [
+          ["body", "destination"],
+          ["header", "Svc-Retries"]
+        ])
+      }
+      assert.strictEqual(yield* countMessages, before)
+    }))
+
+  it.effect("a message that uses up its retries: ListDlq lists it, RetryDlq re-enqueues it, then it is delivered", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const client = yield* rpcClient()
+      let recovered = false
+      dest.on("/rpc-down", () => recovered ? { status: 200 } : { status: 503, body: "down" })
+      const published = yield* client.Publish({ destination: `${dest.baseUrl}/rpc-down`, headers: { "Svc-Retries": "0" } })
+      const { messageId } = published as { readonly messageId: string }
+
+      const page = yield* poll(
+        client.ListDlq({ url: `${dest.baseUrl}/rpc-down` }),
+        (p) => p.messages.length > 0,
+        "20 seconds",
+        () => "the message never reached the DLQ"
+      )
+      assert.strictEqual(page.messages.length, 1)
+      const entry = page.messages[0]!
+      assert.strictEqual(entry.messageId, messageId)
+      assert.strictEqual(entry.responseStatus, 503)
+      assert.strictEqual(entry.responseBody, b64("down"))
+      assert.strictEqual(entry.retried, 0)
+      assert.include(describeDlq(entry), entry.dlqId)
+      assert.include(describeDlq(entry), "answered 503")
+      const failed = yield* client.GetMessage({ messageId })
+      assert.strictEqual(failed.state, "failed")
+      assert.strictEqual(failed.dlqId, entry.dlqId)
+
+      recovered = true
+      const retried = yield* client.RetryDlq({ dlqId: entry.dlqId })
+      assert.strictEqual(retried.messageId, messageId)
+      yield* dest.waitFor("/rpc-down", 2)
+      yield* poll(client.GetMessage({ messageId }), (m) => m.state === "delivered", "20 seconds", () => "not delivered after the retry")
+      assert.deepStrictEqual((yield* client.ListDlq({ url: `${dest.baseUrl}/rpc-down` })).messages, [])
+      assert.strictEqual((yield* Effect.flip(client.RetryDlq({ dlqId: entry.dlqId })))._tag, "DlqMessageNotFound")
+      assert.strictEqual((yield* Effect.flip(client.DeleteDlq({ dlqId: entry.dlqId })))._tag, "DlqMessageNotFound")
+    }))
+
+  it.effect("ListDlq pages, DeleteDlq removes, bad limits and cursors are InvalidRequest", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const client = yield* rpcClient()
+      dest.on("/rpc-gone", () => ({ status: 410 }))
+      yield* Effect.forEach([1, 2, 3], () => client.Publish({ destination: `${dest.baseUrl}/rpc-gone`, headers: { "Svc-Retries": "0" } }))
+      const url = `${dest.baseUrl}/rpc-gone`
+      const all = yield* poll(client.ListDlq({ url }), (p) => p.messages.length === 3, "20 seconds", () => "3 dead letters expected")
+      const first = yield* client.ListDlq({ url, limit: 2 })
+      assert.strictEqual(first.messages.length, 2)
+      assert.isString(first.cursor)
+      const second = yield* client.ListDlq({ url, limit: 2, cursor: first.cursor! })
+      assert.deepStrictEqual(
+        [...first.messages, ...second.messages].map((m) => m.dlqId),
+        all.messages.map((m) => m.dlqId)
+      )
+      assert.isUndefined(second.cursor)
+
+      yield* client.DeleteDlq({ dlqId: all.messages[0]!.dlqId })
+      assert.strictEqual((yield* client.ListDlq({ url })).messages.length, 2)
+
+      const badLimit = yield* Effect.flip(client.ListDlq({ limit: 0 }))
+      assert.strictEqual(badLimit._tag, "InvalidRequest")
+      if (badLimit._tag === "InvalidRequest") assert.deepInclude(badLimit.issues[0]!, { in: "body", parameter: "limit" })
+      const badCursor = yield* Effect.flip(client.ListDlq({ cursor: "not-a-cursor" }))
+      assert.strictEqual(badCursor._tag, "InvalidRequest")
+    }))
+
+  it.effect("URL groups: UpsertEndpoints, ListTopics, GetTopic, Publish to the group, DeleteTopic", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const client = yield* rpcClient()
+      const created = yield* client.UpsertEndpoints({
+        name: "rpc-orders",
+        endpoints: [{ name: "billing", url: `${dest.baseUrl}/rpc-billing` }, { url: `${dest.baseUrl}/rpc-audit` }]
+      })
+      assert.strictEqual(created.name, "rpc-orders")
+      assert.strictEqual(created.endpoints.length, 2)
+
+      const { topics } = yield* client.ListTopics()
+      const listed = topics.find((topic) => topic.name === "rpc-orders")
+      assert.isDefined(listed)
+      assert.strictEqual(
+        describeTopic(listed!),
+        `rpc-orders  2 endpoints: billing=${dest.baseUrl}/rpc-billing, ${dest.baseUrl}/rpc-audit`
+      )
+      assert.deepStrictEqual((yield* client.GetTopic({ name: "rpc-orders" })).endpoints, created.endpoints)
+
+      const published = yield* client.Publish({ destination: "rpc-orders", body: new TextEncoder().encode("order 1") })
+      assert.isTrue(Array.isArray(published))
+      assert.strictEqual((published as ReadonlyArray<unknown>).length, 2)
+      const [billing] = yield* dest.waitFor("/rpc-billing", 1)
+      yield* dest.waitFor("/rpc-audit", 1)
+      assert.strictEqual(billing!.headers["svc-topic-name"], "rpc-orders")
+
+      const badName = yield* Effect.flip(client.UpsertEndpoints({ name: "no spaces", endpoints: [{ url: "ftp://x" }] }))
+      assert.strictEqual(badName._tag, "InvalidRequest")
+      if (badName._tag === "InvalidRequest") {
+        assert.deepStrictEqual(badName.issues.map((issue) => issue.parameter), ["name", "endpoints[0].url"])
+      }
+
+      yield* client.DeleteTopic({ name: "rpc-orders" })
+      assert.strictEqual((yield* Effect.flip(client.GetTopic({ name: "rpc-orders" })))._tag, "TopicNotFound")
+      assert.strictEqual((yield* Effect.flip(client.DeleteTopic({ name: "rpc-orders" })))._tag, "TopicNotFound")
+    }))
+
+  it.effect("a wrong or missing token is Unauthorized and enqueues nothing", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const before = yield* countMessages
+      const wrong = yield* rpcClient("not-the-token")
+      const refused = yield* Effect.flip(wrong.Publish({ destination: `${dest.baseUrl}/rpc-never` }))
+      assert.strictEqual(refused._tag, "Unauthorized")
+      assert.strictEqual((yield* Effect.flip(wrong.ListDlq({})))._tag, "Unauthorized")
+
+      const anonymous = yield* anonymousClient
+      const missing = yield* Effect.flip(anonymous.ListTopics())
+      assert.strictEqual(missing._tag, "Unauthorized")
+      assert.match(missing.message, /bearer token is required/)
+
+      yield* Effect.sleep("200 millis")
+      assert.strictEqual(yield* countMessages, before)
+      assert.strictEqual(dest.requests("/rpc-never").length, 0)
+    }))
+})
+
+layer(queueLayer({ token: Option.none() }), { timeout: 60_000, excludeTestServices: true })("rpc without QUEUE_TOKEN", (it) => {
+  it.effect("every procedure is refused with ServiceUnavailable, even with a token", () =>
+    Effect.gen(function*() {
+      const client = yield* rpcClient()
+      const error = yield* Effect.flip(client.ListTopics())
+      assert.strictEqual(error._tag, "ServiceUnavailable")
+      assert.match(error.message, /QUEUE_TOKEN/)
+      assert.strictEqual((yield* Effect.flip(client.Publish({ destination: "https://example.com/x" })))._tag, "ServiceUnavailable")
+      assert.strictEqual(yield* countMessages, 0)
+    }))
+})
