@@ -62,5 +62,8 @@ export const retrySchedule = (policy: RetryPolicy) =>
   )
 
 /** Retries `effect` under `policy` (idempotent verbs only). */
-export const withRetry = (policy: RetryPolicy) => <A, R>(effect: Effect.Effect<A, BlobError, R>) =>
-  policy.times === 0 ? effect : Effect.retry(effect, retrySchedule(policy))
+export const withRetry = (policy: RetryPolicy) => {
+  // built once per policy: a schedule is a description, reusable by every call
+  const schedule = retrySchedule(policy)
+  return <A, R>(effect: Effect.Effect<A, BlobError, R>) => policy.times === 0 ? effect : Effect.retry(effect, schedule)
+}
