@@ -1,0 +1,215 @@
+/**
+ * The read side: library search by name (pg_trgm plus exact and prefix boosts, plus how well the
+ * library's snippets answer the question) and the context for a question within a token budget.
+ *
+ * Every answer's snippets come from one statement that follows the version's generation pointer
+ * itself, so a concurrent re-index (Indexer.ts) is seen entirely or not at all.
+ */
+import {
+  type ContextSnippet,
+  DEFAULT_CONTEXT_TOKENS,
+  type IndexState,
+  LibraryNotFound,
+  type LibrarySearchResult
+} from "@svc/schema"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+
+/** Results of one library search. */
+export const SEARCH_LIMIT = 10
+/** Snippets considered for one context answer (ranked before the budget is applied). */
+const CANDIDATES = 400
+
+/**
+ * A question as an OR of its words for `to_tsquery` (english: stemmed, stop words dropped), or
+ * undefined when it has no word. Words only: the user's punctuation never reaches the query parser.
+ */
+export const orQuery = (question: string | undefined): string | undefined => {
+  const words = [...new Set(question?.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].slice(0, 32)
+  return words.length === 0 ? undefined : words.join(" | ")
+}
+
+export type ContextAnswer =
+  | {
+    readonly _tag: "Found"
+    /** `/owner/repo/version`. */
+    readonly libraryId: string
+    readonly version: string
+    readonly snippets: ReadonlyArray<ContextSnippet>
+    readonly totalTokens: number
+  }
+  | { readonly _tag: "Indexing"; readonly libraryId: string; readonly version: string; readonly state: IndexState }
+
+/** `/owner/repo` or `/owner/repo/version` into its parts (the id is validated by the API schema). */
+export const parseLibraryId = (libraryId: string) => {
+  const [, owner, repo, version] = libraryId.split("/")
+  return { id: `/${owner}/${repo}`, version }
+}
+
+/** Picks snippets in rank order while they fit; a big one is skipped for smaller ones after it. */
+export const fitBudget = <A extends { readonly tokens: number }>(ranked: ReadonlyArray<A>, budget: number) => {
+  const picked: Array<A> = []
+  let used = 0
+  for (const snippet of ranked) {
+    if (used + snippet.tokens > budget) continue
+    picked.push(snippet)
+    used += snippet.tokens
+  }
+  return { picked, used }
+}
+
+interface SnippetRow {
+  readonly kind: "code" | "prose"
+  readonly title: string
+  readonly heading_path: ReadonlyArray<string>
+  readonly description: string
+  readonly language: string | null
+  readonly body: string
+  readonly source_path: string
+  readonly tokens: number
+}
+
+export class Search extends Context.Service<Search, {
+  readonly libraries: (libraryName: string, query?: string) => Effect.Effect<ReadonlyArray<LibrarySearchResult>>
+  readonly context: (options: {
+    readonly libraryId: string
+    readonly query?: string | undefined
+    readonly tokens?: number | undefined
+  }) => Effect.Effect<ContextAnswer, LibraryNotFound>
+}>()("@svc/docs/Search") {
+  static readonly layer = Layer.effect(
+    Search,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const libraries = Effect.fn("Search.libraries")(function*(libraryName: string, query?: string) {
+        const name = libraryName.trim().toLowerCase()
+        const tsquery = orQuery(query)
+        // Name score: trigram similarity (0-1) + 1 for an exact name, 0.5 for a prefix, 0.25 for a
+        // substring. Question score (with `query`): the best ts_rank of the live snippets, at most 1.
+        const rows = yield* sql<{
+          readonly id: string
+          readonly title: string
+          readonly description: string
+          readonly trust_score: number
+          readonly state: IndexState | null
+          readonly snippet_count: number | null
+          readonly token_count: number | null
+          readonly last_update: Date | null
+          readonly versions: ReadonlyArray<string> | null
+        }>`
+          WITH candidates AS (
+            SELECT l.*, lower(split_part(l.id, '/', 3)) AS repo, lower(l.title) AS ltitle,
+                   lower(l.id || ' ' || l.title) AS hay
+            FROM docs.libraries l
+            WHERE ${name} <% lower(l.id || ' ' || l.title)
+               OR lower(l.id || ' ' || l.title) % ${name}
+               OR strpos(lower(l.id || ' ' || l.title), ${name}) > 0
+          ),
+          scored AS (
+            SELECT c.*,
+              greatest(similarity(c.repo, ${name}), similarity(c.ltitle, ${name}), word_similarity(${name}, c.hay))
+              + CASE
+                  WHEN c.repo = ${name} OR c.ltitle = ${name} OR lower(c.id) = ${name} THEN 1
+                  WHEN starts_with(c.repo, ${name}) OR starts_with(c.ltitle, ${name}) THEN 0.5
+                  WHEN strpos(c.hay, ${name}) > 0 THEN 0.25
+                  ELSE 0
+                END AS name_score
+            FROM candidates c
+          )
+          SELECT s.id, s.title, s.description, s.trust_score, v.state, v.snippet_count, v.token_count, v.last_update,
+            (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = s.id) AS versions
+          FROM scored s
+          LEFT JOIN docs.versions v ON v.library_id = s.id AND v.version = s.default_version
+          ${
+          tsquery === undefined ? sql`` : sql`
+          LEFT JOIN LATERAL (
+            SELECT max(ts_rank(sn.search, to_tsquery('english', ${tsquery}), 1)) AS rank
+            FROM docs.snippets sn
+            WHERE sn.generation_id = v.generation_id AND sn.search @@ to_tsquery('english', ${tsquery})
+          ) r ON true`
+        }
+          ORDER BY s.name_score ${tsquery === undefined ? sql`` : sql`+ least(coalesce(r.rank, 0), 1)`} DESC,
+                   s.trust_score DESC, s.id
+          LIMIT ${SEARCH_LIMIT}`
+        return rows.map((row): LibrarySearchResult => ({
+          id: row.id,
+          title: row.title,
+          description: row.description,
+          totalSnippets: row.snippet_count ?? 0,
+          totalTokens: row.token_count ?? 0,
+          trustScore: row.trust_score,
+          versions: row.versions ?? [],
+          state: row.state ?? "queued",
+          lastUpdateDate: row.last_update?.toISOString() ?? null
+        }))
+      }, Effect.orDie)
+
+      const context = Effect.fn("Search.context")(function*(options: {
+        readonly libraryId: string
+        readonly query?: string | undefined
+        readonly tokens?: number | undefined
+      }) {
+        const { id, version: asked } = parseLibraryId(options.libraryId)
+        const found = yield* sql<{
+          readonly default_version: string
+          readonly version: string | null
+          readonly state: IndexState | null
+          readonly generation_id: string | null
+          readonly versions: ReadonlyArray<string> | null
+        }>`
+          SELECT l.default_version, v.version, v.state, v.generation_id,
+            (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = l.id) AS versions
+          FROM docs.libraries l
+          LEFT JOIN docs.versions v ON v.library_id = l.id AND v.version = coalesce(${asked ?? null}, l.default_version)
+          WHERE l.id = ${id}`.pipe(Effect.orDie)
+        const library = found[0]
+        if (library === undefined) return yield* new LibraryNotFound({ libraryId: options.libraryId })
+        if (library.version === null) {
+          return yield* new LibraryNotFound({
+            libraryId: options.libraryId,
+            message: `Library ${id} has no version ${asked}; indexed versions: ${(library.versions ?? []).join(", ") || "none"}`
+          })
+        }
+        const version = library.version
+        if (library.generation_id === null) {
+          return { _tag: "Indexing", libraryId: `${id}/${version}`, version, state: library.state ?? "queued" } as const
+        }
+        const budget = options.tokens ?? DEFAULT_CONTEXT_TOKENS
+        const tsquery = orQuery(options.query)
+        // One statement each, joined through the version's pointer (see the module comment).
+        const select = (ranked: boolean) =>
+          sql<SnippetRow>`
+            SELECT s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.tokens
+            FROM docs.versions v
+            JOIN docs.snippets s ON s.generation_id = v.generation_id
+            WHERE v.library_id = ${id} AND v.version = ${version}
+            ${ranked ? sql`AND s.search @@ to_tsquery('english', ${tsquery!})` : sql``}
+            ORDER BY ${ranked ? sql`ts_rank(s.search, to_tsquery('english', ${tsquery!}), 1) DESC,` : sql``} s.ordinal
+            LIMIT ${CANDIDATES}`
+        // A question no snippet matches still gets the version's opening snippets.
+        let rows = tsquery === undefined ? [] : yield* select(true).pipe(Effect.orDie)
+        if (rows.length === 0) rows = yield* select(false).pipe(Effect.orDie)
+        const { picked, used } = fitBudget(rows, budget)
+        return {
+          _tag: "Found",
+          libraryId: `${id}/${version}`,
+          version,
+          totalTokens: used,
+          snippets: picked.map((row): ContextSnippet => ({
+            kind: row.kind,
+            title: row.title,
+            headingPath: row.heading_path,
+            description: row.description,
+            language: row.language,
+            content: row.body,
+            sourcePath: row.source_path,
+            tokens: row.tokens
+          }))
+        } as const
+      })
+
+      return Search.of({ libraries, context })
+    })
+  )
+}

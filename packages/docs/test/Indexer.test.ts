@@ -1,0 +1,134 @@
+/**
+ * Indexing on a real database: the committed fixture folder, installed npm packages, what is skipped,
+ * failures with their category, refresh, remove and the generation switch.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Result } from "effect"
+import { SqlClient } from "effect/sql"
+import * as path from "node:path"
+import { type IndexProgress, Indexer, repositoryId } from "../src/Indexer.ts"
+import { docsFolder, fixtures, stack } from "./support.ts"
+
+const greeter = path.join(fixtures, "greeter")
+
+describe("repositoryId", () => {
+  it("reads every common form of package.json's repository field", () => {
+        assert.strictEqual(repositoryId("github:acme/greeter"), "/acme/greeter")
+        assert.strictEqual(repositoryId("acme/greeter"), "/acme/greeter")
+        assert.strictEqual(repositoryId({ type: "git", url: "git+https://github.com/Effect-TS/effect.git" }), "/effect-ts/effect")
+        assert.strictEqual(repositoryId({ url: "git@github.com:owner/repo.git" }), "/owner/repo")
+        assert.strictEqual(repositoryId({ url: "https://github.com/owner/repo/tree/main/docs" }), "/owner/repo")
+        assert.strictEqual(repositoryId("https://gitlab.example.org/group/project.git"), "/group/project")
+        assert.strictEqual(repositoryId(undefined), undefined)
+        assert.strictEqual(repositoryId(42), undefined)
+  })
+})
+
+layer(stack)("Indexer", (it) => {
+  it.effect("a folder: id and version from package.json, every format read, changelogs skipped, progress reported", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const progress: Array<IndexProgress> = []
+      const outcome = yield* indexer.add(greeter, { onProgress: (event) => Effect.sync(() => progress.push(event)) })
+      assert.strictEqual(outcome.libraryId, "/acme/greeter")
+      assert.strictEqual(outcome.version, "1.2.0")
+      assert.strictEqual(outcome.files, 4)
+      assert.deepStrictEqual(progress[0], { _tag: "Started", libraryId: "/acme/greeter", version: "1.2.0", root: greeter })
+      assert.deepStrictEqual(
+        progress.filter((event) => event._tag === "FileRead").map((event) => event.path),
+        ["docs/faq.txt", "docs/farewells.rst", "docs/languages.md", "README.md"].sort((a, b) => a.localeCompare(b))
+      )
+      assert.deepStrictEqual(progress.at(-1), { _tag: "Stored", snippets: outcome.snippets, tokens: outcome.tokens })
+
+      const sql = yield* SqlClient.SqlClient
+      const snippets = yield* sql<{ kind: string; title: string; heading_path: Array<string>; language: string | null; source_path: string; description: string }>`
+        SELECT s.kind, s.title, s.heading_path, s.language, s.source_path, s.description
+        FROM docs.snippets s JOIN docs.versions v ON v.generation_id = s.generation_id
+        WHERE v.library_id = '/acme/greeter' ORDER BY s.ordinal`
+      assert.strictEqual(snippets.length, outcome.snippets)
+      const sources = new Set(snippets.map((snippet) => snippet.source_path))
+      assert.deepStrictEqual([...sources].sort(), ["README.md", "docs/faq.txt", "docs/farewells.rst", "docs/languages.md"])
+      const switching = snippets.find((snippet) => snippet.title === "Switching the language" && snippet.kind === "code")!
+      assert.deepStrictEqual(switching.heading_path, ["Languages", "Switching the language"])
+      assert.include(switching.description, "withLanguage")
+      assert.strictEqual(switching.language, "ts")
+      const python = snippets.find((snippet) => snippet.language === "python")!
+      assert.strictEqual(python.source_path, "docs/farewells.rst")
+
+      const [library] = yield* indexer.list
+      assert.strictEqual(library!.id, "/acme/greeter")
+      assert.strictEqual(library!.title, "greeter")
+      assert.strictEqual(library!.defaultVersion, "1.2.0")
+      assert.deepStrictEqual(library!.versions.map((version) => [version.version, version.state, version.snippets]), [["1.2.0", "ready", outcome.snippets]])
+    }))
+
+  it.effect("skips node_modules, .git, hidden folders and huge files; --id and --version override", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const dir = yield* docsFolder({
+        "guide.md": "# Guide\n\nThe one real page of this library, explaining everything it does.\n",
+        "node_modules/dep/README.md": "# Dep\n\nA dependency's readme that must never be indexed here at all.\n",
+        ".git/description.txt": "Unnamed repository; edit this file to name the repository, please.\n",
+        ".github/notes.md": "# Notes\n\nInternal notes for maintainers that are not documentation at all.\n",
+        "huge.md": `# Huge\n\n${"generated text ".repeat(80_000)}\n`,
+        "src/code.ts": "export const notDocs = 1"
+      })
+      const outcome = yield* indexer.add(dir, { id: "/me/thing", version: "2.0" })
+      assert.deepStrictEqual([outcome.libraryId, outcome.version, outcome.files, outcome.snippets], ["/me/thing", "2.0", 1, 1])
+    }))
+
+  it.effect("npm packages: id from the repository field, version from package.json", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const he = yield* indexer.add("npm:he")
+      assert.strictEqual(he.libraryId, "/mathiasbynens/he")
+      assert.match(he.version, /^\d+\.\d+\.\d+$/)
+      assert.isAbove(he.snippets, 5)
+      const bytes = yield* indexer.add("npm:bytes")
+      assert.strictEqual(bytes.libraryId, "/visionmedia/bytes.js")
+      const listed = (yield* indexer.list).find((library) => library.id === "/mathiasbynens/he")!
+      assert.strictEqual(listed.source, "npm:he")
+    }))
+
+  it.effect("failures name their category; a failed first run leaves the version failed", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const failure = (effect: Effect.Effect<unknown, { readonly category: string }>) =>
+        Effect.map(Effect.result(effect), (result) => Result.isFailure(result) ? result.failure.category : "succeeded")
+      assert.strictEqual(yield* failure(indexer.add("npm:surely-not-installed-pkg")), "source_not_found")
+      assert.strictEqual(yield* failure(indexer.add("https://github.com/acme/greeter.git")), "unsupported_source")
+      assert.strictEqual(yield* failure(indexer.add("/nonexistent/folder/for/sure")), "source_not_found")
+      assert.strictEqual(yield* failure(indexer.add(greeter, { id: "not-an-id" })), "invalid_source")
+      const empty = yield* docsFolder({ "src/index.js": "module.exports = 1" })
+      assert.strictEqual(yield* failure(indexer.add(empty, { id: "/me/empty" })), "no_documents")
+      const listed = (yield* indexer.list).find((library) => library.id === "/me/empty")!
+      assert.deepStrictEqual(listed.versions.map((version) => [version.state, version.errorCategory]), [["failed", "no_documents"]])
+    }))
+
+  it.effect("refresh re-reads the source into a new generation and drops the old one; remove deletes", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const sql = yield* SqlClient.SqlClient
+      const dir = yield* docsFolder({ "a.md": "# A\n\nThe first text of this library, long enough to be a snippet.\n" })
+      yield* indexer.add(dir, { id: "/me/refreshed", version: "1.0" })
+      const generations = () =>
+        sql<{ id: string }>`SELECT g.id FROM docs.generations g JOIN docs.versions v ON v.id = g.version_id WHERE v.library_id = '/me/refreshed'`
+      const [before] = yield* generations()
+      yield* Effect.promise(() => import("node:fs/promises").then((fs) =>
+        fs.writeFile(path.join(dir, "b.md"), "# B\n\nA second page added after the first index, also long enough.\n")
+      ))
+      const refreshed = yield* indexer.refresh("/me/refreshed")
+      assert.strictEqual(refreshed.version, "1.0")
+      assert.strictEqual(refreshed.snippets, 2)
+      const after = yield* generations()
+      assert.strictEqual(after.length, 1, "the old generation is gone")
+      assert.notStrictEqual(after[0]!.id, before!.id)
+      const unknown = yield* Effect.result(indexer.refresh("/me/nothing"))
+      assert.isTrue(Result.isFailure(unknown))
+
+      assert.isTrue(yield* indexer.remove("/me/refreshed"))
+      assert.isFalse(yield* indexer.remove("/me/refreshed"))
+      const left = yield* sql`SELECT 1 FROM docs.snippets s JOIN docs.generations g ON g.id = s.generation_id JOIN docs.versions v ON v.id = g.version_id WHERE v.library_id = '/me/refreshed'`
+      assert.strictEqual(left.length, 0)
+    }))
+})

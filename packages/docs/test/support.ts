@@ -1,0 +1,74 @@
+/** Shared test helpers: the docs stack on a fresh database, HTTP clients, temporary doc folders. */
+import { serve, toWebHandler } from "@svc/platform"
+import { TestDatabase, tempDir } from "@svc/platform/testing"
+import { Context, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { Indexer } from "../src/Indexer.ts"
+import { Search } from "../src/Search.ts"
+import { routes } from "../src/Service.ts"
+
+export const fixtures = new URL("./fixtures/", import.meta.url).pathname
+
+/** Indexer and Search on a fresh migrated database. */
+export const stack = Layer.mergeAll(Indexer.layer, Search.layer).pipe(Layer.provideMerge(TestDatabase.layer()))
+
+export class Client extends Context.Service<Client, {
+  readonly baseUrl: string
+  readonly fetch: (path: string, init?: RequestInit) => Effect.Effect<Response>
+}>()("test/docs/Client") {}
+
+/** A real server on 127.0.0.1:<random> over the services already in the test's context. */
+export const socketClient = Layer.effect(
+  Client,
+  Effect.gen(function*() {
+    const { address } = yield* HttpServer.HttpServer
+    const baseUrl = `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`
+    return { baseUrl, fetch: (path, init) => Effect.promise(() => fetch(baseUrl + path, init)) }
+  })
+).pipe(Layer.provide(serve(routes, { name: "docs-api", port: 0, host: "127.0.0.1" })))
+
+/** The same routes in-process (no socket). */
+export const inProcessClient = Layer.effect(
+  Client,
+  Effect.gen(function*() {
+    const context = yield* Effect.context<Search>()
+    const { handler } = yield* Effect.acquireRelease(
+      Effect.sync(() => toWebHandler(routes.pipe(Layer.provide(Layer.succeedContext(context))) as any)),
+      ({ dispose }) => Effect.promise(dispose)
+    )
+    return {
+      baseUrl: "http://localhost",
+      fetch: (path, init) => Effect.promise(() => handler(new Request(`http://localhost${path}`, init)))
+    }
+  })
+)
+
+export const get = Effect.fn(function*(path: string) {
+  const client = yield* Client
+  const response = yield* client.fetch(path)
+  const text = yield* Effect.promise(() => response.text())
+  let body: any = undefined
+  try {
+    body = text === "" ? undefined : JSON.parse(text)
+  } catch {
+    body = text
+  }
+  return { status: response.status, headers: response.headers, text, body }
+})
+
+/** Writes `files` (relative path → content) into a new temporary folder; returns its path. */
+export const docsFolder = (files: Record<string, string>) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir("svc-docs-")
+    yield* Effect.promise(async () => {
+      for (const [name, content] of Object.entries(files)) {
+        await fs.mkdir(path.dirname(path.join(dir, name)), { recursive: true })
+        await fs.writeFile(path.join(dir, name), content)
+      }
+    })
+    return dir
+  })
+
+export { TestDatabase }

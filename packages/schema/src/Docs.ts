@@ -1,0 +1,150 @@
+/**
+ * The documentation-lookup service's REST API v2 (spec/2, DESIGN.md §5 "Docs lookup"). Definitions
+ * only; the server is `@svc/docs`. The MCP server (later) calls it through an `HttpApiClient` made
+ * from this definition.
+ */
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { ApiConventions, ApiError } from "./Errors.ts"
+import { HealthGroup } from "./Health.ts"
+
+// -----------------------------------------------------------------------------
+// Records
+// -----------------------------------------------------------------------------
+
+/** `/owner/repo`, or `/owner/repo/version` for one version. */
+export const LibraryIdPattern = /^\/[^/\s]+\/[^/\s]+(\/[^/\s]+)?$/
+
+export const LibraryIdParam = Schema.String.check(
+  Schema.isPattern(LibraryIdPattern, { message: `Expected a library id like "/owner/repo" or "/owner/repo/1.2.3"` })
+)
+
+/** Refresh states of an indexed version (DESIGN.md §5). */
+export const IndexState = Schema.Literals(["queued", "indexing", "ready", "failed"]).annotate({ identifier: "IndexState" })
+export type IndexState = typeof IndexState.Type
+
+/** One result of GET /api/v2/libs/search: the library and its default version's figures. */
+export const LibrarySearchResult = Schema.Struct({
+  /** `/owner/repo`: what the context endpoint takes. */
+  id: Schema.String,
+  title: Schema.String,
+  description: Schema.String,
+  /** Of the default version's live index. */
+  totalSnippets: Schema.Finite,
+  totalTokens: Schema.Finite,
+  /** 0-10; how far the source is trusted (local sources are 5 until the signal exists). */
+  trustScore: Schema.Finite,
+  /** Every indexed version; `/owner/repo/<version>` selects one. */
+  versions: Schema.Array(Schema.String),
+  /** The default version's state. */
+  state: IndexState,
+  /** ISO 8601: when the default version's index last went live; null before that. */
+  lastUpdateDate: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "LibrarySearchResult" })
+export type LibrarySearchResult = typeof LibrarySearchResult.Type
+
+export const LibrarySearchResponse = Schema.Struct({
+  results: Schema.Array(LibrarySearchResult),
+  /** Source-access or library-filter settings were active (none exist yet: always false). */
+  searchFilterApplied: Schema.Boolean
+}).annotate({ identifier: "LibrarySearchResponse" })
+export type LibrarySearchResponse = typeof LibrarySearchResponse.Type
+
+export const ContextSnippet = Schema.Struct({
+  kind: Schema.Literals(["code", "prose"]),
+  title: Schema.String,
+  /** H1 > H2 > ... above the snippet. */
+  headingPath: Schema.Array(Schema.String),
+  /** Code: the paragraph before the block; prose: empty. */
+  description: Schema.String,
+  language: Schema.NullOr(Schema.String),
+  /** The code or the prose. */
+  content: Schema.String,
+  /** Path of the file it came from, relative to the library's root. */
+  sourcePath: Schema.String,
+  tokens: Schema.Finite
+}).annotate({ identifier: "ContextSnippet" })
+export type ContextSnippet = typeof ContextSnippet.Type
+
+/** GET /api/v2/context?type=json. */
+export const ContextResponse = Schema.Struct({
+  /** `/owner/repo/<version>` of the version answered. */
+  libraryId: Schema.String,
+  version: Schema.String,
+  query: Schema.NullOr(Schema.String),
+  /** Sum of the snippets' tokens; at most the `tokens` budget. */
+  totalTokens: Schema.Finite,
+  snippets: Schema.Array(ContextSnippet)
+}).annotate({ identifier: "ContextResponse" })
+export type ContextResponse = typeof ContextResponse.Type
+
+/** 202: the library is known but has no searchable index yet; ask again later. */
+export const LibraryIndexing = Schema.Struct({
+  code: Schema.Literal("library_indexing"),
+  message: Schema.String,
+  libraryId: Schema.String,
+  version: Schema.String,
+  state: IndexState
+}).annotate({ identifier: "LibraryIndexing" })
+export type LibraryIndexing = typeof LibraryIndexing.Type
+
+export const DEFAULT_CONTEXT_TOKENS = 5000
+export const MIN_CONTEXT_TOKENS = 100
+export const MAX_CONTEXT_TOKENS = 50_000
+
+export const ContextQuery = {
+  libraryId: LibraryIdParam,
+  /** The question; without it the version's first snippets in document order. */
+  query: Schema.optional(Schema.String),
+  /** Default txt. */
+  type: Schema.optional(Schema.Literals(["txt", "json"])),
+  /** Token budget of the answer; default 5,000. */
+  tokens: Schema.optional(
+    Schema.Int.check(Schema.isBetween({ minimum: MIN_CONTEXT_TOKENS, maximum: MAX_CONTEXT_TOKENS }))
+  )
+}
+
+// -----------------------------------------------------------------------------
+// Errors
+// -----------------------------------------------------------------------------
+
+export class LibraryNotFound extends ApiError<LibraryNotFound>()("LibraryNotFound", {
+  status: 404,
+  fields: { libraryId: Schema.String },
+  message: ({ libraryId }) => `No library with id ${libraryId}: find ids with GET /api/v2/libs/search`
+}) {}
+
+// -----------------------------------------------------------------------------
+// API
+// -----------------------------------------------------------------------------
+
+export class LibsGroup extends HttpApiGroup.make("libs").add(
+  HttpApiEndpoint.get("search", "/api/v2/libs/search", {
+    query: {
+      libraryName: Schema.String.check(Schema.isNonEmpty({ message: "libraryName must not be empty" })),
+      /** The user's question: libraries whose docs answer it rank higher. */
+      query: Schema.optional(Schema.String)
+    },
+    success: LibrarySearchResponse
+  })
+).annotateMerge(OpenApi.annotations({ title: "Libraries" })) {}
+
+export class ContextGroup extends HttpApiGroup.make("context").add(
+  HttpApiEndpoint.get("context", "/api/v2/context", {
+    query: ContextQuery,
+    // type=txt answers text/plain (the snippets rendered), type=json a ContextResponse.
+    success: [ContextResponse, Schema.String.pipe(HttpApiSchema.asText()), LibraryIndexing.pipe(HttpApiSchema.status(202))],
+    error: LibraryNotFound
+  })
+).annotateMerge(OpenApi.annotations({ title: "Context" })) {}
+
+export class DocsApi extends HttpApi.make("docs")
+  .add(HealthGroup)
+  .add(LibsGroup)
+  .add(ContextGroup)
+  .annotateMerge(ApiConventions)
+  .annotateMerge(OpenApi.annotations({
+    title: "svc docs",
+    description: "Documentation lookup: find a library by name, then fetch the snippets that answer a question."
+  }))
+{}
