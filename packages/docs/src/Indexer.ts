@@ -237,7 +237,11 @@ export class Indexer extends Context.Service<Indexer, {
             ),
             Effect.map((lists) => lists.flat())
           )
-        return walk("")
+        // The root README first: it opens a version's snippets (the context answer without a question).
+        return Effect.map(walk(""), (files) => [
+          ...files.filter((file) => /^readme\./i.test(file)),
+          ...files.filter((file) => !/^readme\./i.test(file))
+        ])
       }
 
       /** Reads and splits every file, reporting each. */

@@ -8,7 +8,8 @@
  * - every code block is a snippet, with the heading path above it (H1 > H2 > H3 ...), its title (the
  *   nearest heading, else the file name), its description (the prose paragraph just before it, in the
  *   same section) and its language;
- * - the prose of a section (between two headings, code left out) is a snippet of its own;
+ * - the prose of a section (between two headings, code and the code's descriptions left out) is a
+ *   snippet of its own;
  * - size bounds: a snippet over {@link MAX_SNIPPET_CHARS} is cut (prose at paragraph ends, code at
  *   line ends) into parts titled "… (part n)"; trivial ones (prose under {@link MIN_PROSE_CHARS},
  *   code under {@link MIN_CODE_CHARS}) are dropped;
@@ -338,6 +339,8 @@ export const assemble = (blocks: ReadonlyArray<Block>, sourcePath: string): Read
       case "Code": {
         if (block.code.trim().length >= MIN_CODE_CHARS) {
           emit({ ...base(), kind: "code", description: lastParagraph, language: block.language, body: block.code }, "\n")
+          // The paragraph lives on as the code's description; the section's prose does not repeat it.
+          if (lastParagraph !== "" && prose.at(-1) === lastParagraph) prose.pop()
         }
         // The next block's description must be its own paragraph, not this block's.
         lastParagraph = ""

@@ -71,9 +71,9 @@ describe("Splitter", () => {
     const last = snippets.filter((snippet) => snippet.kind === "code").at(-1)!
     assert.deepStrictEqual(last.headingPath, ["Other", "Setext Title"])
     const prose = snippets.filter((snippet) => snippet.kind === "prose")
-    // "Install" has two short paragraphs, together long enough; "Other" has none
-    assert.deepStrictEqual(prose.map((snippet) => snippet.title), ["Guide", "Install"])
-    assert.strictEqual(prose[1]!.body, "Install it with npm first.\n\nThen add it to your project like this:")
+    // "Install" keeps only "Install it with npm first." (its other paragraph is the code's
+    // description, not repeated): too short on its own. "Other" has no prose.
+    assert.deepStrictEqual(prose.map((snippet) => snippet.title), ["Guide"])
     assert.include(prose[0]!.body, "Intro paragraph")
     for (const snippet of snippets) {
       assert.notInclude(snippet.body, "comment that must not")
@@ -90,7 +90,7 @@ describe("Splitter", () => {
     const paragraph = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(10).trim()
     const longProse = Array.from({ length: 20 }, () => paragraph).join("\n\n")
     const longCode = Array.from({ length: 400 }, (_, i) => `const value${i} = compute(${i}) // line ${i}`).join("\n")
-    const snippets = split(`# Long\n\n${longProse}\n\n\`\`\`ts\n${longCode}\n\`\`\`\n`, "long.md")
+    const snippets = split(`# Long\n\n${longProse}\n\n## Code\n\n\`\`\`ts\n${longCode}\n\`\`\`\n`, "long.md")
     const prose = snippets.filter((snippet) => snippet.kind === "prose")
     const code = snippets.filter((snippet) => snippet.kind === "code")
     assert.isAbove(prose.length, 1)
