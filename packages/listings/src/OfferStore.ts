@@ -56,6 +56,17 @@ export class OfferStore extends Context.Service<OfferStore, {
         images: ReadonlyArray<FeedImage>
       ) {
         if (rows.length === 0) return 0
+        // Most of a scheduled run is offers that did not change: ask which rows differ by content hash
+        // first (ids and hashes only), and send, parse and lock for only those. Only this source's run
+        // writes these ids (the lease), so the answer holds until the upsert.
+        const changed = new Set((yield* sql<{ readonly id: string }>`
+          SELECT r.id FROM json_to_recordset(${JSON.stringify(rows.map((row) => ({ id: row.id, h: row.content_hash })))}::json)
+            AS r(id text, h text)
+          LEFT JOIN listings.offers o ON o.id = r.id
+          WHERE o.id IS NULL OR o.content_hash <> r.h OR o.removed_at IS NOT NULL`).map((row) => row.id))
+        if (changed.size === 0) return 0
+        const changedRows = changed.size === rows.length ? rows : rows.filter((row) => changed.has(row.id))
+        const changedImages = changed.size === rows.length ? images : images.filter((image) => changed.has(image.offerId))
         return yield* sql.withTransaction(Effect.gen(function*() {
           yield* lockWriters
           // `contested`: another listed offer (not this row) has the key, so only a recomputation over
@@ -67,7 +78,7 @@ export class OfferStore extends Context.Service<OfferStore, {
             readonly contested: boolean
           }>`
             WITH input AS (
-              SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS r(
+              SELECT * FROM json_to_recordset(${JSON.stringify(changedRows)}::json) AS r(
                 id text, source_id text, native_id text, title text, make text, model text, price float8,
                 currency text, fuel text, transmission text, region text, original_url text, year int,
                 mileage int, power int, location text, latitude float8, longitude float8, images jsonb,
@@ -110,7 +121,7 @@ export class OfferStore extends Context.Service<OfferStore, {
             registered AS (
               INSERT INTO listings.images (key, original_url, source_id)
               SELECT i.key, i.url, ${sourceId}
-              FROM json_to_recordset(${JSON.stringify(images)}::json) AS i("offerId" text, key text, url text)
+              FROM json_to_recordset(${JSON.stringify(changedImages)}::json) AS i("offerId" text, key text, url text)
               WHERE i."offerId" IN (SELECT id FROM up)
               ORDER BY i.key -- in key order into the primary key
               ON CONFLICT (key) DO NOTHING
