@@ -13,7 +13,7 @@
  * In a first load that is almost none, so every row is written once instead of inserted and then
  * updated again.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Fiber, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { FeedImage, OfferRow } from "./Normalize.ts"
 
@@ -67,6 +67,17 @@ export class OfferStore extends Context.Service<OfferStore, {
         if (changed.size === 0) return 0
         const changedRows = changed.size === rows.length ? rows : rows.filter((row) => changed.has(row.id))
         const changedImages = changed.size === rows.length ? images : images.filter((image) => changed.has(image.offerId))
+        // The changed offers' images are registered on another connection while the offers are written
+        // (the database works on both at once); the offers commit only after their images did, so a
+        // listed offer's image key is always known to GET /images.
+        const registering = yield* Effect.forkChild(
+          changedImages.length === 0 ? Effect.void : sql`
+            INSERT INTO listings.images (key, original_url, source_id)
+            SELECT i.key, i.url, ${sourceId}
+            FROM json_to_recordset(${JSON.stringify(changedImages)}::json) AS i(key text, url text)
+            ORDER BY i.key -- in key order into the primary key
+            ON CONFLICT (key) DO NOTHING`.pipe(Effect.asVoid)
+        )
         return yield* sql.withTransaction(Effect.gen(function*() {
           yield* lockWriters
           // `contested`: another listed offer (not this row) has the key, so only a recomputation over
@@ -117,14 +128,6 @@ export class OfferStore extends Context.Service<OfferStore, {
                 content_hash = excluded.content_hash, dedup_winner = excluded.dedup_winner, removed_at = NULL
               WHERE o.content_hash <> excluded.content_hash OR o.removed_at IS NOT NULL
               RETURNING o.id, o.dedup_key
-            ),
-            registered AS (
-              INSERT INTO listings.images (key, original_url, source_id)
-              SELECT i.key, i.url, ${sourceId}
-              FROM json_to_recordset(${JSON.stringify(changedImages)}::json) AS i("offerId" text, key text, url text)
-              WHERE i."offerId" IN (SELECT id FROM up)
-              ORDER BY i.key -- in key order into the primary key
-              ON CONFLICT (key) DO NOTHING
             )
             SELECT up.dedup_key, old.dedup_key AS old_key, c.contested
             FROM up JOIN candidate c USING (id) LEFT JOIN old USING (id)`
@@ -135,8 +138,9 @@ export class OfferStore extends Context.Service<OfferStore, {
           }
           yield* recomputeWinners([...keys])
           if (written.length > 0) yield* bumpVersion
+          yield* Fiber.join(registering)
           return written.length
-        }))
+        })).pipe(Effect.onInterrupt(() => Fiber.interrupt(registering)))
       })
 
       const expireVanished = Effect.fn("OfferStore.expireVanished")(function*(
