@@ -4,6 +4,7 @@
  * background work, needing only the database).
  */
 import type { PgClient } from "@effect/sql-pg"
+import { Service as DocsService } from "@svc/docs"
 import { Service as ListingsService } from "@svc/listings"
 import type { Database } from "@svc/platform"
 import { Server as QueueServer } from "@svc/queue"
@@ -34,5 +35,11 @@ export const landed: ReadonlyArray<SuiteService> = [
     description: "Message delivery queue: publish, durable delivery with retries, callbacks, DLQ, URL groups (port 8788)",
     schemas: ["queue"],
     layer: QueueServer.layer
+  },
+  {
+    name: "docs-api",
+    description: "Documentation lookup REST API v2: library search and context for a question (port 8789)",
+    schemas: ["docs"],
+    layer: DocsService.layer
   }
 ]

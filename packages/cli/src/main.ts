@@ -1,12 +1,13 @@
 /**
  * The `svc` command: run the suite's services, migrate the database, operate running services
- * (listings ingest, the queue's dead-letter queue and URL groups).
+ * (listings ingest, the queue's dead-letter queue and URL groups), index documentation (svc docs).
  */
 import { IngestClient } from "@svc/listings"
 import { Database, Migrations } from "@svc/platform"
 import { describeDlq, describeTopic, describeTopicDetails, QueueRpcClient } from "@svc/queue"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { docs } from "./docs.ts"
 import { landed, serviceNames } from "./Services.ts"
 import * as SuiteStatus from "./SuiteStatus.ts"
 
@@ -301,5 +302,5 @@ export const svc = Command.make("svc").pipe(
     "svc: listings backend, documentation lookup, message delivery queue and object storage. " +
       "Configuration comes from the environment (see the README)."
   ),
-  Command.withSubcommands([start, migrate, listings, queue])
+  Command.withSubcommands([start, migrate, listings, queue, docs])
 )

@@ -1,0 +1,86 @@
+/**
+ * `svc docs` as an operator runs it: add a folder and an npm package, list, refresh, remove, and
+ * `svc start docs-api` serving what was added. Real processes on a real embedded Postgres.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { freePort } from "@svc/platform"
+import { tempDir } from "@svc/platform/testing"
+import { Effect, Schedule } from "effect"
+import { spawn } from "node:child_process"
+import * as path from "node:path"
+
+const bin = new URL("../src/bin.ts", import.meta.url).pathname
+const greeter = new URL("../../docs/test/fixtures/greeter", import.meta.url).pathname
+
+const start = (args: ReadonlyArray<string>, env: Record<string, string>) => {
+  let output = ""
+  let stdout = ""
+  const child = spawn(process.execPath, [bin, ...args], {
+    env: { ...process.env, ...env, HOST: "127.0.0.1" },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  child.stdout!.on("data", (chunk) => {
+    output += chunk
+    stdout += chunk
+  })
+  child.stderr!.on("data", (chunk) => output += chunk)
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, output: () => output, stdout: () => stdout, exited }
+}
+
+const run = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  Effect.gen(function*() {
+    const process = start(args, env)
+    const code = yield* Effect.promise(() => process.exited)
+    return { code, output: process.output(), stdout: process.stdout() }
+  })
+
+describe("svc docs", () => {
+  it.live("add, list, refresh, remove, and start docs-api serving the result", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-cli-docs-")
+      const env = { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres") }
+
+      const added = yield* run(["docs", "add", greeter, "--version", "1.0.0"], env)
+      assert.strictEqual(added.code, 0, added.output)
+      assert.include(added.stdout, `Indexing /acme/greeter 1.0.0 from ${greeter}\n`)
+      assert.include(added.stdout, "  [1/4] README.md: 3 snippets\n")
+      assert.include(added.stdout, "  [4/4] docs/languages.md:")
+      assert.match(added.stdout, /Stored \d+ snippets \(\d+ tokens\)\n\/acme\/greeter\/1\.0\.0 is ready: 4 files, \d+ snippets\n$/)
+
+      const npm = yield* run(["docs", "add", "npm:he"], env)
+      assert.strictEqual(npm.code, 0, npm.output)
+      assert.match(npm.stdout, /\/mathiasbynens\/he\/[\d.]+ is ready/)
+
+      const list = yield* run(["docs", "list"], env)
+      assert.strictEqual(list.code, 0, list.output)
+      assert.match(list.stdout, /^\/acme\/greeter {2}greeter {2}\(.*fixtures\/greeter\)\n {2}1\.0\.0 \(default\) {2}ready {2}\d+ snippets {2}\d+ tokens {2}updated \S+\n\/mathiasbynens\/he {2}he {2}\(npm:he\)\n/m)
+
+      const refreshed = yield* run(["docs", "refresh", "/acme/greeter"], env)
+      assert.strictEqual(refreshed.code, 0, refreshed.output)
+      assert.include(refreshed.stdout, "/acme/greeter/1.0.0 is ready")
+
+      const failed = yield* run(["docs", "add", "npm:not-installed-anywhere"], env)
+      assert.strictEqual(failed.code, 1)
+      assert.include(failed.output, "svc: npm package not-installed-anywhere is not installed")
+      assert.notInclude(failed.output, "    at ")
+
+      const port = yield* freePort()
+      const server = start(["start", "docs-api"], { ...env, DOCS_PORT: String(port) })
+      const answer = yield* Effect.tryPromise(() =>
+        fetch(`http://127.0.0.1:${port}/api/v2/context?libraryId=/acme/greeter&query=switch%20language&type=json`)
+          .then((response) => response.json())
+      ).pipe(Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 100 }))
+      assert.strictEqual(answer.libraryId, "/acme/greeter/1.0.0")
+      assert.strictEqual(answer.snippets[0].title, "Switching the language")
+      server.child.kill("SIGTERM")
+      assert.strictEqual(yield* Effect.promise(() => server.exited), 0, server.output())
+
+      const removed = yield* run(["docs", "remove", "/acme/greeter"], env)
+      assert.strictEqual(removed.code, 0, removed.output)
+      assert.include(removed.stdout, "/acme/greeter: removed")
+      const again = yield* run(["docs", "remove", "/acme/greeter"], env)
+      assert.strictEqual(again.code, 1)
+      assert.include(again.output, "svc: No library /acme/greeter")
+    }), { timeout: 120_000 })
+})
