@@ -90,9 +90,13 @@ const code = (language: string | null, lines: ReadonlyArray<string>): Block => (
   code: dedent(lines).join("\n").replace(/^\n+|\s+$/g, "")
 })
 
-/** Heading text without Markdown decoration: `` `foo()` `` → `foo()`, links keep their text. */
+/**
+ * Heading text without Markdown decoration: `` `foo()` `` → `foo()`, links keep their text, images
+ * (README badges: `# he [![Build status](…)](…)`) and HTML tags go.
+ */
 const cleanInline = (text: string): string =>
-  text.replace(/\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/[`*_]/g, "").replace(/\s+/g, " ").trim()
+  text.replace(/!\[[^\]]*\]\([^)]*\)/g, "").replace(/\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/<[^>]+>/g, "")
+    .replace(/[`*_]/g, "").replace(/\s+/g, " ").trim()
 
 const dedent = (lines: ReadonlyArray<string>): ReadonlyArray<string> => {
   const indents = lines.filter((line) => line.trim() !== "").map((line) => /^\s*/.exec(line)![0].length)

@@ -81,6 +81,11 @@ describe("Splitter", () => {
     }
   })
 
+  it("headings lose badges, links and inline code marks", () => {
+    const [snippet] = split("# he [![Build status](https://ci.example/he.svg)](https://ci.example/he) `v1`\n\n## The [`decode`](#decode) function\n\n```js\nhe.decode('&amp;')\n```\n", "README.md")
+    assert.deepStrictEqual(snippet!.headingPath, ["he v1", "The decode function"])
+  })
+
   it("drops trivial snippets: short prose and tiny code", () => {
     const snippets = split("# A\n\nSee below.\n\n```\nx\n```\n\n```sh\nnpm i thing\n```\n", "a.md")
     assert.deepStrictEqual(snippets.map((snippet) => [snippet.kind, snippet.body]), [["code", "npm i thing"]])
