@@ -389,4 +389,88 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
       assert.strictEqual(refused.status, 400)
       assert.strictEqual((yield* Effect.promise(() => refused.json())).code, "content_type_not_allowed")
     }))
+
+  it.effect("resume: re-signs a single PUT; lists landed parts of a multipart upload and signs the others", () =>
+    Effect.gen(function*() {
+      const bucket = yield* freshBucket("resume")
+      const handler = createUploadHandler({
+        secret: "a-secret-of-enough-length",
+        routes: {
+          video: { bucket, multipartThreshold: "6MB", partSize: "5MB", onBeforeUpload: () => undefined },
+          other: { bucket, onBeforeUpload: () => undefined }
+        }
+      })
+      const json = (body: unknown) => Effect.promise(async () => {
+        const r = await post(handler, body)
+        return { status: r.status, body: await r.json() as any }
+      })
+      // single PUT: a fresh URL and a new token; the PUT and the completion work with them
+      const single = yield* json({ ...begin, route: "video" })
+      const renewed = yield* json({ type: "resume", route: "video", completionToken: single.body.completionToken })
+      assert.strictEqual(renewed.status, 200)
+      assert.strictEqual(renewed.body.type, "resume")
+      assert.strictEqual(renewed.body.path, "avatars/me.png")
+      assert.notStrictEqual(renewed.body.completionToken, single.body.completionToken)
+      const put = yield* Effect.promise(() => fetch(renewed.body.url, { method: "PUT", body: PNG as BodyInit, headers: renewed.body.headers }))
+      assert.strictEqual(put.status, 200)
+      assert.strictEqual((yield* json({ type: "complete", route: "video", completionToken: renewed.body.completionToken })).status, 200)
+      // bound to the route
+      const elsewhere = yield* json({ type: "resume", route: "other", completionToken: single.body.completionToken })
+      assert.strictEqual(elsewhere.body.code, "forbidden")
+
+      // multipart: 3 parts, part 2 lands, then resume lists it and signs 1 and 3
+      const size = 11 * 1024 * 1024
+      const bytes = new Uint8Array(size).map((_, i) => i % 253)
+      const started = yield* json({ type: "begin", route: "video", pathname: "clips/b.bin", contentType: "application/octet-stream", size })
+      const plan = started.body.multipart
+      assert.strictEqual(plan.parts.length, 3)
+      const sendPart = (part: { partNumber: number; url: string; size: number }) =>
+        Effect.promise(async () => {
+          const from = (part.partNumber - 1) * plan.partSize
+          const r = await fetch(part.url, { method: "PUT", body: bytes.subarray(from, from + part.size) as BodyInit })
+          assert.strictEqual(r.status, 200)
+          return { partNumber: part.partNumber, etag: r.headers.get("etag")! }
+        })
+      const second = yield* sendPart(plan.parts[1])
+      const resumed = yield* json({ type: "resume", route: "video", completionToken: started.body.completionToken })
+      assert.strictEqual(resumed.status, 200)
+      assert.deepStrictEqual(resumed.body.multipart.landed, [{ partNumber: 2, etag: second.etag, size: plan.partSize }])
+      assert.deepStrictEqual(resumed.body.multipart.parts.map((p: any) => p.partNumber), [1, 3])
+      assert.strictEqual(resumed.body.multipart.uploadId, plan.uploadId)
+      // naming parts re-signs exactly those (expired URLs mid-upload), without listing
+      const named = yield* json({ type: "resume", route: "video", completionToken: resumed.body.completionToken, parts: [3] })
+      assert.deepStrictEqual(named.body.multipart.parts.map((p: any) => p.partNumber), [3])
+      assert.isUndefined(named.body.multipart.landed)
+      const outside = yield* json({ type: "resume", route: "video", completionToken: resumed.body.completionToken, parts: [4] })
+      assert.strictEqual(outside.body.code, "invalid_input")
+      const first = yield* sendPart(resumed.body.multipart.parts[0])
+      const third = yield* sendPart(named.body.multipart.parts[0])
+      const done = yield* json({ type: "complete", route: "video", completionToken: named.body.completionToken, parts: [first, second, third] })
+      assert.strictEqual(done.status, 200)
+      assert.isTrue(Buffer.from(yield* bucket.getBytes("clips/b.bin")).equals(Buffer.from(bytes)))
+      // the upload is gone once completed: resuming it is not_found
+      const gone = yield* json({ type: "resume", route: "video", completionToken: named.body.completionToken })
+      assert.strictEqual(gone.body.code, "not_found")
+    }))
+
+  it.effect("resume takes a token expired less than resumeWindow ago; complete never takes an expired one", () =>
+    Effect.gen(function*() {
+      const bucket = yield* freshBucket("resumewin")
+      const handler = createUploadRoute({ bucket, onBeforeUpload: () => undefined, expiresIn: 1, resumeWindow: 60 })
+      const strict = createUploadRoute({ bucket, onBeforeUpload: () => undefined, expiresIn: 1, resumeWindow: 0, secret: "a-secret-of-enough-length" })
+      const started = yield* Effect.promise(async () => (await post(handler, begin)).json() as Promise<BeginUploadResponse>)
+      const strictStarted = yield* Effect.promise(async () => (await post(strict, begin)).json() as Promise<BeginUploadResponse>)
+      yield* Effect.sleep("1100 millis")
+      const expired = yield* Effect.promise(async () => (await post(handler, { type: "complete", completionToken: started.completionToken })).json())
+      assert.strictEqual(expired.code, "forbidden")
+      const resumed = yield* Effect.promise(async () => {
+        const r = await post(handler, { type: "resume", completionToken: started.completionToken })
+        return { status: r.status, body: await r.json() as any }
+      })
+      assert.strictEqual(resumed.status, 200)
+      assert.isAbove(resumed.body.expiresAt, Date.now())
+      const refused = yield* Effect.promise(async () => (await post(strict, { type: "resume", completionToken: strictStarted.completionToken })).json())
+      assert.strictEqual(refused.code, "forbidden")
+      assert.match(refused.message, /expired/)
+    }))
 })

@@ -1,6 +1,10 @@
 /**
- * `@svc/blob/browser`: BlobError and the shared types. The browser upload client is issue 5.
+ * `@svc/blob/browser`: the upload client (`upload`, `uploadEffect`), the upload record state machine
+ * (`createUploadTask`, `createUploadQueue`), BlobError and the shared types. No server code: only
+ * `effect` and browser APIs (fetch, XMLHttpRequest, localStorage).
  *
  * @module
  */
 export * from "../shared/index.ts"
+export * from "./record.ts"
+export * from "./upload.ts"

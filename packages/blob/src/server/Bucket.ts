@@ -24,6 +24,7 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  ListPartsCommand,
   PutBucketCorsCommand,
   PutObjectCommand,
   S3Client,
@@ -191,6 +192,13 @@ export interface SignedMultipartUpload {
   readonly expiresAt: number
 }
 
+/** A part storage already holds (ListParts). */
+export interface LandedPart {
+  readonly partNumber: number
+  readonly etag: string
+  readonly size: number
+}
+
 export interface CorsOptions {
   /** default ["*"] (every origin) */
   readonly origins?: ReadonlyArray<string> | undefined
@@ -250,6 +258,15 @@ export interface BucketApi {
     options?: { readonly allowOverwrite?: boolean | undefined }
   ): Effect.Effect<{ readonly etag: string }, BlobError>
   abortMultipartUpload(path: string, uploadId: string): Effect.Effect<void, BlobError>
+  /** the parts of an unfinished multipart upload that storage holds (ListParts); `not_found` once it is gone */
+  listParts(path: string, uploadId: string): Effect.Effect<ReadonlyArray<LandedPart>, BlobError>
+  /** signs part PUTs of an existing multipart upload again (expired URLs, a resumed upload) */
+  signedUploadParts(
+    path: string,
+    uploadId: string,
+    parts: ReadonlyArray<{ readonly partNumber: number; readonly size: number }>,
+    options?: { readonly expiresIn?: number | undefined }
+  ): Effect.Effect<{ readonly parts: ReadonlyArray<PresignedPart>; readonly expiresAt: number }, BlobError>
   /** sets the bucket's CORS rules so browsers may PUT (signed headers) and read ETag */
   configureCors(options?: CorsOptions): Effect.Effect<void, BlobError>
   /** releases the S3 clients */
@@ -1214,22 +1231,70 @@ export const makeBucketUnsafe = (options: BucketOptions): BucketApi => {
       return yield* new BlobError("request_failed", { status: 502, message: "Storage started no multipart upload" })
     }
     const count = Math.max(1, Math.ceil(size / chosen))
-    const parts = yield* Effect.forEach(Array.from({ length: count }, (_, i) => i + 1), (partNumber) => {
-      const partBytes = partNumber < count ? chosen : size - chosen * (count - 1)
-      return presign(
-        path,
-        new UploadPartCommand({ Bucket, Key: path, UploadId: uploadId, PartNumber: partNumber, ContentLength: partBytes }),
-        options.expiresIn ?? 3600,
-        ["content-length"]
-      ).pipe(Effect.map((p) => ({ partNumber, url: p.url, size: partBytes, expiresAt: p.expiresAt })))
-    }, { concurrency: 8 }).pipe(Effect.onError(() => abortUpload(path, uploadId)))
+    const signed = yield* signParts(
+      path,
+      uploadId,
+      Array.from({ length: count }, (_, i) => ({ partNumber: i + 1, size: i + 1 < count ? chosen : size - chosen * (count - 1) })),
+      options.expiresIn ?? 3600
+    ).pipe(Effect.onError(() => abortUpload(path, uploadId)))
     return {
       uploadId,
       partSize: chosen,
-      parts: parts.map(({ partNumber, url: u, size: s }) => ({ partNumber, url: u, size: s })),
+      parts: signed.parts,
       headers: {},
-      expiresAt: Math.min(...parts.map((p) => p.expiresAt))
+      expiresAt: signed.expiresAt
     } satisfies SignedMultipartUpload
+  })
+
+  /** Presigned UploadPart PUTs (content length signed per part). */
+  const signParts = (
+    path: string,
+    uploadId: string,
+    parts: ReadonlyArray<{ readonly partNumber: number; readonly size: number }>,
+    expiresIn: number
+  ) =>
+    Effect.forEach(parts, ({ partNumber, size: partBytes }) =>
+      presign(
+        path,
+        new UploadPartCommand({ Bucket, Key: path, UploadId: uploadId, PartNumber: partNumber, ContentLength: partBytes }),
+        expiresIn,
+        ["content-length"]
+      ).pipe(Effect.map((p) => ({ partNumber, url: p.url, size: partBytes, expiresAt: p.expiresAt }))), { concurrency: 8 }).pipe(
+        Effect.map((signed) => ({
+          parts: signed.map(({ partNumber, url: u, size: s }): PresignedPart => ({ partNumber, url: u, size: s })),
+          expiresAt: signed.length === 0 ? Date.now() + expiresIn * 1000 : Math.min(...signed.map((p) => p.expiresAt))
+        }))
+      )
+
+  const signedUploadParts = Effect.fn("Bucket.signedUploadParts")(function*(
+    path: string,
+    uploadId: string,
+    parts: ReadonlyArray<{ readonly partNumber: number; readonly size: number }>,
+    options: { readonly expiresIn?: number | undefined } = {}
+  ) {
+    yield* requirePath(path)
+    if (token.readOnly) return yield* readOnlyRefusal("An upload URL")
+    return yield* signParts(path, uploadId, parts, options.expiresIn ?? 3600)
+  })
+
+  const listParts = Effect.fn("Bucket.listParts")(function*(path: string, uploadId: string) {
+    yield* requirePath(path)
+    const landed: Array<LandedPart> = []
+    let marker: string | undefined
+    while (true) {
+      const page = yield* retried(send(path, (client, signal) =>
+        client.send(
+          new ListPartsCommand({ Bucket, Key: path, UploadId: uploadId, ...(marker === undefined ? {} : { PartNumberMarker: marker }) }),
+          { abortSignal: signal }
+        )))
+      for (const part of page.Parts ?? []) {
+        if (part.PartNumber === undefined || part.ETag === undefined) continue
+        landed.push({ partNumber: part.PartNumber, etag: quoted(part.ETag), size: part.Size ?? 0 })
+      }
+      if (page.IsTruncated !== true || page.NextPartNumberMarker === undefined) break
+      marker = page.NextPartNumberMarker
+    }
+    return landed
   })
 
   const completeMultipartUpload = Effect.fn("Bucket.completeMultipartUpload")(function*(
@@ -1293,6 +1358,8 @@ export const makeBucketUnsafe = (options: BucketOptions): BucketApi => {
     signedMultipartUpload,
     completeMultipartUpload: (path, uploadId, parts, options) => completeMultipartUpload(path, uploadId, parts, options),
     abortMultipartUpload: (path, uploadId) => abortUpload(path, uploadId),
+    listParts,
+    signedUploadParts: (path, uploadId, parts, options) => signedUploadParts(path, uploadId, parts, options),
     configureCors: (options) => configureCors(options),
     close
   }
@@ -1379,6 +1446,8 @@ export const createBucket = (options: Partial<BucketOptions> = {}): PromiseBucke
     signedMultipartUpload: (...args) => run(api.signedMultipartUpload(...args)),
     completeMultipartUpload: (...args) => run(api.completeMultipartUpload(...args)),
     abortMultipartUpload: (...args) => run(api.abortMultipartUpload(...args)),
+    listParts: (...args) => run(api.listParts(...args)),
+    signedUploadParts: (...args) => run(api.signedUploadParts(...args)),
     configureCors: (...args) => run(api.configureCors(...args)),
     close: () => run(api.close)
   }

@@ -10,7 +10,9 @@
  * multipart upload, checks the stored object (missing -> `not_found`; other size or type ->
  * `signature_mismatch`; leading bytes contradicting the type -> `content_type_not_allowed`; the object is
  * deleted in those cases), then runs `onUploadComplete` (a throw deletes the object first, then the
- * error is answered).
+ * error is answered). `resume` re-signs an upload already begun from its token alone (expired URLs; a
+ * multipart upload picked up again, with the parts storage holds listed by ListParts) and answers a new
+ * token with the same claims.
  *
  * Failures resolve in the spec's order: `onError` first (a Response it returns is the answer, a BlobError
  * is answered as JSON); else a thrown BlobError as itself; else an application error with a `status` (or
@@ -29,6 +31,9 @@ import {
   type BeginUploadResponse,
   type CompleteUploadRequest,
   type CompleteUploadResponse,
+  type LandedPartInfo,
+  type ResumeUploadRequest,
+  type ResumeUploadResponse,
   UploadRequest
 } from "../shared/protocol.ts"
 import { formatBytes, parseOptionalSize, type SizeInput } from "../shared/size.ts"
@@ -85,6 +90,12 @@ export interface UploadRouteOptions {
   readonly multipartThreshold?: SizeInput | undefined
   /** part size of multipart uploads (default 8 MiB) */
   readonly partSize?: SizeInput | undefined
+  /**
+   * how long after its completion token expired an upload may still be resumed (re-signed), in seconds
+   * (default 86400): a long or interrupted upload outlives its first URLs; the token still binds the
+   * route, path, size, type and upload id, and complete only takes an unexpired token
+   */
+  readonly resumeWindow?: number | undefined
 }
 
 export interface UploadHandlerOptions {
@@ -108,6 +119,8 @@ interface TokenClaims {
   readonly e: number
   readonly o: boolean
   readonly u?: string
+  /** multipart: the part size the parts were planned with */
+  readonly ps?: number
   readonly tp?: string
 }
 
@@ -122,7 +135,14 @@ export const signCompletionToken = (secret: Uint8Array, claims: TokenClaims): st
 const forbidden = (message: string) =>
   new BlobError("forbidden", { message, hint: "Begin the upload again" })
 
-export const verifyCompletionToken = (secret: Uint8Array, token: string, route: string, now: number): TokenClaims | BlobError => {
+/** `grace`: milliseconds past its expiry a token is still accepted (resume only). */
+export const verifyCompletionToken = (
+  secret: Uint8Array,
+  token: string,
+  route: string,
+  now: number,
+  grace = 0
+): TokenClaims | BlobError => {
   const [version, payload, signature] = token.split(".")
   if (version !== "v1" || payload === undefined || signature === undefined || token.split(".").length !== 3) {
     return forbidden("The completion token is not valid")
@@ -137,7 +157,7 @@ export const verifyCompletionToken = (secret: Uint8Array, token: string, route: 
     return forbidden("The completion token is not valid")
   }
   if (claims.r !== route) return forbidden("The completion token is for another upload route")
-  if (claims.e <= now) return forbidden("The completion token has expired")
+  if (claims.e + grace <= now) return forbidden("The completion token has expired")
   return claims
 }
 
@@ -217,6 +237,7 @@ interface PreparedRoute {
   readonly expiresIn: number
   readonly multipartThreshold: number
   readonly partSize: number | undefined
+  readonly resumeWindow: number
 }
 
 const prepareRoute = (name: string, options: UploadRouteOptions): PreparedRoute => {
@@ -233,6 +254,8 @@ const prepareRoute = (name: string, options: UploadRouteOptions): PreparedRoute 
   }
   const expiresIn = options.expiresIn ?? 3600
   if (!Number.isFinite(expiresIn) || expiresIn <= 0) throw new TypeError(`upload route ${name}: expiresIn must be seconds > 0`)
+  const resumeWindow = options.resumeWindow ?? 86_400
+  if (!Number.isFinite(resumeWindow) || resumeWindow < 0) throw new TypeError(`upload route ${name}: resumeWindow must be seconds >= 0`)
   return {
     name,
     options,
@@ -241,7 +264,8 @@ const prepareRoute = (name: string, options: UploadRouteOptions): PreparedRoute 
     maxSize: parseOptionalSize(options.maxSize, "maxSize"),
     expiresIn,
     multipartThreshold: parseOptionalSize(options.multipartThreshold, "multipartThreshold") ?? 64 * 1024 * 1024,
-    partSize: parseOptionalSize(options.partSize, "partSize")
+    partSize: parseOptionalSize(options.partSize, "partSize"),
+    resumeWindow
   }
 }
 
@@ -308,6 +332,7 @@ export const createUploadHandler = (options: UploadHandlerOptions): UploadHandle
         e: Math.min(multipart.expiresAt, now + route.expiresIn * 1000),
         o: allowOverwrite,
         u: multipart.uploadId,
+        ps: multipart.partSize,
         ...(result.tokenPayload === undefined ? {} : { tp: result.tokenPayload })
       })
       return Response.json({
@@ -402,6 +427,70 @@ export const createUploadHandler = (options: UploadHandlerOptions): UploadHandle
     } satisfies CompleteUploadResponse)
   }
 
+  /**
+   * Fresh URLs for an upload already begun: the token (signed, for this route, expired less than
+   * resumeWindow ago) fixes path, size, type, overwrite flag and upload id, so nothing else is authorized.
+   */
+  const resume = async (route: PreparedRoute, body: ResumeUploadRequest): Promise<Response> => {
+    const now = Date.now()
+    const claims = verifyCompletionToken(secret, body.completionToken, route.name, now, route.resumeWindow * 1000)
+    if (BlobError.is(claims)) throw claims
+    const bucket = route.bucket
+    if (claims.u === undefined) {
+      const signed = await run(bucket.signedUploadUrl(claims.p, {
+        contentType: claims.ct,
+        size: claims.s,
+        expiresIn: route.expiresIn,
+        allowOverwrite: claims.o
+      }))
+      return Response.json({
+        type: "resume",
+        path: claims.p,
+        method: "PUT",
+        url: signed.url,
+        headers: signed.headers,
+        expiresAt: signed.expiresAt,
+        completionToken: signCompletionToken(secret, { ...claims, e: signed.expiresAt })
+      } satisfies ResumeUploadResponse)
+    }
+    const partSize = claims.ps
+    if (partSize === undefined) throw forbidden("The completion token cannot resume this upload")
+    const count = Math.max(1, Math.ceil(claims.s / partSize))
+    const plannedSize = (partNumber: number) => partNumber < count ? partSize : claims.s - partSize * (count - 1)
+    let wanted: ReadonlyArray<number>
+    let landed: ReadonlyArray<LandedPartInfo> | undefined
+    if (body.parts !== undefined) {
+      const outside = body.parts.find((n) => n > count)
+      if (outside !== undefined) throw new BlobError("invalid_input", { message: `This upload has ${count} parts, not part ${outside}` })
+      wanted = [...new Set(body.parts)]
+    } else {
+      // what storage holds is the truth (a part the page remembers may never have landed): ListParts,
+      // keeping only parts of the planned size (a part cut short is sent again)
+      const held = await run(bucket.listParts(claims.p, claims.u))
+      landed = held.filter((part) => part.partNumber <= count && part.size === plannedSize(part.partNumber))
+      const done = new Set(landed.map((part) => part.partNumber))
+      wanted = Array.from({ length: count }, (_, i) => i + 1).filter((n) => !done.has(n))
+    }
+    const signed = await run(bucket.signedUploadParts(claims.p, claims.u, wanted.map((partNumber) => ({ partNumber, size: plannedSize(partNumber) })), {
+      expiresIn: route.expiresIn
+    }))
+    const expiresAt = Math.min(signed.expiresAt, now + route.expiresIn * 1000)
+    return Response.json({
+      type: "resume",
+      path: claims.p,
+      method: "PUT",
+      headers: {},
+      expiresAt,
+      completionToken: signCompletionToken(secret, { ...claims, e: expiresAt }),
+      multipart: {
+        uploadId: claims.u,
+        partSize,
+        parts: signed.parts,
+        ...(landed === undefined ? {} : { landed })
+      }
+    } satisfies ResumeUploadResponse)
+  }
+
   return async (request: Request): Promise<Response> => {
     let route: PreparedRoute | undefined
     let routeName = ""
@@ -419,7 +508,7 @@ export const createUploadHandler = (options: UploadHandlerOptions): UploadHandle
       if (decoded._tag === "Failure") {
         throw new BlobError("invalid_input", {
           message: "Malformed upload request",
-          hint: "Send { type: \"begin\", pathname, contentType, size } or { type: \"complete\", completionToken }",
+          hint: "Send { type: \"begin\", pathname, contentType, size }, { type: \"complete\", completionToken } or { type: \"resume\", completionToken }",
           cause: decoded.failure
         })
       }
@@ -428,7 +517,14 @@ export const createUploadHandler = (options: UploadHandlerOptions): UploadHandle
       route = routes.get(routeName) ?? (routes.size === 1 && body.route === undefined ? routes.values().next().value : undefined)
       if (route === undefined) throw new BlobError("not_found", { message: `No upload route ${JSON.stringify(routeName)}` })
       routeName = route.name
-      return body.type === "begin" ? await begin(route, request, body) : await complete(route, request, body)
+      switch (body.type) {
+        case "begin":
+          return await begin(route, request, body)
+        case "complete":
+          return await complete(route, request, body)
+        case "resume":
+          return await resume(route, body)
+      }
     } catch (error) {
       return resolveFailure(error, route?.options, { request, route: routeName })
     }

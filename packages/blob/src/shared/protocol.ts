@@ -7,6 +7,14 @@
  *   (no `url`) for a multipart upload: the client PUTs each part to its URL and keeps each answer's ETag.
  * - complete: `{ "type": "complete", "route"?, "completionToken", "parts"?: [{ "partNumber", "etag" }] }` ->
  *   200 `{ "type": "complete", "path", "size", "contentType", "etag" }`.
+ * - resume (re-sign): `{ "type": "resume", "route"?, "completionToken", "parts"?: [partNumber, ...] }` ->
+ *   200 `{ "type": "resume", "path", "method": "PUT", "url"?, "headers", "expiresAt", "completionToken",
+ *   "multipart"?: { "uploadId", "partSize", "parts": [...], "landed"?: [{ "partNumber", "etag", "size" }] } }`.
+ *   Fresh URLs for an upload already begun, bound to the same route, path, size, type and upload id as the
+ *   token: the single PUT's URL again, or the listed parts' URLs (expired ones), or — without `parts` — the
+ *   parts storage does not hold yet plus the `landed` ones (storage's ListParts), to resume after a reload.
+ *   The answer carries a new completion token (same claims, new expiry): use it from then on. A token
+ *   expired less than the route's `resumeWindow` ago is still accepted here (never for complete).
  *
  * Every refusal is the BlobError's JSON (`BlobErrorJson`) at the error's status, with `Retry-After` when
  * `retryAfter` is set.
@@ -39,7 +47,16 @@ export const CompleteUploadRequest = Schema.Struct({
 })
 export type CompleteUploadRequest = typeof CompleteUploadRequest.Type
 
-export const UploadRequest = Schema.Union([BeginUploadRequest, CompleteUploadRequest])
+export const ResumeUploadRequest = Schema.Struct({
+  type: Schema.Literal("resume"),
+  route: Schema.optionalKey(Schema.String),
+  completionToken: Schema.String,
+  /** sign these parts again (expired URLs); absent: every part storage does not hold yet */
+  parts: Schema.optionalKey(Schema.Array(Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(1))))
+})
+export type ResumeUploadRequest = typeof ResumeUploadRequest.Type
+
+export const UploadRequest = Schema.Union([BeginUploadRequest, CompleteUploadRequest, ResumeUploadRequest])
 export type UploadRequest = typeof UploadRequest.Type
 
 export interface PresignedPart {
@@ -72,4 +89,31 @@ export interface CompleteUploadResponse {
   readonly size: number
   readonly contentType: string
   readonly etag: string
+}
+
+/** A part storage already holds (from ListParts). */
+export interface LandedPartInfo {
+  readonly partNumber: number
+  readonly etag: string
+  readonly size: number
+}
+
+export interface ResumeUploadResponse {
+  readonly type: "resume"
+  readonly path: string
+  readonly method: "PUT"
+  /** single PUT: a fresh URL */
+  readonly url?: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly expiresAt: number
+  /** replaces the previous token (same claims, new expiry) */
+  readonly completionToken: string
+  readonly multipart?: {
+    readonly uploadId: string
+    readonly partSize: number
+    /** fresh URLs: the parts asked for, or every part not landed */
+    readonly parts: ReadonlyArray<PresignedPart>
+    /** only when no parts were named: what storage holds already (size checked against the plan) */
+    readonly landed?: ReadonlyArray<LandedPartInfo>
+  }
 }

@@ -1,0 +1,125 @@
+/**
+ * The upload record state machine (idle -> uploading -> done | error | canceled) and the multi-file queue,
+ * on the scripted route and storage.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { createUploadQueue, createUploadTask, type UploadStatus } from "../../src/browser/record.ts"
+import { BlobError } from "../../src/shared/BlobError.ts"
+import { completed, fileOf, MiB, multipartBegin, scriptedRoute, scriptedStorage, singleBegin } from "./scripted.ts"
+
+const fast = { retryDelay: { base: 1, cap: 5 }, resume: false } as const
+
+const okRoute = () => scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
+
+describe("upload record", () => {
+  it("idle -> uploading -> done, with progress and the result", async () => {
+    const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+    const task = createUploadTask(fileOf(5, "a.bin"), { route: "/u", fetch: okRoute().fetch, XMLHttpRequest: storage.Xhr, ...fast })
+    const seen: Array<UploadStatus> = []
+    task.subscribe(() => {
+      const status = task.snapshot().status
+      if (seen.at(-1) !== status) seen.push(status)
+    })
+    assert.strictEqual(task.snapshot().status, "idle")
+    assert.strictEqual(task.snapshot().name, "a.bin")
+    const result = await task.start()
+    assert.strictEqual(task.start(), task.start()) // one upload per record
+    assert.deepStrictEqual(seen, ["uploading", "done"])
+    const record = task.snapshot()
+    assert.strictEqual(record.progress.percentage, 100)
+    assert.deepStrictEqual(record.result, result)
+    assert.isUndefined(record.error)
+  })
+
+  it("a refusal moves to error with the BlobError; the promise rejects with it", async () => {
+    const route = scriptedRoute(() => Response.json(new BlobError("too_large", { message: "The file is over 5 MiB" }).toJSON(), { status: 413 }))
+    const task = createUploadTask(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: scriptedStorage(() => ({ status: 200 })).Xhr, ...fast })
+    const rejected = await task.start().catch((e: unknown) => e)
+    const record = task.snapshot()
+    assert.strictEqual(record.status, "error")
+    assert.isTrue(BlobError.is(record.error, "too_large"))
+    assert.strictEqual(rejected, record.error)
+  })
+
+  it("exhausted retries move to error with request_failed", async () => {
+    const storage = scriptedStorage(() => ({ status: 503 }))
+    const task = createUploadTask(fileOf(5), { route: "/u", fetch: okRoute().fetch, XMLHttpRequest: storage.Xhr, retries: 1, ...fast })
+    await task.start().catch(() => undefined)
+    assert.strictEqual(task.snapshot().status, "error")
+    assert.strictEqual(task.snapshot().error?.code, "request_failed")
+    assert.match(task.snapshot().error!.message, /after 2 attempts \(last status 503\)/)
+  })
+
+  it("cancel() while uploading: canceled, error undefined, the promise rejects with AbortError", async () => {
+    const size = 2 * MiB
+    const route = scriptedRoute((body) => body.type === "begin" ? multipartBegin(size, MiB) : completed(size))
+    const storage = scriptedStorage(() => ({ hang: true }))
+    const task = createUploadTask(fileOf(size), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, ...fast })
+    const pending = task.start().catch((e: unknown) => e)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    assert.strictEqual(task.snapshot().status, "uploading")
+    assert.isAbove(task.snapshot().progress.loaded, 0)
+    task.snapshot().cancel()
+    const rejected = await pending
+    assert.strictEqual((rejected as DOMException).name, "AbortError")
+    assert.isFalse(BlobError.is(rejected))
+    assert.strictEqual(task.snapshot().status, "canceled")
+    assert.isUndefined(task.snapshot().error)
+    assert.strictEqual(storage.aborted.length, 2)
+  })
+
+  it("cancel() before start: canceled, and start() rejects with AbortError without sending anything", async () => {
+    const route = okRoute()
+    const task = createUploadTask(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: scriptedStorage(() => ({ status: 200 })).Xhr, ...fast })
+    task.cancel()
+    assert.strictEqual(task.snapshot().status, "canceled")
+    assert.strictEqual(((await task.start().catch((e: unknown) => e)) as DOMException).name, "AbortError")
+    assert.strictEqual(route.calls.length, 0)
+  })
+
+  it("an outer signal cancels like cancel()", async () => {
+    const controller = new AbortController()
+    const storage = scriptedStorage(() => ({ hang: true }))
+    const task = createUploadTask(fileOf(5), { route: "/u", fetch: okRoute().fetch, XMLHttpRequest: storage.Xhr, signal: controller.signal, ...fast })
+    const pending = task.start().catch((e: unknown) => e)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    controller.abort()
+    assert.strictEqual(((await pending) as DOMException).name, "AbortError")
+    assert.strictEqual(task.snapshot().status, "canceled")
+  })
+})
+
+describe("upload queue", () => {
+  it("runs one record per file; each ends on its own; clearFinished drops the finished ones", async () => {
+    const route = scriptedRoute((body) =>
+      body.type === "begin" && body.pathname === "bad.html"
+        ? Response.json(new BlobError("content_type_not_allowed", { message: "text/html is not allowed" }).toJSON(), { status: 400 })
+        : body.type === "begin"
+        ? singleBegin()
+        : completed(5)
+    )
+    const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+    const queue = createUploadQueue({ route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, ...fast })
+    let notifications = 0
+    queue.subscribe(() => notifications++)
+    const added = queue.add([fileOf(5, "good.bin"), fileOf(5, "bad.html", "text/html")])
+    assert.deepStrictEqual(added.map((r) => r.status), ["uploading", "uploading"])
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const records = queue.snapshot()
+    assert.deepStrictEqual(records.map((r) => [r.name, r.status]), [["good.bin", "done"], ["bad.html", "error"]])
+    assert.strictEqual(records[1]!.error?.code, "content_type_not_allowed")
+    assert.isAbove(notifications, 2)
+    assert.strictEqual(queue.snapshot(), queue.snapshot()) // stable between changes
+    queue.clearFinished()
+    assert.strictEqual(queue.snapshot().length, 0)
+  })
+
+  it("cancelAll cancels the records in flight", async () => {
+    const storage = scriptedStorage(() => ({ hang: true }))
+    const queue = createUploadQueue({ route: "/u", fetch: okRoute().fetch, XMLHttpRequest: storage.Xhr, ...fast })
+    queue.add([fileOf(5, "a"), fileOf(5, "b")], (file) => ({ pathname: `docs/${file.name}` }))
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    queue.cancelAll()
+    assert.deepStrictEqual(queue.snapshot().map((r) => [r.status, r.error]), [["canceled", undefined], ["canceled", undefined]])
+  })
+})
