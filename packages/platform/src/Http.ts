@@ -385,7 +385,8 @@ const redactUrl = (url: string): string => UrlParams.redactUrl(url, redactedName
 
 const redactedNames: ReadonlyArray<string | RegExp> = [
   ...UrlParams.CurrentRedactedNames.defaultValue(),
-  /token/i,
+  // …but not the docs API's `tokens`, a budget (a count of LLM tokens), which operators need to see.
+  /^(?!tokens$).*token/i,
   /key/i,
   /secret/i,
   /passw/i,

@@ -253,10 +253,11 @@ describe("request log", () => {
     it.effect("one line per request, with status, duration, request id and secrets redacted", () =>
       Effect.gen(function*() {
         lines.length = 0
-        yield* request("/offers?svc_token=hunter2&minYear=2000", { headers: { "x-request-id": "req-1" } })
+        yield* request("/offers?svc_token=hunter2&minYear=2000&tokens=500", { headers: { "x-request-id": "req-1" } })
         const line = lines.filter((line) => line.annotations.requestId === "req-1")
         assert.strictEqual(line.length, 1)
-        assert.match(line[0]!.message, /^GET \/offers\?svc_token=REDACTED&minYear=2000 200 \d+ms$/)
+        // `tokens` (the docs API's budget) is no secret; `svc_token` is
+        assert.match(line[0]!.message, /^GET \/offers\?svc_token=REDACTED&minYear=2000&tokens=500 200 \d+ms$/)
         assert.strictEqual(line[0]!.annotations.service, "test")
       }))
 
