@@ -69,9 +69,12 @@ const context = (libraryId: string, params: Record<string, string> = {}) =>
   get(`/api/v2/context?${new URLSearchParams({ libraryId, ...params })}`)
 
 const contractTests = (it: LayerIt) => {
-  it.effect("GET /health and a JSON 404 elsewhere", () =>
+  it.effect("GET /health, /openapi.json, and a JSON 404 elsewhere", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual((yield* get("/health")).body, { status: "ok" })
+      const openapi = yield* get("/openapi.json")
+      assert.strictEqual(openapi.status, 200)
+      assert.includeMembers(Object.keys(openapi.body.paths), ["/api/v2/libs/search", "/api/v2/context"])
       const missing = yield* get("/api/v2/nope")
       assert.strictEqual(missing.status, 404)
       assert.strictEqual(missing.body.code, "not_found")
