@@ -8,8 +8,8 @@
  * - `generations` / `snippets`: a re-index writes a whole new generation of snippets, then switches
  *   `versions.generation_id` to it and deletes the old one in one transaction. Readers select the
  *   pointer and the snippets in one statement, so they see all of the old generation or all of the
- *   new one, never half or a mix. A generation that never went live (a failed or crashed run) is
- *   deleted by the next run of its version.
+ *   new one, never half or a mix. A failed run deletes its own generation; one left by a crash is
+ *   deleted by a later run of its version once it is an hour old.
  * - `snippets.search`: full text with the title weighted A, the heading path B, description and body
  *   C (english stemming, so "encoding" in a question finds "encode" in the docs).
  * - pg_trgm indexes the library id and title for fuzzy name search ("reactjs" finds "/facebook/react").
