@@ -1,0 +1,149 @@
+/**
+ * The MCP server's way to the REST API v2: an `HttpApiClient` derived from the shared `DocsApi`
+ * definition (so the two cannot drift), with the caller's API key forwarded, transient failures
+ * (network errors, 5xx) retried with a jittered backoff, and every call bounded by 60 seconds
+ * (spec/2 "Limits"). Failures come back as one `DocsApiFailure` whose `kind` the tools turn into a
+ * sentence for the agent.
+ */
+import { DocsApi, type LibraryIndexing, LibraryNotFound, type LibrarySearchResponse } from "@svc/schema"
+import { Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
+import { HttpApiClient } from "effect/http-api"
+
+/** Why a call to the REST API did not give an answer. */
+export class DocsApiFailure extends Schema.TaggedError<DocsApiFailure>()("DocsApiFailure", {
+  kind: Schema.Literals(["unauthorized", "not_found", "rate_limited", "timeout", "unavailable", "failed"]),
+  /** HTTP status, when the API answered. */
+  status: Schema.optional(Schema.Number),
+  /** Seconds, from `Retry-After` (rate_limited). */
+  retryAfter: Schema.optional(Schema.Number),
+  message: Schema.String
+}) {}
+
+/** The API key of the MCP request being served (HTTP: from its headers; stdio: `--api-key`). */
+export const CallerApiKey = Context.Reference<string | undefined>("@svc/docs/mcp/CallerApiKey", {
+  defaultValue: () => undefined
+})
+
+export type ContextAnswer =
+  | { readonly _tag: "Text"; readonly text: string }
+  | { readonly _tag: "Indexing"; readonly indexing: LibraryIndexing }
+
+export interface DocsClientOptions {
+  /** Where the REST API v2 listens, e.g. `http://localhost:8789`. */
+  readonly baseUrl: string
+  /** Per call, retries included (default 60 seconds). */
+  readonly timeout?: Duration.Input | undefined
+  /** Retries of a transient failure (default 2). */
+  readonly retries?: number | undefined
+}
+
+/** "60 seconds", "300 ms": for sentences an agent reads. */
+const spoken = (duration: Duration.Duration) => {
+  const ms = Duration.toMillis(duration)
+  return ms >= 1000 ? `${ms / 1000} seconds` : `${ms} ms`
+}
+
+const statusOf = (error: unknown): number | undefined =>
+  HttpClientError.isHttpClientError(error) ? error.response?.status : undefined
+
+/** Network errors and 5xx are worth another attempt; 401, 404 and 429 are answers. */
+const isTransient = (error: unknown): boolean => {
+  if (!HttpClientError.isHttpClientError(error)) return false
+  const status = error.response?.status
+  return status === undefined ? error.reason._tag === "TransportError" : status >= 500
+}
+
+const toFailure = (error: unknown): DocsApiFailure => {
+  if (error instanceof DocsApiFailure) return error
+  // declared by DocsApi: decoded into its class rather than left as a status
+  if (error instanceof LibraryNotFound) return new DocsApiFailure({ kind: "not_found", status: 404, message: error.message })
+  const status = statusOf(error)
+  if (status === 401 || status === 403) {
+    return new DocsApiFailure({ kind: "unauthorized", status, message: "The documentation API refused the API key" })
+  }
+  if (status === 404) return new DocsApiFailure({ kind: "not_found", status, message: "Not found" })
+  if (status === 429) {
+    const header = HttpClientError.isHttpClientError(error) ? error.response?.headers["retry-after"] : undefined
+    const retryAfter = header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined
+    return new DocsApiFailure({
+      kind: "rate_limited",
+      status,
+      ...(retryAfter === undefined ? {} : { retryAfter }),
+      message: "The documentation API rate limited the request"
+    })
+  }
+  if (status !== undefined) {
+    return new DocsApiFailure({ kind: "failed", status, message: `The documentation API answered ${status}` })
+  }
+  if (HttpClientError.isHttpClientError(error) && error.reason._tag === "TransportError") {
+    return new DocsApiFailure({ kind: "unavailable", message: "The documentation API could not be reached" })
+  }
+  return new DocsApiFailure({
+    kind: "failed",
+    message: "The documentation API gave an answer this server could not read"
+  })
+}
+
+export class DocsClient extends Context.Service<DocsClient, {
+  readonly searchLibraries: (
+    libraryName: string,
+    query: string | undefined
+  ) => Effect.Effect<LibrarySearchResponse, DocsApiFailure>
+  /** The `type=txt` context for a question, or the 202 "still indexing" answer. */
+  readonly context: (libraryId: string, query: string | undefined) => Effect.Effect<ContextAnswer, DocsApiFailure>
+}>()("@svc/docs/mcp/DocsClient") {
+  /** Needs an `HttpClient`. */
+  static readonly layerNoDeps = (options: DocsClientOptions) =>
+    Layer.effect(
+      DocsClient,
+      Effect.gen(function*() {
+        const timeout = Duration.fromInputUnsafe(options.timeout ?? "60 seconds")
+        const api = yield* HttpApiClient.make(DocsApi, {
+          baseUrl: options.baseUrl.replace(/\/+$/, ""),
+          // the key of the request being served, read per call (one client serves every caller)
+          transformClient: HttpClient.mapRequestEffect((request) =>
+            Effect.gen(function*() {
+              const key = yield* CallerApiKey
+              return key === undefined ? request : HttpClientRequest.bearerToken(request, key)
+            })
+          )
+        })
+        const call = <A>(effect: Effect.Effect<A, unknown>): Effect.Effect<A, DocsApiFailure> =>
+          effect.pipe(
+            Effect.retry({
+              schedule: Schedule.exponential("200 millis").pipe(Schedule.jittered),
+              times: options.retries ?? 2,
+              while: isTransient
+            }),
+            Effect.timeoutOrElse({
+              duration: timeout,
+              orElse: () =>
+                Effect.fail(new DocsApiFailure({
+                  kind: "timeout",
+                  message: `The documentation API did not answer within ${spoken(timeout)}`
+                }))
+            }),
+            Effect.mapError(toFailure)
+          )
+        return DocsClient.of({
+          searchLibraries: (libraryName, query) =>
+            call(api.libs.search({ query: { libraryName, ...(query === undefined ? {} : { query }) } })),
+          context: (libraryId, query) =>
+            call(api.context.context({ query: { libraryId, type: "txt", ...(query === undefined ? {} : { query }) } })).pipe(
+              Effect.map((answer): ContextAnswer =>
+                typeof answer === "string"
+                  ? { _tag: "Text", text: answer }
+                  : "code" in answer && answer.code === "library_indexing"
+                  ? { _tag: "Indexing", indexing: answer as LibraryIndexing }
+                  // asked for txt: a JSON answer means a newer API; show it rather than fail
+                  : { _tag: "Text", text: JSON.stringify(answer, null, 2) }
+              )
+            )
+        })
+      })
+    )
+
+  static readonly layer = (options: DocsClientOptions) =>
+    DocsClient.layerNoDeps(options).pipe(Layer.provide(FetchHttpClient.layer))
+}

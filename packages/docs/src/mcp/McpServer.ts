@@ -1,0 +1,224 @@
+/**
+ * The MCP server of the documentation lookup (spec/2): two tools, `resolve-library-id` and
+ * `query-docs`, answered from the REST API v2 through `DocsClient`.
+ *
+ * Built on the SDK's low-level `Server` rather than `McpServer.registerTool`: the spec wants
+ * alternative argument names rewritten to canonical ones *before* validation while `tools/list` shows
+ * only the canonical schemas; with `registerTool` the SDK validates first. Here `tools/list` returns
+ * the canonical JSON Schemas below, and `tools/call` rewrites aliases, then validates with Effect
+ * Schema, then calls the API. Every failure (bad arguments, 401, 404, 429, a timeout) is a tool
+ * result with `isError: true` and a sentence the agent can act on; nothing throws out of a tool.
+ *
+ * A server holds no state between requests: the HTTP transport makes one per request.
+ */
+import type { LibrarySearchResult } from "@svc/schema"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Effect, Schema } from "effect"
+import { CallerApiKey, type DocsApiFailure, DocsClient } from "./DocsClient.ts"
+
+export const SERVER_INFO = { name: "svc-docs", version: "0.1.0" } as const
+
+const CALL_LIMIT =
+  "Do not call this tool more than 3 times per question. If you cannot find what you need after 3 calls, " +
+  "use the best result you have."
+
+/** The tools as `tools/list` shows them: canonical argument names only. */
+export const tools = [
+  {
+    name: "resolve-library-id",
+    description:
+      "Resolves a package or product name to a library ID that query-docs accepts (`/owner/repo`, or " +
+      "`/owner/repo/version` for one version), and lists the best matching libraries with their " +
+      "description, number of code snippets, trust score and versions.\n\n" +
+      "Call this before query-docs unless the user gave a library ID in the form `/owner/repo` or " +
+      "`/owner/repo/version`. Choose the library whose name matches best and, among close matches, the " +
+      "one with more code snippets and a higher trust score. If no library fits, say so and suggest a " +
+      `more precise name.\n\n${CALL_LIMIT}`,
+    inputSchema: {
+      type: "object" as const,
+      properties: {
+        query: {
+          type: "string",
+          description: "The user's question or task, used to rank the libraries by how well their documentation answers it"
+        },
+        libraryName: { type: "string", description: "The library or package name to look up, e.g. \"effect\" or \"vitest\"" }
+      },
+      required: ["query", "libraryName"]
+    }
+  },
+  {
+    name: "query-docs",
+    description:
+      "Retrieves current documentation and code examples of one library for a question: the snippets " +
+      "that answer it best, each with its title, source file, description and code.\n\n" +
+      "You must call resolve-library-id first to get the library ID, unless the user gave one in the form " +
+      "`/owner/repo` or `/owner/repo/version`. Ask a specific question (\"how do I retry with exponential " +
+      `backoff\" rather than \"retry\").\n\n${CALL_LIMIT}`,
+    inputSchema: {
+      type: "object" as const,
+      properties: {
+        libraryId: {
+          type: "string",
+          description: "The library ID from resolve-library-id, e.g. /effect-ts/effect or /vitest-dev/vitest/4.0.0"
+        },
+        query: { type: "string", description: "The question or task to find documentation for" }
+      },
+      required: ["libraryId", "query"]
+    }
+  }
+] as const
+
+export type ToolName = (typeof tools)[number]["name"]
+
+/** Accepted alternative names, per tool (spec/2 "Argument aliases"). */
+const aliases: Record<ToolName, Record<string, string>> = {
+  "resolve-library-id": { userQuery: "query", question: "query" },
+  // libraryName is canonical on resolve-library-id, an alias of libraryId here only
+  "query-docs": {
+    userQuery: "query",
+    question: "query",
+    svcCompatibleLibraryID: "libraryId",
+    libraryID: "libraryId",
+    libraryName: "libraryId"
+  }
+}
+
+/** Renames aliases to canonical names; a canonical argument given too wins over its alias. */
+export const canonicalArguments = (tool: ToolName, args: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const result: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(args)) {
+    const canonical = aliases[tool][name]
+    if (canonical === undefined) result[name] = value
+    else if (!(canonical in args) && !(canonical in result)) result[canonical] = value
+  }
+  return result
+}
+
+const Text = Schema.String.check(Schema.isNonEmpty({ message: "must not be empty" }))
+const argumentSchemas = {
+  "resolve-library-id": Schema.Struct({ query: Text, libraryName: Text }),
+  "query-docs": Schema.Struct({ libraryId: Text, query: Text })
+} as const
+
+const text = (body: string, isError = false): CallToolResult => ({
+  content: [{ type: "text", text: body }],
+  ...(isError ? { isError: true } : {})
+})
+
+/** A sentence for the agent about a failed API call. */
+export const describeFailure = (failure: DocsApiFailure, libraryId?: string): string => {
+  switch (failure.kind) {
+    case "unauthorized":
+      return "The documentation service refused the API key (401). Check the key: SVC_API_KEY or --api-key " +
+        "for stdio; an Authorization: Bearer, X-Svc-API-Key or X-API-Key header over HTTP."
+    case "not_found":
+      return libraryId === undefined
+        ? "The documentation service found nothing for this request (404)."
+        : `No library has the ID ${libraryId} (404). Call resolve-library-id to find the right ID.`
+    case "rate_limited":
+      return `The documentation service is rate limiting these requests (429)${
+        failure.retryAfter === undefined ? "" : `; try again in ${failure.retryAfter} seconds`
+      }. An API key raises the limits.`
+    case "timeout":
+      return `${failure.message}. Try again, or ask a narrower question.`
+    case "unavailable":
+      return "The documentation service could not be reached. It may be down; try again shortly."
+    case "failed":
+      return `The documentation service failed to answer${failure.status === undefined ? "" : ` (status ${failure.status})`}. Try again shortly.`
+  }
+}
+
+const describeLibrary = (library: LibrarySearchResult): string =>
+  [
+    `- Title: ${library.title}`,
+    `  Library ID: ${library.id}`,
+    `  Description: ${library.description === "" ? "(none)" : library.description}`,
+    `  Code snippets: ${library.totalSnippets} · Tokens: ${library.totalTokens} · Trust score: ${library.trustScore}`,
+    `  Versions: ${library.versions.length === 0 ? "(none)" : library.versions.join(", ")} · State: ${library.state}`
+  ].join("\n")
+
+const resolveLibraryId = (args: { readonly query: string; readonly libraryName: string }) =>
+  Effect.gen(function*() {
+    const client = yield* DocsClient
+    const { results } = yield* client.searchLibraries(args.libraryName, args.query)
+    if (results.length === 0) {
+      return text(
+        `No indexed library matches "${args.libraryName}". Try a shorter or different name (the package name, ` +
+          "or the product name without version or suffix). If it is not indexed, an operator can add it with " +
+          "`svc docs add`.",
+        true
+      )
+    }
+    return text(
+      `Libraries matching "${args.libraryName}", best first. Pass the chosen Library ID to query-docs ` +
+        "(append /<version> for one of the listed versions).\n\n" + results.map(describeLibrary).join("\n\n")
+    )
+  }).pipe(Effect.catchTag("DocsApiFailure", (failure) => Effect.succeed(text(describeFailure(failure), true))))
+
+const queryDocs = (args: { readonly libraryId: string; readonly query: string }) =>
+  Effect.gen(function*() {
+    const client = yield* DocsClient
+    const answer = yield* client.context(args.libraryId, args.query)
+    if (answer._tag === "Indexing") {
+      return text(
+        `The documentation of ${args.libraryId} is being indexed (state: ${answer.indexing.state}). ` +
+          "Try again in a minute, or answer without it.",
+        true
+      )
+    }
+    if (answer.text.trim() === "") {
+      return text(`${args.libraryId} has no documentation that matches "${args.query}". Rephrase the question.`, true)
+    }
+    return text(answer.text)
+  }).pipe(
+    Effect.catchTag("DocsApiFailure", (failure) => Effect.succeed(text(describeFailure(failure, args.libraryId), true)))
+  )
+
+/** Runs one `tools/call`: aliases → validation → the tool. */
+export const callTool = (name: string, rawArguments: Readonly<Record<string, unknown>> | undefined) =>
+  Effect.gen(function*() {
+    if (name !== "resolve-library-id" && name !== "query-docs") {
+      return text(`Unknown tool "${name}". The tools are resolve-library-id and query-docs.`, true)
+    }
+    const args = canonicalArguments(name, rawArguments ?? {})
+    const decoded = Schema.decodeUnknownResult(argumentSchemas[name])(args)
+    if (decoded._tag === "Failure") {
+      const required = tools.find((tool) => tool.name === name)!.inputSchema.required
+      const missing = required.filter((key) => typeof args[key] !== "string" || args[key] === "")
+      return text(
+        `Invalid arguments for ${name}: ${
+          missing.length > 0 ? `${missing.join(" and ")} must be a non-empty string` : decoded.failure.message
+        }. Expected: ${required.join(", ")}.`,
+        true
+      )
+    }
+    return name === "resolve-library-id"
+      ? yield* resolveLibraryId(decoded.success as { query: string; libraryName: string })
+      : yield* queryDocs(decoded.success as { libraryId: string; query: string })
+  })
+
+/**
+ * A fresh MCP server whose tool calls use `DocsClient` from the current context and send `apiKey`
+ * (the caller's) to the API.
+ */
+export const make = (apiKey: string | undefined) =>
+  Effect.gen(function*() {
+    const context = yield* Effect.context<DocsClient>()
+    const server = new Server(SERVER_INFO, {
+      // the tool list never changes while the server runs: no list-changed notifications
+      capabilities: { tools: { listChanged: false } }
+    })
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map((tool) => ({ ...tool })) }))
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      Effect.runPromiseWith(context)(
+        callTool(request.params.name, request.params.arguments).pipe(
+          Effect.provideService(CallerApiKey, apiKey)
+        ),
+        { signal: extra.signal }
+      )
+    )
+    return server
+  })
+
+

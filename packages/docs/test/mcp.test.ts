@@ -1,0 +1,236 @@
+/**
+ * The MCP server over stateless Streamable HTTP, driven by the MCP SDK's own Client, against the real
+ * REST API v2 (real sockets, a real database with indexed libraries): tools/list schemas, both tools
+ * with canonical arguments and every alias, failures as tool results, 405s, ping, 404, the RFC 9728
+ * metadata, the cancelled-in-batch rule, and the caller's key reaching the API.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { serve } from "@svc/platform"
+import { Context, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { Indexer } from "../src/Indexer.ts"
+import { DocsClient } from "../src/mcp/DocsClient.ts"
+import { routes as mcpRoutes } from "../src/mcp/McpHttp.ts"
+import { Client, docsFolder, socketClient, stack } from "./support.ts"
+
+const retryDocs = {
+  "README.md": "# HTTP client\n\nSend HTTP requests from Node.js with a small fluent API.\n",
+  "retries.md": "# Retries\n\nRetry failed requests automatically with exponential backoff.\n\n" +
+    "```ts\nclient.get(url, { retry: { times: 3, backoff: \"exponential\" } })\n```\n"
+}
+
+const Seeded = Layer.effectDiscard(Effect.gen(function*() {
+  const indexer = yield* Indexer
+  yield* indexer.add(yield* docsFolder(retryDocs), { id: "/acme/http-client", version: "1.0.0" })
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`INSERT INTO docs.libraries (id, title, source_kind, source_location, default_version)
+             VALUES ('/acme/pending', 'pending', 'folder', '/nowhere', '0.1.0')`
+  yield* sql`INSERT INTO docs.versions (library_id, version, state) VALUES ('/acme/pending', '0.1.0', 'indexing')`
+}))
+
+/** What reached the REST API: the Authorization header of each request (a proxy in front of it). */
+class SeenKeys extends Context.Service<SeenKeys, Array<string | undefined>>()("test/SeenKeys") {}
+
+class Mcp extends Context.Service<Mcp, { readonly baseUrl: string }>()("test/Mcp") {}
+
+/** A recording proxy in front of the REST API, and the MCP HTTP server calling the API through it. */
+const McpLive = Layer.unwrap(Effect.gen(function*() {
+  const api = yield* Client
+  const seen: Array<string | undefined> = []
+  const proxy = yield* Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<Http.Server>((resolve) => {
+        const server = Http.createServer(async (req, res) => {
+          seen.push(req.headers["authorization"])
+          const answer = await fetch(api.baseUrl + req.url, { headers: { accept: String(req.headers["accept"] ?? "*/*") } })
+          res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(Buffer.from(await answer.arrayBuffer()))
+        })
+        server.listen(0, "127.0.0.1", () => resolve(server))
+      })
+    ),
+    (server) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  )
+  const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  const mcpServer = serve(mcpRoutes, { name: "mcp", port: 0, host: "127.0.0.1" }).pipe(
+    Layer.provide(DocsClient.layer({ baseUrl: proxyUrl, timeout: "5 seconds" }))
+  )
+  return Layer.mergeAll(
+    Layer.succeed(SeenKeys, seen),
+    Layer.effect(Mcp, Effect.gen(function*() {
+      const { address } = yield* HttpServer.HttpServer
+      return { baseUrl: `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}` }
+    })).pipe(Layer.provide(mcpServer))
+  )
+}))
+
+const TestLayer = McpLive.pipe(
+  Layer.provideMerge(socketClient),
+  Layer.provideMerge(Seeded),
+  Layer.provideMerge(stack)
+) as Layer.Layer<Mcp | SeenKeys | Client, unknown>
+
+/** An MCP SDK client connected over Streamable HTTP, closed with the scope. */
+const connect = (headers: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* Mcp
+    const client = new McpClient({ name: "svc-test", version: "1.0.0" })
+    const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers } })
+    yield* Effect.acquireRelease(Effect.promise(() => client.connect(transport)), () => Effect.promise(() => client.close()))
+    return client
+  })
+
+const textOf = (result: any): string => result.content.map((item: any) => item.text).join("\n")
+
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* Mcp
+    return yield* Effect.promise(() =>
+      fetch(`${baseUrl}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+        body: JSON.stringify(body)
+      })
+    )
+  })
+
+layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP", (it) => {
+  it.effect("tools/list: both tools with canonical schemas and the 3-calls instruction", () =>
+    Effect.gen(function*() {
+      const client = yield* connect()
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      assert.deepStrictEqual(tools.map((tool) => tool.name), ["resolve-library-id", "query-docs"])
+      const [resolve, query] = tools
+      assert.deepStrictEqual(Object.keys(resolve!.inputSchema.properties!).sort(), ["libraryName", "query"])
+      assert.deepStrictEqual([...resolve!.inputSchema.required!].sort(), ["libraryName", "query"])
+      assert.deepStrictEqual(Object.keys(query!.inputSchema.properties!).sort(), ["libraryId", "query"])
+      assert.deepStrictEqual([...query!.inputSchema.required!].sort(), ["libraryId", "query"])
+      for (const tool of tools) assert.match(tool.description!, /more than 3 times/)
+    }).pipe(Effect.scoped))
+
+  it.effect("resolve-library-id with canonical arguments and each alias finds the library", () =>
+    Effect.gen(function*() {
+      const client = yield* connect()
+      for (const args of [
+        { query: "retry requests", libraryName: "http-client" },
+        { userQuery: "retry requests", libraryName: "http-client" },
+        { question: "retry requests", libraryName: "http-client" }
+      ]) {
+        const result = yield* Effect.promise(() => client.callTool({ name: "resolve-library-id", arguments: args }))
+        assert.isUndefined(result.isError, JSON.stringify(args))
+        assert.include(textOf(result), "Library ID: /acme/http-client", JSON.stringify(args))
+      }
+      const none = yield* Effect.promise(() =>
+        client.callTool({ name: "resolve-library-id", arguments: { query: "x", libraryName: "zzqqxx-nothing" } })
+      )
+      assert.isTrue(none.isError)
+      assert.match(textOf(none), /No indexed library matches "zzqqxx-nothing"/)
+    }).pipe(Effect.scoped))
+
+  it.effect("query-docs with canonical arguments and each alias answers with the snippet", () =>
+    Effect.gen(function*() {
+      const client = yield* connect()
+      for (const args of [
+        { libraryId: "/acme/http-client", query: "retry with exponential backoff" },
+        { libraryId: "/acme/http-client", userQuery: "retry with exponential backoff" },
+        { libraryId: "/acme/http-client", question: "retry with exponential backoff" },
+        { svcCompatibleLibraryID: "/acme/http-client", query: "retry with exponential backoff" },
+        { libraryID: "/acme/http-client", query: "retry with exponential backoff" },
+        { libraryName: "/acme/http-client", query: "retry with exponential backoff" }
+      ]) {
+        const result = yield* Effect.promise(() => client.callTool({ name: "query-docs", arguments: args }))
+        assert.isUndefined(result.isError, JSON.stringify(args))
+        assert.include(textOf(result), "backoff: \"exponential\"", JSON.stringify(args))
+      }
+    }).pipe(Effect.scoped))
+
+  it.effect("failures are tool results: missing argument, unknown library, still indexing", () =>
+    Effect.gen(function*() {
+      const client = yield* connect()
+      const missing = yield* Effect.promise(() => client.callTool({ name: "query-docs", arguments: { query: "x" } }))
+      assert.isTrue(missing.isError)
+      assert.match(textOf(missing), /libraryId must be a non-empty string/)
+      const unknown = yield* Effect.promise(() =>
+        client.callTool({ name: "query-docs", arguments: { libraryId: "/nobody/nothing", query: "x" } })
+      )
+      assert.isTrue(unknown.isError)
+      assert.match(textOf(unknown), /No library has the ID \/nobody\/nothing.*resolve-library-id/)
+      const pending = yield* Effect.promise(() =>
+        client.callTool({ name: "query-docs", arguments: { libraryId: "/acme/pending", query: "x" } })
+      )
+      assert.isTrue(pending.isError)
+      assert.match(textOf(pending), /being indexed/)
+    }).pipe(Effect.scoped))
+
+  it.effect("the caller's key reaches the API, from each of the three headers", () =>
+    Effect.gen(function*() {
+      const seen = yield* SeenKeys
+      for (const [headers, key] of [
+        [{ authorization: "Bearer svcsk_one" }, "svcsk_one"],
+        [{ "x-svc-api-key": "svcsk_two" }, "svcsk_two"],
+        [{ "x-api-key": "svcsk_three" }, "svcsk_three"]
+      ] as const) {
+        const client = yield* connect(headers)
+        seen.length = 0
+        yield* Effect.promise(() =>
+          client.callTool({ name: "resolve-library-id", arguments: { query: "q", libraryName: "http-client" } })
+        )
+        assert.deepStrictEqual(seen, [`Bearer ${key}`])
+      }
+      // and none when the caller sent none
+      const anonymous = yield* connect()
+      seen.length = 0
+      yield* Effect.promise(() =>
+        anonymous.callTool({ name: "resolve-library-id", arguments: { query: "q", libraryName: "http-client" } })
+      )
+      assert.deepStrictEqual(seen, [undefined])
+    }).pipe(Effect.scoped))
+
+  it.effect("stateless: no Mcp-Session-Id; GET and DELETE are 405; ping; JSON 404; RFC 9728 metadata", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* Mcp
+      const list = yield* post({ jsonrpc: "2.0", id: 1, method: "tools/list" })
+      assert.strictEqual(list.status, 200)
+      assert.isNull(list.headers.get("mcp-session-id"))
+      const listed = yield* Effect.promise(() => list.json())
+      assert.strictEqual(listed.result.tools.length, 2)
+      for (const method of ["GET", "DELETE"]) {
+        const response = yield* Effect.promise(() => fetch(`${baseUrl}/mcp`, { method }))
+        assert.strictEqual(response.status, 405, method)
+        assert.strictEqual(response.headers.get("allow"), "POST")
+      }
+      const ping = yield* Effect.promise(() => fetch(`${baseUrl}/ping`).then((r) => r.json()))
+      assert.deepStrictEqual(ping, { status: "ok", message: "pong" })
+      const missing = yield* Effect.promise(() => fetch(`${baseUrl}/nope`))
+      assert.strictEqual(missing.status, 404)
+      assert.strictEqual((yield* Effect.promise(() => missing.json())).code, "not_found")
+      const metadata = yield* Effect.promise(() => fetch(`${baseUrl}/.well-known/oauth-protected-resource`).then((r) => r.json()))
+      assert.strictEqual(metadata.resource, `${baseUrl}/mcp`)
+      assert.deepStrictEqual(metadata.bearer_methods_supported, ["header"])
+      assert.isArray(metadata.authorization_servers)
+      const oauth = yield* Effect.promise(() => fetch(`${baseUrl}/mcp/oauth`))
+      assert.strictEqual(oauth.status, 501)
+      assert.strictEqual((yield* Effect.promise(() => oauth.json())).code, "oauth_not_supported")
+    }))
+
+  it.effect("a batch that cancels its own request: no answer for it, 202 when nothing is left", () =>
+    Effect.gen(function*() {
+      const cancelled = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7, reason: "user" } }
+      const alone = yield* post([{ jsonrpc: "2.0", id: 7, method: "tools/list" }, cancelled])
+      assert.strictEqual(alone.status, 202)
+      assert.strictEqual(yield* Effect.promise(() => alone.text()), "")
+      const mixed = yield* post([
+        { jsonrpc: "2.0", id: 7, method: "tools/list" },
+        { jsonrpc: "2.0", id: 8, method: "tools/list" },
+        cancelled
+      ])
+      assert.strictEqual(mixed.status, 200)
+      const answers = yield* Effect.promise(() => mixed.json())
+      const ids = (Array.isArray(answers) ? answers : [answers]).map((answer: any) => answer.id)
+      assert.deepStrictEqual(ids, [8])
+    }))
+})
