@@ -1,0 +1,172 @@
+/**
+ * The uploads demo (`svc start uploads`): a React page (drop zone, per-file progress, cancel, the error's
+ * message and hint) and the upload route behind it, storing into a bucket of the local radosgw.
+ *
+ * - `GET /` the page, `GET /app.js` its bundle (esbuild, built in memory when the layer starts),
+ *   `POST /api/upload/:route` the upload route (`files`: content-type allowlist, size cap, multipart above
+ *   16 MiB so big files show part progress and can be resumed).
+ * - The bucket gets CORS rules for the page's origins (`http://localhost:<port>` and
+ *   `http://127.0.0.1:<port>`, plus `UPLOADS_ORIGINS`), so the browser may PUT to it directly.
+ *
+ * `layer` reads its configuration and starts the local object storage itself (`LocalObjectStorage.layer`,
+ * in `OBJECT_STORAGE_DIR`); `make(options)` serves a given bucket (the tests use it).
+ *
+ * | variable | default |
+ * | --- | --- |
+ * | `UPLOADS_PORT` | 8791 |
+ * | `UPLOADS_BUCKET` | `uploads` |
+ * | `UPLOADS_MAX_SIZE` | `1GB` |
+ * | `UPLOADS_CONTENT_TYPES` | `image/*,video/*,audio/*,text/plain,application/pdf,application/octet-stream` |
+ * | `UPLOADS_ORIGINS` | (none) more page origins allowed to PUT, comma-separated |
+ * | `UPLOAD_TOKEN_SECRET` | random per process: signs completion tokens |
+ *
+ * @module
+ */
+import { LocalObjectStorage, serve } from "@svc/platform"
+import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { randomBytes } from "node:crypto"
+import { Bucket, type BucketApi } from "../server/Bucket.ts"
+import { createUploadHandler } from "../server/route.ts"
+import { formatBlobToken } from "../server/token.ts"
+import type { SizeInput } from "../shared/size.ts"
+import { bundle, pageEntry } from "./bundle.ts"
+
+export interface DemoOptions {
+  readonly bucket: BucketApi
+  /** 0 picks a free port (read it from `HttpServer.HttpServer`) */
+  readonly port: number
+  readonly host?: string | undefined
+  readonly contentTypes?: ReadonlyArray<string> | undefined
+  readonly maxSize?: SizeInput | undefined
+  /**
+   * CORS origins set on the bucket; default: the page's own (localhost and 127.0.0.1 at the bound port)
+   * plus `extraOrigins`. `false` leaves the bucket's CORS rules alone.
+   */
+  readonly corsOrigins?: ReadonlyArray<string> | false | undefined
+  readonly extraOrigins?: ReadonlyArray<string> | undefined
+  readonly secret?: string | Redacted.Redacted<string> | undefined
+}
+
+export const DEFAULT_CONTENT_TYPES = ["image/*", "video/*", "audio/*", "text/plain", "application/pdf", "application/octet-stream"]
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Uploads</title>
+<style>
+  body { font: 15px/1.4 system-ui, sans-serif; margin: 2rem auto; max-width: 46rem; padding: 0 1rem; }
+  .dropzone { border: 2px dashed #888; border-radius: 8px; padding: 2rem; text-align: center; }
+  .dropzone.over { border-color: #06c; background: #eef5ff; }
+  .uploads { list-style: none; padding: 0; }
+  .upload { padding: .6rem 0; border-bottom: 1px solid #ddd; }
+  .upload progress { width: 12rem; vertical-align: middle; }
+  .status { color: #555; }
+  .error { color: #a00; margin-top: .3rem; }
+  .error-hint { color: #555; font-size: .9em; }
+  .path { font-family: monospace; color: #060; }
+</style>
+</head>
+<body>
+<div id="root"></div>
+<script type="module" src="/app.js"></script>
+</body>
+</html>
+`
+
+/** Storage paths: one folder per upload, so two files of the same name never meet. */
+const storedPath = (pathname: string) => {
+  const name = pathname.split("/").pop()!.replace(/[^\w.\- ()]+/g, "_")
+  return `uploads/${randomBytes(6).toString("hex")}/${name === "" || name === "." || name === ".." ? "file" : name}`
+}
+
+/** The page, its bundle and the upload route, as router layers. */
+export const routes = (options: Omit<DemoOptions, "port" | "host" | "corsOrigins" | "extraOrigins">) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const app = yield* Effect.promise(() => bundle(pageEntry))
+    const handler = createUploadHandler({
+      ...(options.secret === undefined ? {} : { secret: options.secret }),
+      routes: {
+        files: {
+          bucket: options.bucket,
+          contentTypes: options.contentTypes ?? DEFAULT_CONTENT_TYPES,
+          maxSize: options.maxSize ?? "1GB",
+          multipartThreshold: "16MB",
+          onBeforeUpload: ({ pathname }) => ({ path: storedPath(pathname) })
+        }
+      }
+    })
+    const page = HttpRouter.add("GET", "/", HttpServerResponse.html(PAGE))
+    const script = HttpRouter.add(
+      "GET",
+      "/app.js",
+      HttpServerResponse.text(app.code, { contentType: "text/javascript; charset=utf-8", headers: { "cache-control": "no-cache" } })
+    )
+    const upload = HttpRouter.add(
+      "POST",
+      "/api/upload/:route",
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const web = yield* HttpServerRequest.toWeb(request)
+        // the handler answers every refusal itself; a rejection is an application bug (a 500)
+        const response = yield* Effect.promise(() => handler(web))
+        return HttpServerResponse.fromWeb(response)
+      })
+    )
+    return Layer.mergeAll(page, script, upload)
+  }))
+
+/** Sets the bucket's CORS rules for the page's origin(s), once the server knows its port. */
+const corsForPage = (options: DemoOptions) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    if (options.corsOrigins === false) return
+    const server = yield* HttpServer.HttpServer
+    const port = server.address._tag === "UnixPathAddress" ? options.port : server.address.port
+    const origins = options.corsOrigins ?? [`http://localhost:${port}`, `http://127.0.0.1:${port}`, ...(options.extraOrigins ?? [])]
+    yield* options.bucket.configureCors({ origins })
+    yield* Effect.logInfo(`Uploads demo: open http://localhost:${port}/ (bucket ${options.bucket.name}, CORS for ${origins.join(", ")})`)
+  }))
+
+/** The demo on a given bucket. */
+export const make = (options: DemoOptions) =>
+  corsForPage(options).pipe(
+    Layer.provideMerge(serve(routes(options), {
+      name: "uploads",
+      port: options.port,
+      ...(options.host === undefined ? {} : { host: options.host })
+    }))
+  )
+
+export const Port = Config.Port("UPLOADS_PORT").pipe(Config.withDefault(8791))
+
+const list = (text: string) => text.split(",").map((s) => s.trim()).filter((s) => s !== "")
+
+/** `svc start uploads`: the demo on the local radosgw's `UPLOADS_BUCKET`, configured from the environment. */
+export const layer: Layer.Layer<never, unknown> = Layer.unwrap(Effect.gen(function*() {
+  const port = yield* Port
+  const bucketName = yield* Config.String("UPLOADS_BUCKET").pipe(Config.withDefault("uploads"))
+  const maxSize = yield* Config.String("UPLOADS_MAX_SIZE").pipe(Config.withDefault("1GB"))
+  const contentTypes = yield* Config.String("UPLOADS_CONTENT_TYPES").pipe(Config.withDefault(DEFAULT_CONTENT_TYPES.join(",")))
+  const extraOrigins = yield* Config.String("UPLOADS_ORIGINS").pipe(Config.withDefault(""))
+  const secret = yield* Config.option(Config.Redacted("UPLOAD_TOKEN_SECRET"))
+  const storage = yield* LocalObjectStorage
+  yield* storage.createBucket(bucketName)
+  const token = formatBlobToken({
+    endpoint: storage.endpoint,
+    bucket: bucketName,
+    accessKeyId: storage.accessKeyId,
+    secretAccessKey: Redacted.value(storage.secretAccessKey),
+    region: storage.region
+  })
+  const bucket = yield* Bucket.make({ token })
+  return make({
+    bucket,
+    port,
+    maxSize,
+    contentTypes: list(contentTypes),
+    extraOrigins: list(extraOrigins),
+    ...(Option.isSome(secret) ? { secret: secret.value } : {})
+  })
+})).pipe(Layer.provide(LocalObjectStorage.layer))
