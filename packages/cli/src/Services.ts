@@ -4,7 +4,7 @@
  * background work, needing only the database).
  */
 import type { PgClient } from "@effect/sql-pg"
-import { Service as DocsService } from "@svc/docs"
+import { Mcp, Service as DocsService } from "@svc/docs"
 import { Service as ListingsService } from "@svc/listings"
 import type { Database } from "@svc/platform"
 import { Server as QueueServer } from "@svc/queue"
@@ -41,5 +41,11 @@ export const landed: ReadonlyArray<SuiteService> = [
     description: "Documentation lookup REST API v2: library search and context for a question (port 8789)",
     schemas: ["docs"],
     layer: DocsService.layer
+  },
+  {
+    name: "mcp",
+    description: "Documentation lookup for coding agents: MCP over stateless HTTP, calling the docs API (port 8790)",
+    schemas: [],
+    layer: Mcp.httpLayer({ port: Mcp.DEFAULT_PORT })
   }
 ]

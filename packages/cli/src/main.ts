@@ -8,6 +8,7 @@ import { describeDlq, describeTopic, describeTopicDetails, QueueRpcClient } from
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { docs } from "./docs.ts"
+import { mcp } from "./mcp.ts"
 import { landed, serviceNames } from "./Services.ts"
 import * as SuiteStatus from "./SuiteStatus.ts"
 
@@ -250,7 +251,7 @@ const groupsGet = Command.make(
   Effect.fn(function*({ json, name }) {
     const topic = yield* withQueue((queue) => queue.GetTopic({ name }))
     if (json) return yield* printJson(topic)
-    yield* Effect.forEach(describeTopicDetails(topic), Console.log, { discard: true })
+    yield* Effect.forEach(describeTopicDetails(topic), (line) => Console.log(line), { discard: true })
   })
 ).pipe(Command.withDescription("Show a URL group: endpoints and default headers"))
 
@@ -302,5 +303,5 @@ export const svc = Command.make("svc").pipe(
     "svc: listings backend, documentation lookup, message delivery queue and object storage. " +
       "Configuration comes from the environment (see the README)."
   ),
-  Command.withSubcommands([start, migrate, listings, queue, docs])
+  Command.withSubcommands([start, migrate, listings, queue, docs, mcp])
 )

@@ -4,19 +4,23 @@
  * with canonical arguments and every alias, failures as tool results, 405s, ping, 404, the RFC 9728
  * metadata, the cancelled-in-batch rule, and the caller's key reaching the API.
  */
-import { assert, layer } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { serve } from "@svc/platform"
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
+import { spawnSync } from "node:child_process"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Indexer } from "../src/Indexer.ts"
 import { DocsClient } from "../src/mcp/DocsClient.ts"
 import { routes as mcpRoutes } from "../src/mcp/McpHttp.ts"
 import { Client, docsFolder, socketClient, stack } from "./support.ts"
+
+const bin = new URL("../../cli/src/bin.ts", import.meta.url).pathname
 
 const retryDocs = {
   "README.md": "# HTTP client\n\nSend HTTP requests from Node.js with a small fluent API.\n",
@@ -36,7 +40,7 @@ const Seeded = Layer.effectDiscard(Effect.gen(function*() {
 /** What reached the REST API: the Authorization header of each request (a proxy in front of it). */
 class SeenKeys extends Context.Service<SeenKeys, Array<string | undefined>>()("test/SeenKeys") {}
 
-class Mcp extends Context.Service<Mcp, { readonly baseUrl: string }>()("test/Mcp") {}
+class Mcp extends Context.Service<Mcp, { readonly baseUrl: string; readonly apiProxyUrl: string }>()("test/Mcp") {}
 
 /** A recording proxy in front of the REST API, and the MCP HTTP server calling the API through it. */
 const McpLive = Layer.unwrap(Effect.gen(function*() {
@@ -63,7 +67,7 @@ const McpLive = Layer.unwrap(Effect.gen(function*() {
     Layer.succeed(SeenKeys, seen),
     Layer.effect(Mcp, Effect.gen(function*() {
       const { address } = yield* HttpServer.HttpServer
-      return { baseUrl: `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}` }
+      return { baseUrl: `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`, apiProxyUrl: proxyUrl }
     })).pipe(Layer.provide(mcpServer))
   )
 }))
@@ -233,4 +237,46 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       const ids = (Array.isArray(answers) ? answers : [answers]).map((answer: any) => answer.id)
       assert.deepStrictEqual(ids, [8])
     }))
+
+  it.effect("stdio: `svc mcp --transport stdio` spawned by the SDK's client, key from --api-key or SVC_API_KEY", () =>
+    Effect.gen(function*() {
+      const { apiProxyUrl } = yield* Mcp
+      const seen = yield* SeenKeys
+      for (const [args, env, key] of [
+        [["--api-key", "svcsk_flag"], {}, "svcsk_flag"],
+        [[], { SVC_API_KEY: "svcsk_env" }, "svcsk_env"]
+      ] as const) {
+        seen.length = 0
+        const client = new McpClient({ name: "svc-test-stdio", version: "1.0.0" })
+        const transport = new StdioClientTransport({
+          command: process.execPath,
+          args: [bin, "mcp", "--transport", "stdio", ...args],
+          env: { ...process.env as Record<string, string>, DOCS_API_URL: apiProxyUrl, LOG_LEVEL: "debug", ...env },
+          stderr: "pipe"
+        })
+        yield* Effect.acquireRelease(Effect.promise(() => client.connect(transport)), () => Effect.promise(() => client.close()))
+        const { tools } = yield* Effect.promise(() => client.listTools())
+        assert.deepStrictEqual(tools.map((tool) => tool.name), ["resolve-library-id", "query-docs"])
+        const result = yield* Effect.promise(() =>
+          client.callTool({ name: "query-docs", arguments: { libraryName: "/acme/http-client", question: "exponential backoff" } })
+        )
+        assert.isUndefined(result.isError)
+        assert.include(textOf(result), "backoff: \"exponential\"")
+        assert.deepStrictEqual(seen, [`Bearer ${key}`])
+      }
+    }).pipe(Effect.scoped))
+})
+
+describe("svc mcp options", () => {
+  it("--api-key over http and --port over stdio are refused with one line", () => {
+    for (const [args, message] of [
+      [["--transport", "http", "--api-key", "k"], /--api-key is for --transport stdio/],
+      [["--transport", "stdio", "--port", "9999"], /--port is for --transport http/]
+    ] as const) {
+      const run = spawnSync(process.execPath, [bin, "mcp", ...args], { encoding: "utf8", timeout: 30_000 })
+      assert.strictEqual(run.status, 1, run.stderr)
+      assert.match(run.stderr, message)
+      assert.strictEqual(run.stderr.trim().split("\n").length, 1, run.stderr)
+    }
+  })
 })

@@ -1,0 +1,57 @@
+/**
+ * `svc mcp`: the documentation lookup's MCP server, for a coding agent.
+ *
+ * - `--transport http` (default): stateless Streamable HTTP on `--port` (default 8790, the next free
+ *   port when taken). Keys come with each request (`Authorization: Bearer`, `X-Svc-API-Key`,
+ *   `X-API-Key`), so `--api-key` is refused.
+ * - `--transport stdio`: one client over stdin/stdout; the key is `--api-key` or `SVC_API_KEY`, and
+ *   `--port` is refused. Logs go to stderr (stdout carries the protocol).
+ *
+ * Either way the tools call the REST API v2 at `DOCS_API_URL` (default http://localhost:8789).
+ */
+import { Mcp } from "@svc/docs"
+import { launchServer } from "@svc/platform"
+import { Config, Effect, Option, Redacted } from "effect"
+import { Command, Flag } from "effect/cli"
+
+export class McpUsageError extends Error {}
+
+export const mcp = Command.make(
+  "mcp",
+  {
+    transport: Flag.Literals("transport", ["http", "stdio"]).pipe(
+      Flag.withDescription("http: stateless Streamable HTTP on --port; stdio: one client on stdin/stdout"),
+      Flag.withDefault("http" as const)
+    ),
+    port: Flag.Int("port").pipe(
+      Flag.withDescription(`HTTP port (default ${Mcp.DEFAULT_PORT}; the next free one is used when it is taken)`),
+      Flag.optional
+    ),
+    apiKey: Flag.Redacted("api-key").pipe(
+      Flag.withDescription("stdio only: the API key sent to the documentation API (default: SVC_API_KEY)"),
+      Flag.optional
+    )
+  },
+  Effect.fn(function*({ transport, port, apiKey }) {
+    if (transport === "http") {
+      if (Option.isSome(apiKey)) {
+        return yield* Effect.fail(new McpUsageError(
+          "--api-key is for --transport stdio; over HTTP each client sends its key in the Authorization header"
+        ))
+      }
+      return yield* launchServer(Mcp.httpLayer({ port: Option.getOrElse(port, () => Mcp.DEFAULT_PORT) }))
+    }
+    if (Option.isSome(port)) {
+      return yield* Effect.fail(new McpUsageError("--port is for --transport http; stdio needs no port"))
+    }
+    const fromEnv = yield* Config.option(Config.Redacted("SVC_API_KEY"))
+    const key = Option.orElse(apiKey, () => fromEnv).pipe(Option.map(Redacted.value), Option.getOrUndefined)
+    yield* Mcp.runStdio({ apiKey: key === "" ? undefined : key }).pipe(Effect.provide(Mcp.stderrLogger))
+  })
+).pipe(
+  Command.withDescription("Run the documentation lookup's MCP server (tools resolve-library-id, query-docs)"),
+  Command.withExamples([
+    { command: "svc mcp --transport http --port 8790", description: "For agents connecting over HTTP" },
+    { command: "svc mcp --transport stdio --api-key svcsk_...", description: "For an agent that spawns the server" }
+  ])
+)
