@@ -230,7 +230,7 @@ export class Indexer extends Context.Service<Indexer, {
                     return SKIPPED_DIRECTORIES.has(entry.name) || entry.name.startsWith(".") ? Effect.succeed([]) : walk(child)
                   }
                   return Effect.succeed(
-                    entry.type === "File" && formatOf(entry.name) !== undefined && !SKIPPED_FILES.test(entry.name) ? [child] : []
+                    entry.type === "File" && formatOf(child) !== undefined && !SKIPPED_FILES.test(entry.name) ? [child] : []
                   )
                 }
               )

@@ -17,7 +17,7 @@
  *   endpoint's token budget adds up.
  */
 
-export type Format = "markdown" | "rst" | "text"
+export type Format = "markdown" | "rst" | "text" | "example"
 
 export interface Snippet {
   readonly kind: "code" | "prose"
@@ -44,12 +44,27 @@ export const MAX_SNIPPET_CHARS = 4000
 /** ≈ chars / 4, the usual estimate for English text and code. */
 export const estimateTokens = (text: string): number => Math.ceil(text.length / 4)
 
-/** Which reader a file name calls for; undefined: not documentation. */
-export const formatOf = (fileName: string): Format | undefined => {
-  const lower = fileName.toLowerCase()
+/** Folders whose source files are examples meant to be read (`examples/`, `ai-docs/`, ...). */
+const EXAMPLE_FOLDERS = new Set(["example", "examples", "ai-docs", "cookbook", "recipes"])
+const EXAMPLE_LANGUAGES: Record<string, string> = {
+  ts: "ts", tsx: "tsx", mts: "ts", cts: "ts", js: "js", jsx: "jsx", mjs: "js", cjs: "js"
+}
+
+/**
+ * Which reader a file (its path relative to the library root) calls for; undefined: not
+ * documentation. Source files count only inside an examples folder: a package's own sources and
+ * builds are not documentation, its examples are.
+ */
+export const formatOf = (filePath: string): Format | undefined => {
+  const lower = filePath.toLowerCase()
   if (lower.endsWith(".md") || lower.endsWith(".mdx") || lower.endsWith(".markdown")) return "markdown"
   if (lower.endsWith(".rst")) return "rst"
   if (lower.endsWith(".txt")) return "text"
+  const extension = lower.slice(lower.lastIndexOf(".") + 1)
+  if (EXAMPLE_LANGUAGES[extension] !== undefined && !lower.endsWith(".d.ts")) {
+    const folders = lower.split("/").slice(0, -1)
+    if (folders.some((folder) => EXAMPLE_FOLDERS.has(folder))) return "example"
+  }
   return undefined
 }
 
@@ -356,6 +371,41 @@ export const assemble = (blocks: ReadonlyArray<Block>, sourcePath: string): Read
   return snippets
 }
 
+/**
+ * An example source file: its leading doc comment (an `@title` tag, or else its first line, and the
+ * text after it) becomes the heading and the description, the code after the comment one code block
+ * (cut by the size bound like any other block).
+ */
+export const readExample = (content: string, sourcePath: string): ReadonlyArray<Block> => {
+  const language = EXAMPLE_LANGUAGES[sourcePath.slice(sourcePath.lastIndexOf(".") + 1).toLowerCase()] ?? null
+  const text = content.replace(/\r\n?/g, "\n")
+  const comment = /^\s*\/\*\*([\s\S]*?)\*\//.exec(text)
+  const blocks: Array<Block> = []
+  let codeText = text
+  if (comment !== null) {
+    const lines = comment[1]!.split("\n").map((line) => line.replace(/^\s*\* ?/, "").trimEnd())
+    const titleTag = lines.find((line) => line.startsWith("@title "))
+    const prose = lines.filter((line) => !line.startsWith("@")).join("\n").trim()
+    const [firstParagraph = "", ...rest] = prose.split(/\n\s*\n/)
+    const title = titleTag?.slice("@title ".length).trim() ?? firstParagraph.split("\n")[0]!.trim()
+    const description = titleTag === undefined ? rest.join("\n\n") : prose
+    if (title !== "") blocks.push(heading(1, title))
+    if (description.trim() !== "") blocks.push(paragraph(description.trim().split("\n")))
+    codeText = text.slice(comment[0].length)
+  }
+  blocks.push(code(language, codeText.split("\n")))
+  return blocks
+}
+
 /** One file's snippets. */
 export const split = (content: string, sourcePath: string, format: Format = formatOf(sourcePath) ?? "text") =>
-  assemble(format === "markdown" ? readMarkdown(content) : format === "rst" ? readRst(content) : readText(content), sourcePath)
+  assemble(
+    format === "markdown"
+      ? readMarkdown(content)
+      : format === "rst"
+      ? readRst(content)
+      : format === "example"
+      ? readExample(content, sourcePath)
+      : readText(content),
+    sourcePath
+  )
