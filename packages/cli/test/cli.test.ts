@@ -78,12 +78,26 @@ describe("svc", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-cli-")
       const port = yield* freePort()
-      const env = { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"), SVC_PORT: String(port) }
+      const docsPort = yield* freePort()
+      const env = {
+        EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"),
+        SVC_PORT: String(port),
+        DOCS_PORT: String(docsPort),
+        // one small package stands for the default documentation an empty index gets
+        DOCS_DEFAULT_LIBRARIES: "he"
+      }
 
       const first = svc(["start", "all"], env)
       assert.deepStrictEqual(yield* waitForHealth(port), { status: "ok" })
       const services = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/services`).then((r) => r.json()))
-      assert.property(services, "services")
+      assert.deepStrictEqual(services.services.map((service: any) => service.name), ["listings", "queue", "docs-api", "mcp"])
+      // the empty documentation index is filled in the background
+      const search = `http://127.0.0.1:${docsPort}/api/v2/libs/search?libraryName=he`
+      const found = yield* Effect.promise(() => fetch(search).then((r) => r.json())).pipe(
+        Effect.repeat({ until: (body: any) => body.results?.[0]?.state === "ready", schedule: Schedule.spaced("200 millis") }),
+        Effect.timeout("30 seconds")
+      )
+      assert.strictEqual(found.results[0].id, "/mathiasbynens/he")
       const pgPort = Number(/listening on 127\.0\.0\.1:(\d+)/.exec(first.output())?.[1])
       assert.isAbove(pgPort, 0)
 

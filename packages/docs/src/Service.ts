@@ -1,12 +1,15 @@
 /**
  * The docs service assembled: REST API v2 (and /openapi.json) on `DOCS_PORT` (default 8789). Needs only
  * the database (`Database | PgClient | SqlClient`), so `svc start` can run it next to other services.
- * Indexing runs from the `svc docs` commands against the same database.
+ * Indexing runs from the `svc docs` commands against the same database; an empty index is first
+ * filled with the suite's own dependencies' docs in the background (DefaultLibraries).
  */
 import { apiRoutes, serve } from "@svc/platform"
 import { DocsApi } from "@svc/schema"
 import { Config, Layer } from "effect"
+import * as DefaultLibraries from "./DefaultLibraries.ts"
 import { ApiHandlers } from "./http.ts"
+import { Indexer } from "./Indexer.ts"
 import { Search } from "./Search.ts"
 
 export const ServicesLive = Search.layer
@@ -16,5 +19,8 @@ export const routes = apiRoutes({ api: DocsApi, handlers: ApiHandlers, openapi: 
 
 export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 
-/** The HTTP server. */
-export const layer = serve(routes, { name: "docs-api", port: Port }).pipe(Layer.provide(ServicesLive))
+/** The HTTP server, and the default documentation indexed in the background when the index is empty. */
+export const layer = Layer.mergeAll(
+  serve(routes, { name: "docs-api", port: Port }).pipe(Layer.provide(ServicesLive)),
+  DefaultLibraries.layer.pipe(Layer.provide(Indexer.layer))
+)

@@ -1,0 +1,32 @@
+/**
+ * The default documentation: an empty index gets the installed packages' docs; a package that is not
+ * installed is skipped; an index that holds anything is left alone.
+ */
+import { assert, layer } from "@effect/vitest"
+import { ConfigProvider, Effect } from "effect"
+import { DefaultPackages, seed } from "../src/DefaultLibraries.ts"
+import { Indexer } from "../src/Indexer.ts"
+import { stack } from "./support.ts"
+
+layer(stack, { timeout: 120_000 })("default libraries", (it) => {
+  it.effect("an empty index is seeded from node_modules once; missing packages are skipped", () =>
+    Effect.gen(function*() {
+      const indexed = yield* seed(["he", "no-such-package-svc-test", "bytes"])
+      assert.deepStrictEqual(indexed, ["/mathiasbynens/he", "/visionmedia/bytes.js"])
+      const indexer = yield* Indexer
+      assert.deepStrictEqual((yield* indexer.list).map((library) => library.id).sort(), ["/mathiasbynens/he", "/visionmedia/bytes.js"])
+      // not empty any more: nothing is indexed again, nothing is replaced
+      assert.deepStrictEqual(yield* seed(["he"]), [])
+    }))
+
+  it.effect("DOCS_DEFAULT_LIBRARIES: a list, or none; the suite's dependencies by default", () =>
+    Effect.gen(function*() {
+      const read = (env: Record<string, string>) =>
+        Effect.gen(function*() {
+          return yield* DefaultPackages
+        }).pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))))
+      assert.deepStrictEqual(yield* read({ DOCS_DEFAULT_LIBRARIES: "he, bytes" }), ["he", "bytes"])
+      assert.deepStrictEqual(yield* read({ DOCS_DEFAULT_LIBRARIES: "none" }), [])
+      assert.include(yield* read({}), "effect")
+    }))
+})
