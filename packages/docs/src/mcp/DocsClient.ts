@@ -5,7 +5,7 @@
  * (spec/2 "Limits"). Failures come back as one `DocsApiFailure` whose `kind` the tools turn into a
  * sentence for the agent.
  */
-import { DocsApi, type LibraryIndexing, LibraryNotFound, type LibrarySearchResponse } from "@svc/schema"
+import { DocsApi, type LibraryIndexing, type LibrarySearchResponse } from "@svc/schema"
 import { Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
@@ -56,8 +56,23 @@ const isTransient = (error: unknown): boolean => {
 
 const toFailure = (error: unknown): DocsApiFailure => {
   if (error instanceof DocsApiFailure) return error
-  // declared by DocsApi: decoded into its class rather than left as a status
-  if (error instanceof LibraryNotFound) return new DocsApiFailure({ kind: "not_found", status: 404, message: error.message })
+  // errors DocsApi declares arrive decoded into their classes (the suite's `{code, message, ...}`)
+  const declared = typeof error === "object" && error !== null && "code" in error
+    ? error as { readonly code: unknown; readonly message?: unknown; readonly retryAfter?: unknown }
+    : undefined
+  switch (declared?.code) {
+    case "library_not_found":
+      return new DocsApiFailure({ kind: "not_found", status: 404, message: String(declared.message) })
+    case "unauthorized":
+      return new DocsApiFailure({ kind: "unauthorized", status: 401, message: String(declared.message) })
+    case "rate_limited":
+      return new DocsApiFailure({
+        kind: "rate_limited",
+        status: 429,
+        ...(typeof declared.retryAfter === "number" ? { retryAfter: declared.retryAfter } : {}),
+        message: String(declared.message)
+      })
+  }
   const status = statusOf(error)
   if (status === 401 || status === 403) {
     return new DocsApiFailure({ kind: "unauthorized", status, message: "The documentation API refused the API key" })
