@@ -122,6 +122,21 @@ export const repositoryId = (repository: unknown): string | undefined => {
   return match ? `/${match[1]}/${match[2]}`.toLowerCase() : undefined
 }
 
+/**
+ * The library id of an installed package: its repository's `/owner/repo`, except for a package of a
+ * monorepo (its `repository.directory` is set), which is `/owner/<package name without scope>`:
+ * `effect`, `@effect/vitest` and `@effect/sql-pg` share one repository but are three libraries.
+ */
+export const packageLibraryId = (pkg: { readonly name?: string | undefined; readonly repository?: unknown }): string | undefined => {
+  const repoId = repositoryId(pkg.repository)
+  const directory = typeof pkg.repository === "object" && pkg.repository !== null
+    ? (pkg.repository as { directory?: unknown }).directory
+    : undefined
+  if (repoId === undefined || typeof directory !== "string" || directory === "" || pkg.name === undefined) return repoId
+  const owner = repoId.split("/")[1]!
+  return `/${owner}/${pkg.name.replace(/^@[^/]+\//, "")}`.toLowerCase()
+}
+
 /** `/npm/<name>`; a scoped `@scope/name` becomes `/scope/name`. */
 const npmFallbackId = (name: string): string =>
   name.startsWith("@") ? `/${name.slice(1)}`.toLowerCase() : `/npm/${name}`.toLowerCase()
@@ -195,7 +210,7 @@ export class Indexer extends Context.Service<Indexer, {
           return yield* new IndexFailed({ category: "source_not_found", message: `${root} is not a folder` })
         }
         const pkg: PackageJson = Option.getOrElse(yield* readPackageJson(root), () => ({}))
-        const libraryId = (options.id ?? repositoryId(pkg.repository) ??
+        const libraryId = (options.id ?? packageLibraryId(pkg) ??
           (npmName !== undefined ? npmFallbackId(npmName) : `/local/${path.basename(root).toLowerCase()}`))
           .replace(/\/+$/, "")
         if (!LibraryIdPattern.test(libraryId) || libraryId.split("/").length !== 3) {

@@ -2,10 +2,10 @@
  * The default documentation: an empty index gets the installed packages' docs; a package that is not
  * installed is skipped; an index that holds anything is left alone.
  */
-import { assert, layer } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
 import { DefaultPackages, seed } from "../src/DefaultLibraries.ts"
-import { Indexer } from "../src/Indexer.ts"
+import { Indexer, packageLibraryId } from "../src/Indexer.ts"
 import { stack } from "./support.ts"
 
 layer(stack, { timeout: 120_000 })("default libraries", (it) => {
@@ -29,4 +29,16 @@ layer(stack, { timeout: 120_000 })("default libraries", (it) => {
       assert.deepStrictEqual(yield* read({ DOCS_DEFAULT_LIBRARIES: "none" }), [])
       assert.include(yield* read({}), "effect")
     }))
+})
+
+describe("packageLibraryId", () => {
+  it("a monorepo's packages are distinct libraries; a package alone in its repository is the repository", () => {
+    const repository = (directory?: string) => ({ type: "git", url: "https://github.com/Effect-TS/effect.git", ...(directory ? { directory } : {}) })
+    assert.strictEqual(packageLibraryId({ name: "effect", repository: repository("packages/effect") }), "/effect-ts/effect")
+    assert.strictEqual(packageLibraryId({ name: "@effect/vitest", repository: repository("packages/vitest") }), "/effect-ts/vitest")
+    assert.strictEqual(packageLibraryId({ name: "@effect/sql-pg", repository: repository("packages/sql/pg") }), "/effect-ts/sql-pg")
+    assert.strictEqual(packageLibraryId({ name: "effect", repository: repository() }), "/effect-ts/effect")
+    assert.strictEqual(packageLibraryId({ name: "he", repository: "https://github.com/mathiasbynens/he.git" }), "/mathiasbynens/he")
+    assert.strictEqual(packageLibraryId({ name: "x" }), undefined)
+  })
 })
