@@ -24,8 +24,9 @@ const CANDIDATES = 400
  * A question as an OR of its words for `to_tsquery` (english: stemmed, stop words dropped), or
  * undefined when it has no word. Words only: the user's punctuation never reaches the query parser.
  */
-export const orQuery = (question: string | undefined): string | undefined => {
-  const words = [...new Set(question?.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].slice(0, 32)
+export const orQuery = (question: string | undefined, ignored: ReadonlyArray<string> = []): string | undefined => {
+  const skip = new Set(ignored.map((word) => word.toLowerCase()))
+  const words = [...new Set(question?.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((word) => !skip.has(word)).slice(0, 32)
   return words.length === 0 ? undefined : words.join(" | ")
 }
 
@@ -176,8 +177,14 @@ export class Search extends Context.Service<Search, {
           return { _tag: "Indexing", libraryId: `${id}/${version}`, version, state: library.state ?? "queued" } as const
         }
         const budget = options.tokens ?? DEFAULT_CONTEXT_TOKENS
-        const tsquery = orQuery(options.query)
-        // One statement each, joined through the version's pointer (see the module comment).
+        // Within a library its own name says nothing ("effect" is in every snippet of effect's docs):
+        // left in, it ranks whatever repeats the name most over what answers the question.
+        const tsquery = orQuery(options.query, id.split("/").slice(1).flatMap((part) => part.split(/[^\p{L}\p{N}]+/u)))
+          ?? orQuery(options.query)
+        // One statement each, joined through the version's pointer (see the module comment). A code
+        // snippet ranks double: the questions agents ask are how-to questions, and an example with its
+        // description answers one better than prose using the same words (bench:docs: Hit@1 0.63 ->
+        // 0.80, MRR 0.71 -> 0.86 on its labeled questions).
         const select = (ranked: boolean) =>
           sql<SnippetRow>`
             SELECT s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.tokens
@@ -185,7 +192,7 @@ export class Search extends Context.Service<Search, {
             JOIN docs.snippets s ON s.generation_id = v.generation_id
             WHERE v.library_id = ${id} AND v.version = ${version}
             ${ranked ? sql`AND s.search @@ to_tsquery('english', ${tsquery!})` : sql``}
-            ORDER BY ${ranked ? sql`ts_rank(s.search, to_tsquery('english', ${tsquery!}), 1) DESC,` : sql``} s.ordinal
+            ORDER BY ${ranked ? sql`ts_rank(s.search, to_tsquery('english', ${tsquery!}), 1) * (CASE WHEN s.kind = 'code' THEN 2 ELSE 1 END) DESC,` : sql``} s.ordinal
             LIMIT ${CANDIDATES}`
         // A question no snippet matches still gets the version's opening snippets.
         let rows = tsquery === undefined ? [] : yield* select(true).pipe(Effect.orDie)

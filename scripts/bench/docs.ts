@@ -1,0 +1,226 @@
+/**
+ * `npm run bench:docs`: retrieval quality and speed of the documentation lookup, on a throwaway
+ * embedded Postgres, through the real REST API v2 over HTTP.
+ *
+ * 1. Quality. Indexes the default corpus (the suite's own dependencies, DefaultLibraries.ts; index
+ *    throughput in snippets/s), then asks the labeled questions (docs-questions.ts, 72 of them) the way
+ *    `query-docs` does (GET /api/v2/context, default budget) and reports Hit@1, Hit@5 and MRR: the rank
+ *    of the first snippet from the file (and heading) that answers. Also how often
+ *    `resolve-library-id` (GET /api/v2/libs/search) puts the right library first.
+ * 2. Speed. Generates BENCH_LIBRARIES (10,000) synthetic libraries of BENCH_SNIPPETS (100) snippets
+ *    each (1,000,000), indexes them through the indexer (snippets/s), then runs search and context for
+ *    BENCH_SECONDS (10) each at BENCH_CONCURRENCY (16) concurrent clients: p50/p99 and requests/s.
+ *    `--quality-only` skips this part.
+ *
+ * Targets: Hit@5 >= 0.90, MRR >= 0.75; p99 <= 50 ms for search and <= 150 ms for context (2 cores).
+ */
+import { Database, EmbeddedPostgres, freePort, Migrations, serve } from "@svc/platform"
+import { DefaultLibraries, Indexer, Service } from "@svc/docs"
+import { Context, Effect, Layer, Option, References } from "effect"
+import * as fs from "node:fs/promises"
+import * as Http from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
+import { questions } from "./docs-questions.ts"
+
+const LIBRARIES = Number(process.env.BENCH_LIBRARIES ?? 10_000)
+const SNIPPETS = Number(process.env.BENCH_SNIPPETS ?? 100)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
+const QUALITY_ONLY = process.argv.includes("--quality-only")
+
+// one client address does all the asking: the bench measures the service, not its rate limits
+process.env.DOCS_RATE_LIMIT_ANONYMOUS ??= "100000000"
+process.env.DOCS_RATE_LIMIT_KEYED ??= "100000000"
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
+
+const agent = new Http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
+const getJson = (url: string) =>
+  new Promise<{ status: number; body: any }>((resolve, reject) => {
+    Http.get(url, { agent }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk) => chunks.push(chunk))
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString()
+        resolve({ status: res.statusCode ?? 0, body: text.startsWith("{") ? JSON.parse(text) : text })
+      })
+    }).on("error", reject)
+  })
+
+/** Runs `task` from `concurrency` loops for `seconds`; latencies in ms. */
+const load = async (seconds: number, task: (i: number) => Promise<void>) => {
+  const latencies: Array<number> = []
+  const end = performance.now() + seconds * 1000
+  const started = performance.now()
+  let i = 0
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (performance.now() < end) {
+      const t0 = performance.now()
+      await task(i++)
+      latencies.push(performance.now() - t0)
+    }
+  }))
+  latencies.sort((a, b) => a - b)
+  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), rps: latencies.length / ((performance.now() - started) / 1000) }
+}
+
+// --- synthetic corpus ---------------------------------------------------------------------------------
+
+/** A deterministic vocabulary of made-up technical words, so full text has realistic spread. */
+const syllables = ["ka", "lo", "mi", "ra", "te", "vu", "zen", "qua", "dri", "plo", "sna", "fex", "gor", "hul", "jin", "wex"]
+const vocabulary = Array.from({ length: 4000 }, (_, i) =>
+  syllables[i % 16]! + syllables[Math.floor(i / 16) % 16]! + syllables[Math.floor(i / 256) % 16]!)
+let seed = 42
+const random = () => {
+  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
+  return seed / 2 ** 31
+}
+const word = () => vocabulary[Math.floor(random() ** 2 * vocabulary.length)]! // skewed, like real text
+const words = (n: number) => Array.from({ length: n }, word).join(" ")
+
+/** One README of `snippets` snippets: half code blocks with a description, half prose sections. */
+const syntheticReadme = (library: number) => {
+  const parts = [`# ${vocabulary[library % vocabulary.length]} ${library}\n\n${words(30)}.\n`]
+  for (let i = 0; i < SNIPPETS / 2; i++) {
+    parts.push(`## ${words(3)}\n\n${words(40)}.\n\nFor example, ${words(12)}:\n\n\`\`\`ts\nconst ${word()} = ${word()}(${word()}, { ${word()}: ${i} })\n${word()}.${word()}(${word()})\n\`\`\`\n`)
+  }
+  return parts.join("\n")
+}
+
+const program = Effect.gen(function*() {
+  const dir = yield* Effect.acquireRelease(
+    Effect.promise(async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-bench-docs-"))
+      await fs.chmod(dir, 0o755)
+      return dir
+    }),
+    (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
+  )
+  console.log(`bench:docs: ${os.cpus().length} cores`)
+  const cluster = yield* EmbeddedPostgres.start({ dataDir: path.join(dir, "data") })
+  const database = Layer.succeed(Database, Database.of({ url: cluster.url("postgres"), embedded: Option.some(cluster) }))
+  const sqlLayer = Database.layerPool.pipe(Layer.provideMerge(database))
+  const port = yield* freePort()
+  const base = `http://127.0.0.1:${port}`
+  const app = Layer.mergeAll(
+    serve(Service.routes, { name: "docs-api", port, host: "127.0.0.1" }).pipe(Layer.provide(Service.ServicesLive)),
+    Indexer.layer
+  ).pipe(Layer.provideMerge(Layer.effectDiscard(Migrations.migrate("docs"))), Layer.provideMerge(sqlLayer))
+  const context = yield* Layer.build(app)
+  const indexer = Context.get(context, Indexer)
+
+  // --- 1. quality -----------------------------------------------------------------------------------
+  const ids = new Map<string, string>()
+  let corpusSnippets = 0
+  const t0 = performance.now()
+  for (const pkg of DefaultLibraries.DEFAULT_PACKAGES) {
+    const outcome = yield* indexer.add(`npm:${pkg}`).pipe(Effect.option)
+    if (Option.isSome(outcome)) {
+      ids.set(pkg, outcome.value.libraryId)
+      corpusSnippets += outcome.value.snippets
+    }
+  }
+  const corpusSeconds = (performance.now() - t0) / 1000
+  console.log(`\ndefault corpus: ${ids.size} libraries, ${fmt(corpusSnippets)} snippets in ${fmt(corpusSeconds, 1)} s ` +
+    `(${fmt(corpusSnippets / corpusSeconds)} snippets/s)`)
+
+  const ranks: Array<number | undefined> = []
+  const misses: Array<string> = []
+  let resolvedFirst = 0
+  for (const q of questions) {
+    const libraryId = ids.get(q.pkg)
+    if (libraryId === undefined) {
+      ranks.push(undefined)
+      misses.push(`  (not indexed) ${q.pkg}: ${q.question}`)
+      continue
+    }
+    const url = `${base}/api/v2/context?type=json&libraryId=${encodeURIComponent(libraryId)}&query=${encodeURIComponent(q.question)}`
+    const { body } = yield* Effect.promise(() => getJson(url))
+    const snippets: ReadonlyArray<any> = body.snippets ?? []
+    const index = snippets.findIndex((snippet) =>
+      snippet.sourcePath === q.path &&
+      (q.heading === undefined ||
+        [...snippet.headingPath, snippet.title].some((heading: string) => heading.toLowerCase().includes(q.heading!.toLowerCase())))
+    )
+    ranks.push(index < 0 ? undefined : index + 1)
+    if (index !== 0) {
+      misses.push(`  ${index < 0 ? "miss" : `rank ${index + 1}`}: ${libraryId} "${q.question}" -> ${q.path}${q.heading ? ` # ${q.heading}` : ""}` +
+        ` (first: ${snippets[0]?.sourcePath ?? "-"} # ${snippets[0]?.title ?? "-"})`)
+    }
+    const name = q.pkg.replace(/^@[^/]+\//, "")
+    const search = yield* Effect.promise(() =>
+      getJson(`${base}/api/v2/libs/search?libraryName=${encodeURIComponent(name)}&query=${encodeURIComponent(q.question)}`))
+    if (search.body.results?.[0]?.id === libraryId) resolvedFirst++
+  }
+  const hit = (k: number) => ranks.filter((rank) => rank !== undefined && rank <= k).length / ranks.length
+  const mrr = ranks.reduce<number>((sum, rank) => sum + (rank === undefined ? 0 : 1 / rank), 0) / ranks.length
+  console.log(`\nretrieval (${questions.length} labeled questions, query-docs = GET /api/v2/context):`)
+  console.log(`  Hit@1 ${fmt(hit(1), 3)}   Hit@5 ${fmt(hit(5), 3)}   MRR ${fmt(mrr, 3)}   ` +
+    `(targets: Hit@5 >= 0.90 ${hit(5) >= 0.9 ? "ok" : "MISSED"}, MRR >= 0.75 ${mrr >= 0.75 ? "ok" : "MISSED"})`)
+  console.log(`  resolve-library-id puts the right library first: ${resolvedFirst}/${questions.length}`)
+  if (misses.length > 0) console.log(`  not first:\n${misses.join("\n")}`)
+  if (QUALITY_ONLY) return
+
+  // --- 2. speed ------------------------------------------------------------------------------------
+  const corpus = path.join(dir, "synthetic")
+  yield* Effect.promise(async () => {
+    for (let i = 0; i < LIBRARIES; i++) {
+      const folder = path.join(corpus, String(i))
+      await fs.mkdir(folder, { recursive: true })
+      await fs.writeFile(path.join(folder, "README.md"), syntheticReadme(i))
+    }
+  })
+  let indexed = 0
+  const t1 = performance.now()
+  yield* Effect.forEach(
+    Array.from({ length: LIBRARIES }, (_, i) => i),
+    (i) =>
+      indexer.add(path.join(corpus, String(i)), { id: `/synth-${i % 100}/${vocabulary[i % vocabulary.length]}-${i}`, version: "1.0.0" }).pipe(
+        Effect.tap((outcome) =>
+          Effect.sync(() => {
+            indexed += outcome.snippets
+            if ((i + 1) % 1000 === 0) {
+              console.log(`  indexed ${fmt(i + 1)} libraries, ${fmt(indexed)} snippets, ${fmt(indexed / ((performance.now() - t1) / 1000))} snippets/s`)
+            }
+          })
+        )
+      ),
+    { concurrency: 2, discard: true }
+  )
+  const indexSeconds = (performance.now() - t1) / 1000
+  console.log(`\nsynthetic corpus: ${fmt(LIBRARIES)} libraries, ${fmt(indexed)} snippets indexed in ${fmt(indexSeconds)} s ` +
+    `(${fmt(indexed / indexSeconds)} snippets/s)`)
+
+  const searchLoad = yield* Effect.promise(() =>
+    load(SECONDS, async (i) => {
+      const name = vocabulary[(i * 7919) % Math.min(LIBRARIES, vocabulary.length)]!
+      const { status } = await getJson(`${base}/api/v2/libs/search?libraryName=${name}&query=${words(4).replaceAll(" ", "+")}`)
+      if (status !== 200) throw new Error(`search answered ${status}`)
+    }))
+  const contextLoad = yield* Effect.promise(() =>
+    load(SECONDS, async (i) => {
+      const library = (i * 7919) % LIBRARIES
+      const id = `/synth-${library % 100}/${vocabulary[library % vocabulary.length]}-${library}`
+      const { status } = await getJson(`${base}/api/v2/context?libraryId=${encodeURIComponent(id)}&query=${words(6).replaceAll(" ", "+")}`)
+      if (status !== 200) throw new Error(`context answered ${status}`)
+    }))
+  console.log(`\nat ${CONCURRENCY} concurrent clients, ${SECONDS} s each     p50 ms    p99 ms     req/s`)
+  console.log(`  GET /api/v2/libs/search          ${fmt(searchLoad.p50, 1).padStart(8)}  ${fmt(searchLoad.p99, 1).padStart(8)}  ${fmt(searchLoad.rps).padStart(8)}` +
+    `   (target p99 <= 50 ms: ${searchLoad.p99 <= 50 ? "ok" : "MISSED"})`)
+  console.log(`  GET /api/v2/context              ${fmt(contextLoad.p50, 1).padStart(8)}  ${fmt(contextLoad.p99, 1).padStart(8)}  ${fmt(contextLoad.rps).padStart(8)}` +
+    `   (target p99 <= 150 ms: ${contextLoad.p99 <= 150 ? "ok" : "MISSED"})`)
+}).pipe(Effect.scoped, Effect.provideService(References.MinimumLogLevel, "Warn"))
+
+Effect.runPromise(program as Effect.Effect<void>).then(
+  () => {
+    agent.destroy()
+    process.exit(0)
+  },
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  }
+)
