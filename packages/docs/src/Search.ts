@@ -10,13 +10,16 @@ import {
   DEFAULT_CONTEXT_TOKENS,
   type IndexState,
   LibraryNotFound,
-  type LibrarySearchResult
+  type LibrarySearchResult,
+  type TeamSettings
 } from "@svc/schema"
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { type Statement, SqlClient } from "effect/sql"
 
 /** Results of one library search. */
 export const SEARCH_LIMIT = 10
+/** Libraries, best names first, whose snippets the question then ranks (name scores differ by 0.25 or more between bands). */
+const SHORTLIST = 50
 /** Snippets considered for one context answer (ranked before the budget is applied). */
 const CANDIDATES = 400
 
@@ -28,6 +31,29 @@ export const orQuery = (question: string | undefined, ignored: ReadonlyArray<str
   const skip = new Set(ignored.map((word) => word.toLowerCase()))
   const words = [...new Set(question?.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((word) => !skip.has(word)).slice(0, 32)
   return words.length === 0 ? undefined : words.join(" | ")
+}
+
+/**
+ * The SQL condition on `docs.libraries l` for a caller's team settings (ApiKeys.ts): the library's
+ * id is one of the listed ids or starts with one of the `*` prefixes, and its source kind is one of
+ * the allowed ones. Empty lists (and no settings) restrict nothing.
+ */
+export const accessCondition = (sql: SqlClient.SqlClient, access: TeamSettings | undefined): Statement.Fragment => {
+  const conditions: Array<Statement.Fragment> = []
+  if (access !== undefined && access.libraries.length > 0) {
+    const ids = access.libraries.filter((entry) => !entry.endsWith("*"))
+    const prefixes = access.libraries.filter((entry) => entry.endsWith("*"))
+      // `_` and `%` in an id are literal characters, not LIKE wildcards
+      .map((entry) => entry.slice(0, -1).replace(/[\\%_]/g, "\\$&") + "%")
+    conditions.push(sql.or([
+      ...(ids.length > 0 ? [sql`l.id IN ${sql.in(ids)}`] : []),
+      ...prefixes.map((pattern) => sql`l.id LIKE ${pattern}`)
+    ]))
+  }
+  if (access !== undefined && access.sources.length > 0) {
+    conditions.push(sql`l.source_kind IN ${sql.in(access.sources)}`)
+  }
+  return conditions.length === 0 ? sql`true` : sql.and(conditions)
 }
 
 export type ContextAnswer =
@@ -71,11 +97,18 @@ interface SnippetRow {
 }
 
 export class Search extends Context.Service<Search, {
-  readonly libraries: (libraryName: string, query?: string) => Effect.Effect<ReadonlyArray<LibrarySearchResult>>
+  /** `access`: the caller's team settings; libraries outside them are not found. */
+  readonly libraries: (
+    libraryName: string,
+    query?: string,
+    access?: TeamSettings
+  ) => Effect.Effect<ReadonlyArray<LibrarySearchResult>>
+  /** A library outside `access` is `LibraryNotFound`, exactly like one that does not exist. */
   readonly context: (options: {
     readonly libraryId: string
     readonly query?: string | undefined
     readonly tokens?: number | undefined
+    readonly access?: TeamSettings | undefined
   }) => Effect.Effect<ContextAnswer, LibraryNotFound>
 }>()("@svc/docs/Search") {
   static readonly layer = Layer.effect(
@@ -83,7 +116,7 @@ export class Search extends Context.Service<Search, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      const libraries = Effect.fn("Search.libraries")(function*(libraryName: string, query?: string) {
+      const libraries = Effect.fn("Search.libraries")(function*(libraryName: string, query?: string, access?: TeamSettings) {
         const name = libraryName.trim().toLowerCase()
         const tsquery = orQuery(query)
         // Name score: trigram similarity (0-1) + 1 for an exact name, 0.5 for a prefix, 0.25 for a
@@ -103,9 +136,10 @@ export class Search extends Context.Service<Search, {
             SELECT l.*, lower(split_part(l.id, '/', 3)) AS repo, lower(l.title) AS ltitle,
                    lower(l.id || ' ' || l.title) AS hay
             FROM docs.libraries l
-            WHERE ${name} <% lower(l.id || ' ' || l.title)
+            WHERE (${name} <% lower(l.id || ' ' || l.title)
                OR lower(l.id || ' ' || l.title) % ${name}
-               OR strpos(lower(l.id || ' ' || l.title), ${name}) > 0
+               OR strpos(lower(l.id || ' ' || l.title), ${name}) > 0)
+              AND ${accessCondition(sql, access)}
           ),
           scored AS (
             SELECT c.*,
@@ -117,17 +151,22 @@ export class Search extends Context.Service<Search, {
                   ELSE 0
                 END AS name_score
             FROM candidates c
+          ),
+          -- the question ranks only the best names: asked of every look-alike name (hundreds in a
+          -- large index) it ranked each one's snippets, and a search took 200 ms to 500 ms
+          shortlist AS (
+            SELECT * FROM scored ORDER BY name_score DESC, trust_score DESC, id LIMIT ${SHORTLIST}
           )
           SELECT s.id, s.title, s.description, s.trust_score, v.state, v.snippet_count, v.token_count, v.last_update,
             (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = s.id) AS versions
-          FROM scored s
+          FROM shortlist s
           LEFT JOIN docs.versions v ON v.library_id = s.id AND v.version = s.default_version
           ${
           tsquery === undefined ? sql`` : sql`
           LEFT JOIN LATERAL (
-            SELECT max(ts_rank(sn.search, to_tsquery('english', ${tsquery}), 1)) AS rank
-            FROM docs.snippets sn
-            WHERE sn.generation_id = v.generation_id AND sn.search @@ to_tsquery('english', ${tsquery})
+            -- one vector per library: what its docs are about (Indexer, migration 0003)
+            SELECT ts_rank(g.topics, to_tsquery('english', ${tsquery}), 1) AS rank
+            FROM docs.generations g WHERE g.id = v.generation_id
           ) r ON true`
         }
           ORDER BY s.name_score ${tsquery === undefined ? sql`` : sql`+ least(coalesce(r.rank, 0), 1)`} DESC,
@@ -150,6 +189,7 @@ export class Search extends Context.Service<Search, {
         readonly libraryId: string
         readonly query?: string | undefined
         readonly tokens?: number | undefined
+        readonly access?: TeamSettings | undefined
       }) {
         const { id, version: asked } = parseLibraryId(options.libraryId)
         const found = yield* sql<{
@@ -163,7 +203,7 @@ export class Search extends Context.Service<Search, {
             (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = l.id) AS versions
           FROM docs.libraries l
           LEFT JOIN docs.versions v ON v.library_id = l.id AND v.version = coalesce(${asked ?? null}, l.default_version)
-          WHERE l.id = ${id}`.pipe(Effect.orDie)
+          WHERE l.id = ${id} AND ${accessCondition(sql, options.access)}`.pipe(Effect.orDie)
         const library = found[0]
         if (library === undefined) return yield* new LibraryNotFound({ libraryId: options.libraryId })
         if (library.version === null) {

@@ -1,21 +1,28 @@
 /**
  * The docs service assembled: REST API v2 (and /openapi.json) on `DOCS_PORT` (default 8789). Needs only
  * the database (`Database | PgClient | SqlClient`), so `svc start` can run it next to other services.
- * Indexing runs from the `svc docs` commands against the same database; an empty index is first
- * filled with the suite's own dependencies' docs in the background (DefaultLibraries).
+ * Indexing and API keys are managed by the `svc docs` commands against the same database; an empty
+ * index is first filled with the suite's own dependencies' docs in the background (DefaultLibraries).
  */
 import { apiRoutes, serve } from "@svc/platform"
 import { DocsApi } from "@svc/schema"
 import { Config, Layer } from "effect"
+import { ApiKeys } from "./ApiKeys.ts"
+import { DocsAuthLive } from "./Auth.ts"
 import * as DefaultLibraries from "./DefaultLibraries.ts"
 import { ApiHandlers } from "./http.ts"
 import { Indexer } from "./Indexer.ts"
 import { Search } from "./Search.ts"
 
-export const ServicesLive = Search.layer
+export const ServicesLive = Layer.mergeAll(Search.layer, ApiKeys.layer)
 
-/** Every route of the service. */
-export const routes = apiRoutes({ api: DocsApi, handlers: ApiHandlers, openapi: true })
+/**
+ * Every route of the service; needs `Search` and `ApiKeys`. The rate limiter (in `DocsAuthLive`) is
+ * built with the routes, so each server counts on its own.
+ */
+export const routes = apiRoutes({ api: DocsApi, handlers: ApiHandlers, openapi: true }).pipe(
+  Layer.provide(DocsAuthLive)
+)
 
 export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 

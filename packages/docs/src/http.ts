@@ -1,8 +1,11 @@
 /**
  * HTTP: the `DocsApi` handlers (REST API v2). The context endpoint answers text or JSON by `type`, and
  * 202 while the library has no index yet, so it writes its responses itself.
+ *
+ * `DocsAuth` (Auth.ts) runs before them: it refuses wrong keys, applies the rate limits and provides
+ * the caller, whose team settings (if any) restrict what search and context may see.
  */
-import { DocsApi, type LibraryIndexing } from "@svc/schema"
+import { type Caller, DocsApi, DocsCaller, type LibraryIndexing, settingsActive, type TeamSettings } from "@svc/schema"
 import { Effect, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -11,6 +14,10 @@ import { render, SEPARATOR } from "./Splitter.ts"
 
 const json = (body: unknown, status = 200) =>
   HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json" })
+
+/** The caller's team settings, when a key with settings calls. */
+const accessOf = (caller: Caller): TeamSettings | undefined =>
+  caller._tag === "ApiKey" && settingsActive(caller.settings) ? caller.settings : undefined
 
 const HealthHandlers = HttpApiBuilder.group(
   DocsApi,
@@ -24,11 +31,12 @@ const LibsHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const search = yield* Search
     return handlers.handle("search", ({ query }) =>
-      Effect.map(search.libraries(query.libraryName, query.query), (results) => ({
-        results,
-        // No team settings exist yet (API keys come later), so no filter is ever applied.
-        searchFilterApplied: false
-      })))
+      Effect.gen(function*() {
+        const access = accessOf(yield* DocsCaller)
+        const results = yield* search.libraries(query.libraryName, query.query, access)
+        // spec/2: reports that settings are active, not whether they left anything out.
+        return { results, searchFilterApplied: access !== undefined }
+      }))
   })
 )
 
@@ -39,7 +47,12 @@ const ContextHandlers = HttpApiBuilder.group(
     const search = yield* Search
     return handlers.handle("context", ({ query }) =>
       Effect.gen(function*() {
-        const answer = yield* search.context({ libraryId: query.libraryId, query: query.query, tokens: query.tokens })
+        const answer = yield* search.context({
+          libraryId: query.libraryId,
+          query: query.query,
+          tokens: query.tokens,
+          access: accessOf(yield* DocsCaller)
+        })
         if (answer._tag === "Indexing") {
           const body: LibraryIndexing = {
             code: "library_indexing",

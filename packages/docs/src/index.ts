@@ -1,3 +1,5 @@
+export * from "./ApiKeys.ts"
+export * from "./Auth.ts"
 export * from "./Indexer.ts"
 export * from "./Search.ts"
 export * as Splitter from "./Splitter.ts"

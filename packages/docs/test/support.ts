@@ -1,41 +1,68 @@
 /** Shared test helpers: the docs stack on a fresh database, HTTP clients, temporary doc folders. */
 import { serve, toWebHandler } from "@svc/platform"
 import { TestDatabase, tempDir } from "@svc/platform/testing"
-import { Context, Effect, Layer } from "effect"
+import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
+import { ApiKeys } from "../src/ApiKeys.ts"
 import { Indexer } from "../src/Indexer.ts"
 import { Search } from "../src/Search.ts"
 import { routes } from "../src/Service.ts"
 
 export const fixtures = new URL("./fixtures/", import.meta.url).pathname
 
-/** Indexer and Search on a fresh migrated database. */
-export const stack = Layer.mergeAll(Indexer.layer, Search.layer).pipe(Layer.provideMerge(TestDatabase.layer()))
+/** Indexer, Search and ApiKeys on a fresh migrated database. */
+export const stack = Layer.mergeAll(Indexer.layer, Search.layer, ApiKeys.layer).pipe(
+  Layer.provideMerge(TestDatabase.layer())
+)
+
+/**
+ * Rate limits high enough for tests that are not about them (a re-index under load asks hundreds of
+ * times a second from one address); a test of the limits passes its own.
+ */
+const generousLimits = { DOCS_RATE_LIMIT_ANONYMOUS: "1000000", DOCS_RATE_LIMIT_KEYED: "1000000" }
+
+/** Configuration variables for the server under test, over the process environment. */
+const withEnv = (env: Record<string, string>) =>
+  ConfigProvider.layerAdd(ConfigProvider.fromEnvRecord(env), { asPrimary: true })
 
 export class Client extends Context.Service<Client, {
   readonly baseUrl: string
   readonly fetch: (path: string, init?: RequestInit) => Effect.Effect<Response>
 }>()("test/docs/Client") {}
 
-/** A real server on 127.0.0.1:<random> over the services already in the test's context. */
-export const socketClient = Layer.effect(
-  Client,
-  Effect.gen(function*() {
-    const { address } = yield* HttpServer.HttpServer
-    const baseUrl = `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`
-    return { baseUrl, fetch: (path, init) => Effect.promise(() => fetch(baseUrl + path, init)) }
-  })
-).pipe(Layer.provide(serve(routes, { name: "docs-api", port: 0, host: "127.0.0.1" })))
+/**
+ * A real server on 127.0.0.1:<random> over the services already in the test's context; `env` sets its
+ * configuration (e.g. `DOCS_RATE_LIMIT_ANONYMOUS`).
+ */
+export const socketClientWith = (env: Record<string, string>) =>
+  Layer.effect(
+    Client,
+    Effect.gen(function*() {
+      const { address } = yield* HttpServer.HttpServer
+      const baseUrl = `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`
+      return { baseUrl, fetch: (path, init) => Effect.promise(() => fetch(baseUrl + path, init)) }
+    })
+  ).pipe(
+    Layer.provide(serve(routes, { name: "docs-api", port: 0, host: "127.0.0.1" })),
+    Layer.provide(withEnv(env))
+  )
+
+/** {@link socketClientWith} with rate limits no test reaches. */
+export const socketClient = socketClientWith(generousLimits)
 
 /** The same routes in-process (no socket). */
 export const inProcessClient = Layer.effect(
   Client,
   Effect.gen(function*() {
-    const context = yield* Effect.context<Search>()
+    const context = yield* Effect.context<Search | ApiKeys>()
     const { handler } = yield* Effect.acquireRelease(
-      Effect.sync(() => toWebHandler(routes.pipe(Layer.provide(Layer.succeedContext(context))) as any)),
+      Effect.sync(() =>
+        toWebHandler(
+          routes.pipe(Layer.provide(Layer.succeedContext(context)), Layer.provide(withEnv(generousLimits))) as any
+        )
+      ),
       ({ dispose }) => Effect.promise(dispose)
     )
     return {
@@ -45,9 +72,9 @@ export const inProcessClient = Layer.effect(
   })
 )
 
-export const get = Effect.fn(function*(path: string) {
+export const get = Effect.fn(function*(path: string, init?: RequestInit) {
   const client = yield* Client
-  const response = yield* client.fetch(path)
+  const response = yield* client.fetch(path, init)
   const text = yield* Effect.promise(() => response.text())
   let body: any = undefined
   try {

@@ -1,11 +1,11 @@
 /**
  * The documentation-lookup service's REST API v2 (spec/2, DESIGN.md §5 "Docs lookup"). Definitions
- * only; the server is `@svc/docs`. The MCP server (later) calls it through an `HttpApiClient` made
- * from this definition.
+ * only; the server is `@svc/docs`. The MCP server calls it through an `HttpApiClient` made from this
+ * definition.
  */
-import { Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { ApiConventions, ApiError } from "./Errors.ts"
+import { Context, Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "effect/http-api"
+import { ApiConventions, ApiError, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 
 // -----------------------------------------------------------------------------
@@ -45,7 +45,10 @@ export type LibrarySearchResult = typeof LibrarySearchResult.Type
 
 export const LibrarySearchResponse = Schema.Struct({
   results: Schema.Array(LibrarySearchResult),
-  /** Source-access or library-filter settings were active (none exist yet: always false). */
+  /**
+   * The caller's team settings (source access or library filter of its API key) are active. Like
+   * spec/2 says, it does not tell whether a result was left out.
+   */
   searchFilterApplied: Schema.Boolean
 }).annotate({ identifier: "LibrarySearchResponse" })
 export type LibrarySearchResponse = typeof LibrarySearchResponse.Type
@@ -118,6 +121,79 @@ export class LibraryNotFound extends ApiError<LibraryNotFound>()("LibraryNotFoun
 // API
 // -----------------------------------------------------------------------------
 
+/** 429: too many requests from this key or client address; `retryAfter` seconds (also `Retry-After`). */
+export class RateLimited extends ApiError<RateLimited>()("RateLimited", {
+  status: 429,
+  fields: { retryAfter: Schema.Int },
+  message: ({ retryAfter }) => `Too many requests: try again in ${retryAfter} second${retryAfter === 1 ? "" : "s"}`
+}) {}
+
+// -----------------------------------------------------------------------------
+// Callers: API keys and team settings
+// -----------------------------------------------------------------------------
+
+/** The prefix every API key of the suite starts with (DESIGN.md §5). */
+export const API_KEY_PREFIX = "svcsk_"
+
+/** Where a library's docs came from; a key's source access names these. */
+export const SourceKind = Schema.Literals(["folder", "npm", "git"]).annotate({ identifier: "SourceKind" })
+export type SourceKind = typeof SourceKind.Type
+
+/** A library filter entry: an id `/owner/repo`, or a prefix ending in `*` (`/acme/*`, `/acme/web-*`). */
+export const LibraryFilterPattern = /^(\/[^/\s*]+\/[^/\s*]+|\/[^\s*]*\*)$/
+
+export const LibraryFilter = Schema.String.check(
+  Schema.isPattern(LibraryFilterPattern, { message: `Expected a library id "/owner/repo" or a prefix like "/owner/*"` })
+)
+
+/**
+ * A key's team settings. Empty lists restrict nothing; a key with either list non-empty has its
+ * settings active (`searchFilterApplied: true`).
+ */
+export const TeamSettings = Schema.Struct({
+  /** Libraries the key may see: ids or `*` prefixes; empty = all. */
+  libraries: Schema.Array(LibraryFilter),
+  /** Source kinds the key may see; empty = all. */
+  sources: Schema.Array(SourceKind)
+}).annotate({ identifier: "TeamSettings" })
+export type TeamSettings = typeof TeamSettings.Type
+
+/** Whether settings restrict anything. */
+export const settingsActive = (settings: TeamSettings): boolean =>
+  settings.libraries.length > 0 || settings.sources.length > 0
+
+/** Who is calling: provided to the handlers by {@link DocsAuth}. */
+export type Caller =
+  | {
+    readonly _tag: "Anonymous"
+    /** The client address the anonymous rate limit is counted against. */
+    readonly address: string
+  }
+  | {
+    readonly _tag: "ApiKey"
+    readonly id: string
+    /** `svcsk_` + 8 characters: names the key, is not secret. */
+    readonly prefix: string
+    readonly name: string
+    readonly team: string | null
+    readonly settings: TeamSettings
+  }
+
+export class DocsCaller extends Context.Service<DocsCaller, Caller>()("@svc/schema/Docs/DocsCaller") {}
+
+/**
+ * API keys and rate limits on the library and context endpoints. The key travels in
+ * `Authorization: Bearer <key>`, `X-Svc-API-Key` or `X-API-Key` (spec/2); none is anonymous (lower
+ * limits), a wrong, unknown or revoked one is 401. Over the limit: 429 with `Retry-After`.
+ *
+ * Not an `HttpApiSecurity` middleware: those try schemes one after another and treat a failure as
+ * "try the next", while here a present-but-wrong key must be refused and an absent one allowed.
+ */
+export class DocsAuth extends HttpApiMiddleware.Service<DocsAuth, { provides: DocsCaller }>()(
+  "@svc/schema/Docs/DocsAuth",
+  { error: [Unauthorized, RateLimited] }
+) {}
+
 export class LibsGroup extends HttpApiGroup.make("libs").add(
   HttpApiEndpoint.get("search", "/api/v2/libs/search", {
     query: {
@@ -127,7 +203,7 @@ export class LibsGroup extends HttpApiGroup.make("libs").add(
     },
     success: LibrarySearchResponse
   })
-).annotateMerge(OpenApi.annotations({ title: "Libraries" })) {}
+).middleware(DocsAuth).annotateMerge(OpenApi.annotations({ title: "Libraries" })) {}
 
 export class ContextGroup extends HttpApiGroup.make("context").add(
   HttpApiEndpoint.get("context", "/api/v2/context", {
@@ -136,7 +212,7 @@ export class ContextGroup extends HttpApiGroup.make("context").add(
     success: [ContextResponse, Schema.String.pipe(HttpApiSchema.asText()), LibraryIndexing.pipe(HttpApiSchema.status(202))],
     error: LibraryNotFound
   })
-).annotateMerge(OpenApi.annotations({ title: "Context" })) {}
+).middleware(DocsAuth).annotateMerge(OpenApi.annotations({ title: "Context" })) {}
 
 export class DocsApi extends HttpApi.make("docs")
   .add(HealthGroup)

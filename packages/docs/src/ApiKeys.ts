@@ -1,0 +1,195 @@
+/**
+ * API keys of the REST API v2: created and revoked by the operator (`svc docs keys ...`), checked by
+ * the API on each request (Auth.ts).
+ *
+ * A key is `svcsk_` + 43 url-safe characters (32 random bytes, base64url). Only its SHA-256 is stored
+ * (see migrations/docs/0002_api_keys.ts for why a plain hash is enough for random keys), so the key is
+ * shown once, at creation, and never again; `svcsk_` + its first 8 random characters (the *prefix*)
+ * names it afterwards. Authenticating is one lookup of the hash in a unique index: nothing is compared
+ * character by character, so there is no timing signal to protect against.
+ */
+import { API_KEY_PREFIX, LibraryFilterPattern, type SourceKind, type TeamSettings } from "@svc/schema"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { createHash, randomBytes } from "node:crypto"
+
+/** Characters of the random part shown in the prefix. */
+const PREFIX_CHARS = 8
+
+/** A key as listed: everything but the key itself. */
+export interface ApiKeyRecord {
+  readonly id: string
+  readonly name: string
+  readonly team: string | null
+  /** `svcsk_` + 8 characters. */
+  readonly prefix: string
+  readonly settings: TeamSettings
+  readonly createdAt: Date
+  readonly revokedAt: Date | null
+}
+
+/** A new key: the record, and the key, which exists nowhere else once printed. */
+export interface CreatedApiKey {
+  readonly record: ApiKeyRecord
+  readonly key: string
+}
+
+export interface CreateApiKeyOptions {
+  readonly name?: string | undefined
+  readonly team?: string | undefined
+  /** Library ids `/owner/repo` or prefixes `/owner/*`; empty or absent = every library. */
+  readonly libraries?: ReadonlyArray<string> | undefined
+  /** Source kinds; empty or absent = every source. */
+  readonly sources?: ReadonlyArray<SourceKind> | undefined
+}
+
+/** The operator's input was not usable; the message says why. */
+export class InvalidApiKeyOptions extends Schema.TaggedError<InvalidApiKeyOptions>()("InvalidApiKeyOptions", {
+  message: Schema.String
+}) {}
+
+export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKeyNotFound", {
+  message: Schema.String
+}) {}
+
+/** SHA-256 (hex) of a key: what is stored and looked up. */
+export const hashKey = (key: string): string => createHash("sha256").update(key, "utf8").digest("hex")
+
+/** A fresh key: `svcsk_` + 43 base64url characters (256 bits). */
+export const generateKey = (): string => API_KEY_PREFIX + randomBytes(32).toString("base64url")
+
+/** The non-secret name of a key. */
+export const prefixOf = (key: string): string => key.slice(0, API_KEY_PREFIX.length + PREFIX_CHARS)
+
+/** Does `key` look like one of ours? (a cheap refusal before the database lookup) */
+export const isWellFormedKey = (key: string): boolean =>
+  key.startsWith(API_KEY_PREFIX) && /^[A-Za-z0-9_-]{43}$/.test(key.slice(API_KEY_PREFIX.length))
+
+interface KeyRow {
+  readonly id: string
+  readonly name: string
+  readonly team: string | null
+  readonly prefix: string
+  readonly libraries: ReadonlyArray<string>
+  readonly sources: ReadonlyArray<SourceKind>
+  readonly created_at: Date
+  readonly revoked_at: Date | null
+}
+
+const toRecord = (row: KeyRow): ApiKeyRecord => ({
+  id: String(row.id),
+  name: row.name,
+  team: row.team,
+  prefix: row.prefix,
+  settings: { libraries: row.libraries, sources: row.sources },
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at
+})
+
+const SOURCE_KINDS: ReadonlyArray<string> = ["folder", "npm", "git"]
+
+/** Normalises and checks the settings of a new key. */
+const validateSettings = (options: CreateApiKeyOptions): Effect.Effect<TeamSettings, InvalidApiKeyOptions> => {
+  const libraries = [...new Set((options.libraries ?? []).map((entry) => entry.trim().toLowerCase()).filter((e) => e !== ""))]
+  const badLibrary = libraries.find((entry) => !LibraryFilterPattern.test(entry))
+  if (badLibrary !== undefined) {
+    return Effect.fail(
+      new InvalidApiKeyOptions({
+        message: `Library filter "${badLibrary}" is neither a library id /owner/repo nor a prefix like /owner/*`
+      })
+    )
+  }
+  const sources = [...new Set((options.sources ?? []).map((entry) => entry.trim().toLowerCase()).filter((e) => e !== ""))]
+  const badSource = sources.find((entry) => !SOURCE_KINDS.includes(entry))
+  if (badSource !== undefined) {
+    return Effect.fail(
+      new InvalidApiKeyOptions({ message: `Source "${badSource}" is not one of ${SOURCE_KINDS.join(", ")}` })
+    )
+  }
+  return Effect.succeed({ libraries, sources: sources as Array<SourceKind> })
+}
+
+export class ApiKeys extends Context.Service<ApiKeys, {
+  readonly create: (options?: CreateApiKeyOptions) => Effect.Effect<CreatedApiKey, InvalidApiKeyOptions>
+  /** Every key, newest first, revoked ones included. */
+  readonly list: Effect.Effect<ReadonlyArray<ApiKeyRecord>>
+  /**
+   * Revokes the key with this prefix (`svcsk_AbCd1234`), id, or the whole key itself; revoking twice
+   * is not an error (the first time stays recorded).
+   */
+  readonly revoke: (prefixOrId: string) => Effect.Effect<ApiKeyRecord, ApiKeyNotFound>
+  /** The live (not revoked) key for a presented key, if any. */
+  readonly authenticate: (key: string) => Effect.Effect<Option.Option<ApiKeyRecord>>
+}>()("@svc/docs/ApiKeys") {
+  /** Needs `SqlClient` (the `docs` schema migrated). */
+  static readonly layer = Layer.effect(
+    ApiKeys,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const create = Effect.fn("ApiKeys.create")(function*(options: CreateApiKeyOptions = {}) {
+        const settings = yield* validateSettings(options)
+        const name = options.name?.trim() ?? ""
+        const team = options.team?.trim() || null
+        // A prefix collision (1 in 2^48 per pair) only costs another draw.
+        for (let attempt = 0;; attempt++) {
+          const key = generateKey()
+          const rows = yield* sql<KeyRow>`
+            INSERT INTO docs.api_keys ${
+            sql.insert({
+              name,
+              team,
+              prefix: prefixOf(key),
+              key_hash: hashKey(key),
+              libraries: settings.libraries,
+              sources: settings.sources
+            } as any)
+          }
+            ON CONFLICT DO NOTHING
+            RETURNING id, name, team, prefix, libraries, sources, created_at, revoked_at`.pipe(Effect.orDie)
+          if (rows[0] !== undefined) return { record: toRecord(rows[0]), key }
+          if (attempt >= 3) return yield* Effect.die(new Error("Could not draw a unique API key prefix"))
+        }
+      })
+
+      const list = sql<KeyRow>`
+        SELECT id, name, team, prefix, libraries, sources, created_at, revoked_at
+        FROM docs.api_keys ORDER BY created_at DESC, id DESC`.pipe(
+        Effect.map((rows) => rows.map(toRecord)),
+        Effect.orDie,
+        Effect.withSpan("ApiKeys.list")
+      )
+
+      const revoke = Effect.fn("ApiKeys.revoke")(function*(prefixOrId: string) {
+        const wanted = prefixOrId.trim()
+        const byId = /^\d{1,18}$/.test(wanted)
+        const condition = byId
+          ? sql`id = ${wanted}`
+          : isWellFormedKey(wanted)
+          ? sql`key_hash = ${hashKey(wanted)}`
+          : sql`prefix = ${wanted}`
+        const rows = yield* sql<KeyRow>`
+          UPDATE docs.api_keys SET revoked_at = coalesce(revoked_at, now())
+          WHERE ${condition}
+          RETURNING id, name, team, prefix, libraries, sources, created_at, revoked_at`.pipe(Effect.orDie)
+        if (rows[0] === undefined) {
+          return yield* new ApiKeyNotFound({
+            // never echo a whole key back
+            message: `No API key ${byId ? `with id ${wanted}` : isWellFormedKey(wanted) ? "matches that key" : wanted} (svc docs keys list shows them)`
+          })
+        }
+        return toRecord(rows[0])
+      })
+
+      const authenticate = Effect.fn("ApiKeys.authenticate")(function*(key: string) {
+        if (!isWellFormedKey(key)) return Option.none<ApiKeyRecord>()
+        const rows = yield* sql<KeyRow>`
+          SELECT id, name, team, prefix, libraries, sources, created_at, revoked_at
+          FROM docs.api_keys WHERE key_hash = ${hashKey(key)} AND revoked_at IS NULL`.pipe(Effect.orDie)
+        return Option.map(Option.fromNullishOr(rows[0]), toRecord)
+      })
+
+      return ApiKeys.of({ create, list, revoke, authenticate })
+    })
+  )
+}

@@ -1,0 +1,136 @@
+/**
+ * `DocsAuth` (declared on `DocsApi` in `@svc/schema`): who is calling, and whether they may call now.
+ *
+ * - **Key**: `Authorization: Bearer <key>`, else `X-Svc-API-Key`, else `X-API-Key` (spec/2). No
+ *   header at all is an anonymous caller (allowed, lower limit). A header that is present but holds
+ *   no key, a malformed key, an unknown or a revoked one is 401 `unauthorized` — before any data is
+ *   read, and the message never echoes the key.
+ * - **Rate limits**: a token bucket per key, and per client address for anonymous callers, refilled
+ *   over a minute: `DOCS_RATE_LIMIT_ANONYMOUS` (default 60) and `DOCS_RATE_LIMIT_KEYED` (default 600)
+ *   requests per minute, bursts up to that many. Over it: 429 `rate_limited` with `retryAfter` and a
+ *   `Retry-After` header (seconds). effect's own `RateLimiter` with its in-memory store, so the limits
+ *   are **per instance**: two docs-api processes behind one address each allow the full rate.
+ *   A refused key counts against its client address's anonymous bucket, so guessing keys in a loop
+ *   ends in 429s like any other flood.
+ * - **Client address**: the socket's peer; with `DOCS_TRUST_PROXY=true`, the last `X-Forwarded-For`
+ *   entry (the one the proxy in front of us appended: earlier ones are whatever the client sent).
+ *
+ * The handlers get the caller as `DocsCaller`, which carries the key's team settings.
+ */
+import { type Caller, DocsAuth, DocsCaller, RateLimited, Unauthorized } from "@svc/schema"
+import { Config, Duration, Effect, Layer, Option, Schema } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { RateLimiter } from "effect/persistence"
+import { ApiKeys } from "./ApiKeys.ts"
+
+const RequestsPerMinute = (name: string, fallback: number) =>
+  Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), name).pipe(Config.withDefault(fallback))
+
+/** The configuration of {@link DocsAuthLive}. */
+export const DocsAuthConfig = Config.all({
+  /** Requests per minute of an anonymous client address. */
+  anonymous: RequestsPerMinute("DOCS_RATE_LIMIT_ANONYMOUS", 60),
+  /** Requests per minute of one API key. */
+  keyed: RequestsPerMinute("DOCS_RATE_LIMIT_KEYED", 600),
+  /** Take the client address from `X-Forwarded-For` (only behind a proxy that sets it). */
+  trustProxy: Config.Boolean("DOCS_TRUST_PROXY").pipe(Config.withDefault(false))
+})
+
+const WINDOW = Duration.minutes(1)
+
+/** The key the request presents: undefined when it carries none of the three headers. */
+export const presentedKey = (headers: Readonly<Record<string, string | undefined>>): string | undefined => {
+  const authorization = headers["authorization"]
+  if (authorization !== undefined) {
+    // Another scheme (Basic, a bare key) is a wrongly supplied key, not an anonymous call.
+    const match = /^Bearer[ \t]+(\S*)[ \t]*$/i.exec(authorization.trim())
+    return match?.[1] ?? ""
+  }
+  return headers["x-svc-api-key"]?.trim() ?? headers["x-api-key"]?.trim()
+}
+
+/** The peer address, or the proxy-appended `X-Forwarded-For` entry when the proxy is trusted. */
+export const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean): string => {
+  if (trustProxy) {
+    const forwarded = request.headers["x-forwarded-for"]?.split(",").map((entry) => entry.trim()).filter((e) => e !== "")
+    const last = forwarded?.[forwarded.length - 1]
+    if (last !== undefined) return last
+  }
+  // In-process (tests, toWebHandler) there is no socket: those callers share one bucket.
+  return Option.getOrElse(request.remoteAddress, () => "unknown")
+}
+
+const refused = (message: string) => Effect.fail(new Unauthorized({ message }))
+
+/** 429, written here rather than failed with, so it can carry the `Retry-After` header. */
+const tooMany = (retryAfter: Duration.Duration) => {
+  const seconds = Math.max(1, Math.ceil(Duration.toSeconds(retryAfter)))
+  return Effect.map(
+    Schema.encodeEffect(RateLimited)(new RateLimited({ retryAfter: seconds })).pipe(Effect.orDie),
+    (body) => HttpServerResponse.jsonUnsafe(body, { status: 429, headers: { "retry-after": String(seconds) } })
+  )
+}
+
+/** `DocsAuth` with limits from {@link DocsAuthConfig}; needs `ApiKeys`. One limiter per layer build. */
+export const DocsAuthLive = Layer.effect(
+  DocsAuth,
+  Effect.gen(function*() {
+    const config = yield* DocsAuthConfig
+    const keys = yield* ApiKeys
+    const limiter = yield* RateLimiter.RateLimiter
+
+    const identify = Effect.fn("DocsAuth.identify")(function*(request: HttpServerRequest.HttpServerRequest) {
+      const presented = presentedKey(request.headers)
+      if (presented === undefined) {
+        return { _tag: "Anonymous", address: clientAddress(request, config.trustProxy) } satisfies Caller as Caller
+      }
+      if (presented === "") {
+        return yield* refused("No API key in the header: send Authorization: Bearer svcsk_..., X-Svc-API-Key or X-API-Key")
+      }
+      const record = yield* keys.authenticate(presented)
+      if (Option.isNone(record)) {
+        return yield* refused("The API key is not valid (unknown, malformed or revoked); create one with svc docs keys create")
+      }
+      const { id, name, prefix, settings, team } = record.value
+      return { _tag: "ApiKey", id, prefix, name, team, settings } satisfies Caller as Caller
+    })
+
+    /** Takes a token from a bucket; how long until the next one when there is none left. */
+    const limit = (bucket: { readonly key: string; readonly limit: number }) =>
+      Effect.flatMap(
+        Effect.result(limiter.consume({ algorithm: "token-bucket", window: WINDOW, ...bucket })),
+        (consumed): Effect.Effect<Duration.Duration | undefined> => {
+          if (consumed._tag === "Success") return Effect.succeed(undefined)
+          const reason = consumed.failure.reason
+          return reason._tag === "RateLimitExceeded"
+            ? Effect.succeed(reason.retryAfter)
+            : Effect.die(consumed.failure) // the in-memory store does not fail otherwise
+        }
+      )
+
+    return DocsAuth.of((httpEffect) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const identified = yield* Effect.result(identify(request))
+        if (identified._tag === "Failure") {
+          // A refused key counts against its address: a flood of guesses ends in 429s.
+          const address = clientAddress(request, config.trustProxy)
+          const retryAfter = yield* limit({ key: `address:${address}`, limit: config.anonymous })
+          return yield* retryAfter === undefined ? Effect.fail(identified.failure) : tooMany(retryAfter)
+        }
+        const caller = identified.success
+        const retryAfter = yield* limit(
+          caller._tag === "Anonymous"
+            ? { key: `address:${caller.address}`, limit: config.anonymous }
+            : { key: `key:${caller.id}`, limit: config.keyed }
+        )
+        if (retryAfter !== undefined) return yield* tooMany(retryAfter)
+        return yield* Effect.provideService(httpEffect, DocsCaller, caller)
+      })
+    )
+  })
+).pipe(
+  Layer.provide(RateLimiter.layer),
+  // fresh: each server counts on its own, even when two are built in one process (tests)
+  Layer.provide(Layer.fresh(RateLimiter.layerStoreMemory))
+)
