@@ -2,8 +2,19 @@
  * `svc docs add|list|refresh|remove`: index documentation into the docs service's tables. The commands
  * run the indexer in this process against the database (like `svc migrate`), so no docs-api needs to
  * be running; a running one serves the new snippets as soon as a run completes.
+ *
+ * `svc docs keys create|list|revoke`: the REST API's keys, in the same database; a running docs-api
+ * accepts a new key (and refuses a revoked one) from its next request on.
  */
-import { type IndexOutcome, type IndexProgress, Indexer, type LibraryListing } from "@svc/docs"
+import {
+  type ApiKeyRecord,
+  ApiKeys,
+  type IndexOutcome,
+  type IndexProgress,
+  Indexer,
+  type LibraryListing
+} from "@svc/docs"
+import type { SourceKind } from "@svc/schema"
 import { Database, Migrations } from "@svc/platform"
 import { Config, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -111,7 +122,112 @@ const remove = Command.make(
   }, withIndexer)
 ).pipe(Command.withDescription("Remove a library, or one version of it, and its snippets"))
 
+// -----------------------------------------------------------------------------
+// keys
+// -----------------------------------------------------------------------------
+
+/** API keys on the suite's database, the `docs` schema migrated first. */
+const ApiKeysLive = ApiKeys.layer.pipe(
+  Layer.provideMerge(Layer.effectDiscard(Migrations.migrate("docs"))),
+  Layer.provideMerge(Database.layer)
+)
+
+const withKeys = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, ApiKeys>) =>
+  effect.pipe(
+    Effect.provide(ApiKeysLive),
+    Effect.mapError((error) => error instanceof Config.ConfigError ? error : new Error(error.message))
+  )
+
+/** `a, b,,c` → `["a", "b", "c"]`. */
+const commaList = (value: Option.Option<string>): ReadonlyArray<string> =>
+  Option.match(value, {
+    onNone: () => [],
+    onSome: (text) => text.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+  })
+
+const describeSettings = (key: ApiKeyRecord): string =>
+  key.settings.libraries.length === 0 && key.settings.sources.length === 0
+    ? "all libraries, all sources"
+    : [
+      `libraries ${key.settings.libraries.length === 0 ? "all" : key.settings.libraries.join(",")}`,
+      `sources ${key.settings.sources.length === 0 ? "all" : key.settings.sources.join(",")}`
+    ].join("; ")
+
+/** One line per key: never the key itself (it is not stored), only its prefix. */
+const describeKey = (key: ApiKeyRecord): string =>
+  [
+    key.prefix,
+    `id ${key.id}`,
+    key.name === "" ? "(no name)" : JSON.stringify(key.name),
+    `team ${key.team ?? "-"}`,
+    `created ${key.createdAt.toISOString()}`,
+    key.revokedAt === null ? "active" : `revoked ${key.revokedAt.toISOString()}`,
+    describeSettings(key)
+  ].join("  ")
+
+const create = Command.make(
+  "create",
+  {
+    name: Flag.String("name").pipe(Flag.withDescription("What the key is for (shown by list)"), Flag.optional),
+    team: Flag.String("team").pipe(Flag.withDescription("The team the key belongs to"), Flag.optional),
+    libraries: Flag.String("libraries").pipe(
+      Flag.withDescription("Library filter: ids and prefixes, comma-separated (/acme/widgets,/acme/*); default all"),
+      Flag.optional
+    ),
+    sources: Flag.String("sources").pipe(
+      Flag.withDescription("Source access: source kinds, comma-separated (folder,npm,git); default all"),
+      Flag.optional
+    )
+  },
+  Effect.fn(function*({ libraries, name, sources, team }) {
+    const { key, record } = yield* (yield* ApiKeys).create({
+      name: optional(name),
+      team: optional(team),
+      libraries: commaList(libraries),
+      sources: commaList(sources) as ReadonlyArray<SourceKind> // checked by ApiKeys.create
+    })
+    // The description on stderr and the key alone on stdout, so `KEY=$(svc docs keys create)` works.
+    yield* Console.error(`Created API key ${record.prefix}… (id ${record.id}): ${describeSettings(record)}`)
+    yield* Console.error("Store it now: only its hash is kept, it cannot be shown again.")
+    yield* Console.log(key)
+  }, withKeys)
+).pipe(
+  Command.withDescription("Create an API key for the docs REST API (printed once)"),
+  Command.withExamples([
+    { command: "svc docs keys create --name ci", description: "A key with the keyed rate limit, seeing everything" },
+    {
+      command: "svc docs keys create --name web --team acme --libraries '/acme/*' --sources folder",
+      description: "A team key that sees only acme's libraries indexed from folders"
+    }
+  ])
+)
+
+const listKeys = Command.make(
+  "list",
+  { json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of lines"), Flag.withDefault(false)) },
+  Effect.fn(function*({ json }) {
+    const keys = yield* (yield* ApiKeys).list
+    if (json) return yield* Console.log(JSON.stringify(keys, null, 2))
+    if (keys.length === 0) return yield* Console.log("No API keys yet: create one with svc docs keys create")
+    yield* Effect.forEach(keys, (key) => Console.log(describeKey(key)), { discard: true })
+  }, withKeys)
+).pipe(Command.withDescription("List API keys: prefix, id, name, team, created, revoked, settings (never the key)"))
+
+const revoke = Command.make(
+  "revoke",
+  { key: Argument.String("prefix-or-id").pipe(Argument.withDescription("The key's prefix (svcsk_…) or id, as list shows")) },
+  Effect.fn(function*({ key }) {
+    const record = yield* (yield* ApiKeys).revoke(key)
+    yield* Console.log(`${record.prefix} (id ${record.id}): revoked ${record.revokedAt?.toISOString()}`)
+  }, withKeys)
+).pipe(Command.withDescription("Revoke an API key: the API refuses it (401) from the next request on"))
+
+const keys = Command.make("keys").pipe(
+  Command.withDescription("API keys of the docs REST API: create, list, revoke"),
+  Command.withSubcommands([create, listKeys, revoke])
+)
+
 export const docs = Command.make("docs").pipe(
-  Command.withDescription("Index documentation for the docs service (runs against the database directly)"),
-  Command.withSubcommands([add, list, refresh, remove])
+  Command.withDescription("Index documentation and manage API keys for the docs service (runs against the database directly)"),
+  Command.withSubcommands([add, list, refresh, remove, keys])
 )
