@@ -17,6 +17,7 @@
 import { Database, EmbeddedPostgres, freePort, Migrations, serve } from "@svc/platform"
 import { DefaultLibraries, Indexer, Service } from "@svc/docs"
 import { Context, Effect, Layer, Option, References } from "effect"
+import { SqlClient, Statement } from "effect/sql"
 import * as fs from "node:fs/promises"
 import * as Http from "node:http"
 import * as os from "node:os"
@@ -28,6 +29,18 @@ const SNIPPETS = Number(process.env.BENCH_SNIPPETS ?? 100)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
 const QUALITY_ONLY = process.argv.includes("--quality-only")
+/** `--explain`: print the query plans of one search and one context request after indexing. */
+const EXPLAIN = process.argv.includes("--explain")
+
+// --- capture the SQL the service sends, for --explain ---------------------------------------------------
+let capture: Array<{ text: string; values: Array<unknown> }> | undefined
+const recordStatements: Statement.Transformer = (statement) => {
+  if (capture !== undefined) {
+    const [text, values] = statement.compile()
+    capture.push({ text, values: [...values] })
+  }
+  return Effect.succeed(statement)
+}
 
 // one client address does all the asking: the bench measures the service, not its rate limits
 process.env.DOCS_RATE_LIMIT_ANONYMOUS ??= "100000000"
@@ -194,6 +207,22 @@ const program = Effect.gen(function*() {
   console.log(`\nsynthetic corpus: ${fmt(LIBRARIES)} libraries, ${fmt(indexed)} snippets indexed in ${fmt(indexSeconds)} s ` +
     `(${fmt(indexed / indexSeconds)} snippets/s)`)
 
+  if (EXPLAIN) {
+    const sql = Context.get(context, SqlClient.SqlClient)
+    for (const url of [
+      `${base}/api/v2/libs/search?libraryName=${vocabulary[7]}&query=${words(4).replaceAll(" ", "+")}`,
+      `${base}/api/v2/context?libraryId=${encodeURIComponent(`/synth-7/${vocabulary[7]}-7`)}&query=${words(6).replaceAll(" ", "+")}`
+    ]) {
+      capture = []
+      yield* Effect.promise(() => getJson(url))
+      const statements = capture
+      capture = undefined
+      const last = statements.at(-1)!
+      const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, BUFFERS) ${last.text}`, last.values as any)
+      console.log(`\n${url}\n${plan.map((row) => row["QUERY PLAN"]).join("\n")}`)
+    }
+  }
+
   const searchLoad = yield* Effect.promise(() =>
     load(SECONDS, async (i) => {
       const name = vocabulary[(i * 7919) % Math.min(LIBRARIES, vocabulary.length)]!
@@ -212,7 +241,11 @@ const program = Effect.gen(function*() {
     `   (target p99 <= 50 ms: ${searchLoad.p99 <= 50 ? "ok" : "MISSED"})`)
   console.log(`  GET /api/v2/context              ${fmt(contextLoad.p50, 1).padStart(8)}  ${fmt(contextLoad.p99, 1).padStart(8)}  ${fmt(contextLoad.rps).padStart(8)}` +
     `   (target p99 <= 150 ms: ${contextLoad.p99 <= 150 ? "ok" : "MISSED"})`)
-}).pipe(Effect.scoped, Effect.provideService(References.MinimumLogLevel, "Warn"))
+}).pipe(
+  Effect.scoped,
+  Effect.provideService(References.MinimumLogLevel, "Warn"),
+  Effect.provideService(Statement.CurrentTransformer, recordStatements)
+)
 
 Effect.runPromise(program as Effect.Effect<void>).then(
   () => {

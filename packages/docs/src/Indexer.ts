@@ -309,6 +309,12 @@ export class Indexer extends Context.Service<Indexer, {
             }))
             yield* sql`INSERT INTO docs.snippets ${sql.insert(rows as any)}`
           }
+          // what the docs are about, for library search (migration 0003)
+          yield* sql`
+            UPDATE docs.generations SET topics = (
+              SELECT to_tsvector('english'::regconfig, left(string_agg(s.title || ' ' || s.heading || ' ' || s.description, ' '), 500000))
+              FROM docs.snippets s WHERE s.generation_id = ${generationId}
+            ) WHERE id = ${generationId}`
           const tokens = snippets.reduce((sum, snippet) => sum + snippet.tokens, 0)
           yield* sql.withTransaction(Effect.gen(function*() {
             const [current] = yield* sql<{ readonly generation_id: string | null }>`

@@ -136,9 +136,11 @@ export class Search extends Context.Service<Search, {
             SELECT l.*, lower(split_part(l.id, '/', 3)) AS repo, lower(l.title) AS ltitle,
                    lower(l.id || ' ' || l.title) AS hay
             FROM docs.libraries l
+            -- all three are answered by the trigram index (a strpos() here made every search read
+            -- every library: 7 ms per 1,000 libraries)
             WHERE (${name} <% lower(l.id || ' ' || l.title)
                OR lower(l.id || ' ' || l.title) % ${name}
-               OR strpos(lower(l.id || ' ' || l.title), ${name}) > 0)
+               OR lower(l.id || ' ' || l.title) LIKE ${`%${name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`})
               AND ${accessCondition(sql, access)}
           ),
           scored AS (
