@@ -141,9 +141,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
               team,
               prefix: prefixOf(key),
               key_hash: hashKey(key),
-              libraries: settings.libraries,
-              sources: settings.sources
-            } as any)
+              libraries: [...settings.libraries],
+              sources: [...settings.sources]
+            })
           }
             ON CONFLICT DO NOTHING
             RETURNING id, name, team, prefix, libraries, sources, created_at, revoked_at`.pipe(Effect.orDie)

@@ -145,6 +145,19 @@ layer(socketClient.pipe(Layer.provideMerge(Seeded), Layer.provideMerge(stack)), 
         assert.strictEqual((yield* context("/acme/widgets")).status, 200)
       }))
 
+    it.effect("/openapi.json documents the three key headers (optional) and the 401 and 429 answers", () =>
+      Effect.gen(function*() {
+        const { body } = yield* get("/openapi.json")
+        assert.deepStrictEqual(Object.keys(body.components.securitySchemes).sort(), ["apiKey", "bearer", "svcApiKey"])
+        assert.strictEqual(body.components.securitySchemes.svcApiKey.name, "X-Svc-API-Key")
+        for (const path of ["/api/v2/libs/search", "/api/v2/context"]) {
+          const operation = body.paths[path].get
+          assert.deepStrictEqual(operation.security[0], {}, "anonymous allowed")
+          assert.includeMembers(Object.keys(operation.responses), ["401", "429"])
+        }
+        assert.deepStrictEqual(body.paths["/health"].get.security ?? [], [], "health needs no key")
+      }))
+
     it.effect("a wrong, malformed, revoked, empty or wrongly supplied key is 401 unauthorized with no data", () =>
       Effect.gen(function*() {
         const revokedKey = yield* newKey({ name: "to revoke" })

@@ -214,6 +214,29 @@ export class ContextGroup extends HttpApiGroup.make("context").add(
   })
 ).middleware(DocsAuth).annotateMerge(OpenApi.annotations({ title: "Context" })) {}
 
+/**
+ * OpenAPI: {@link DocsAuth} reads its three headers itself (see there), so the document gets its
+ * security schemes here — each optional (`{}` first: anonymous callers are served).
+ */
+const documentApiKeys = (spec: Record<string, any>): Record<string, any> => {
+  spec.components = {
+    ...spec.components,
+    securitySchemes: {
+      ...spec.components?.securitySchemes,
+      bearer: { type: "http", scheme: "bearer", description: `An API key (${API_KEY_PREFIX}...)` },
+      svcApiKey: { type: "apiKey", in: "header", name: "X-Svc-API-Key" },
+      apiKey: { type: "apiKey", in: "header", name: "X-API-Key" }
+    }
+  }
+  for (const [path, operations] of Object.entries<Record<string, any>>(spec.paths ?? {})) {
+    if (!path.startsWith("/api/v2/")) continue
+    for (const operation of Object.values(operations)) {
+      operation.security = [{}, { bearer: [] }, { svcApiKey: [] }, { apiKey: [] }]
+    }
+  }
+  return spec
+}
+
 export class DocsApi extends HttpApi.make("docs")
   .add(HealthGroup)
   .add(LibsGroup)
@@ -221,6 +244,7 @@ export class DocsApi extends HttpApi.make("docs")
   .annotateMerge(ApiConventions)
   .annotateMerge(OpenApi.annotations({
     title: "svc docs",
-    description: "Documentation lookup: find a library by name, then fetch the snippets that answer a question."
+    description: "Documentation lookup: find a library by name, then fetch the snippets that answer a question.",
+    transform: documentApiKeys
   }))
 {}
