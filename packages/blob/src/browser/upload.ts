@@ -95,6 +95,11 @@ export interface UploadOptions {
   readonly resume?: ResumeStore | false | undefined
   /** a URL younger than this (ms, default 60 s) is "fresh": a 403 on it is signature_mismatch, not expiry */
   readonly freshFor?: number | undefined
+  /**
+   * a PUT with no progress and no answer for this long (ms, default 60 s), or a route call unanswered this
+   * long, is given up and retried: a dead connection (or a stalled store) must not hang the upload forever
+   */
+  readonly stallTimeout?: number | undefined
   /** default: globalThis.fetch */
   readonly fetch?: typeof fetch | undefined
   /** default: globalThis.XMLHttpRequest */
@@ -173,6 +178,8 @@ const isTransient = (f: Failure): f is Transient => f instanceof Transient
 
 interface PutOutcome {
   readonly status: number
+  /** no progress and no answer for stallTimeout: given up (not a CORS refusal, whatever was sent) */
+  readonly stalled: boolean
   readonly sent: number
   readonly etag: string | null
   readonly body: string
@@ -184,18 +191,33 @@ const xhrPut = (
   url: string,
   headers: Readonly<Record<string, string>>,
   body: Blob,
-  onLoaded: (loaded: number) => void
+  onLoaded: (loaded: number) => void,
+  stallTimeout: number
 ): Effect.Effect<PutOutcome> =>
   Effect.callback<PutOutcome>((resume) => {
     const xhr = new Xhr()
     let sent = 0
-    const done = (status: number) =>
+    let stalled = false
+    let watchdog: ReturnType<typeof setTimeout> | undefined
+    const arm = () => {
+      clearTimeout(watchdog)
+      watchdog = setTimeout(() => {
+        stalled = true
+        xhr.onload = xhr.onerror = xhr.ontimeout = null
+        xhr.abort()
+        done(0)
+      }, stallTimeout)
+    }
+    const done = (status: number) => {
+      clearTimeout(watchdog)
       resume(Effect.succeed({
         status,
+        stalled,
         sent,
         etag: status >= 200 && status < 300 ? xhr.getResponseHeader("ETag") : null,
         body: status === 0 ? "" : safeText(xhr)
       }))
+    }
     xhr.open("PUT", url)
     // the browser sets content-length itself (and refuses it as a header): it matches the signed one
     for (const [name, value] of Object.entries(headers)) {
@@ -203,13 +225,16 @@ const xhrPut = (
     }
     xhr.upload.onprogress = (event) => {
       sent = event.loaded
+      arm()
       onLoaded(event.loaded)
     }
     xhr.onload = () => done(xhr.status)
     xhr.onerror = () => done(0)
     xhr.ontimeout = () => done(0)
+    arm()
     xhr.send(body)
     return Effect.sync(() => {
+      clearTimeout(watchdog)
       xhr.onload = xhr.onerror = xhr.ontimeout = null
       xhr.abort()
     })
@@ -232,7 +257,7 @@ const classifyPut = (
 ): Failure | undefined => {
   const { status } = outcome
   if (status >= 200 && status < 300) return undefined
-  if (status === 0) return outcome.sent === 0 ? corsRefusal(context.headers) : new Transient(0)
+  if (status === 0) return outcome.sent === 0 && !outcome.stalled ? corsRefusal(context.headers) : new Transient(0)
   const code = storageCode(outcome.body)
   if (status === 401 || status === 403) {
     if (!context.fresh) return new Expired()
@@ -288,6 +313,7 @@ export const uploadEffect = (file: UploadFile, options: UploadOptions): Effect.E
     const concurrency = options.concurrency ?? 4
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError("upload: concurrency must be an integer >= 1")
     const freshFor = options.freshFor ?? 60_000
+    const stallTimeout = options.stallTimeout ?? 60_000
     const pathname = options.pathname ?? file.name ?? ""
     const contentType = options.contentType ?? (file.type === "" ? "application/octet-stream" : file.type)
     const store = options.resume === false ? undefined : options.resume ?? defaultStore()
@@ -350,6 +376,8 @@ export const uploadEffect = (file: UploadFile, options: UploadOptions): Effect.E
             }),
           catch: () => new Transient(0)
         }).pipe(
+          // an unanswered call is given up (the request aborted) and retried like no answer at all
+          Effect.timeoutOrElse({ duration: stallTimeout, orElse: () => Effect.fail(new Transient(0)) }),
           Effect.flatMap((response) =>
             Effect.promise(() => response.text().catch(() => "")).pipe(
               Effect.flatMap((text): Effect.Effect<A, BlobError | Transient> => {
@@ -409,7 +437,7 @@ export const uploadEffect = (file: UploadFile, options: UploadOptions): Effect.E
           const outcome = yield* xhrPut(Xhr, url, headers, file, (loaded) => {
             inFlight.set(0, loaded)
             report()
-          })
+          }, stallTimeout)
           inFlight.set(0, 0)
           const fresh = Date.now() - issuedAt < freshFor && Date.now() < expiresAt
           const failure = classifyPut(outcome, { fresh, headers, what })
@@ -486,7 +514,7 @@ export const uploadEffect = (file: UploadFile, options: UploadOptions): Effect.E
             const outcome = yield* xhrPut(Xhr, signed.url, {}, bytes, (loaded) => {
               inFlight.set(part.partNumber, loaded)
               report()
-            })
+            }, stallTimeout)
             inFlight.delete(part.partNumber)
             const fresh = Date.now() - signed.issuedAt < freshFor && Date.now() < signed.expiresAt
             const failure = classifyPut(outcome, { fresh, headers: {}, what })

@@ -115,6 +115,20 @@ describe("upload: retries", () => {
     assert.strictEqual(route.calls[1]!.type, "complete")
   })
 
+  it("a PUT that stalls (no progress, no answer) is given up after stallTimeout and retried", async () => {
+    const route = scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
+    const storage = scriptedStorage((put): PutScript => put.attempt === 1 ? { hang: true } : { status: 200, etag: "\"e\"" })
+    const result = await upload(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, stallTimeout: 30, ...fast })
+    assert.strictEqual(result.size, 5)
+    assert.strictEqual(storage.puts.length, 2)
+    assert.strictEqual(storage.aborted.length, 1)
+    // a route call that never answers is given up the same way
+    const silent = scriptedRoute(() => new Promise(() => undefined))
+    const e = await failure(upload(fileOf(5), { route: "/u", fetch: silent.fetch, XMLHttpRequest: storage.Xhr, stallTimeout: 20, retries: 1, ...fast })) as BlobError
+    assert.strictEqual(e.code, "request_failed")
+    assert.match(e.message, /^Starting the upload failed after 2 attempts \(last status none: no answer\)/)
+  })
+
   it("no answer ever: the exhaustion message says so and the status is 502", async () => {
     const route = scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
     const storage = scriptedStorage(() => ({ drop: true, sent: 2 }))
