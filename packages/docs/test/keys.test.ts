@@ -2,8 +2,9 @@
  * API keys, rate limits and team settings of the REST API v2: the `ApiKeys` service (create, list,
  * revoke, stored hashed), the key in each of the three headers, 401 for wrong/revoked/malformed keys
  * with no data, anonymous callers allowed, 429 with Retry-After per address while a key is still
- * served, team settings restricting search and context with `searchFilterApplied`, and the MCP
- * server's tool result for a refused key. Real Postgres, real sockets.
+ * served, team settings restricting search and context with `searchFilterApplied`, the OpenAPI
+ * document, and the MCP server's tool results for a refused key and a rate-limited caller. Real
+ * Postgres, real sockets.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js"
@@ -57,6 +58,32 @@ const newKey = (options: CreateApiKeyOptions = {}) =>
     const { key } = yield* (yield* ApiKeys).create(options)
     return key
   })
+
+/**
+ * The MCP HTTP server on a real socket, calling the API under test directly; returns a function that
+ * calls `query-docs` through the MCP SDK's client with the given request headers.
+ */
+const mcpQueryDocs = Effect.gen(function*() {
+  const api = yield* Client
+  const mcp = yield* Layer.build(
+    serve(mcpRoutes, { name: "mcp", port: 0, host: "127.0.0.1" }).pipe(
+      Layer.provide(DocsClient.layer({ baseUrl: api.baseUrl, timeout: "5 seconds" }))
+    )
+  )
+  const { address } = Context.get(mcp, HttpServer.HttpServer)
+  const mcpUrl = new URL(`http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}/mcp`)
+  return (headers: Record<string, string>) =>
+    Effect.gen(function*() {
+      const client = new McpClient({ name: "svc-test", version: "1.0.0" })
+      const transport = new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers } })
+      yield* Effect.acquireRelease(Effect.promise(() => client.connect(transport)), () => Effect.promise(() => client.close()))
+      return yield* Effect.promise(() =>
+        client.callTool({ name: "query-docs", arguments: { libraryId: "/acme/widgets", query: "widget options" } })
+      ) as Effect.Effect<any>
+    })
+})
+
+const textOf = (result: any): string => result.content.map((item: any) => item.text).join("\n")
 
 layer(stack, { timeout: 60_000 })("ApiKeys service", (it) => {
   it.effect("create prints a svcsk_ key once, stores only its SHA-256, list shows the prefix and settings", () =>
@@ -233,25 +260,7 @@ layer(socketClient.pipe(Layer.provideMerge(Seeded), Layer.provideMerge(stack)), 
 
     it.effect("the MCP server forwarding a refused key: the tool result says the key was refused", () =>
       Effect.gen(function*() {
-        const api = yield* Client
-        const mcp = yield* Layer.build(
-          serve(mcpRoutes, { name: "mcp", port: 0, host: "127.0.0.1" }).pipe(
-            Layer.provide(DocsClient.layer({ baseUrl: api.baseUrl, timeout: "5 seconds" }))
-          )
-        )
-        const { address } = Context.get(mcp, HttpServer.HttpServer)
-        const mcpUrl = new URL(`http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}/mcp`)
-        const callWith = (headers: Record<string, string>) =>
-          Effect.gen(function*() {
-            const client = new McpClient({ name: "svc-test", version: "1.0.0" })
-            const transport = new StreamableHTTPClientTransport(mcpUrl, { requestInit: { headers } })
-            yield* Effect.acquireRelease(Effect.promise(() => client.connect(transport)), () => Effect.promise(() => client.close()))
-            return yield* Effect.promise(() =>
-              client.callTool({ name: "query-docs", arguments: { libraryId: "/acme/widgets", query: "widget options" } })
-            ) as Effect.Effect<any>
-          })
-        const textOf = (result: any): string => result.content.map((item: any) => item.text).join("\n")
-
+        const callWith = yield* mcpQueryDocs
         for (const headers of [bearer(unknownKey), { "x-api-key": "svcsk_wrong" }]) {
           const refused = yield* callWith(headers)
           assert.isTrue(refused.isError)
@@ -298,7 +307,13 @@ layer(
       assert.isAtLeast(Number(keyLimited.headers.get("retry-after")), 1)
       // …per key: another one is still served
       assert.strictEqual((yield* search("widgets", bearer(yield* newKey({ name: "other" })))).status, 200)
-    }))
+
+      // the MCP server, calling from this same (exhausted) address without a key, says so
+      const callWith = yield* mcpQueryDocs
+      const throttled = yield* callWith({})
+      assert.isTrue(throttled.isError)
+      assert.match(textOf(throttled), /rate limiting these requests \(429\); try again in \d+ seconds\. An API key raises/)
+    }).pipe(Effect.scoped))
 })
 
 layer(
