@@ -222,6 +222,9 @@ layer(socketClient.pipe(Layer.provideMerge(Seeded), Layer.provideMerge(stack)), 
         const acmeSearch = yield* search("widgets", bearer(acme))
         assert.deepStrictEqual(ids(acmeSearch), ["/acme/widgets"])
         assert.isTrue(acmeSearch.body.searchFilterApplied)
+        // look-alike names (a typo) go through the same filter
+        assert.includeMembers(ids(yield* search("widgts")), ["/acme/widgets", "/other/widgets"])
+        assert.deepStrictEqual(ids(yield* search("widgts", bearer(acme))), ["/acme/widgets"])
         // active settings are reported even when nothing was left out
         const gadgets = yield* search("gadgets", bearer(acme))
         assert.deepStrictEqual(ids(gadgets), ["/acme/gadgets"])
