@@ -2,7 +2,8 @@
  * The uploads demo in real headless Chromium (Debian's, through playwright-core) against radosgw: a small
  * file and a multipart file land intact (checksums compared), a refused content type shows
  * content_type_not_allowed with its message, cancel mid-upload shows canceled, and a bucket without CORS
- * for the page's origin shows the CORS message. One browser for the file, one page per demo server.
+ * for the page's origin shows the CORS message; `useUpload` on a test page of the same origin goes
+ * idle -> uploading -> done, and canceled, and back to idle. One browser for the file.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -11,6 +12,8 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { Browser, Page } from "playwright-core"
+import { fileURLToPath } from "node:url"
+import { bundle } from "../../src/demo/bundle.ts"
 import { DEFAULT_CONTENT_TYPES } from "../../src/demo/Service.ts"
 import { contentTypeRefusal } from "../../src/shared/contentTypes.ts"
 import { launchChromium, type RunningDemo, startDemo } from "../support/browser.ts"
@@ -112,6 +115,37 @@ describe("uploads demo in Chromium", () => {
     } finally {
       await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 })
       await cdp.detach()
+    }
+  })
+
+  it("useUpload: done with the stored path, canceled mid-upload, reset to idle", async () => {
+    const app = await bundle(fileURLToPath(new URL("./fixtures/useUpload-page.tsx", import.meta.url)))
+    const single = await browser.newPage()
+    const cdp = await single.context().newCDPSession(single)
+    try {
+      // the demo's origin (its CORS rules), the test page's script instead of the demo's
+      await single.goto(`${demo.url}/health`)
+      await single.addScriptTag({ content: app.code, type: "module" })
+      await single.waitForSelector("#single[data-status=idle]")
+      const bytes = new TextEncoder().encode("through useUpload\n".repeat(100))
+      await single.setInputFiles("#single-file", await writeFile("hook.txt", bytes))
+      await single.waitForSelector("#single[data-status=done]", { timeout: 60_000 })
+      const storedPath = (await single.getAttribute("#single", "data-path"))!
+      assert.strictEqual(sha256(await storedBytes(demo, storedPath)), sha256(bytes))
+      assert.strictEqual(await single.textContent("#single-percent"), "100")
+
+      await cdp.send("Network.enable")
+      await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 4 * MiB })
+      await single.setInputFiles("#single-file", await writeFile("hook-slow.bin", randomBytes(20 * MiB)))
+      await single.waitForFunction(() => Number(document.querySelector("#single-percent")?.textContent ?? "0") > 0, undefined, { timeout: 30_000 })
+      await single.click("#single-cancel")
+      await single.waitForSelector("#single[data-status=canceled]")
+      assert.strictEqual(await single.getAttribute("#single", "data-code"), "")
+      await single.click("#single-reset")
+      await single.waitForSelector("#single[data-status=idle]")
+    } finally {
+      await cdp.detach().catch(() => undefined)
+      await single.close()
     }
   })
 
