@@ -26,9 +26,16 @@ let noCors: RunningDemo
 let page: Page
 let dir: string
 
+// without Chromium every test fails (not skips) with what to install
+let launchFailure: unknown
+
 beforeAll(async () => {
-  // the browser first: without it the file fails at once, saying what to install
-  browser = await launchChromium()
+  try {
+    browser = await launchChromium()
+  } catch (error) {
+    launchFailure = error
+    return
+  }
   dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-blob-chromium-"))
   demo = await startDemo("demo")
   // a bucket whose CORS rules allow another origin only: the browser's preflight is refused
@@ -44,6 +51,13 @@ afterAll(async () => {
   await noCors?.close()
   if (dir !== undefined) await fs.rm(dir, { recursive: true, force: true })
 })
+
+/** A test that needs the browser: fails with the launch error when there is none. */
+const test = (name: string, body: () => Promise<void>) =>
+  it(name, async () => {
+    if (launchFailure !== undefined) throw launchFailure
+    await body()
+  })
 
 const writeFile = async (name: string, bytes: Uint8Array) => {
   const file = path.join(dir, name)
@@ -67,7 +81,7 @@ const settled = async (p: Page, name: string, statuses: ReadonlyArray<string>, t
 const storedBytes = (running: RunningDemo, storedPath: string) => Effect.runPromise(running.bucket.getBytes(storedPath))
 
 describe("uploads demo in Chromium", () => {
-  it("a small file lands intact", async () => {
+  test("a small file lands intact", async () => {
     const bytes = new TextEncoder().encode("hello from chromium\n".repeat(500))
     await page.setInputFiles("input[type=file]", await writeFile("notes.txt", bytes))
     assert.strictEqual(await settled(page, "notes.txt", ["done", "error"]), "done")
@@ -77,7 +91,7 @@ describe("uploads demo in Chromium", () => {
     assert.strictEqual(await row(page, "notes.txt").locator(".percent").textContent(), "100%")
   })
 
-  it("a multipart file (> 16 MiB) lands intact", async () => {
+  test("a multipart file (> 16 MiB) lands intact", async () => {
     const bytes = randomBytes(20 * MiB + 123)
     await page.setInputFiles("input[type=file]", await writeFile("big.bin", bytes))
     assert.strictEqual(await settled(page, "big.bin", ["done", "error"]), "done")
@@ -87,7 +101,7 @@ describe("uploads demo in Chromium", () => {
     assert.strictEqual(sha256(stored), sha256(bytes))
   })
 
-  it("a refused content type shows content_type_not_allowed with its message", async () => {
+  test("a refused content type shows content_type_not_allowed with its message", async () => {
     await page.setInputFiles("input[type=file]", await writeFile("page.html", new TextEncoder().encode("<!doctype html><p>hi</p>")))
     assert.strictEqual(await settled(page, "page.html", ["done", "error"]), "error")
     const expected = contentTypeRefusal("text/html", DEFAULT_CONTENT_TYPES)!
@@ -96,7 +110,7 @@ describe("uploads demo in Chromium", () => {
     assert.strictEqual(await row(page, "page.html").locator(".error-hint").textContent(), expected.hint)
   })
 
-  it("cancel mid-upload shows canceled", async () => {
+  test("cancel mid-upload shows canceled", async () => {
     // uploads throttled to 4 MiB/s so there is a "mid" to cancel in
     const cdp = await page.context().newCDPSession(page)
     await cdp.send("Network.enable")
@@ -118,7 +132,7 @@ describe("uploads demo in Chromium", () => {
     }
   })
 
-  it("useUpload: done with the stored path, canceled mid-upload, reset to idle", async () => {
+  test("useUpload: done with the stored path, canceled mid-upload, reset to idle", async () => {
     const app = await bundle(fileURLToPath(new URL("./fixtures/useUpload-page.tsx", import.meta.url)))
     const single = await browser.newPage()
     const cdp = await single.context().newCDPSession(single)
@@ -149,7 +163,7 @@ describe("uploads demo in Chromium", () => {
     }
   })
 
-  it("a bucket without CORS for the page's origin shows the CORS message", async () => {
+  test("a bucket without CORS for the page's origin shows the CORS message", async () => {
     const other = await browser.newPage()
     try {
       await other.goto(noCors.url)
