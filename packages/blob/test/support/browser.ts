@@ -2,7 +2,7 @@
  * Test support: the uploads demo started in process on a fresh radosgw bucket, and Debian's Chromium
  * driven by playwright-core (never a downloaded browser).
  */
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Layer, References, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { existsSync } from "node:fs"
 import { type Browser, chromium } from "playwright-core"
@@ -38,7 +38,12 @@ export const startDemo = async (
   const scope = Scope.makeUnsafe()
   const build = Effect.gen(function*() {
     const bucket = yield* freshBucket(prefix)
-    const context = yield* Layer.buildWithScope(Demo.make({ bucket, port: 0, host: "127.0.0.1", ...options }), scope)
+    // warnings and errors only: a line per request of the page would bury the test output
+    const quiet = Layer.succeed(References.MinimumLogLevel, "Warn")
+    const context = yield* Layer.buildWithScope(
+      Demo.make({ bucket, port: 0, host: "127.0.0.1", ...options }).pipe(Layer.provide(quiet)),
+      scope
+    )
     const server = Context.get(context, HttpServer.HttpServer)
     const address = server.address
     const port = address._tag === "UnixPathAddress" ? 0 : address.port
