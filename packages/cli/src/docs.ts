@@ -1,7 +1,8 @@
 /**
  * `svc docs add|list|refresh|remove`: index documentation into the docs service's tables. The commands
  * run the indexer in this process against the database (like `svc migrate`), so no docs-api needs to
- * be running; a running one serves the new snippets as soon as a run completes.
+ * be running; a running one serves the new snippets as soon as a run completes. With `DOCS_URL` they
+ * operate that docs-api over its RPC instead (`DocsRpcs`, `DOCS_ADMIN_TOKEN`).
  *
  * `svc docs keys create|list|revoke`: the REST API's keys, in the same database; a running docs-api
  * accepts a new key (and refuses a revoked one) from its next request on.
@@ -9,6 +10,7 @@
 import {
   type ApiKeyRecord,
   ApiKeys,
+  DocsRpcClient,
   type IndexOutcome,
   type IndexProgress,
   Indexer,
@@ -16,6 +18,7 @@ import {
 } from "@svc/docs"
 import type { SourceKind } from "@svc/schema"
 import { Database, Migrations } from "@svc/platform"
+import type { IndexEvent } from "@svc/schema"
 import { Config, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 
@@ -48,6 +51,35 @@ const describeProgress = (progress: IndexProgress): string => {
 
 const onProgress = (progress: IndexProgress) => Console.log(describeProgress(progress))
 
+/**
+ * With `DOCS_URL` the commands operate that running docs-api over its RPC (`DocsRpcs`, behind
+ * `DOCS_ADMIN_TOKEN`; the server reads the sources); without it they work on the database directly.
+ */
+const RemoteConfig = Config.all({
+  url: Config.option(Config.String("DOCS_URL")),
+  token: Config.option(Config.Redacted("DOCS_ADMIN_TOKEN"))
+})
+
+const remote = Effect.gen(function*() {
+  const { token, url } = yield* RemoteConfig
+  if (Option.isNone(url)) return undefined
+  if (Option.isNone(token)) {
+    return yield* Effect.fail(new Error(`DOCS_URL is set (${url.value}): DOCS_ADMIN_TOKEN is needed to operate that docs-api`))
+  }
+  return { url: url.value, operations: DocsRpcClient.operations({ url: url.value, token: token.value }) }
+})
+
+/** The message of a failed remote operation: the run's own, or why the docs-api could not be used. */
+const remoteFailure = (url: string) => (error: { readonly _tag: string; readonly message: string }) =>
+  new Error(error._tag === "IndexingFailed" ? error.message : `docs-api at ${url} refused or unreachable: ${error.message}`)
+
+const onEvent = (event: IndexEvent) => event._tag === "Done" ? Effect.void : onProgress(event)
+
+const describeDone = (done: Option.Option<IndexEvent>) =>
+  Option.isSome(done) && done.value._tag === "Done"
+    ? `${done.value.libraryId}/${done.value.version} is ready: ${plural(done.value.files, "file")}, ${plural(done.value.snippets, "snippet")}`
+    : "The run ended without an outcome"
+
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
 
 const describeOutcome = (outcome: IndexOutcome) =>
@@ -65,10 +97,20 @@ const add = Command.make(
     version: Flag.String("version").pipe(Flag.withDescription("Version (default: package.json version, else latest)"), Flag.optional)
   },
   Effect.fn(function*({ id, source, version }) {
-    const indexer = yield* Indexer
-    const outcome = yield* indexer.add(source, { id: optional(id), version: optional(version), onProgress })
+    const server = yield* remote
+    if (server !== undefined) {
+      const done = yield* server.operations.add(
+        { source, ...(Option.isSome(id) ? { id: id.value } : {}), ...(Option.isSome(version) ? { version: version.value } : {}) },
+        onEvent
+      ).pipe(Effect.mapError(remoteFailure(server.url)))
+      return yield* Console.log(describeDone(done))
+    }
+    const outcome = yield* withIndexer(Effect.gen(function*() {
+      const indexer = yield* Indexer
+      return yield* indexer.add(source, { id: optional(id), version: optional(version), onProgress })
+    }))
     yield* Console.log(describeOutcome(outcome))
-  }, withIndexer)
+  })
 ).pipe(
   Command.withDescription("Index a library's documentation (.md, .mdx, .rst, .txt) and make it the default version"),
   Command.withExamples([
@@ -94,11 +136,22 @@ const list = Command.make(
   "list",
   { json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of lines"), Flag.withDefault(false)) },
   Effect.fn(function*({ json }) {
-    const libraries = yield* (yield* Indexer).list
+    const server = yield* remote
+    const libraries: ReadonlyArray<LibraryListing> = server !== undefined
+      ? (yield* server.operations.list.pipe(Effect.mapError(remoteFailure(server.url)))).map((library) => ({
+        ...library,
+        versions: library.versions.map((version) => ({
+          ...version,
+          lastUpdate: version.lastUpdate === null ? null : new Date(version.lastUpdate)
+        }))
+      }))
+      : yield* withIndexer(Effect.gen(function*() {
+        return yield* (yield* Indexer).list
+      }))
     if (json) return yield* Console.log(JSON.stringify(libraries, null, 2))
     if (libraries.length === 0) return yield* Console.log("No libraries yet: add one with svc docs add <folder|npm:package>")
     yield* Effect.forEach(libraries.flatMap(describeLibrary), (line) => Console.log(line), { discard: true })
-  }, withIndexer)
+  })
 ).pipe(Command.withDescription("List indexed libraries with their versions, states and sizes"))
 
 const libraryId = Argument.String("id").pipe(Argument.withDescription("/owner/repo, or /owner/repo/version for one version"))
@@ -107,19 +160,31 @@ const refresh = Command.make(
   "refresh",
   { id: libraryId },
   Effect.fn(function*({ id }) {
-    const outcome = yield* (yield* Indexer).refresh(id, { onProgress })
+    const server = yield* remote
+    if (server !== undefined) {
+      const done = yield* server.operations.refresh(id, onEvent).pipe(Effect.mapError(remoteFailure(server.url)))
+      return yield* Console.log(describeDone(done))
+    }
+    const outcome = yield* withIndexer(Effect.gen(function*() {
+      return yield* (yield* Indexer).refresh(id, { onProgress })
+    }))
     yield* Console.log(describeOutcome(outcome))
-  }, withIndexer)
+  })
 ).pipe(Command.withDescription("Read a library's source again (readers switch to the new snippets at once, atomically)"))
 
 const remove = Command.make(
   "remove",
   { id: libraryId },
   Effect.fn(function*({ id }) {
-    const removed = yield* (yield* Indexer).remove(id)
+    const server = yield* remote
+    const removed = server !== undefined
+      ? yield* server.operations.remove(id).pipe(Effect.mapError(remoteFailure(server.url)))
+      : yield* withIndexer(Effect.gen(function*() {
+        return yield* (yield* Indexer).remove(id)
+      }))
     if (!removed) return yield* Effect.fail(new Error(`No library ${id} (svc docs list shows them)`))
     yield* Console.log(`${id}: removed`)
-  }, withIndexer)
+  })
 ).pipe(Command.withDescription("Remove a library, or one version of it, and its snippets"))
 
 // -----------------------------------------------------------------------------

@@ -83,4 +83,73 @@ describe("svc docs", () => {
       assert.strictEqual(again.code, 1)
       assert.include(again.output, "svc: No library /acme/greeter")
     }), { timeout: 120_000 })
+
+  it.live("with DOCS_URL the commands operate a running docs-api over its RPC, behind DOCS_ADMIN_TOKEN", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-cli-docs-rpc-")
+      const port = yield* freePort()
+      const env = { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"), DOCS_DEFAULT_LIBRARIES: "none" }
+      const server = start(["start", "docs-api"], { ...env, DOCS_PORT: String(port), DOCS_ADMIN_TOKEN: "operator-secret" })
+      yield* Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.json())).pipe(
+        Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 100 })
+      )
+      // the operator's side has no database settings at all: everything goes through the server
+      const remote = { DOCS_URL: `http://127.0.0.1:${port}`, DOCS_ADMIN_TOKEN: "operator-secret", EMBEDDED_POSTGRES_DIR: path.join(dir, "unused") }
+
+      const added = yield* run(["docs", "add", greeter, "--version", "2.0.0"], remote)
+      assert.strictEqual(added.code, 0, added.output)
+      assert.include(added.stdout, `Indexing /acme/greeter 2.0.0 from ${greeter}\n`)
+      assert.include(added.stdout, "  [1/4] README.md: 3 snippets\n")
+      assert.match(added.stdout, /\/acme\/greeter\/2\.0\.0 is ready: 4 files, \d+ snippets\n$/)
+
+      const list = yield* run(["docs", "list"], remote)
+      assert.strictEqual(list.code, 0, list.output)
+      assert.match(list.stdout, /^\/acme\/greeter {2}greeter {2}\(.*fixtures\/greeter\)\n {2}2\.0\.0 \(default\) {2}ready {2}\d+ snippets/)
+      const answer = yield* Effect.promise(() =>
+        fetch(`http://127.0.0.1:${port}/api/v2/context?libraryId=/acme/greeter&query=switch%20language&type=json`).then((r) => r.json()))
+      assert.strictEqual(answer.libraryId, "/acme/greeter/2.0.0")
+
+      const refreshed = yield* run(["docs", "refresh", "/acme/greeter"], remote)
+      assert.strictEqual(refreshed.code, 0, refreshed.output)
+      assert.include(refreshed.stdout, "/acme/greeter/2.0.0 is ready")
+
+      const failed = yield* run(["docs", "add", "npm:not-installed-anywhere"], remote)
+      assert.strictEqual(failed.code, 1)
+      assert.match(failed.output, /^svc: npm package not-installed-anywhere is not installed [^\n]*\n$/)
+
+      const wrongToken = yield* run(["docs", "list"], { ...remote, DOCS_ADMIN_TOKEN: "guess" })
+      assert.strictEqual(wrongToken.code, 1)
+      assert.match(wrongToken.output, /^svc: docs-api at http:\/\/127\.0\.0\.1:\d+ refused or unreachable: .*\n$/)
+      const noToken = yield* run(["docs", "list"], { DOCS_URL: remote.DOCS_URL })
+      assert.strictEqual(noToken.code, 1)
+      assert.include(noToken.output, "DOCS_ADMIN_TOKEN is needed")
+
+      const removed = yield* run(["docs", "remove", "/acme/greeter"], remote)
+      assert.strictEqual(removed.code, 0, removed.output)
+      assert.include(removed.stdout, "/acme/greeter: removed")
+      const empty = yield* run(["docs", "list"], remote)
+      assert.include(empty.stdout, "No libraries yet")
+
+      server.child.kill("SIGTERM")
+      assert.strictEqual(yield* Effect.promise(() => server.exited), 0, server.output())
+      assert.notInclude(server.output(), "operator-secret")
+    }), { timeout: 120_000 })
+
+  it.live("a docs-api without DOCS_ADMIN_TOKEN refuses the RPC", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-cli-docs-rpc-")
+      const port = yield* freePort()
+      const server = start(["start", "docs-api"], {
+        EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"), DOCS_DEFAULT_LIBRARIES: "none", DOCS_PORT: String(port)
+      })
+      yield* Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.json())).pipe(
+        Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 100 })
+      )
+      const refused = yield* Effect.promise(() =>
+        fetch(`http://127.0.0.1:${port}/rpc`, { method: "POST", headers: { authorization: "Bearer anything" }, body: "{}" }))
+      assert.strictEqual(refused.status, 503)
+      assert.include((yield* Effect.promise(() => refused.json())).message, "no DOCS_ADMIN_TOKEN")
+      server.child.kill("SIGTERM")
+      assert.strictEqual(yield* Effect.promise(() => server.exited), 0, server.output())
+    }), { timeout: 60_000 })
 })

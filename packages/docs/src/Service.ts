@@ -12,22 +12,25 @@ import { DocsAuthLive } from "./Auth.ts"
 import * as DefaultLibraries from "./DefaultLibraries.ts"
 import { ApiHandlers } from "./http.ts"
 import { Indexer } from "./Indexer.ts"
+import { RpcRoute } from "./rpc.ts"
 import { Search } from "./Search.ts"
 
-export const ServicesLive = Layer.mergeAll(Search.layer, ApiKeys.layer)
+export const ServicesLive = Layer.mergeAll(Search.layer, ApiKeys.layer, Indexer.layer)
 
 /**
- * Every route of the service; needs `Search` and `ApiKeys`. The rate limiter (in `DocsAuthLive`) is
- * built with the routes, so each server counts on its own.
+ * Every route of the service: the REST API v2 and the operators' RPC at /rpc; needs `Search`,
+ * `ApiKeys` and `Indexer`. The rate limiter (in `DocsAuthLive`) is built with the routes, so each
+ * server counts on its own.
  */
-export const routes = apiRoutes({ api: DocsApi, handlers: ApiHandlers, openapi: true }).pipe(
-  Layer.provide(DocsAuthLive)
+export const routes = Layer.mergeAll(
+  apiRoutes({ api: DocsApi, handlers: ApiHandlers, openapi: true }).pipe(Layer.provide(DocsAuthLive)),
+  RpcRoute
 )
 
 export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 
 /** The HTTP server, and the default documentation indexed in the background when the index is empty. */
 export const layer = Layer.mergeAll(
-  serve(routes, { name: "docs-api", port: Port }).pipe(Layer.provide(ServicesLive)),
-  DefaultLibraries.layer.pipe(Layer.provide(Indexer.layer))
-)
+  serve(routes, { name: "docs-api", port: Port }),
+  DefaultLibraries.layer
+).pipe(Layer.provide(ServicesLive))

@@ -5,6 +5,7 @@
  */
 import { Context, Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Rpc, RpcGroup } from "effect/rpc"
 import { ApiConventions, ApiError, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 
@@ -248,3 +249,76 @@ export class DocsApi extends HttpApi.make("docs")
     transform: documentApiKeys
   }))
 {}
+
+// -----------------------------------------------------------------------------
+// Internal RPC (served at /rpc on docs-api behind DOCS_ADMIN_TOKEN)
+// -----------------------------------------------------------------------------
+
+/** What an indexing run reports as it goes, then its outcome (`Done`). */
+export const IndexEvent = Schema.Union([
+  Schema.TaggedStruct("Started", { libraryId: Schema.String, version: Schema.String, root: Schema.String }),
+  Schema.TaggedStruct("FileRead", {
+    path: Schema.String,
+    snippets: Schema.Finite,
+    filesRead: Schema.Finite,
+    totalFiles: Schema.Finite
+  }),
+  Schema.TaggedStruct("Stored", { snippets: Schema.Finite, tokens: Schema.Finite }),
+  Schema.TaggedStruct("Done", {
+    libraryId: Schema.String,
+    version: Schema.String,
+    files: Schema.Finite,
+    snippets: Schema.Finite,
+    tokens: Schema.Finite
+  })
+])
+export type IndexEvent = typeof IndexEvent.Type
+
+/** An indexing run that failed: the category (source_not_found, read_failed, ...) and what happened. */
+export class IndexingFailed extends Schema.TaggedError<IndexingFailed>()("IndexingFailed", {
+  category: Schema.String,
+  message: Schema.String
+}) {}
+
+/** One library of `svc docs list`, as the RPC carries it (times as ISO 8601). */
+export const LibraryEntry = Schema.Struct({
+  id: Schema.String,
+  title: Schema.String,
+  source: Schema.String,
+  defaultVersion: Schema.String,
+  versions: Schema.Array(Schema.Struct({
+    version: Schema.String,
+    state: Schema.String,
+    errorCategory: Schema.NullOr(Schema.String),
+    snippets: Schema.Finite,
+    tokens: Schema.Finite,
+    lastUpdate: Schema.NullOr(Schema.String)
+  }))
+}).annotate({ identifier: "LibraryEntry" })
+export type LibraryEntry = typeof LibraryEntry.Type
+
+export const AddLibrary = Rpc.make("AddLibrary", {
+  payload: { source: Schema.String, id: Schema.optionalKey(Schema.String), version: Schema.optionalKey(Schema.String) },
+  success: IndexEvent,
+  error: IndexingFailed,
+  stream: true
+})
+export const RefreshLibrary = Rpc.make("Refresh", {
+  payload: { libraryId: Schema.String },
+  success: IndexEvent,
+  error: IndexingFailed,
+  stream: true
+})
+export const RemoveLibrary = Rpc.make("Remove", {
+  payload: { libraryId: Schema.String },
+  success: Schema.Boolean
+})
+export const ListLibraries = Rpc.make("List", {
+  success: Schema.Array(LibraryEntry)
+})
+
+/**
+ * What `svc docs add|refresh|remove|list` do against a running docs-api (`DOCS_URL`). A missing or
+ * wrong DOCS_ADMIN_TOKEN is refused before the RPC (HTTP 401/503), as on the listings RPC.
+ */
+export class DocsRpcs extends RpcGroup.make(AddLibrary, RefreshLibrary, RemoveLibrary, ListLibraries) {}

@@ -1,0 +1,100 @@
+/**
+ * The internal RPC group (`DocsRpcs`) at POST /rpc on docs-api (NDJSON over HTTP), behind
+ * `DOCS_ADMIN_TOKEN`: what `svc docs add|refresh|remove|list` do against a running server (`DOCS_URL`).
+ * Adding and refreshing stream the run's progress, then its outcome (`Done`). The server reads the
+ * sources from its own file system and node_modules.
+ *
+ * The token is checked in constant time; without a `DOCS_ADMIN_TOKEN` the RPC refuses every call
+ * (ServiceUnavailable): operating the index is never open.
+ */
+import { type IndexEvent, IndexingFailed, DocsRpcs, ServiceUnavailable, Unauthorized } from "@svc/schema"
+import { Config, Effect, Layer, Option, Queue, Redacted, Stream } from "effect"
+import { HttpRouter, HttpServerRequest } from "effect/http"
+import { RpcSerialization, RpcServer } from "effect/rpc"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { type IndexOptions, Indexer, type IndexOutcome, type IndexProgress } from "./Indexer.ts"
+
+export const AdminToken = Config.option(Config.Redacted("DOCS_ADMIN_TOKEN"))
+
+const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
+
+/** Checks `Authorization: Bearer <DOCS_ADMIN_TOKEN>`. */
+export const checkAdminToken = (
+  configured: Option.Option<Redacted.Redacted<string>>,
+  header: string | undefined
+): Effect.Effect<void, Unauthorized | ServiceUnavailable> => {
+  if (Option.isNone(configured) || Redacted.value(configured.value) === "") {
+    return Effect.fail(new ServiceUnavailable({ message: "Operating the index over RPC is disabled: the server has no DOCS_ADMIN_TOKEN" }))
+  }
+  const presented = /^Bearer\s+(.+)$/i.exec(header?.trim() ?? "")?.[1]?.trim()
+  if (presented === undefined) return Effect.fail(new Unauthorized({ message: "Missing bearer token (Authorization: Bearer <DOCS_ADMIN_TOKEN>)" }))
+  return timingSafeEqual(digest(presented), digest(Redacted.value(configured.value)))
+    ? Effect.void
+    : Effect.fail(new Unauthorized({ message: "Invalid bearer token" }))
+}
+
+/** A run of the indexer as a stream of its progress, ending with `Done`. */
+const run = (start: (options: IndexOptions) => Effect.Effect<IndexOutcome, { readonly category?: string; readonly message: string }>) =>
+  Stream.callback<IndexEvent, IndexingFailed>((queue) =>
+    start({ onProgress: (progress: IndexProgress) => Effect.asVoid(Queue.offer(queue, progress)) }).pipe(
+      Effect.matchEffect({
+        onFailure: (error) =>
+          Queue.fail(queue, new IndexingFailed({ category: error.category ?? "unknown_library", message: error.message })),
+        onSuccess: (outcome) =>
+          Effect.andThen(
+            Queue.offer(queue, {
+              _tag: "Done",
+              libraryId: outcome.libraryId,
+              version: outcome.version,
+              files: outcome.files,
+              snippets: outcome.snippets,
+              tokens: outcome.tokens
+            }),
+            Queue.end(queue)
+          )
+      }),
+      Effect.forkScoped
+    )
+  )
+
+export const RpcHandlers = DocsRpcs.toLayer(Effect.gen(function*() {
+  const indexer = yield* Indexer
+  return DocsRpcs.of({
+    AddLibrary: ({ source, id, version }) => run((options) => indexer.add(source, { ...options, id, version })),
+    Refresh: ({ libraryId }) => run((options) => indexer.refresh(libraryId, options)),
+    Remove: ({ libraryId }) => indexer.remove(libraryId),
+    List: () =>
+      Effect.map(indexer.list, (libraries) =>
+        libraries.map((library) => ({
+          id: library.id,
+          title: library.title,
+          source: library.source,
+          defaultVersion: library.defaultVersion,
+          versions: library.versions.map((version) => ({
+            version: version.version,
+            state: version.state,
+            errorCategory: version.errorCategory,
+            snippets: version.snippets,
+            tokens: version.tokens,
+            lastUpdate: version.lastUpdate === null ? null : version.lastUpdate.toISOString()
+          }))
+        })))
+  })
+}))
+
+/** POST /rpc: the token check, then the RPC server. Needs `Indexer`. */
+export const RpcRoute = HttpRouter.use((router) =>
+  Effect.gen(function*() {
+    const token = yield* AdminToken
+    const httpEffect = yield* RpcServer.toHttpEffect(DocsRpcs)
+    yield* router.add(
+      "POST",
+      "/rpc",
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        yield* checkAdminToken(token, request.headers["authorization"])
+        return yield* httpEffect
+      })
+    )
+  })
+).pipe(Layer.provide([RpcHandlers, RpcSerialization.layerNdjson]))
