@@ -541,7 +541,21 @@ export const uploadEffect = (file: UploadFile, options: UploadOptions): Effect.E
           return withRetries(what, sendAgainIfRenewed(attempt, what))
         }
 
-        yield* Effect.forEach(plan.parts, sendPart, { concurrency, discard: true })
+        // a part that fails for good stops new parts from starting, but the parts in flight finish: they land
+        // and a later resume skips them (interrupting them would throw their bytes away). Cancel still
+        // aborts everything.
+        let failure: BlobError | undefined
+        yield* Effect.forEach(
+          plan.parts,
+          (part) =>
+            Effect.suspend(() =>
+              failure !== undefined ? Effect.void : sendPart(part).pipe(
+                Effect.catch((error: BlobError) => Effect.sync(() => void (failure ??= error)))
+              )
+            ),
+          { concurrency, discard: true }
+        )
+        if (failure !== undefined) return yield* Effect.fail(failure)
         const parts = [...etags].map(([partNumber, etag]) => ({ partNumber, etag })).sort((a, b) => a.partNumber - b.partNumber)
         return yield* complete(token, parts)
       })
