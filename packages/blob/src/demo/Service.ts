@@ -8,8 +8,8 @@
  * - The bucket gets CORS rules for the page's origins (`http://localhost:<port>` and
  *   `http://127.0.0.1:<port>`, plus `UPLOADS_ORIGINS`), so the browser may PUT to it directly.
  *
- * `layer` reads its configuration and starts the local object storage itself (`LocalObjectStorage.layer`,
- * in `OBJECT_STORAGE_DIR`); `make(options)` serves a given bucket (the tests use it).
+ * `layer` reads its configuration and starts the local object storage itself (in
+ * `<OBJECT_STORAGE_DIR>/uploads`); `make(options)` serves a given bucket (the tests use it).
  *
  * | variable | default |
  * | --- | --- |
@@ -23,9 +23,10 @@
  * @module
  */
 import { LocalObjectStorage, serve } from "@svc/platform"
-import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { Config, ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
+import * as NodePath from "node:path"
 import { Bucket, type BucketApi } from "../server/Bucket.ts"
 import { createUploadHandler } from "../server/route.ts"
 import { formatBlobToken } from "../server/token.ts"
@@ -143,6 +144,22 @@ export const Port = Config.Port("UPLOADS_PORT").pipe(Config.withDefault(8791))
 
 const list = (text: string) => text.split(",").map((s) => s.trim()).filter((s) => s !== "")
 
+/**
+ * Local object storage for the life of the layer in its own folder (`<OBJECT_STORAGE_DIR>/uploads`,
+ * default `.data/object-storage/uploads`: never a data directory another local store uses, as the
+ * listings service does with `.../listings`).
+ */
+const localStorage = Layer.unwrap(Effect.gen(function*() {
+  const root = yield* Config.String("OBJECT_STORAGE_DIR").pipe(Config.withDefault(".data/object-storage"))
+  const backend = yield* Config.String("OBJECT_STORAGE_BACKEND").pipe(Config.withDefault("auto"))
+  return LocalObjectStorage.layer.pipe(
+    Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({
+      OBJECT_STORAGE_DIR: NodePath.join(root, "uploads"),
+      OBJECT_STORAGE_BACKEND: backend
+    })))
+  )
+}))
+
 /** `svc start uploads`: the demo on the local radosgw's `UPLOADS_BUCKET`, configured from the environment. */
 export const layer: Layer.Layer<never, unknown> = Layer.unwrap(Effect.gen(function*() {
   const port = yield* Port
@@ -169,4 +186,4 @@ export const layer: Layer.Layer<never, unknown> = Layer.unwrap(Effect.gen(functi
     extraOrigins: list(extraOrigins),
     ...(Option.isSome(secret) ? { secret: secret.value } : {})
   })
-})).pipe(Layer.provide(LocalObjectStorage.layer))
+})).pipe(Layer.provide(localStorage))
