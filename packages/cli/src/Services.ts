@@ -4,6 +4,7 @@
  * background work, needing only the database).
  */
 import type { PgClient } from "@effect/sql-pg"
+import * as UploadsDemo from "@svc/blob/demo"
 import { Mcp, Service as DocsService } from "@svc/docs"
 import { Service as ListingsService } from "@svc/listings"
 import type { Database } from "@svc/platform"
@@ -19,7 +20,7 @@ export interface SuiteService {
 }
 
 /** Every service of the suite, landed or not (the `svc start` argument accepts these). */
-export const serviceNames = ["listings", "queue", "docs-api", "mcp"] as const
+export const serviceNames = ["listings", "queue", "docs-api", "mcp", "uploads"] as const
 export type ServiceName = (typeof serviceNames)[number]
 
 /** The services of this build. */
@@ -47,5 +48,11 @@ export const landed: ReadonlyArray<SuiteService> = [
     description: "Documentation lookup for coding agents: MCP over stateless HTTP, calling the docs API (port 8790)",
     schemas: [],
     layer: Mcp.httpLayer({ port: Mcp.DEFAULT_PORT })
+  },
+  {
+    name: "uploads",
+    description: "Uploads demo of @svc/blob: React page with drop zone, per-file progress, cancel and errors; upload route into the local radosgw (port 8791)",
+    schemas: [],
+    layer: UploadsDemo.layer
   }
 ]
