@@ -91,10 +91,10 @@ const add = Command.make(
   "add",
   {
     source: Argument.String("source").pipe(
-      Argument.withDescription("A folder (a git working tree is a folder), or npm:<package> installed in node_modules")
+      Argument.withDescription("A folder (a git working tree is a folder), a git URL or bare repository path (cloned; #<branch or tag> optional), or npm:<package> installed in node_modules")
     ),
-    id: Flag.String("id").pipe(Flag.withDescription("Library id /owner/repo (default: from package.json repository)"), Flag.optional),
-    version: Flag.String("version").pipe(Flag.withDescription("Version (default: package.json version, else latest)"), Flag.optional)
+    id: Flag.String("id").pipe(Flag.withDescription("Library id /owner/repo (default: from package.json repository; for git, from the URL)"), Flag.optional),
+    version: Flag.String("version").pipe(Flag.withDescription("Version (default: package.json version, else latest; for git, the tag at HEAD, else the short commit hash)"), Flag.optional)
   },
   Effect.fn(function*({ id, source, version }) {
     const server = yield* remote
@@ -115,7 +115,8 @@ const add = Command.make(
   Command.withDescription("Index a library's documentation (.md, .mdx, .rst, .txt) and make it the default version"),
   Command.withExamples([
     { command: "svc docs add ./docs --id /acme/widgets --version 2.1.0", description: "A local folder" },
-    { command: "svc docs add npm:effect", description: "An installed npm package (id from its repository field)" }
+    { command: "svc docs add npm:effect", description: "An installed npm package (id from its repository field)" },
+    { command: "svc docs add git@github.com:acme/widgets.git#v2.1.0", description: "A git repository, cloned at a tag (credentials in a URL are never stored)" }
   ])
 )
 
@@ -149,7 +150,7 @@ const list = Command.make(
         return yield* (yield* Indexer).list
       }))
     if (json) return yield* Console.log(JSON.stringify(libraries, null, 2))
-    if (libraries.length === 0) return yield* Console.log("No libraries yet: add one with svc docs add <folder|npm:package>")
+    if (libraries.length === 0) return yield* Console.log("No libraries yet: add one with svc docs add <folder|git URL|npm:package>")
     yield* Effect.forEach(libraries.flatMap(describeLibrary), (line) => Console.log(line), { discard: true })
   })
 ).pipe(Command.withDescription("List indexed libraries with their versions, states and sizes"))

@@ -6,7 +6,11 @@
  * - a local folder (a git working tree is just a folder: `.git` is skipped);
  * - `npm:<package>`: the package installed in the nearest `node_modules` (from the working
  *   directory up), library id from its package.json `repository` (`/owner/repo`), else `/npm/<name>`;
- * - git URLs are refused for now with `unsupported_source` (clone, then add the folder).
+ * - a git URL (`https://…`, `ssh://…`, `git@host:owner/repo.git`, `git://…`, `file://…`) or a path to a
+ *   bare repository (or any path ending in `.git`), optionally with `#<branch or tag>`: cloned with the
+ *   system `git` (`clone --depth 1`) into a temporary folder that is removed when the run ends, then read
+ *   like a folder. Id from the URL's last two path segments, version from the tag at HEAD else the short
+ *   commit hash. Credentials in the URL are used for that clone only: never stored, logged or shown.
  *
  * Atomic re-index: the snippets are written as a new *generation*; one transaction then points the
  * version at it and deletes the previous one. Readers (Search.ts) read pointer and snippets in one
@@ -15,7 +19,8 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { LibraryIdPattern } from "@svc/schema"
-import { Context, Effect, FileSystem, Layer, Option, Path, Schema } from "effect"
+import { Config, Context, Duration, Effect, FileSystem, Layer, Option, Path, Schema, type Scope, Stream } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { SqlClient } from "effect/sql"
 import { formatOf, type Snippet, split } from "./Splitter.ts"
 
@@ -28,7 +33,8 @@ export const ErrorCategory = Schema.Literals([
   "unsupported_source",
   "source_not_found",
   "no_documents",
-  "read_failed"
+  "read_failed",
+  "clone_failed"
 ])
 export type ErrorCategory = typeof ErrorCategory.Type
 
@@ -45,10 +51,10 @@ export class UnknownLibrary extends Schema.TaggedError<UnknownLibrary>()("Unknow
 
 /** Where a library's docs come from, resolved. */
 export interface ResolvedSource {
-  readonly kind: "folder" | "npm"
-  /** What `refresh` reads again: the folder path, or `npm:<name>`. */
+  readonly kind: "folder" | "npm" | "git"
+  /** What `refresh` reads again: the folder path, `npm:<name>`, or the git URL (without credentials). */
   readonly location: string
-  /** The folder to read. */
+  /** The folder to read (for git, the temporary clone: it lives as long as `resolve`'s scope). */
   readonly root: string
   readonly libraryId: string
   readonly title: string
@@ -58,6 +64,7 @@ export interface ResolvedSource {
 
 /** Progress of one run, for the CLI's lines. */
 export type IndexProgress =
+  /** `root`: the folder read; for a git source its URL (without credentials), the clone being temporary. */
   | { readonly _tag: "Started"; readonly libraryId: string; readonly version: string; readonly root: string }
   | { readonly _tag: "FileRead"; readonly path: string; readonly snippets: number; readonly filesRead: number; readonly totalFiles: number }
   | { readonly _tag: "Stored"; readonly snippets: number; readonly tokens: number }
@@ -73,7 +80,7 @@ export interface IndexOutcome {
 export interface IndexOptions {
   /** `/owner/repo`, instead of the one derived from the source. */
   readonly id?: string | undefined
-  /** Instead of package.json's version (or `latest`). */
+  /** Instead of package.json's version (or `latest`); for git, instead of the tag at HEAD or the commit. */
   readonly version?: string | undefined
   readonly onProgress?: ((progress: IndexProgress) => Effect.Effect<void>) | undefined
 }
@@ -99,7 +106,10 @@ export const MAX_FILE_BYTES = 1_000_000
 const SKIPPED_DIRECTORIES = new Set(["node_modules", ".git", "dist", "build", "coverage"])
 /** Legal text and release notes match every question and answer none. */
 const SKIPPED_FILES = /^(licen[cs]e|copying|changelog|history|notice|code_of_conduct)([.-]|$)/i
-const GIT_URL = /^(git@|git:|git\+|ssh:|https?:\/\/.*\.git$|https?:\/\/(github|gitlab|bitbucket)\.)/i
+/** A clone URL: a URL of a git transport, or scp-like `user@host:path`. */
+const GIT_URL = /^((git|ssh|file|https?|git\+(ssh|https?|file)):\/\/|[\w.-]+@[\w.-]+:)/i
+/** A branch or tag after `#`: no option look-alikes, no `..`. */
+const GIT_REF = /^\w[\w.\/+-]*$/
 const VERSION = /^[^/\s]+$/
 const INSERT_BATCH = 500
 
@@ -141,6 +151,84 @@ export const packageLibraryId = (pkg: { readonly name?: string | undefined; read
 const npmFallbackId = (name: string): string =>
   name.startsWith("@") ? `/${name.slice(1)}`.toLowerCase() : `/npm/${name}`.toLowerCase()
 
+/** Where the system `git` is, and how long a clone may take (`DOCS_GIT`, `DOCS_GIT_CLONE_TIMEOUT`). */
+export const GitSettings = Config.all({
+  binary: Config.String("DOCS_GIT").pipe(Config.withDefault("git")),
+  cloneTimeout: Config.Duration("DOCS_GIT_CLONE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(5)))
+})
+
+/**
+ * Never waits for a person: no terminal prompt for a password (fails instead), no Git Credential
+ * Manager dialog; LFS pointers stay pointers (docs are not in LFS, and it would download).
+ */
+const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", GIT_LFS_SKIP_SMUDGE: "1" }
+
+const URL_USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/i
+const isSsh = (scheme: string) => /ssh/i.test(scheme)
+
+/**
+ * The URL without its credentials: `https://user:token@host/x.git` → `https://host/x.git`. An ssh URL
+ * keeps its user name (`ssh://git@host/x.git`: not a secret, and needed) and loses a password.
+ */
+export const withoutCredentials = (url: string): string =>
+  url.replace(URL_USERINFO, (_all, scheme: string, userinfo: string) =>
+    isSsh(scheme) ? `${scheme}${userinfo.split(":")[0]}@` : scheme)
+
+/** The secrets of a URL (what {@link withoutCredentials} removes), raw and decoded. */
+const credentialsOf = (url: string): ReadonlyArray<string> => {
+  const match = URL_USERINFO.exec(url)
+  if (match === null) return []
+  const userinfo = match[2]!
+  const secret = isSsh(match[1]!) ? userinfo.split(":").slice(1).join(":") : userinfo
+  const parts = [secret, ...secret.split(":")].filter((part) => part.length > 0)
+  const decoded = parts.map((part) => {
+    try {
+      return decodeURIComponent(part)
+    } catch {
+      return part
+    }
+  })
+  return [...new Set([...parts, ...decoded])].sort((a, b) => b.length - a.length)
+}
+
+/** Text (git's error output) with the credentials of `url` and of any URL in it removed. */
+const redact = (text: string, url: string): string =>
+  credentialsOf(url).reduce(
+    (out, secret) => out.split(secret).join("***"),
+    text.replace(/([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@'"]*)@/gi, (_all, scheme: string, userinfo: string) =>
+      isSsh(scheme) ? `${scheme}${userinfo.split(":")[0]}@` : scheme)
+  )
+
+/** `/owner/repo` from the last two path segments of a clone URL or repository path, `.git` dropped. */
+export const gitLibraryId = (url: string): string | undefined => {
+  const clean = withoutCredentials(url).replace(/^git\+/i, "")
+  const repositoryPath = /^[a-z][a-z0-9+.-]*:\/\//i.test(clean)
+    ? clean.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").replace(/[?#].*$/, "")
+    : /^[\w.-]+@[\w.-]+:/.test(clean)
+    ? clean.slice(clean.indexOf(":") + 1)
+    : clean
+  const segments = repositoryPath.split(/[/\\]+/).filter((segment) => segment !== "")
+  const repo = segments.at(-1)?.replace(/\.git$/i, "")
+  const owner = segments.at(-2)
+  return owner === undefined || repo === undefined || repo === "" ? undefined : repositoryId(`${owner}/${repo}`)
+}
+
+/** The first line of git's error output that says what went wrong, without git's `fatal: ` prefix. */
+const gitReason = (stderr: string): string => {
+  const lines = stderr.split("\n").map((line) => line.trim()).filter((line) => line !== "")
+  const line = lines.find((l) => /^(fatal|error):/i.test(l)) ?? lines.find((l) => !/^(warning|hint|Cloning into)\b/i.test(l))
+  return line === undefined ? "no error output" : line.replace(/^(fatal|error):\s*/i, "")
+}
+
+interface GitSource {
+  /** What git clones: as given (credentials included), `git+` dropped; a local path made absolute. */
+  readonly url: string
+  /** `url` without credentials, plus `#ref`: the stored location and what messages show. */
+  readonly location: string
+  readonly shown: string
+  readonly ref: string | undefined
+}
+
 const PackageJson = Schema.Struct({
   name: Schema.optional(Schema.String),
   version: Schema.optional(Schema.String),
@@ -150,8 +238,11 @@ const PackageJson = Schema.Struct({
 type PackageJson = typeof PackageJson.Type
 
 export class Indexer extends Context.Service<Indexer, {
-  /** Resolves a source (`npm:<pkg>`, a folder path) without reading its docs. */
-  readonly resolve: (source: string, options?: IndexOptions) => Effect.Effect<ResolvedSource, IndexFailed>
+  /**
+   * Resolves a source (`npm:<pkg>`, a folder path, a git URL) without reading its docs. A git source is
+   * cloned: the clone is removed when the scope closes.
+   */
+  readonly resolve: (source: string, options?: IndexOptions) => Effect.Effect<ResolvedSource, IndexFailed, Scope.Scope>
   /** Indexes a source as a library version (created or re-indexed) and makes it the library's default. */
   readonly add: (source: string, options?: IndexOptions) => Effect.Effect<IndexOutcome, IndexFailed>
   /** Reads a library's source again into `/owner/repo` (its default version) or `/owner/repo/version`. */
@@ -166,6 +257,7 @@ export class Indexer extends Context.Service<Indexer, {
       const sql = yield* SqlClient.SqlClient
       const fs = yield* FileSystem.FileSystem
       const path = yield* Path.Path
+      const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
 
       const readPackageJson = (dir: string) =>
         fs.readFileString(path.join(dir, "package.json")).pipe(
@@ -192,14 +284,133 @@ export class Indexer extends Context.Service<Indexer, {
         }
       })
 
-      const resolve = Effect.fn("Indexer.resolve")(function*(source: string, options: IndexOptions = {}) {
-        const trimmed = source.trim()
-        if (GIT_URL.test(trimmed)) {
+      const isDirectory = (dir: string) =>
+        fs.stat(dir).pipe(Effect.map((info) => info.type === "Directory"), Effect.orElseSucceed(() => false))
+
+      /** A bare repository: `HEAD`, `objects/` and `refs/` at its top. */
+      const isBareRepository = Effect.fnUntraced(function*(dir: string) {
+        return (yield* fs.exists(path.join(dir, "HEAD")).pipe(Effect.orElseSucceed(() => false))) &&
+          (yield* isDirectory(path.join(dir, "objects"))) && (yield* isDirectory(path.join(dir, "refs")))
+      })
+
+      /** The source as a git source, if it is one: a clone URL, or a path ending in `.git` or to a bare repository. */
+      const gitSource = Effect.fnUntraced(function*(source: string) {
+        const hash = source.lastIndexOf("#")
+        const base = hash === -1 ? source : source.slice(0, hash)
+        const ref = hash === -1 ? undefined : source.slice(hash + 1)
+        const isUrl = GIT_URL.test(base)
+        if (!isUrl && !/\.git\/?$/i.test(base) && !(yield* isBareRepository(path.resolve(base)))) {
+          return undefined
+        }
+        const url = isUrl ? base.replace(/^git\+/i, "") : path.resolve(base)
+        const shown = withoutCredentials(url)
+        if (ref !== undefined && (!GIT_REF.test(ref) || ref.includes(".."))) {
+          return yield* new IndexFailed({ category: "invalid_source", message: `"${ref}" after # in ${shown} is not a branch or tag name` })
+        }
+        return { url, shown, ref, location: ref === undefined ? shown : `${shown}#${ref}` } satisfies GitSource
+      })
+
+      /** Runs git and collects its output; `timeout` stops it (the process group is killed). */
+      const runGit = (
+        settings: { readonly binary: string; readonly cloneTimeout: Duration.Duration },
+        args: ReadonlyArray<string>,
+        onTimeout: () => IndexFailed,
+        onSpawnFailure: (reason: string) => IndexFailed
+      ) =>
+        Effect.scoped(Effect.gen(function*() {
+          const handle = yield* spawner.spawn(ChildProcess.make(settings.binary, args, {
+            env: GIT_ENV,
+            extendEnv: true,
+            stdin: "ignore",
+            forceKillAfter: "2 seconds"
+          }))
+          const [stdout, stderr, exitCode] = yield* Effect.all(
+            [
+              handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
+              handle.stderr.pipe(Stream.decodeText(), Stream.mkString),
+              handle.exitCode
+            ],
+            { concurrency: "unbounded" }
+          )
+          return { exitCode: Number(exitCode), stdout, stderr }
+        })).pipe(
+          // The error's own message quotes the command line, URL and credentials included: never shown.
+          Effect.mapError((error) =>
+            onSpawnFailure(
+              error.reason._tag === "NotFound" && error.reason.method === "spawn"
+                ? `git is not installed (no "${settings.binary}" command found; install git, or set DOCS_GIT to its path)`
+                : `could not run ${settings.binary} (${error.reason._tag}${"syscall" in error.reason && error.reason.syscall ? `, ${error.reason.syscall}` : ""})`
+            )
+          ),
+          Effect.timeoutOrElse({ duration: settings.cloneTimeout, orElse: () => Effect.fail(onTimeout()) })
+        )
+
+      /** Clones into a temporary folder (removed when the scope closes); the checkout and its version. */
+      const clone = Effect.fnUntraced(function*(git: GitSource, version: string | undefined) {
+        const cloneFailed = (message: string) => new IndexFailed({ category: "clone_failed", message: redact(message, git.url) })
+        const settings = yield* GitSettings.pipe(
+          Effect.mapError((error) => cloneFailed(`git settings (DOCS_GIT, DOCS_GIT_CLONE_TIMEOUT): ${error.message}`))
+        )
+        const dir = yield* fs.makeTempDirectoryScoped({ prefix: "svc-docs-git-" }).pipe(
+          Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot create a temporary folder for the clone: ${error.message}` }))
+        )
+        const checkout = path.join(dir, "checkout")
+        const git_ = (args: ReadonlyArray<string>) =>
+          runGit(
+            settings,
+            args,
+            () => cloneFailed(`git could not clone ${git.location}: no result within ${Duration.format(settings.cloneTimeout)} (DOCS_GIT_CLONE_TIMEOUT)`),
+            (reason) => cloneFailed(`${reason}: cannot clone ${git.location}`)
+          )
+        const cloned = yield* git_([
+          "clone", "--quiet", "--depth", "1", ...(git.ref === undefined ? [] : ["--branch", git.ref]), "--", git.url, checkout
+        ])
+        if (cloned.exitCode !== 0) {
+          return yield* cloneFailed(`git could not clone ${git.location}: ${gitReason(cloned.stderr)}`)
+        }
+        if (version !== undefined) return { root: checkout, version }
+        // The tag at HEAD (the highest if several name a valid version), else the short commit hash.
+        const tags = yield* git_(["-C", checkout, "tag", "--points-at", "HEAD", "--sort=-version:refname"])
+        const tag = tags.stdout.split("\n").map((line) => line.trim()).find((line) => line !== "" && VERSION.test(line))
+        if (tag !== undefined) return { root: checkout, version: tag }
+        const head = yield* git_(["-C", checkout, "rev-parse", "--short", "HEAD"])
+        if (head.exitCode !== 0 || head.stdout.trim() === "") {
+          return yield* cloneFailed(`git cloned ${git.location} but cannot read its HEAD: ${gitReason(head.stderr)}`)
+        }
+        return { root: checkout, version: head.stdout.trim() }
+      })
+
+      const resolveGit = Effect.fnUntraced(function*(git: GitSource, options: IndexOptions) {
+        const libraryId = (options.id ?? gitLibraryId(git.url) ?? "").replace(/\/+$/, "")
+        if (libraryId === "") {
           return yield* new IndexFailed({
-            category: "unsupported_source",
-            message: `Git URLs are not supported yet: clone ${trimmed} and add the folder`
+            category: "invalid_source",
+            message: `Cannot tell a library id (/owner/repo) from ${git.location}: pass --id /owner/repo`
           })
         }
+        if (!LibraryIdPattern.test(libraryId) || libraryId.split("/").length !== 3) {
+          return yield* new IndexFailed({ category: "invalid_source", message: `"${libraryId}" is not a library id like /owner/repo` })
+        }
+        if (options.version !== undefined && !VERSION.test(options.version)) {
+          return yield* new IndexFailed({ category: "invalid_source", message: `"${options.version}" is not a version (no spaces or slashes)` })
+        }
+        const { root, version } = yield* clone(git, options.version)
+        const pkg: PackageJson = Option.getOrElse(yield* readPackageJson(root), () => ({}))
+        return {
+          kind: "git" as const,
+          location: git.location,
+          root,
+          libraryId,
+          title: pkg.name ?? libraryId.split("/")[2]!,
+          description: pkg.description ?? "",
+          version
+        } satisfies ResolvedSource
+      })
+
+      const resolve = Effect.fn("Indexer.resolve")(function*(source: string, options: IndexOptions = {}) {
+        const trimmed = source.trim()
+        const git = yield* gitSource(trimmed)
+        if (git !== undefined) return yield* resolveGit(git, options)
         const npmName = trimmed.startsWith("npm:") ? trimmed.slice(4) : undefined
         if (npmName !== undefined && !/^(@[\w.-]+\/)?[\w.-]+$/.test(npmName)) {
           return yield* new IndexFailed({ category: "invalid_source", message: `"${npmName}" is not an npm package name` })
@@ -358,7 +569,12 @@ export class Indexer extends Context.Service<Indexer, {
           WHERE g.version_id = ${versionId} AND v.id = g.version_id AND g.id IS DISTINCT FROM v.generation_id
             AND g.created_at < now() - interval '1 hour'`
         if (options.onProgress) {
-          yield* options.onProgress({ _tag: "Started", libraryId: source.libraryId, version: source.version, root: source.root })
+          yield* options.onProgress({
+            _tag: "Started",
+            libraryId: source.libraryId,
+            version: source.version,
+            root: source.kind === "git" ? source.location : source.root
+          })
         }
         const markFailed = (error: IndexFailed) =>
           sql`UPDATE docs.versions SET state = 'failed', error_category = ${error.category}, updated_at = now() WHERE id = ${versionId}`
@@ -372,9 +588,10 @@ export class Indexer extends Context.Service<Indexer, {
         return { libraryId: source.libraryId, version: source.version, files, snippets: snippets.length, tokens }
       }, (effect) => Effect.catchTag(effect, "SqlError", Effect.die))
 
+      // Scoped: a git clone is removed when the run ends, however it ends.
       const add = Effect.fn("Indexer.add")(function*(source: string, options: IndexOptions = {}) {
         return yield* run(yield* resolve(source, options), options, true)
-      })
+      }, Effect.scoped)
 
       const parseId = (libraryId: string) => {
         const [, owner, repo, version] = libraryId.split("/")
@@ -389,8 +606,10 @@ export class Indexer extends Context.Service<Indexer, {
         if (!LibraryIdPattern.test(libraryId) || library === undefined) {
           return yield* new UnknownLibrary({ libraryId, message: `No library ${libraryId} (svc docs list shows them)` })
         }
-        const source = yield* resolve(library.source_location, { ...options, id, version: version ?? library.default_version })
-        return yield* run(source, options, false)
+        return yield* Effect.scoped(Effect.gen(function*() {
+          const source = yield* resolve(library.source_location, { ...options, id, version: version ?? library.default_version })
+          return yield* run(source, options, false)
+        }))
       })
 
       const remove = Effect.fn("Indexer.remove")(function*(libraryId: string) {

@@ -1,0 +1,274 @@
+/**
+ * Git sources on a real database and the system `git`, with repositories made here in temporary
+ * folders (no network): clone by path and by file:// URL, id and version rules, refresh after a new
+ * commit, `#ref`, credentials never stored or shown, clone failures, git missing, the clone timeout.
+ */
+import { tempDir } from "@svc/platform/testing"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { ConfigProvider, Effect, Result } from "effect"
+import { SqlClient } from "effect/sql"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs/promises"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { gitLibraryId, type IndexFailed, type IndexProgress, Indexer, withoutCredentials } from "../src/Indexer.ts"
+import { stack } from "./support.ts"
+
+/** Identity from the environment, and no global or system configuration read (or changed). */
+const gitEnv = {
+  ...process.env,
+  GIT_AUTHOR_NAME: "Docs Test",
+  GIT_AUTHOR_EMAIL: "docs-test@example.com",
+  GIT_COMMITTER_NAME: "Docs Test",
+  GIT_COMMITTER_EMAIL: "docs-test@example.com",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_CONFIG_NOSYSTEM: "1"
+}
+
+const git = (cwd: string, ...args: Array<string>) =>
+  execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
+
+const writeFiles = (dir: string, files: Record<string, string>) =>
+  Effect.promise(async () => {
+    for (const [name, content] of Object.entries(files)) {
+      await fs.mkdir(path.dirname(path.join(dir, name)), { recursive: true })
+      await fs.writeFile(path.join(dir, name), content)
+    }
+  })
+
+/**
+ * A working repository with two docs committed and tagged v1.2.0, published to a bare repository at
+ * `<tmp>/<owner>/<name>.git`; `commit` adds files and publishes them (tags too).
+ */
+const makeRepository = (owner: string, name: string) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir("svc-docs-gitsrc-")
+    const work = path.join(dir, "work")
+    const bare = path.join(dir, owner, `${name}.git`)
+    yield* writeFiles(work, {
+      "README.md": `# ${name}\n\nGreets people in many languages, politely and with a friendly tone.\n`,
+      "docs/guide.md": "# Guide\n\n## Greeting\n\nCall `greet` with a name to get a greeting back in the current language.\n",
+      "CHANGELOG.md": "# Changelog\n\n## 1.2.0\n\nEverything changed in this release, as it always does.\n"
+    })
+    git(dir, "init", "--quiet", "--initial-branch", "main", work)
+    git(work, "add", ".")
+    git(work, "commit", "--quiet", "-m", "first")
+    git(work, "tag", "v1.2.0")
+    git(dir, "clone", "--quiet", "--bare", work, bare)
+    const commit = (files: Record<string, string>, message: string) =>
+      Effect.gen(function*() {
+        yield* writeFiles(work, files)
+        git(work, "add", ".")
+        git(work, "commit", "--quiet", "-m", message)
+        git(work, "push", "--quiet", "--tags", bare, "main")
+        return git(work, "rev-parse", "--short", "HEAD")
+      })
+    return { dir, work, bare, commit }
+  })
+
+/** Temporary clone folders currently in the temp directory. */
+const clones = () =>
+  Effect.promise(() => fs.readdir(os.tmpdir()).then((names) => names.filter((name) => name.startsWith("svc-docs-git-"))))
+
+const failureOf = <A>(effect: Effect.Effect<A, IndexFailed | { readonly _tag: string; readonly message: string }>) =>
+  Effect.map(Effect.result(effect), (result) => {
+    if (Result.isSuccess(result)) throw new Error("expected a failure, the run succeeded")
+    return result.failure as IndexFailed
+  })
+
+describe("git source helpers", () => {
+  it("library ids from the URL's last two path segments; credentials stripped", () => {
+    assert.strictEqual(gitLibraryId("https://github.com/Effect-TS/Effect.git"), "/effect-ts/effect")
+    assert.strictEqual(gitLibraryId("git@github.com:owner/repo.git"), "/owner/repo")
+    assert.strictEqual(gitLibraryId("ssh://git@git.example.org:2222/group/project.git"), "/group/project")
+    assert.strictEqual(gitLibraryId("file:///tmp/x/acme/greeter.git"), "/acme/greeter")
+    assert.strictEqual(gitLibraryId("/srv/git/acme/greeter.git/"), "/acme/greeter")
+    assert.strictEqual(gitLibraryId("https://user:tok@host.example/a/b"), "/a/b")
+    assert.strictEqual(gitLibraryId("git@host:repo.git"), undefined)
+    assert.strictEqual(withoutCredentials("https://user:s3cr%40t@github.com/a/b.git"), "https://github.com/a/b.git")
+    assert.strictEqual(withoutCredentials("https://ghp_token@github.com/a/b.git"), "https://github.com/a/b.git")
+    assert.strictEqual(withoutCredentials("ssh://git:pw@host/a/b.git"), "ssh://git@host/a/b.git")
+    assert.strictEqual(withoutCredentials("git@github.com:a/b.git"), "git@github.com:a/b.git")
+    assert.strictEqual(withoutCredentials("https://github.com/a/b@c.git"), "https://github.com/a/b@c.git")
+  })
+})
+
+// Live clock: the clone timeout is real time.
+layer(stack, { excludeTestServices: true })("git sources", (it) => {
+  it.effect("a bare repository by path and by file:// URL: id from the URL, version from the tag at HEAD, kind git, clone removed", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* makeRepository("acme", "greeter")
+      const before = yield* clones()
+      const progress: Array<IndexProgress> = []
+      const outcome = yield* indexer.add(repo.bare, { onProgress: (event) => Effect.sync(() => progress.push(event)) })
+      assert.deepStrictEqual([outcome.libraryId, outcome.version, outcome.files], ["/acme/greeter", "v1.2.0", 2])
+      assert.deepStrictEqual(progress[0], { _tag: "Started", libraryId: "/acme/greeter", version: "v1.2.0", root: repo.bare })
+      assert.deepStrictEqual(
+        progress.filter((event) => event._tag === "FileRead").map((event) => event.path),
+        ["README.md", "docs/guide.md"]
+      )
+      const [row] = yield* sql<{ source_kind: string; source_location: string }>`
+        SELECT source_kind, source_location FROM docs.libraries WHERE id = '/acme/greeter'`
+      assert.deepStrictEqual(row, { source_kind: "git", source_location: repo.bare })
+      const listed = (yield* indexer.list).find((library) => library.id === "/acme/greeter")!
+      assert.strictEqual(listed.source, repo.bare)
+      assert.deepStrictEqual(listed.versions.map((version) => [version.version, version.state]), [["v1.2.0", "ready"]])
+
+      const viaUrl = yield* indexer.add(`file://${repo.bare}`, { id: "/me/greeter-url" })
+      assert.deepStrictEqual([viaUrl.libraryId, viaUrl.version, viaUrl.snippets], ["/me/greeter-url", "v1.2.0", outcome.snippets])
+      const explicit = yield* indexer.add(`file://${repo.bare}`, { version: "2.0" })
+      assert.deepStrictEqual([explicit.libraryId, explicit.version], ["/acme/greeter", "2.0"])
+      assert.deepStrictEqual(yield* clones(), before, "every clone folder is removed")
+    }))
+
+  it.effect("a new commit: refresh clones again into the same version; add names it by the short hash; #ref picks a tag", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const repo = yield* makeRepository("acme", "farewells")
+      const url = `file://${repo.bare}`
+      const first = yield* indexer.add(url)
+      assert.deepStrictEqual([first.libraryId, first.version, first.files], ["/acme/farewells", "v1.2.0", 2])
+
+      const hash = yield* repo.commit(
+        { "docs/farewell.md": "# Farewell\n\nCall `farewell` with a name to say goodbye in the current language.\n" },
+        "second"
+      )
+      const refreshed = yield* indexer.refresh("/acme/farewells")
+      assert.deepStrictEqual([refreshed.version, refreshed.files], ["v1.2.0", 3])
+      assert.strictEqual(refreshed.snippets, first.snippets + 1)
+
+      const untagged = yield* indexer.add(url)
+      assert.match(hash, /^[0-9a-f]{7,}$/)
+      assert.deepStrictEqual([untagged.version, untagged.files], [hash, 3])
+      const listed = (yield* indexer.list).find((library) => library.id === "/acme/farewells")!
+      assert.strictEqual(listed.defaultVersion, hash)
+
+      const atTag = yield* indexer.add(`${url}#v1.2.0`, { id: "/acme/farewells-tagged" })
+      assert.deepStrictEqual([atTag.version, atTag.files], ["v1.2.0", 2])
+      const tagged = (yield* indexer.list).find((library) => library.id === "/acme/farewells-tagged")!
+      assert.strictEqual(tagged.source, `${url}#v1.2.0`)
+      const again = yield* indexer.refresh("/acme/farewells-tagged")
+      assert.strictEqual(again.files, 2, "refresh clones the same tag")
+
+      yield* repo.commit({ "docs/more.md": "# More\n\nA third page of documentation, tagged as a release of its own.\n" }, "third")
+      git(repo.work, "tag", "v1.3.0")
+      git(repo.work, "push", "--quiet", "--tags", repo.bare, "main")
+      const released = yield* indexer.add(url)
+      assert.deepStrictEqual([released.version, released.files], ["v1.3.0", 4])
+    }))
+
+  it.effect("credentials in a URL are used for the clone, never stored, listed or shown in a failure", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const repo = yield* makeRepository("acme", "private")
+      const progress: Array<IndexProgress> = []
+      const outcome = yield* indexer.add(`file://user:secret@localhost${repo.bare}`, {
+        onProgress: (event) => Effect.sync(() => progress.push(event))
+      })
+      assert.strictEqual(outcome.libraryId, "/acme/private")
+      const listed = yield* indexer.list
+      const library = listed.find((entry) => entry.id === "/acme/private")!
+      assert.strictEqual(library.source, `file://localhost${repo.bare}`)
+      assert.notInclude(JSON.stringify(listed), "secret")
+      assert.notInclude(JSON.stringify(progress), "secret")
+      const refreshed = yield* indexer.refresh("/acme/private")
+      assert.strictEqual(refreshed.snippets, outcome.snippets)
+
+      for (
+        const url of [
+          "http://user:secret@127.0.0.1:1/acme/nothing.git",
+          "https://secret@127.0.0.1:1/acme/nothing.git",
+          "git+http://user:secret@127.0.0.1:1/acme/nothing.git#main"
+        ]
+      ) {
+        const failure = yield* failureOf(indexer.add(url))
+        assert.strictEqual(failure.category, "clone_failed")
+        assert.match(failure.message, /^git could not clone https?:\/\/127\.0\.0\.1:1\/acme\/nothing\.git(#main)?: /)
+        assert.notInclude(failure.message, "secret")
+        assert.notInclude(JSON.stringify(failure), "secret")
+        assert.notInclude(String(failure), "secret")
+      }
+      assert.notInclude(JSON.stringify(yield* indexer.list), "secret")
+    }))
+
+  it.effect("a repository that does not exist is clone_failed with git's reason; nothing is stored", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const dir = yield* tempDir("svc-docs-gitsrc-")
+      const missing = path.join(dir, "acme", "missing.git")
+      const byUrl = yield* failureOf(indexer.add(`file://${missing}`))
+      assert.strictEqual(byUrl.category, "clone_failed")
+      assert.strictEqual(
+        byUrl.message,
+        `git could not clone file://${missing}: '${missing}' does not appear to be a git repository`
+      )
+      const byPath = yield* failureOf(indexer.add(missing))
+      assert.strictEqual(byPath.category, "clone_failed")
+      assert.match(byPath.message, /^git could not clone .*missing\.git: /)
+      assert.notInclude(byPath.message, "\n")
+
+      const repo = yield* makeRepository("acme", "branches")
+      const noBranch = yield* failureOf(indexer.add(`${repo.bare}#no-such-branch`))
+      assert.strictEqual(noBranch.category, "clone_failed")
+      assert.include(noBranch.message, "no-such-branch")
+      const badRef = yield* failureOf(indexer.add(`${repo.bare}#--upload-pack=touch`))
+      assert.strictEqual(badRef.category, "invalid_source")
+      const noId = yield* failureOf(indexer.add("git@localhost:nothing.git"))
+      assert.strictEqual(noId.category, "invalid_source")
+      assert.include(noId.message, "--id")
+
+      const ids = (yield* indexer.list).map((library) => library.id)
+      assert.notInclude(ids, "/acme/missing")
+      assert.notInclude(ids, "/acme/branches")
+    }))
+
+  it.effect("git missing, and a clone that hangs stopped by DOCS_GIT_CLONE_TIMEOUT, are clear failures", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const repo = yield* makeRepository("acme", "settings")
+      const withSettings = (env: Record<string, string>) =>
+        Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
+
+      const noGit = yield* failureOf(indexer.add(repo.bare).pipe(withSettings({ DOCS_GIT: "/nonexistent/bin/git" })))
+      assert.strictEqual(noGit.category, "clone_failed")
+      assert.strictEqual(
+        noGit.message,
+        `git is not installed (no "/nonexistent/bin/git" command found; install git, or set DOCS_GIT to its path): cannot clone ${repo.bare}`
+      )
+
+      // A server that accepts connections and never answers.
+      const sockets: Array<net.Socket> = []
+      const server = yield* Effect.acquireRelease(
+        Effect.callback<net.Server>((resume) => {
+          const server = net.createServer((socket) => void sockets.push(socket))
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) =>
+          Effect.callback<void>((resume) => {
+            sockets.forEach((socket) => socket.destroy())
+            server.close(() => resume(Effect.void))
+          })
+      )
+      const port = (server.address() as net.AddressInfo).port
+      const before = yield* clones()
+      const started = Date.now()
+      const hung = yield* failureOf(
+        indexer.add(`http://user:secret@127.0.0.1:${port}/acme/hung.git`).pipe(withSettings({ DOCS_GIT_CLONE_TIMEOUT: "1 second" }))
+      )
+      assert.strictEqual(hung.category, "clone_failed")
+      assert.strictEqual(
+        hung.message,
+        `git could not clone http://127.0.0.1:${port}/acme/hung.git: no result within 1s (DOCS_GIT_CLONE_TIMEOUT)`
+      )
+      assert.isBelow(Date.now() - started, 10_000)
+      assert.isAbove(sockets.length, 0, "git did connect")
+      assert.deepStrictEqual(yield* clones(), before, "the clone folder is removed after a timeout")
+
+      const badSetting = yield* failureOf(indexer.add(repo.bare).pipe(withSettings({ DOCS_GIT_CLONE_TIMEOUT: "soon" })))
+      assert.strictEqual(badSetting.category, "clone_failed")
+      assert.include(badSetting.message, "DOCS_GIT_CLONE_TIMEOUT")
+    }))
+})
