@@ -90,7 +90,7 @@ describe("svc", () => {
       const first = svc(["start", "all"], env)
       assert.deepStrictEqual(yield* waitForHealth(port), { status: "ok" })
       const services = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/services`).then((r) => r.json()))
-      assert.deepStrictEqual(services.services.map((service: any) => service.name), ["listings", "queue", "docs-api", "mcp"])
+      assert.deepStrictEqual(services.services.map((service: any) => service.name), ["listings", "queue", "docs-api", "mcp", "uploads"])
       // the empty documentation index is filled in the background
       const search = `http://127.0.0.1:${docsPort}/api/v2/libs/search?libraryName=he`
       const found = yield* Effect.promise(() => fetch(search).then((r) => r.json())).pipe(
