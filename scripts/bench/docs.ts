@@ -23,6 +23,7 @@ import * as Http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { questions } from "./docs-questions.ts"
+import { fmt, httpGet as getVia, load } from "./support.ts"
 
 const LIBRARIES = Number(process.env.BENCH_LIBRARIES ?? 10_000)
 const SNIPPETS = Number(process.env.BENCH_SNIPPETS ?? 100)
@@ -46,39 +47,9 @@ const recordStatements: Statement.Transformer = (statement) => {
 process.env.DOCS_RATE_LIMIT_ANONYMOUS ??= "100000000"
 process.env.DOCS_RATE_LIMIT_KEYED ??= "100000000"
 
-const fmt = (n: number, digits = 0) =>
-  n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
-
 const agent = new Http.Agent({ keepAlive: true, maxSockets: CONCURRENCY })
 const getJson = (url: string) =>
-  new Promise<{ status: number; body: any }>((resolve, reject) => {
-    Http.get(url, { agent }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk) => chunks.push(chunk))
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString()
-        resolve({ status: res.statusCode ?? 0, body: text.startsWith("{") ? JSON.parse(text) : text })
-      })
-    }).on("error", reject)
-  })
-
-/** Runs `task` from `concurrency` loops for `seconds`; latencies in ms. */
-const load = async (seconds: number, task: (i: number) => Promise<void>) => {
-  const latencies: Array<number> = []
-  const end = performance.now() + seconds * 1000
-  const started = performance.now()
-  let i = 0
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (performance.now() < end) {
-      const t0 = performance.now()
-      await task(i++)
-      latencies.push(performance.now() - t0)
-    }
-  }))
-  latencies.sort((a, b) => a - b)
-  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), rps: latencies.length / ((performance.now() - started) / 1000) }
-}
+  getVia(agent, url).then(({ status, body }) => ({ status, body: body.startsWith("{") ? JSON.parse(body) : body as any }))
 
 // --- synthetic corpus ---------------------------------------------------------------------------------
 
@@ -137,8 +108,8 @@ const program = Effect.gen(function*() {
     }
   }
   const corpusSeconds = (performance.now() - t0) / 1000
-  console.log(`\ndefault corpus: ${ids.size} libraries, ${fmt(corpusSnippets)} snippets in ${fmt(corpusSeconds, 1)} s ` +
-    `(${fmt(corpusSnippets / corpusSeconds)} snippets/s)`)
+  console.log(`\ndefault corpus: ${ids.size} libraries, ${fmt(corpusSnippets, 0)} snippets in ${fmt(corpusSeconds, 1)} s ` +
+    `(${fmt(corpusSnippets / corpusSeconds, 0)} snippets/s)`)
 
   const ranks: Array<number | undefined> = []
   const misses: Array<string> = []
@@ -196,7 +167,7 @@ const program = Effect.gen(function*() {
           Effect.sync(() => {
             indexed += outcome.snippets
             if ((i + 1) % 1000 === 0) {
-              console.log(`  indexed ${fmt(i + 1)} libraries, ${fmt(indexed)} snippets, ${fmt(indexed / ((performance.now() - t1) / 1000))} snippets/s`)
+              console.log(`  indexed ${fmt(i + 1, 0)} libraries, ${fmt(indexed, 0)} snippets, ${fmt(indexed / ((performance.now() - t1) / 1000), 0)} snippets/s`)
             }
           })
         )
@@ -204,8 +175,8 @@ const program = Effect.gen(function*() {
     { concurrency: 2, discard: true }
   )
   const indexSeconds = (performance.now() - t1) / 1000
-  console.log(`\nsynthetic corpus: ${fmt(LIBRARIES)} libraries, ${fmt(indexed)} snippets indexed in ${fmt(indexSeconds)} s ` +
-    `(${fmt(indexed / indexSeconds)} snippets/s)`)
+  console.log(`\nsynthetic corpus: ${fmt(LIBRARIES, 0)} libraries, ${fmt(indexed, 0)} snippets indexed in ${fmt(indexSeconds, 0)} s ` +
+    `(${fmt(indexed / indexSeconds, 0)} snippets/s)`)
 
   if (EXPLAIN) {
     const sql = Context.get(context, SqlClient.SqlClient)
@@ -224,22 +195,22 @@ const program = Effect.gen(function*() {
   }
 
   const searchLoad = yield* Effect.promise(() =>
-    load(SECONDS, async (i) => {
+    load(CONCURRENCY, SECONDS, async (i) => {
       const name = vocabulary[(i * 7919) % Math.min(LIBRARIES, vocabulary.length)]!
       const { status } = await getJson(`${base}/api/v2/libs/search?libraryName=${name}&query=${words(4).replaceAll(" ", "+")}`)
       if (status !== 200) throw new Error(`search answered ${status}`)
     }))
   const contextLoad = yield* Effect.promise(() =>
-    load(SECONDS, async (i) => {
+    load(CONCURRENCY, SECONDS, async (i) => {
       const library = (i * 7919) % LIBRARIES
       const id = `/synth-${library % 100}/${vocabulary[library % vocabulary.length]}-${library}`
       const { status } = await getJson(`${base}/api/v2/context?libraryId=${encodeURIComponent(id)}&query=${words(6).replaceAll(" ", "+")}`)
       if (status !== 200) throw new Error(`context answered ${status}`)
     }))
   console.log(`\nat ${CONCURRENCY} concurrent clients, ${SECONDS} s each     p50 ms    p99 ms     req/s`)
-  console.log(`  GET /api/v2/libs/search          ${fmt(searchLoad.p50, 1).padStart(8)}  ${fmt(searchLoad.p99, 1).padStart(8)}  ${fmt(searchLoad.rps).padStart(8)}` +
+  console.log(`  GET /api/v2/libs/search          ${fmt(searchLoad.p50, 1).padStart(8)}  ${fmt(searchLoad.p99, 1).padStart(8)}  ${fmt(searchLoad.rps, 0).padStart(8)}` +
     `   (target p99 <= 50 ms: ${searchLoad.p99 <= 50 ? "ok" : "MISSED"})`)
-  console.log(`  GET /api/v2/context              ${fmt(contextLoad.p50, 1).padStart(8)}  ${fmt(contextLoad.p99, 1).padStart(8)}  ${fmt(contextLoad.rps).padStart(8)}` +
+  console.log(`  GET /api/v2/context              ${fmt(contextLoad.p50, 1).padStart(8)}  ${fmt(contextLoad.p99, 1).padStart(8)}  ${fmt(contextLoad.rps, 0).padStart(8)}` +
     `   (target p99 <= 150 ms: ${contextLoad.p99 <= 150 ? "ok" : "MISSED"})`)
 }).pipe(
   Effect.scoped,

@@ -25,6 +25,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { demoRecords } from "../../packages/listings/src/adapters/Mock.ts"
+import { fmt, httpGet as getVia, load } from "./support.ts"
 
 const argValue = (flag: string) => {
   const index = process.argv.indexOf(flag)
@@ -45,36 +46,8 @@ const recordStatements: Statement.Transformer = (statement) => {
   return Effect.succeed(statement)
 }
 
-const percentile = (sorted: Array<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
-const fmt = (n: number, digits = 1) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
-
-/** Runs `task` from `concurrency` loops for `seconds`; latencies in ms. */
-const load = async (concurrency: number, seconds: number, task: (i: number) => Promise<void>) => {
-  const latencies: Array<number> = []
-  const end = performance.now() + seconds * 1000
-  let i = 0
-  const started = performance.now()
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < end) {
-      const t0 = performance.now()
-      await task(i++)
-      latencies.push(performance.now() - t0)
-    }
-  }))
-  const elapsed = (performance.now() - started) / 1000
-  latencies.sort((a, b) => a - b)
-  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), rps: latencies.length / elapsed, n: latencies.length }
-}
-
 const agent = new Http.Agent({ keepAlive: true, maxSockets: CONNECTIONS })
-const httpGet = (url: string) =>
-  new Promise<{ status: number; body: string }>((resolve, reject) => {
-    Http.get(url, { agent }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk) => chunks.push(chunk))
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
-    }).on("error", reject)
-  })
+const httpGet = (url: string) => getVia(agent, url)
 
 const pageQueries = [
   "/offers?limit=50",

@@ -25,6 +25,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import PgBoss from "pg-boss"
+import { percentile } from "./support.ts"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "effect/reactivity"
 
@@ -45,7 +46,6 @@ const waitUntil = async (condition: () => boolean | Promise<boolean>, timeoutMs:
     await sleep(10)
   }
 }
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
 
 /** The destination: records each delivery (first time only) and its latency from the publish time in the body. */
 const destination = async () => {

@@ -1,0 +1,38 @@
+/** What the benchmarks share: closed-loop load, percentiles, number formatting, keep-alive GETs. */
+import * as Http from "node:http"
+
+/** The p-quantile (0..1) of ascending `sorted` latencies; 0 for none. */
+export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
+
+/** `12,345.6`, with exactly `digits` fraction digits. */
+export const fmt = (n: number, digits = 1): string =>
+  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+
+/** Runs `task` from `concurrency` loops for `seconds` (closed loop); latencies in ms. */
+export const load = async (concurrency: number, seconds: number, task: (i: number) => Promise<void>) => {
+  const latencies: Array<number> = []
+  const end = performance.now() + seconds * 1000
+  const started = performance.now()
+  let i = 0
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < end) {
+      const t0 = performance.now()
+      await task(i++)
+      latencies.push(performance.now() - t0)
+    }
+  }))
+  const elapsed = (performance.now() - started) / 1000
+  latencies.sort((a, b) => a - b)
+  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), rps: latencies.length / elapsed, n: latencies.length }
+}
+
+/** GET over a keep-alive `agent`: status and body text. */
+export const httpGet = (agent: Http.Agent, url: string) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    Http.get(url, { agent }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk) => chunks.push(chunk))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
+    }).on("error", reject)
+  })
