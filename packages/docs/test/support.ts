@@ -1,7 +1,7 @@
 /** Shared test helpers: the docs stack on a fresh database, HTTP clients, temporary doc folders. */
 import { serve, toWebHandler } from "@svc/platform"
-import { TestDatabase, tempDir } from "@svc/platform/testing"
-import { ConfigProvider, Context, Effect, Layer } from "effect"
+import { Client, get, TestDatabase, tempDir } from "@svc/platform/testing"
+import { ConfigProvider, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
@@ -27,10 +27,6 @@ const generousLimits = { DOCS_RATE_LIMIT_ANONYMOUS: "1000000", DOCS_RATE_LIMIT_K
 const withEnv = (env: Record<string, string>) =>
   ConfigProvider.layerAdd(ConfigProvider.fromEnvRecord(env), { asPrimary: true })
 
-export class Client extends Context.Service<Client, {
-  readonly baseUrl: string
-  readonly fetch: (path: string, init?: RequestInit) => Effect.Effect<Response>
-}>()("test/docs/Client") {}
 
 /**
  * A real server on 127.0.0.1:<random> over the services already in the test's context; `env` sets its
@@ -72,18 +68,6 @@ export const inProcessClient = Layer.effect(
   })
 )
 
-export const get = Effect.fn(function*(path: string, init?: RequestInit) {
-  const client = yield* Client
-  const response = yield* client.fetch(path, init)
-  const text = yield* Effect.promise(() => response.text())
-  let body: any = undefined
-  try {
-    body = text === "" ? undefined : JSON.parse(text)
-  } catch {
-    body = text
-  }
-  return { status: response.status, headers: response.headers, text, body }
-})
 
 /** Writes `files` (relative path → content) into a new temporary folder; returns its path. */
 export const docsFolder = (files: Record<string, string>) =>
@@ -99,3 +83,5 @@ export const docsFolder = (files: Record<string, string>) =>
   })
 
 export { TestDatabase }
+
+export { Client, get }

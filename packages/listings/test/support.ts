@@ -1,8 +1,8 @@
 /** Shared test helpers: records, a listings stack on a fresh database, HTTP clients. */
 import { apiRoutes, toWebHandler, serve } from "@svc/platform"
-import { TestDatabase } from "@svc/platform/testing"
+import { Client, get, TestDatabase } from "@svc/platform/testing"
 import { ListingsApi } from "@svc/schema"
-import { Context, Duration, Effect, Layer, Option, Redacted, Result } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Result } from "effect"
 import { HttpServer } from "effect/http"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -97,10 +97,6 @@ export const allRoutes = Layer.mergeAll(
   RpcRoute
 )
 
-export class Client extends Context.Service<Client, {
-  readonly baseUrl: string
-  readonly fetch: (path: string, init?: RequestInit) => Effect.Effect<Response>
-}>()("test/Client") {}
 
 /** A real server on 127.0.0.1:<random> serving every route, over the given services. */
 export const socketClient = <E, R>(servicesLayer: Layer.Layer<any, E, R>) =>
@@ -130,18 +126,6 @@ export const inProcessClient = <E, R>(servicesLayer: Layer.Layer<any, E, R>) =>
     })
   )
 
-export const get = Effect.fn(function*(path: string, init?: RequestInit) {
-  const client = yield* Client
-  const response = yield* client.fetch(path, init)
-  const text = yield* Effect.promise(() => response.text())
-  let body: any = undefined
-  try {
-    body = text === "" ? undefined : JSON.parse(text)
-  } catch {
-    body = text
-  }
-  return { status: response.status, headers: response.headers, text, body }
-})
 
 /** A node:http server on 127.0.0.1:0 for the life of the scope; returns its base URL. */
 export const httpServer = (handler: Http.RequestListener) =>
@@ -162,3 +146,5 @@ export const httpServer = (handler: Http.RequestListener) =>
   ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`))
 
 export { TestDatabase }
+
+export { Client, get }

@@ -2,3 +2,4 @@
 export * from "./objectStorage.ts"
 export * from "./tempDir.ts"
 export * as TestDatabase from "./TestDatabase.ts"
+export * from "./httpClient.ts"

@@ -1,0 +1,24 @@
+/**
+ * A service's HTTP surface as tests see it: over a real socket or in-process, behind one `Client`,
+ * and `get` reading an answer's status, headers, text and (when it is JSON) body.
+ */
+import { Context, Effect } from "effect"
+
+export class Client extends Context.Service<Client, {
+  readonly baseUrl: string
+  readonly fetch: (path: string, init?: RequestInit) => Effect.Effect<Response>
+}>()("@svc/platform/testing/Client") {}
+
+/** Requests `path` from the test's `Client`; `body` is the parsed JSON, or the text when it is not JSON. */
+export const get = Effect.fn(function*(path: string, init?: RequestInit) {
+  const client = yield* Client
+  const response = yield* client.fetch(path, init)
+  const text = yield* Effect.promise(() => response.text())
+  let body: any = undefined
+  try {
+    body = text === "" ? undefined : JSON.parse(text)
+  } catch {
+    body = text
+  }
+  return { status: response.status, headers: response.headers, text, body }
+})
