@@ -16,7 +16,7 @@
 import { Bucket, formatBlobToken } from "@svc/blob"
 import * as Demo from "@svc/blob/demo"
 import { LocalObjectStorage } from "@svc/platform"
-import { ConfigProvider, Context, Effect, Layer, Redacted, Scope } from "effect"
+import { Context, Effect, Layer, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { randomBytes } from "node:crypto"
 import { existsSync } from "node:fs"
@@ -24,6 +24,7 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import { chromium } from "playwright-core"
+import { withLocalObjectStorage } from "./support.ts"
 
 const CHROMIUM = "/usr/bin/chromium"
 const ITERATIONS = Math.max(1, Number(process.env["BENCH_ITERATIONS"] ?? "3"))
@@ -159,20 +160,7 @@ const main = async () => {
   // radosgw keeps objects in a memstore OSD (default 2 GiB) and frees deleted data only at its garbage
   // collection, hours later; a full OSD makes radosgw stall, not fail. Size it for every upload of the run.
   process.env["OBJECT_STORAGE_MEMSTORE_BYTES"] ??= String(2 * (ITERATIONS + 1) * SIZE + 512 * 1024 * 1024)
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-bench-blob-browser-"))
-  try {
-    await Effect.runPromise(
-      Effect.scoped(program).pipe(
-        Effect.provide(
-          LocalObjectStorage.layer.pipe(
-            Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ OBJECT_STORAGE_DIR: dir })))
-          )
-        )
-      )
-    )
-  } finally {
-    await fs.rm(dir, { recursive: true, force: true })
-  }
+  await withLocalObjectStorage("svc-bench-blob-browser-", program)
 }
 
 await main()

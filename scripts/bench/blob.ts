@@ -15,11 +15,10 @@
 import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3"
 import { Bucket, formatBlobToken } from "@svc/blob"
 import { LocalObjectStorage } from "@svc/platform"
-import { ConfigProvider, Effect, Layer, Redacted } from "effect"
+import { Effect, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs/promises"
 import * as os from "node:os"
-import * as path from "node:path"
+import { withLocalObjectStorage } from "./support.ts"
 
 const SCALE = Number(process.env["BENCH_ITERATIONS"] ?? "1")
 const sizes = [
@@ -142,20 +141,7 @@ const program = Effect.gen(function*() {
 })
 
 const main = async () => {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-bench-blob-"))
-  try {
-    await Effect.runPromise(
-      Effect.scoped(program).pipe(
-        Effect.provide(
-          LocalObjectStorage.layer.pipe(
-            Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ OBJECT_STORAGE_DIR: dir })))
-          )
-        )
-      )
-    )
-  } finally {
-    await fs.rm(dir, { recursive: true, force: true })
-  }
+  await withLocalObjectStorage("svc-bench-blob-", program)
 }
 
 await main()

@@ -1,5 +1,10 @@
-/** What the benchmarks share: closed-loop load, percentiles, number formatting, keep-alive GETs. */
+/** What the benchmarks share: closed-loop load, percentiles, number formatting, keep-alive GETs, a local radosgw. */
+import { LocalObjectStorage } from "@svc/platform"
+import { ConfigProvider, Effect, Layer, type Scope } from "effect"
+import * as fs from "node:fs/promises"
 import * as Http from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
 
 /** The p-quantile (0..1) of ascending `sorted` latencies; 0 for none. */
 export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
@@ -36,3 +41,24 @@ export const httpGet = (agent: Http.Agent, url: string) =>
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
     }).on("error", reject)
   })
+
+/** Runs `program` with a local object storage (radosgw) of its own in a temporary folder, removed after. */
+export const withLocalObjectStorage = async <A, E>(
+  prefix: string,
+  program: Effect.Effect<A, E, LocalObjectStorage | Scope.Scope>
+): Promise<A> => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix))
+  try {
+    return await Effect.runPromise(
+      Effect.scoped(program).pipe(
+        Effect.provide(
+          LocalObjectStorage.layer.pipe(
+            Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ OBJECT_STORAGE_DIR: dir })))
+          )
+        )
+      )
+    )
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true })
+  }
+}

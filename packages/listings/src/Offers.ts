@@ -22,6 +22,7 @@ import {
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { ListingsConfig } from "./ListingsConfig.ts"
+import type { OfferRow } from "./Normalize.ts"
 import { Sources } from "./Sources.ts"
 
 export interface OfferSearch {
@@ -49,29 +50,10 @@ export interface OfferSearch {
 const columns = `id, source_id, title, make, model, price, currency, fuel, transmission, region, original_url,
   year, mileage, power, location, latitude, longitude, images, thumbnail, updated_at, expires_at`
 
-interface OfferDbRow {
-  readonly id: string
-  readonly source_id: string
-  readonly title: string
-  readonly make: string
-  readonly model: string
-  readonly price: number
-  readonly currency: CarOffer["currency"]
-  readonly fuel: string
-  readonly transmission: string
-  readonly region: string
-  readonly original_url: string
-  readonly year: number | null
-  readonly mileage: number | null
-  readonly power: number | null
-  readonly location: string | null
-  readonly latitude: number | null
-  readonly longitude: number | null
-  readonly images: ReadonlyArray<string>
-  readonly thumbnail: string | null
-  readonly updated_at: Date | null
-  readonly expires_at: Date | null
-}
+/** A stored offer as read back: the written row's columns, timestamps now as dates. */
+type OfferDbRow =
+  & Omit<OfferRow, "native_id" | "updated_at" | "expires_at" | "dedup_key" | "content_hash">
+  & { readonly updated_at: Date | null; readonly expires_at: Date | null }
 
 /** "a, B,,c" -> ["a", "b", "c"] (lowercased, blanks dropped). */
 export const splitList = (value: string | undefined): Array<string> =>
