@@ -8,10 +8,14 @@
  *   same normalised rows (CSV written beforehand, not timed) into a copy of `listings.offers` with the
  *   same indexes.
  * - GET /offers pages (limit 50, a mix of filters and sorts) at BENCH_CONNECTIONS (32) concurrent
- *   keep-alive connections over real HTTP for BENCH_SECONDS (5) each: p50/p99 and requests/s.
+ *   keep-alive connections over real HTTP for BENCH_SECONDS (5) each: p50/p99 and requests/s, from the
+ *   service as configured (remembered answers) and from a second instance on the same database with
+ *   `OFFERS_CACHE_MB=0`, where every request runs its statement.
  *   Baseline: the very SQL the service sent (captured with `Statement.CurrentTransformer`) with the same parameters, on a
  *   `pg` pool of the service's size (DATABASE_POOL_SIZE, 10) with the same concurrency.
  * - `complete=true` answering 5,000 rows: p50/p99 over HTTP (sequential), and its SQL directly.
+ *
+ * `--explain` adds each page query shape's sequential time and its EXPLAIN ANALYZE.
  *
  * Targets (2 cores): ingest ≥ 20,000 offers/s; page p99 ≤ 25 ms; complete p50 ≤ 150 ms.
  */
@@ -35,6 +39,8 @@ const N = Number(argValue("--offers") ?? process.env.BENCH_OFFERS ?? 100_000)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const POOL = Number(process.env.DATABASE_POOL_SIZE ?? 10)
+/** `--explain`: also each page query shape's time alone and its plan */
+const EXPLAIN = process.argv.includes("--explain")
 
 // --- capture the SQL the service sends (Statement.CurrentTransformer sees every compiled statement) ------
 let capture: Array<{ text: string; values: Array<unknown> }> | undefined
@@ -82,16 +88,29 @@ const program = Effect.gen(function*() {
   const sqlLayer = Database.layerPool.pipe(Layer.provideMerge(database))
   const port = yield* freePort()
   const baseUrl = `http://127.0.0.1:${port}`
-  const services = Service.makeServices(
-    Layer.mergeAll(
-      ListingsConfig.layerTest({ publicBaseUrl: baseUrl, batchSize: Number(process.env.INGEST_BATCH_SIZE ?? 2000) }),
-      Sources.layerStatic([{ id: "bench", adapter: "mock", count: N }]),
-      ImageStore.layerDisabled
-    ),
-    ImageCacher.layerDisabled
-  )
+  const servicesWith = (answerCacheBytes?: number) =>
+    Service.makeServices(
+      Layer.mergeAll(
+        ListingsConfig.layerTest({
+          publicBaseUrl: baseUrl,
+          batchSize: Number(process.env.INGEST_BATCH_SIZE ?? 2000),
+          ...(answerCacheBytes === undefined ? {} : { answerCacheBytes })
+        }),
+        Sources.layerStatic([{ id: "bench", adapter: "mock", count: N }]),
+        ImageStore.layerDisabled
+      ),
+      ImageCacher.layerDisabled
+    )
+  const services = servicesWith()
+  // a second instance on the same database that remembers no answers (OFFERS_CACHE_MB=0)
+  const uncachedPort = yield* freePort()
+  const uncachedUrl = `http://127.0.0.1:${uncachedPort}`
   const app = Layer.mergeAll(
     serve(Service.routes, { name: "listings", port, host: "127.0.0.1" }).pipe(Layer.provide(services)),
+    serve(Service.routes, { name: "listings-uncached", port: uncachedPort, host: "127.0.0.1" }).pipe(
+      // fresh: its own services (layers are otherwise shared by reference within one build)
+      Layer.provide(Layer.fresh(servicesWith(0)))
+    ),
     services
   ).pipe(Layer.provideMerge(Layer.effectDiscard(Migrations.migrate("listings"))), Layer.provideMerge(sqlLayer))
   const context = yield* Layer.build(app)
@@ -134,9 +153,9 @@ const program = Effect.gen(function*() {
   // --- pages ------------------------------------------------------------------------------------------
   // the statement of a repeated request: the page alone once the filter's count is remembered
   const capturedFor = async (pathAndQuery: string) => {
-    await httpGet(baseUrl + pathAndQuery)
+    await httpGet(uncachedUrl + pathAndQuery)
     capture = []
-    const response = await httpGet(baseUrl + pathAndQuery)
+    const response = await httpGet(uncachedUrl + pathAndQuery)
     const statements = capture
     capture = undefined
     if (response.status !== 200) throw new Error(`${pathAndQuery}: ${response.status} ${response.body.slice(0, 200)}`)
@@ -149,12 +168,28 @@ const program = Effect.gen(function*() {
   pool.on("error", () => {})
   yield* Effect.addFinalizer(() => Effect.promise(() => pool.end()))
   yield* Effect.promise(() => load(CONNECTIONS, 1, (i) => httpGet(baseUrl + pageQueries[i % pageQueries.length]!).then(() => undefined))) // warm-up
-  const pages = yield* Effect.promise(() =>
-    load(CONNECTIONS, SECONDS, async (i) => {
-      const response = await httpGet(baseUrl + pageQueries[i % pageQueries.length]!)
-      if (response.status !== 200) throw new Error(`status ${response.status}`)
-    })
-  )
+  if (EXPLAIN) {
+    // per query shape, alone: its statement's mean time over 1 s, over HTTP and directly, and its plan
+    console.log(`\nper query shape, sequential (mean ms: HTTP without answer cache / same SQL)`)
+    for (const [i, query] of pageQueries.entries()) {
+      const statement = pageStatements[i]!
+      const viaHttp = yield* Effect.promise(() => load(1, 1, () => httpGet(uncachedUrl + query).then(() => undefined)))
+      const viaSql = yield* Effect.promise(() => load(1, 1, () => pool.query(statement.text, statement.values).then(() => undefined)))
+      console.log(`  ${query.padEnd(66)} ${fmt(1000 / viaHttp.rps, 2).padStart(7)} / ${fmt(1000 / viaSql.rps, 2)}`)
+      const plan = yield* Effect.promise(() => pool.query(`EXPLAIN (ANALYZE, BUFFERS) ${statement.text}`, statement.values))
+      console.log(plan.rows.map((row) => `      ${row["QUERY PLAN"]}`).join("\n"))
+    }
+  }
+  const pagesFrom = (base: string) =>
+    Effect.promise(() =>
+      load(CONNECTIONS, SECONDS, async (i) => {
+        const response = await httpGet(base + pageQueries[i % pageQueries.length]!)
+        if (response.status !== 200) throw new Error(`status ${response.status}`)
+      })
+    )
+  const pages = yield* pagesFrom(baseUrl)
+  yield* Effect.promise(() => load(CONNECTIONS, 1, (i) => httpGet(uncachedUrl + pageQueries[i % pageQueries.length]!).then(() => undefined)))
+  const uncachedPages = yield* pagesFrom(uncachedUrl)
   const direct = yield* Effect.promise(() =>
     load(CONNECTIONS, SECONDS, async (i) => {
       const statement = pageStatements[i % pageStatements.length]!
@@ -163,7 +198,8 @@ const program = Effect.gen(function*() {
   )
   console.log(`\nGET /offers page (limit 50, ${pageQueries.length} query shapes, ${CONNECTIONS} concurrent)`)
   console.log(`                       p50 ms    p99 ms       req/s`)
-  console.log(`  svc over HTTP      ${fmt(pages.p50, 2).padStart(7)}   ${fmt(pages.p99, 2).padStart(7)}   ${fmt(pages.rps, 0).padStart(9)}`)
+  console.log(`  svc over HTTP      ${fmt(pages.p50, 2).padStart(7)}   ${fmt(pages.p99, 2).padStart(7)}   ${fmt(pages.rps, 0).padStart(9)}   (answers remembered)`)
+  console.log(`  svc, no answer cache ${fmt(uncachedPages.p50, 2).padStart(5)}   ${fmt(uncachedPages.p99, 2).padStart(7)}   ${fmt(uncachedPages.rps, 0).padStart(9)}   (OFFERS_CACHE_MB=0: every request runs its statement)`)
   console.log(`  baseline: same SQL ${fmt(direct.p50, 2).padStart(7)}   ${fmt(direct.p99, 2).padStart(7)}   ${fmt(direct.rps, 0).padStart(9)}`)
 
   // --- complete=true with 5,000 rows -----------------------------------------------------------------
@@ -175,17 +211,20 @@ const program = Effect.gen(function*() {
   const completeStatement = yield* Effect.promise(() => capturedFor(completePath))
   const sizeCheck = JSON.parse((yield* Effect.promise(() => httpGet(baseUrl + completePath))).body)
   const completeHttp = yield* Effect.promise(() => load(1, SECONDS, () => httpGet(baseUrl + completePath).then(() => undefined)))
+  const completeUncached = yield* Effect.promise(() => load(1, SECONDS, () => httpGet(uncachedUrl + completePath).then(() => undefined)))
   const completeDirect = yield* Effect.promise(() =>
     load(1, SECONDS, () => pool.query(completeStatement.text, completeStatement.values).then(() => undefined))
   )
   console.log(`\nGET /offers complete=true (maxMileageKm=${mileage - 1}: ${sizeCheck.count} rows, sequential)`)
   console.log(`                       p50 ms    p99 ms`)
-  console.log(`  svc over HTTP      ${fmt(completeHttp.p50, 2).padStart(7)}   ${fmt(completeHttp.p99, 2).padStart(7)}`)
+  console.log(`  svc over HTTP      ${fmt(completeHttp.p50, 2).padStart(7)}   ${fmt(completeHttp.p99, 2).padStart(7)}   (answers remembered)`)
+  console.log(`  svc, no answer cache ${fmt(completeUncached.p50, 2).padStart(5)}   ${fmt(completeUncached.p99, 2).padStart(7)}`)
   console.log(`  baseline: same SQL ${fmt(completeDirect.p50, 2).padStart(7)}   ${fmt(completeDirect.p99, 2).padStart(7)}`)
 
   const verdict = (ok: boolean) => (ok ? "ok" : "MISSED")
   console.log(`\ntargets: ingest ≥ 20,000/s: ${verdict(N / (first.ms / 1000) >= 20_000)} (empty) / ${verdict(N / (second.ms / 1000) >= 20_000)} (unchanged); ` +
-    `page p99 ≤ 25 ms: ${verdict(pages.p99 <= 25)}; complete p50 ≤ 150 ms: ${verdict(completeHttp.p50 <= 150)}`)
+    `page p99 ≤ 25 ms: ${verdict(pages.p99 <= 25)} (no answer cache: ${verdict(uncachedPages.p99 <= 25)}); ` +
+    `complete p50 ≤ 150 ms: ${verdict(completeHttp.p50 <= 150)} (no answer cache: ${verdict(completeUncached.p50 <= 150)})`)
   agent.destroy()
 }).pipe(
   Effect.scoped,

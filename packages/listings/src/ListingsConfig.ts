@@ -8,6 +8,8 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
   readonly ingestInterval: Duration.Duration
   readonly leaseTtl: Duration.Duration
   readonly batchSize: number
+  /** Memory for remembered GET /offers answers (see Offers); 0 remembers none. */
+  readonly answerCacheBytes: number
 }>()("@svc/listings/ListingsConfig") {
   static readonly layer = Layer.effect(
     ListingsConfig,
@@ -23,7 +25,11 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
         ),
         ingestInterval: yield* Config.Duration("INGEST_INTERVAL").pipe(Config.withDefault(Duration.minutes(15))),
         leaseTtl: yield* Config.Duration("INGEST_LEASE_TTL").pipe(Config.withDefault(Duration.seconds(30))),
-        batchSize: yield* Config.Int("INGEST_BATCH_SIZE").pipe(Config.withDefault(2000))
+        batchSize: yield* Config.Int("INGEST_BATCH_SIZE").pipe(Config.withDefault(2000)),
+        answerCacheBytes: yield* Config.Number("OFFERS_CACHE_MB").pipe(
+          Config.withDefault(64),
+          Config.map((mb) => Math.max(0, Math.floor(mb * 1024 * 1024)))
+        )
       })
     })
   )
@@ -37,6 +43,7 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
         ingestInterval: Duration.minutes(15),
         leaseTtl: Duration.seconds(30),
         batchSize: 2000,
+        answerCacheBytes: 64 * 1024 * 1024,
         ...overrides
       })
     )

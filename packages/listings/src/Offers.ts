@@ -8,7 +8,14 @@
  * *matching* offers. When the filters cannot tell the duplicates of a key apart (only make, model,
  * year and mileage filters: every offer of a key agrees on those), the ingest-maintained
  * `dedup_winner` flag answers it with an index; otherwise (free text, fuel, transmission, region,
- * source filters) the statement picks the winners among the matches with DISTINCT ON.
+ * source filters) the statement drops a match when a matching duplicate ranks above it (NOT EXISTS).
+ *
+ * Answers are remembered with the `offers_version` they were read at (migration 0008): the same
+ * request while the version is unchanged gets the same JSON after one read of the version, without
+ * running its statement. Offers change only when an ingest batch commits (every 15 minutes by
+ * default), and the mobile client's requests are mostly the same few first pages, so most answers
+ * are served from memory, exactly as the database would give them. The remembered JSON's hash is the
+ * answer's ETag, so a client can also revalidate with If-None-Match (304).
  */
 import {
   COMPLETE_LIMIT,
@@ -21,6 +28,7 @@ import {
 } from "@svc/schema"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { hash } from "node:crypto"
 import { ListingsConfig } from "./ListingsConfig.ts"
 import type { OfferRow } from "./Normalize.ts"
 import { Sources } from "./Sources.ts"
@@ -81,17 +89,22 @@ const orderBy = (sort: OfferSort): string => {
 }
 
 /**
- * Match counts by filter, each with the `offers_version` it was computed at (see migration 0008).
- * Counting every match is the expensive part of a page; paging through one filter, or many clients
- * asking the same popular filters, then costs only the page itself. Least recently used out first.
+ * A least-recently-used map bounded by the total weight of its values (entries, or bytes).
+ *
+ * Its entries carry the `offers_version` they were computed at (see migration 0008): a statement
+ * that reads the version sees the offers of the same snapshot, so an entry is exact for as long as
+ * the version is unchanged. Entries of an older version are simply replaced when next computed.
  */
-class RememberedCounts {
-  private readonly entries = new Map<string, { readonly version: string; readonly count: number }>()
+class Remembered<V extends { readonly version: string }> {
+  private readonly entries = new Map<string, V>()
+  private weight = 0
   private readonly capacity: number
-  constructor(capacity: number) {
+  private readonly weigh: (value: V) => number
+  constructor(capacity: number, weigh: (value: V) => number) {
     this.capacity = capacity
+    this.weigh = weigh
   }
-  get(key: string) {
+  get(key: string): V | undefined {
     const entry = this.entries.get(key)
     if (entry !== undefined) {
       this.entries.delete(key)
@@ -99,17 +112,39 @@ class RememberedCounts {
     }
     return entry
   }
-  set(key: string, entry: { readonly version: string; readonly count: number }) {
+  set(key: string, value: V) {
+    const weight = this.weigh(value)
+    if (weight > this.capacity) return
+    this.delete(key)
+    this.entries.set(key, value)
+    this.weight += weight
+    for (const [oldest, entry] of this.entries) {
+      if (this.weight <= this.capacity) break
+      this.entries.delete(oldest)
+      this.weight -= this.weigh(entry)
+    }
+  }
+  private delete(key: string) {
+    const entry = this.entries.get(key)
+    if (entry === undefined) return
     this.entries.delete(key)
-    this.entries.set(key, entry)
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!)
+    this.weight -= this.weigh(entry)
   }
 }
 
-const COUNT_CACHE_SIZE = 2_000
+/** Match counts remembered per filter: paging through one filter then costs only the page. */
+const COUNT_CACHE_ENTRIES = 2_000
+
+/** An answer to GET /offers, as the JSON text of its `OffersResponse`. */
+export interface OffersAnswer {
+  /** JSON of the `OffersResponse` (built as its encoded form already: strings, numbers, nulls). */
+  readonly json: string
+  /** Identifies `json`: the same request and the same offers give the same tag. */
+  readonly etag: string
+}
 
 export class Offers extends Context.Service<Offers, {
-  readonly search: (search: OfferSearch) => Effect.Effect<OffersResponse, ResultTooLarge | SqlError.SqlError>
+  readonly search: (search: OfferSearch) => Effect.Effect<OffersAnswer, ResultTooLarge | SqlError.SqlError>
   readonly byId: (id: string) => Effect.Effect<CarOffer, OfferNotFound | SqlError.SqlError>
 }>()("@svc/listings/Offers") {
   static readonly layer = Layer.effect(
@@ -117,13 +152,21 @@ export class Offers extends Context.Service<Offers, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const sources = yield* Sources
-      const { publicBaseUrl } = yield* ListingsConfig
+      const { answerCacheBytes, publicBaseUrl } = yield* ListingsConfig
       const imageUrl = (key: string) => `${publicBaseUrl}/images/${key}`
-      const counts = new RememberedCounts(COUNT_CACHE_SIZE)
-      const countKeyOf = (matching: Statement.Fragment) => {
-        const [text, params] = sql`${matching}`.compile()
+      const counts = new Remembered<{ readonly version: string; readonly count: number }>(COUNT_CACHE_ENTRIES, () => 1)
+      // answers remembered per request, weighed by their JSON's size (a complete answer can be a few MB)
+      const answers = new Remembered<{ readonly version: string; readonly answer: OffersAnswer | "too_large" }>(
+        answerCacheBytes,
+        (entry) => entry.answer === "too_large" ? 64 : entry.answer.json.length
+      )
+      const keyOf = (fragment: Statement.Fragment) => {
+        const [text, params] = sql`${fragment}`.compile()
         return `${text}\u0000${JSON.stringify(params)}`
       }
+      const versionNow = sql<{ readonly version: string }>`SELECT version FROM listings.offers_version`.pipe(
+        Effect.map((rows) => rows[0]?.version)
+      )
 
       const toOffer = (row: OfferDbRow): CarOffer => ({
         sourceId: row.source_id,
@@ -150,6 +193,16 @@ export class Offers extends Context.Service<Offers, {
       })
 
       const search = Effect.fn("Offers.search")(function*(search: OfferSearch) {
+        // The same request at the same version: the same answer, without building or running its
+        // statement (the answer is a function of the parameters and the offers alone).
+        const answerKey = JSON.stringify(search)
+        const rememberedAnswer = answers.get(answerKey)
+        const version = rememberedAnswer === undefined ? undefined : yield* versionNow
+        if (rememberedAnswer !== undefined && rememberedAnswer.version === version) {
+          if (rememberedAnswer.answer === "too_large") return yield* new ResultTooLarge({ limit: COMPLETE_LIMIT })
+          return rememberedAnswer.answer
+        }
+
         const where: Array<Statement.Fragment> = [sql`removed_at IS NULL`]
         // filters every offer of one dedup key agrees on
         let keyClosed = true
@@ -202,44 +255,63 @@ export class Offers extends Context.Service<Offers, {
                 AND (d.updated_at > o.updated_at OR (d.updated_at = o.updated_at AND d.id < o.id)))`
           : filter
         const order = sql.literal(orderBy(search.sort ?? "NEWEST"))
-        const toResponse = (rows: ReadonlyArray<OfferDbRow>, count: number): OffersResponse => ({
-          offers: rows.map(toOffer),
-          count,
-          warnings: warnings.length > 0 ? warnings : null
-        })
-
-        if (search.complete === true) {
-          const rows = yield* sql<OfferDbRow>`
-            SELECT ${sql.literal(columns)} FROM listings.offers o WHERE ${matching}
-            ORDER BY ${order} LIMIT ${COMPLETE_LIMIT + 1}`
-          if (rows.length > COMPLETE_LIMIT) return yield* new ResultTooLarge({ limit: COMPLETE_LIMIT })
-          return toResponse(rows, rows.length)
+        const answerOf = (rows: ReadonlyArray<OfferDbRow>, count: number): OffersAnswer => {
+          const response: OffersResponse = {
+            offers: rows.map(toOffer),
+            count,
+            warnings: warnings.length > 0 ? warnings : null
+          }
+          const json = JSON.stringify(response)
+          return { json, etag: `"${hash("sha1", json, "base64url")}"` }
         }
         const limit = search.limit ?? DEFAULT_PAGE_SIZE
         const offset = search.offset ?? 0
-        const page = sql`SELECT ${sql.literal(columns)} FROM listings.offers o WHERE ${matching}
-          ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`
-        const countKey = countKeyOf(matching)
+        const statement = search.complete === true
+          ? sql`SELECT ${sql.literal(columns)} FROM listings.offers o WHERE ${matching}
+              ORDER BY ${order} LIMIT ${COMPLETE_LIMIT + 1}`
+          : sql`SELECT ${sql.literal(columns)} FROM listings.offers o WHERE ${matching}
+              ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`
+        const remember = (version: string | undefined, answer: OffersAnswer | "too_large") => {
+          if (version !== undefined) answers.set(answerKey, { version, answer })
+        }
+
+        if (search.complete === true) {
+          const rows = yield* sql<OfferDbRow & { readonly version: string }>`
+            SELECT v.version, p.* FROM listings.offers_version v LEFT JOIN LATERAL (${statement}) p ON true`
+          const offers = rows.filter((row) => row.id !== null)
+          if (offers.length > COMPLETE_LIMIT) {
+            remember(rows[0]?.version, "too_large")
+            return yield* new ResultTooLarge({ limit: COMPLETE_LIMIT })
+          }
+          const answer = answerOf(offers, offers.length)
+          remember(rows[0]?.version, answer)
+          return answer
+        }
 
         // A count remembered at the version this statement's snapshot reads is exact: only the page.
-        const remembered = counts.get(countKey)
-        if (remembered !== undefined) {
+        const countKey = keyOf(matching)
+        const rememberedCount = counts.get(countKey)
+        if (rememberedCount !== undefined && (version === undefined || version === rememberedCount.version)) {
           const rows = yield* sql<OfferDbRow & { readonly version: string }>`
-            SELECT v.version, p.* FROM listings.offers_version v LEFT JOIN LATERAL (${page}) p ON true`
-          if (rows[0]?.version === remembered.version) {
-            return toResponse(rows.filter((row) => row.id !== null), remembered.count)
+            SELECT v.version, p.* FROM listings.offers_version v LEFT JOIN LATERAL (${statement}) p ON true`
+          if (rows[0]?.version === rememberedCount.version) {
+            const answer = answerOf(rows.filter((row) => row.id !== null), rememberedCount.count)
+            remember(rows[0].version, answer)
+            return answer
           }
         }
-        // Otherwise count and page in one statement (one snapshot), and remember the count.
+        // Otherwise count and page in one statement (one snapshot), and remember both.
         const rows = yield* sql<OfferDbRow & { readonly version: string; readonly total: number }>`
           SELECT v.version, c.total::int AS total, p.*
           FROM listings.offers_version v
           CROSS JOIN (SELECT count(*) AS total FROM listings.offers o WHERE ${matching}) c
-          LEFT JOIN LATERAL (${page}) p ON true`
+          LEFT JOIN LATERAL (${statement}) p ON true`
         const first = rows[0]
         const count = first?.total ?? 0
         if (first !== undefined) counts.set(countKey, { version: first.version, count })
-        return toResponse(rows.filter((row) => row.id !== null), count)
+        const answer = answerOf(rows.filter((row) => row.id !== null), count)
+        remember(first?.version, answer)
+        return answer
       })
 
       const byId = Effect.fn("Offers.byId")(function*(id: string) {

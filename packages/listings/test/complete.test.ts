@@ -84,4 +84,38 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("complete=true
       yield* store.expireVanished("zeta", Array.from({ length: 15 }, (_, i) => `zeta:c${i}`))
       assert.deepStrictEqual(yield* counts, Array(6).fill(15))
     }))
+
+  it.effect("remembered answers: same body and ETag until a batch commits; If-None-Match is 304", () =>
+    Effect.gen(function*() {
+      const store = yield* OfferStore
+      const dacia = (i: number) => record({ nativeId: `s${i}`, make: "Dacia", model: `Spring ${i}`, price: 20_000 + i })
+      yield* seed("eta", [dacia(0), dacia(1)])
+      const path = "/offers?make=dacia&sort=MILEAGE_ASC"
+      const first = yield* get(path)
+      const again = yield* get(path)
+      assert.strictEqual(first.status, 200)
+      assert.deepStrictEqual(again.body, first.body)
+      const etag = first.headers.get("etag")
+      assert.match(etag ?? "", /^"[\w-]+"$/)
+      assert.strictEqual(again.headers.get("etag"), etag)
+      assert.strictEqual(first.headers.get("cache-control"), "no-cache")
+      const unchanged = yield* get(path, { headers: { "if-none-match": etag! } })
+      assert.strictEqual(unchanged.status, 304)
+      assert.strictEqual(unchanged.headers.get("etag"), etag)
+      // another request has its own answer and tag
+      const other = yield* get("/offers?make=dacia&sort=MILEAGE_ASC&limit=1")
+      assert.strictEqual(other.body.offers.length, 1)
+      assert.notStrictEqual(other.headers.get("etag"), etag)
+
+      // a committed batch changes the answer: the new offer shows at once, the old tag no longer matches
+      yield* seed("eta", [dacia(0), dacia(1), dacia(2)])
+      const after = yield* get(path, { headers: { "if-none-match": etag! } })
+      assert.strictEqual(after.status, 200)
+      assert.strictEqual(after.body.count, 3)
+      assert.notStrictEqual(after.headers.get("etag"), etag)
+      // and so does an expiry
+      yield* store.expireVanished("eta", ["eta:s2"])
+      const expired = yield* get(path)
+      assert.deepStrictEqual(expired.body.offers.map((o: any) => o.id), ["eta:s2"])
+    }))
 })
