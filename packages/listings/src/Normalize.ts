@@ -6,7 +6,8 @@
  * string, "" or null. Every rule is here, and each rejection names the field and the problem.
  */
 import { Result } from "effect"
-import { createHash } from "node:crypto"
+// one-shot hashes: no Hash object per call (three or four per record)
+import { hash } from "node:crypto"
 
 /** A record with our field names and whatever values the feed had. */
 export type FeedRecord = Readonly<Record<string, unknown>>
@@ -54,7 +55,7 @@ export interface Normalized {
 }
 
 /** hex SHA-256 of the original URL: the key of GET /images/<key> and of the stored object. */
-export const imageKey = (url: string): string => createHash("sha256").update(url).digest("hex")
+export const imageKey = (url: string): string => hash("sha256", url, "hex")
 
 const MAX_IMAGES = 30
 const NATIVE_ID = /^[\w.:~-]{1,200}$/
@@ -167,8 +168,7 @@ const imageList = (value: unknown): Array<string> => {
   return urls
 }
 
-const hashOf = (row: Omit<OfferRow, "content_hash">): string =>
-  createHash("sha1").update(JSON.stringify(row)).digest("base64")
+const hashOf = (row: Omit<OfferRow, "content_hash">): string => hash("sha1", JSON.stringify(row), "base64")
 
 /** Validates and normalizes one record of `sourceId`; `Result.fail(reason)` when it is unusable. */
 export const normalize = (sourceId: string, record: FeedRecord): Result.Result<Normalized, string> => {
@@ -187,7 +187,8 @@ export const normalize = (sourceId: string, record: FeedRecord): Result.Result<N
     const thumbnailUrl = httpUrl(record["thumbnail"]) ?? imageUrls[0] ?? null
     const id = `${sourceId}:${nativeId}`
     const images = imageUrls.map((url) => ({ offerId: id, key: imageKey(url), url }))
-    if (thumbnailUrl !== null && !imageUrls.includes(thumbnailUrl)) {
+    const thumbnailIndex = thumbnailUrl === null ? -1 : imageUrls.indexOf(thumbnailUrl)
+    if (thumbnailUrl !== null && thumbnailIndex === -1) {
       images.push({ offerId: id, key: imageKey(thumbnailUrl), url: thumbnailUrl })
     }
     const base = {
@@ -211,7 +212,7 @@ export const normalize = (sourceId: string, record: FeedRecord): Result.Result<N
       latitude: latitude === null || longitude === null ? null : latitude,
       longitude: latitude === null || longitude === null ? null : longitude,
       images: images.slice(0, imageUrls.length).map((image) => image.key),
-      thumbnail: thumbnailUrl === null ? null : imageKey(thumbnailUrl),
+      thumbnail: thumbnailUrl === null ? null : images[thumbnailIndex === -1 ? images.length - 1 : thumbnailIndex]!.key,
       updated_at: timestamp(record, "updatedAt"),
       expires_at: timestamp(record, "expiresAt"),
       dedup_key: ""
