@@ -62,6 +62,9 @@ export interface RunHandle {
 
 class LeaseLost extends Error {}
 
+/** A run that wrote or expired at least this many offers refreshes the table's statistics. */
+const ANALYZE_AFTER_CHANGES = 1_000
+
 export class Ingest extends Context.Service<Ingest, {
   /**
    * Starts a run of each given source (default: every enabled one) that is not running already.
@@ -156,6 +159,14 @@ export class Ingest extends Context.Service<Ingest, {
           ).pipe(Effect.exit)
           const ok = Exit.isSuccess(exit)
           const offersExpired = ok ? exit.value : 0
+          // Fresh planner statistics after a large change (a first load above all): until autovacuum
+          // analyzes the table, a minute or more later, the planner knows nothing of the new rows and
+          // pages were measured 25x slower (100,000 new offers: 27 instead of 700 pages/s).
+          if (progress.offersUpserted + offersExpired >= ANALYZE_AFTER_CHANGES) {
+            yield* sql`ANALYZE listings.offers`.pipe(
+              Effect.catch((error) => Effect.logWarning(`Could not analyze listings.offers: ${postgresReason(error)}`))
+            )
+          }
           let failure: string | null = null
           if (Exit.isFailure(exit)) {
             const error = Cause.squash(exit.cause)
