@@ -1,17 +1,32 @@
 /**
- * Documentation to start with: on a start with an empty index, the docs of the suite's own key
- * dependencies, as installed in node_modules, are indexed in the background, so the MCP server can
- * answer at once (effect with its ai-docs, the MCP SDK, vitest, the S3 client, ...).
+ * What the service indexes when it starts, in one background fiber (`layer`):
+ *
+ * 1. **Documentation to start with**: on a start with an empty index, the docs of the suite's own key
+ *    dependencies, as installed in node_modules (effect with its ai-docs, the MCP SDK, vitest, the S3
+ *    client, ...), so the MCP server can answer at once. Every installed one is resolved and registered
+ *    first, as a `queued` version, all in one transaction: search lists them at once (`state: "queued"`)
+ *    and context answers 202 with `state: "queued"` until each one's turn comes.
+ * 2. **Unfinished versions**: then every version in `queued` or `indexing` is indexed, one at a time,
+ *    oldest registration first: the defaults just queued, and whatever an earlier process left
+ *    unfinished (killed mid-seed, or mid `svc docs add`/`refresh`). Each goes indexing → ready | failed
+ *    (a source that cannot be resolved any more, e.g. an uninstalled package, is `failed` with
+ *    `source_not_found`, never `queued` forever). A version that already has a live generation (a
+ *    refresh that was interrupted) is refreshed again too: it keeps serving its snippets meanwhile.
+ *
+ * Resume policy: everything unfinished is resumed at once, with no "not touched for N minutes" test.
+ * A start cannot tell a run that died from one still going in another process (a `svc docs add`, another
+ * instance's seed), but re-indexing is atomic per version (Indexer.ts), so resuming a live run costs a
+ * duplicate run, never a wrong answer; whereas waiting would leave a quickly restarted process's work
+ * stuck until some later start. A failure never overwrites the state of a run that finished meanwhile.
  *
  * Configured by `DOCS_DEFAULT_LIBRARIES` (comma-separated npm package names; `none` for none). Packages not
- * installed are skipped; a failing one is logged and the next one goes on. Nothing happens when the
+ * installed are skipped; a failing one is logged and the next one goes on. Nothing is seeded when the
  * index holds any library (an operator's choice is never overridden), so a restart does not re-index.
- * Two instances starting on one empty database may both index: each version is replaced atomically,
- * so that costs work, not correctness.
+ * Two instances starting on one empty database may both index: that costs work, not correctness.
  */
 import { Config, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { Indexer } from "./Indexer.ts"
+import { Indexer, type ResolvedSource } from "./Indexer.ts"
 
 export const DEFAULT_PACKAGES = [
   "effect",
@@ -31,33 +46,63 @@ export const DefaultPackages = Config.String("DOCS_DEFAULT_LIBRARIES").pipe(
   Config.withDefault<ReadonlyArray<string>>(DEFAULT_PACKAGES)
 )
 
-/** Indexes `packages` (npm names) if the index is empty; returns the ids indexed. */
+/**
+ * Indexes every unfinished version (`queued`, `indexing`), one at a time, oldest first; returns the
+ * library ids indexed. The list is read again before each one, so a version removed meanwhile is not
+ * brought back, and one queued meanwhile is done too.
+ */
+export const resume = Effect.fn("DefaultLibraries.resume")(function*() {
+  const indexer = yield* Indexer
+  const attempted = new Set<string>()
+  const indexed: Array<string> = []
+  while (true) {
+    const next = (yield* indexer.unfinished).find((version) => !attempted.has(version.libraryId))
+    if (next === undefined) return indexed
+    attempted.add(next.libraryId)
+    const outcome = yield* indexer.refresh(next.libraryId).pipe(
+      Effect.tap((outcome) =>
+        Effect.logInfo(`Indexed ${outcome.libraryId} ${outcome.version}: ${outcome.snippets} snippets from ${outcome.files} files`)
+      ),
+      Effect.catchTags({
+        // removed while it waited
+        UnknownLibrary: (error) => Effect.logDebug(`Skipped ${next.libraryId}: ${error.message}`).pipe(Effect.as(undefined)),
+        IndexFailed: (error) => Effect.logWarning(`Could not index ${next.libraryId}: ${error.message}`).pipe(Effect.as(undefined))
+      })
+    )
+    if (outcome !== undefined) indexed.push(outcome.libraryId)
+  }
+})
+
+/**
+ * Queues `packages` (npm names) if the index is empty, then indexes every unfinished version
+ * ({@link resume}); returns the library ids indexed.
+ */
 export const seed = Effect.fn("DefaultLibraries.seed")(function*(packages: ReadonlyArray<string>) {
   const sql = yield* SqlClient.SqlClient
   const indexer = yield* Indexer
   const [{ count }] = (yield* sql<{ readonly count: number }>`SELECT count(*)::int AS count FROM docs.libraries`) as unknown as [
     { readonly count: number }
   ]
-  if (count > 0 || packages.length === 0) return []
-  yield* Effect.logInfo(`Empty documentation index: indexing ${packages.length} installed packages in the background`)
-  const indexed: Array<string> = []
-  for (const name of packages) {
-    const outcome = yield* indexer.add(`npm:${name}`).pipe(
-      Effect.tap((outcome) =>
-        Effect.logInfo(`Indexed ${outcome.libraryId} ${outcome.version}: ${outcome.snippets} snippets from ${outcome.files} files`)
-      ),
-      Effect.catch((error) =>
-        (error.category === "source_not_found"
-          ? Effect.logDebug(`Skipped npm:${name}: ${error.message}`)
-          : Effect.logWarning(`Could not index npm:${name}: ${error.message}`)).pipe(Effect.as(undefined))
-      )
-    )
-    if (outcome !== undefined) indexed.push(outcome.libraryId)
+  if (count === 0 && packages.length > 0) {
+    // Resolving an npm package reads its package.json only (the scope would hold a git clone).
+    const resolved = yield* Effect.scoped(Effect.forEach(packages, (name) =>
+      indexer.resolve(`npm:${name}`).pipe(
+        Effect.catch((error) =>
+          (error.category === "source_not_found"
+            ? Effect.logDebug(`Skipped npm:${name}: ${error.message}`)
+            : Effect.logWarning(`Could not index npm:${name}: ${error.message}`)).pipe(Effect.as(undefined))
+        )
+      )))
+    const sources = resolved.filter((source): source is ResolvedSource => source !== undefined)
+    yield* indexer.enqueue(sources)
+    if (sources.length > 0) {
+      yield* Effect.logInfo(`Empty documentation index: ${sources.length} installed packages queued, indexed in the background`)
+    }
   }
-  return indexed
+  return yield* resume()
 })
 
-/** Seeds in a background fiber tied to the service's life. Needs Indexer and SqlClient. */
+/** Seeds and resumes in a background fiber tied to the service's life. Needs Indexer and SqlClient. */
 export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const packages = yield* DefaultPackages
   yield* Effect.forkScoped(seed(packages).pipe(

@@ -16,10 +16,15 @@
  * version at it and deletes the previous one. Readers (Search.ts) read pointer and snippets in one
  * statement, so an answer is entirely from one generation. A failed run leaves the live generation
  * (if any) in place; its version says `failed` with an error category.
+ *
+ * Refresh states of a version: `queued` (registered by `enqueue`, nothing read yet) → `indexing` (a run
+ * has started: `add`, `refresh`) → `ready` | `failed`. A run that is interrupted puts its version back
+ * to `queued`; one whose process dies leaves it `indexing`. `unfinished` lists both, and the service's
+ * start indexes them again (DefaultLibraries.ts).
  */
 import { NodeServices } from "@effect/platform-node"
 import { LibraryIdPattern } from "@svc/schema"
-import { Config, Context, Duration, Effect, FileSystem, Layer, Option, Path, Schema, type Scope, Stream } from "effect"
+import { Cause, Config, Context, Duration, Effect, FileSystem, Layer, Option, Path, Schema, type Scope, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { SqlClient } from "effect/sql"
 import { formatOf, type Snippet, split } from "./Splitter.ts"
@@ -98,6 +103,16 @@ export interface LibraryListing {
     readonly tokens: number
     readonly lastUpdate: Date | null
   }>
+}
+
+/** A version whose refresh has not finished (see `Indexer.unfinished`). */
+export interface UnfinishedVersion {
+  /** `/owner/repo/version`. */
+  readonly libraryId: string
+  readonly version: string
+  readonly state: "queued" | "indexing"
+  /** It has a live generation (a refresh of an indexed version): readers are answered meanwhile. */
+  readonly live: boolean
 }
 
 /** Files bigger than this are generated or vendored, not documentation. */
@@ -245,8 +260,20 @@ export class Indexer extends Context.Service<Indexer, {
   readonly resolve: (source: string, options?: IndexOptions) => Effect.Effect<ResolvedSource, IndexFailed, Scope.Scope>
   /** Indexes a source as a library version (created or re-indexed) and makes it the library's default. */
   readonly add: (source: string, options?: IndexOptions) => Effect.Effect<IndexOutcome, IndexFailed>
+  /**
+   * Registers resolved sources' libraries and versions in state `queued` (all or none), without reading
+   * anything, each version its library's default (as `add` would make it). Indexing one later is a
+   * `refresh` of `/owner/repo/version`; `unfinished` lists what waits. A version being indexed stays
+   * `indexing`.
+   */
+  readonly enqueue: (sources: ReadonlyArray<ResolvedSource>) => Effect.Effect<void>
   /** Reads a library's source again into `/owner/repo` (its default version) or `/owner/repo/version`. */
   readonly refresh: (libraryId: string, options?: IndexOptions) => Effect.Effect<IndexOutcome, IndexFailed | UnknownLibrary>
+  /**
+   * Versions whose refresh has not finished: `queued`, or `indexing` (a run in progress, or one that
+   * died with its process), oldest registration first.
+   */
+  readonly unfinished: Effect.Effect<ReadonlyArray<UnfinishedVersion>>
   /** Removes a library (`/owner/repo`) or one version (`/owner/repo/version`); false if unknown. */
   readonly remove: (libraryId: string) => Effect.Effect<boolean>
   readonly list: Effect.Effect<ReadonlyArray<LibraryListing>>
@@ -547,7 +574,11 @@ export class Indexer extends Context.Service<Indexer, {
         )
       })
 
-      const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean) {
+      /**
+       * Creates or updates the library and its version, in `state`; the version's row id. `queued` does
+       * not take back a version another run is indexing right now.
+       */
+      const register = Effect.fnUntraced(function*(source: ResolvedSource, state: "queued" | "indexing", makeDefault: boolean) {
         const [version] = yield* sql<{ readonly id: string }>`
           WITH library AS (
             INSERT INTO docs.libraries (id, title, description, source_kind, source_location, default_version)
@@ -558,40 +589,71 @@ export class Indexer extends Context.Service<Indexer, {
               ${makeDefault ? sql`, default_version = excluded.default_version` : sql``}
             RETURNING id
           )
-          INSERT INTO docs.versions (library_id, version, state)
-          SELECT id, ${source.version}, 'indexing' FROM library
-          ON CONFLICT (library_id, version) DO UPDATE SET state = 'indexing', error_category = NULL, updated_at = now()
+          INSERT INTO docs.versions AS v (library_id, version, state)
+          SELECT id, ${source.version}, ${state} FROM library
+          ON CONFLICT (library_id, version) DO UPDATE SET
+            state = ${state === "queued" ? sql`CASE WHEN v.state = 'indexing' THEN 'indexing' ELSE 'queued' END` : sql`'indexing'`},
+            error_category = NULL, updated_at = now()
           RETURNING id`
-        const versionId = version!.id
-        // Generations of earlier runs that never went live (a crash between write and switch).
-        yield* sql`
-          DELETE FROM docs.generations g USING docs.versions v
-          WHERE g.version_id = ${versionId} AND v.id = g.version_id AND g.id IS DISTINCT FROM v.generation_id
-            AND g.created_at < now() - interval '1 hour'`
-        if (options.onProgress) {
-          yield* options.onProgress({
-            _tag: "Started",
-            libraryId: source.libraryId,
-            version: source.version,
-            root: source.kind === "git" ? source.location : source.root
-          })
-        }
-        const markFailed = (error: IndexFailed) =>
-          sql`UPDATE docs.versions SET state = 'failed', error_category = ${error.category}, updated_at = now() WHERE id = ${versionId}`
-            .pipe(Effect.orDie)
-        const { files, snippets } = yield* collect(source, options).pipe(Effect.tapError(markFailed))
-        const tokens = yield* store(versionId, snippets).pipe(
-          Effect.onError(() => markFailed(new IndexFailed({ category: "read_failed", message: "" })).pipe(Effect.ignore)),
-          Effect.orDie
-        )
-        if (options.onProgress) yield* options.onProgress({ _tag: "Stored", snippets: snippets.length, tokens })
-        return { libraryId: source.libraryId, version: source.version, files, snippets: snippets.length, tokens }
+        return version!.id
+      })
+
+      /**
+       * A run stopped by interruption (shutdown, a cancelled RPC, Ctrl-C) did not fail: its version goes
+       * back to `queued`, and the next start picks it up (DefaultLibraries.ts). Best effort: a process
+       * that dies leaves it `indexing`, which the next start picks up too.
+       */
+      const requeue = (versionId: string) =>
+        sql`UPDATE docs.versions SET state = 'queued', updated_at = now() WHERE id = ${versionId} AND state = 'indexing'`
+          .pipe(Effect.ignore)
+
+      /**
+       * Marks a version `failed`, unless another run finished it meanwhile (a start resuming a version
+       * while a `svc docs add` of it still runs): then that run's state stands.
+       */
+      const markFailed = (versionId: string, error: IndexFailed) =>
+        sql`UPDATE docs.versions SET state = 'failed', error_category = ${error.category}, updated_at = now()
+            WHERE id = ${versionId} AND state = 'indexing'`.pipe(Effect.orDie)
+
+      const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean) {
+        const versionId = yield* register(source, "indexing", makeDefault)
+        return yield* Effect.gen(function*() {
+          // Generations of earlier runs that never went live (a crash between write and switch).
+          yield* sql`
+            DELETE FROM docs.generations g USING docs.versions v
+            WHERE g.version_id = ${versionId} AND v.id = g.version_id AND g.id IS DISTINCT FROM v.generation_id
+              AND g.created_at < now() - interval '1 hour'`
+          if (options.onProgress) {
+            yield* options.onProgress({
+              _tag: "Started",
+              libraryId: source.libraryId,
+              version: source.version,
+              root: source.kind === "git" ? source.location : source.root
+            })
+          }
+          const { files, snippets } = yield* collect(source, options).pipe(Effect.tapError((error) => markFailed(versionId, error)))
+          const tokens = yield* store(versionId, snippets).pipe(
+            Effect.onError((cause) =>
+              Cause.hasInterruptsOnly(cause)
+                ? Effect.void
+                : markFailed(versionId, new IndexFailed({ category: "read_failed", message: "" })).pipe(Effect.ignore)
+            ),
+            Effect.orDie
+          )
+          if (options.onProgress) yield* options.onProgress({ _tag: "Stored", snippets: snippets.length, tokens })
+          return { libraryId: source.libraryId, version: source.version, files, snippets: snippets.length, tokens }
+        }).pipe(Effect.onInterrupt(() => requeue(versionId)))
       }, (effect) => Effect.catchTag(effect, "SqlError", Effect.die))
 
       // Scoped: a git clone is removed when the run ends, however it ends.
       const add = Effect.fn("Indexer.add")(function*(source: string, options: IndexOptions = {}) {
         return yield* run(yield* resolve(source, options), options, true)
       }, Effect.scoped)
+
+      // All or none: a crash while registering leaves nothing half-queued.
+      const enqueue = Effect.fn("Indexer.enqueue")(function*(sources: ReadonlyArray<ResolvedSource>) {
+        yield* sql.withTransaction(Effect.forEach(sources, (source) => register(source, "queued", true), { discard: true }))
+      }, Effect.orDie)
 
       const parseId = (libraryId: string) => {
         const [, owner, repo, version] = libraryId.split("/")
@@ -606,11 +668,37 @@ export class Indexer extends Context.Service<Indexer, {
         if (!LibraryIdPattern.test(libraryId) || library === undefined) {
           return yield* new UnknownLibrary({ libraryId, message: `No library ${libraryId} (svc docs list shows them)` })
         }
+        const target = version ?? library.default_version
+        // `indexing` from now on (a clone may take minutes); a source that cannot be resolved any more
+        // (uninstalled, unreachable) makes the version `failed`, its live generation (if any) still served.
+        const [existing] = yield* sql<{ readonly id: string }>`
+          UPDATE docs.versions SET state = 'indexing', error_category = NULL, updated_at = now()
+          WHERE library_id = ${id} AND version = ${target} RETURNING id`.pipe(Effect.orDie)
         return yield* Effect.scoped(Effect.gen(function*() {
-          const source = yield* resolve(library.source_location, { ...options, id, version: version ?? library.default_version })
+          const source = yield* resolve(library.source_location, { ...options, id, version: target }).pipe(
+            Effect.tapError((error) => existing === undefined ? Effect.void : markFailed(existing.id, error))
+          )
           return yield* run(source, options, false)
-        }))
+        })).pipe(Effect.onInterrupt(() => existing === undefined ? Effect.void : requeue(existing.id)))
       })
+
+      const unfinished = sql<{
+        readonly library_id: string
+        readonly version: string
+        readonly state: "queued" | "indexing"
+        readonly live: boolean
+      }>`SELECT library_id, version, state, generation_id IS NOT NULL AS live
+         FROM docs.versions WHERE state IN ('queued', 'indexing') ORDER BY id`.pipe(
+        Effect.map((rows) =>
+          rows.map((row): UnfinishedVersion => ({
+            libraryId: `${row.library_id}/${row.version}`,
+            version: row.version,
+            state: row.state,
+            live: row.live
+          }))
+        ),
+        Effect.orDie
+      )
 
       const remove = Effect.fn("Indexer.remove")(function*(libraryId: string) {
         const { id, version } = parseId(libraryId)
@@ -653,7 +741,7 @@ export class Indexer extends Context.Service<Indexer, {
         }))
       }).pipe(Effect.orDie)
 
-      return Indexer.of({ resolve, add, refresh, remove, list })
+      return Indexer.of({ resolve, add, enqueue, refresh, unfinished, remove, list })
     })
   )
 

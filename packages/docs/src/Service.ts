@@ -2,7 +2,8 @@
  * The docs service assembled: REST API v2 (and /openapi.json) on `DOCS_PORT` (default 8789). Needs only
  * the database (`Database | PgClient | SqlClient`), so `svc start` can run it next to other services.
  * Indexing and API keys are managed by the `svc docs` commands against the same database; an empty
- * index is first filled with the suite's own dependencies' docs in the background (DefaultLibraries).
+ * index is first filled with the suite's own dependencies' docs in the background, and versions an earlier
+ * process left queued or indexing are indexed again (DefaultLibraries).
  */
 import { apiRoutes, serve } from "@svc/platform"
 import { DocsApi } from "@svc/schema"
@@ -29,7 +30,10 @@ export const routes = Layer.mergeAll(
 
 export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 
-/** The HTTP server, and the default documentation indexed in the background when the index is empty. */
+/**
+ * The HTTP server, and in the background: the default documentation queued when the index is empty,
+ * then every unfinished (queued, indexing) version indexed.
+ */
 export const layer = Layer.mergeAll(
   serve(routes, { name: "docs-api", port: Port }),
   DefaultLibraries.layer

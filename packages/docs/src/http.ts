@@ -1,6 +1,7 @@
 /**
  * HTTP: the `DocsApi` handlers (REST API v2). The context endpoint answers text or JSON by `type`, and
- * 202 while the library has no index yet, so it writes its responses itself.
+ * 202 with the version's state (queued, indexing, failed) while it has no index yet, so it writes its
+ * responses itself.
  *
  * `DocsAuth` (Auth.ts) runs before them: it refuses wrong keys, applies the rate limits and provides
  * the caller, whose team settings (if any) restrict what search and context may see.
@@ -58,6 +59,8 @@ const ContextHandlers = HttpApiBuilder.group(
             code: "library_indexing",
             message: answer.state === "failed"
               ? `${answer.libraryId} could not be indexed yet (its last run failed); try again after a refresh`
+              : answer.state === "queued"
+              ? `${answer.libraryId} is queued for indexing; try again in a moment`
               : `${answer.libraryId} is being indexed; try again in a moment`,
             libraryId: answer.libraryId,
             version: answer.version,

@@ -162,7 +162,13 @@ const queryDocs = (args: { readonly libraryId: string; readonly query: string })
     const answer = yield* client.context(args.libraryId, args.query)
     if (answer._tag === "Indexing") {
       return text(
-        `The documentation of ${args.libraryId} is being indexed (state: ${answer.indexing.state}). ` +
+        `The documentation of ${args.libraryId} ${
+          answer.indexing.state === "queued"
+            ? "is queued for indexing"
+            : answer.indexing.state === "failed"
+            ? "could not be indexed yet"
+            : "is being indexed"
+        } (state: ${answer.indexing.state}). ` +
           "Try again in a minute, or answer without it.",
         true
       )
