@@ -135,10 +135,14 @@ class Remembered<V extends { readonly version: string }> {
 /** Match counts remembered per filter: paging through one filter then costs only the page. */
 const COUNT_CACHE_ENTRIES = 2_000
 
-/** An answer to GET /offers, as the JSON text of its `OffersResponse`. */
+/** An answer to GET /offers, as the JSON of its `OffersResponse`. */
 export interface OffersAnswer {
-  /** JSON of the `OffersResponse` (built as its encoded form already: strings, numbers, nulls). */
-  readonly json: string
+  /**
+   * UTF-8 JSON of the `OffersResponse` (built as its encoded form already: strings, numbers, nulls).
+   * Bytes rather than a string: a remembered answer is written as it is, not converted again on
+   * every request.
+   */
+  readonly json: Uint8Array
   /** Identifies `json`: the same request and the same offers give the same tag. */
   readonly etag: string
 }
@@ -158,7 +162,7 @@ export class Offers extends Context.Service<Offers, {
       // answers remembered per request, weighed by their JSON's size (a complete answer can be a few MB)
       const answers = new Remembered<{ readonly version: string; readonly answer: OffersAnswer | "too_large" }>(
         answerCacheBytes,
-        (entry) => entry.answer === "too_large" ? 64 : entry.answer.json.length
+        (entry) => entry.answer === "too_large" ? 64 : entry.answer.json.byteLength
       )
       const keyOf = (fragment: Statement.Fragment) => {
         const [text, params] = sql`${fragment}`.compile()
@@ -261,7 +265,7 @@ export class Offers extends Context.Service<Offers, {
             count,
             warnings: warnings.length > 0 ? warnings : null
           }
-          const json = JSON.stringify(response)
+          const json = Buffer.from(JSON.stringify(response))
           return { json, etag: `"${hash("sha1", json, "base64url")}"` }
         }
         const limit = search.limit ?? DEFAULT_PAGE_SIZE

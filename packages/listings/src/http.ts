@@ -36,7 +36,7 @@ const OffersHandlers = HttpApiBuilder.group(
           if (etagMatches(request.headers["if-none-match"], answer.etag)) {
             return HttpServerResponse.empty({ status: 304, headers })
           }
-          return HttpServerResponse.text(answer.json, { contentType: "application/json", headers })
+          return HttpServerResponse.uint8Array(answer.json, { contentType: "application/json", headers })
         }).pipe(Effect.catchTag("SqlError", Effect.die)))
       .handle("byId", ({ params }) => offers.byId(params.id).pipe(Effect.catchTag("SqlError", Effect.die)))
   })

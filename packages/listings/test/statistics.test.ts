@@ -11,7 +11,7 @@ import { services, TestDatabase } from "./support.ts"
 
 const stack = services({
   sources: [{ id: "small", adapter: "mock", count: 10 }, { id: "large", adapter: "mock", count: 1_200 }]
-}).pipe(Layer.provideMerge(TestDatabase.layer()))
+}).pipe(Layer.provideMerge(TestDatabase.layer())) as Layer.Layer<Ingest | SqlClient.SqlClient, unknown>
 
 layer(stack, { excludeTestServices: true, timeout: 60_000 })("statistics", (it) => {
   it.effect("a run that writes 1,000 offers or more analyzes the table; a small one does not", () =>
