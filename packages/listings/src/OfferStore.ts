@@ -89,11 +89,15 @@ export class OfferStore extends Context.Service<OfferStore, {
         // first (ids and hashes only), and send, parse and lock for only those. Only this source's run
         // writes these ids (the lease), so the answer, and the key each changed offer had, hold until
         // the upsert.
+        // One primary-key probe per row (LATERAL ... LIMIT 1 keeps it so): knowing the batch's size,
+        // the planner preferred hashing the whole table, 36 ms per batch at 50,000 offers against 2 ms.
         const changedRowsNow = yield* sql<{ readonly id: string; readonly old_key: string | null }>`
           SELECT r.id, o.dedup_key AS old_key
           FROM unnest(${text(rows.map((row) => row.id))}, ${text(rows.map((row) => row.content_hash))}) AS r(id, h)
-          LEFT JOIN listings.offers o ON o.id = r.id
-          WHERE o.id IS NULL OR o.content_hash <> r.h OR o.removed_at IS NOT NULL`
+          LEFT JOIN LATERAL (
+            SELECT o.dedup_key, o.content_hash, o.removed_at FROM listings.offers o WHERE o.id = r.id LIMIT 1
+          ) o ON true
+          WHERE o.dedup_key IS NULL OR o.content_hash <> r.h OR o.removed_at IS NOT NULL`
         if (changedRowsNow.length === 0) return 0
         const oldKeys = new Map(changedRowsNow.map((row) => [row.id, row.old_key]))
         const changedRows = oldKeys.size === rows.length ? rows : rows.filter((row) => oldKeys.has(row.id))

@@ -1,6 +1,6 @@
 /**
  * Planner statistics after a large ingest: a run that wrote at least 1,000 offers analyzes
- * listings.offers before it is recorded (a first load must not leave the planner blind until
+ * listings.offers right after it is recorded (a first load must not leave the planner blind until
  * autovacuum comes by); a small run leaves that to autovacuum.
  */
 import { assert, layer } from "@effect/vitest"
@@ -27,9 +27,12 @@ layer(stack, { excludeTestServices: true, timeout: 60_000 })("statistics", (it) 
         ingest.trigger({ sources: [source], trigger: "manual" }).pipe(
           Effect.flatMap(([handle]) => Option.getOrThrow(handle!.outcome))
         )
+      // (the statistics are refreshed after the outcome is told; awaitIdle waits for that too)
       assert.strictEqual((yield* run("small")).offersUpserted, 10)
+      yield* ingest.awaitIdle
       assert.strictEqual(yield* estimate, -1)
       assert.strictEqual((yield* run("large")).offersUpserted, 1_200)
+      yield* ingest.awaitIdle
       assert.strictEqual(yield* estimate, 1_210)
     }))
 })
