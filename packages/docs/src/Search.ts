@@ -121,69 +121,70 @@ export class Search extends Context.Service<Search, {
         const escaped = name.replace(/[\\%_]/g, (c) => `\\${c}`)
         const tsquery = orQuery(query)
         // Name score: trigram similarity (0-1) + 1 for an exact name, 0.5 for a prefix, 0.25 for a
-        // substring. Question score (with `query`): the best ts_rank of the live snippets, at most 1.
-        const rows = yield* sql<{
-          readonly id: string
-          readonly title: string
-          readonly description: string
-          readonly trust_score: number
-          readonly state: IndexState | null
-          readonly snippet_count: number | null
-          readonly token_count: number | null
-          readonly last_update: Date | null
-          readonly versions: ReadonlyArray<string> | null
-        }>`
-          -- Names that contain what was asked come from the trigram index (a LIKE on the indexed
-          -- expression). Only when there are none are look-alike names searched: similarity has to
-          -- be computed for every library (74 ms per search at 10,000 libraries), which a typo may
-          -- need but a name never does.
-          WITH named AS (
-            SELECT l.* FROM docs.libraries l
-            WHERE lower(l.id || ' ' || l.title) LIKE ${`%${escaped}%`}
-              AND ${accessCondition(sql, access)}
-          ),
-          alike AS (
-            SELECT l.* FROM docs.libraries l
-            WHERE NOT EXISTS (SELECT 1 FROM named)
-              AND (${name} <% lower(l.id || ' ' || l.title) OR lower(l.id || ' ' || l.title) % ${name})
-              AND ${accessCondition(sql, access)}
-          ),
-          candidates AS (
-            SELECT l.*, lower(split_part(l.id, '/', 3)) AS repo, lower(l.title) AS ltitle,
-                   lower(l.id || ' ' || l.title) AS hay
-            FROM (SELECT * FROM named UNION ALL SELECT * FROM alike) l
-          ),
-          scored AS (
-            SELECT c.*,
-              greatest(similarity(c.repo, ${name}), similarity(c.ltitle, ${name}), word_similarity(${name}, c.hay))
-              + CASE
-                  WHEN c.repo = ${name} OR c.ltitle = ${name} OR lower(c.id) = ${name} THEN 1
-                  WHEN starts_with(c.repo, ${name}) OR starts_with(c.ltitle, ${name}) THEN 0.5
-                  WHEN strpos(c.hay, ${name}) > 0 THEN 0.25
+        // substring. Question score (with `query`): ts_rank of the library's topics vector (what its
+        // live snippets are about), at most 1.
+        //
+        // One statement per way of finding names, each simple enough to plan in a fraction of a
+        // millisecond: a single statement holding both (a UNION of CTEs) took 1 to 4 ms to plan, more
+        // than running it, and its look-alike branch had to be planned for every search.
+        const ranked = (matching: Statement.Fragment) =>
+          sql<{
+            readonly id: string
+            readonly title: string
+            readonly description: string
+            readonly trust_score: number
+            readonly state: IndexState | null
+            readonly snippet_count: number | null
+            readonly token_count: number | null
+            readonly last_update: Date | null
+            readonly versions: ReadonlyArray<string> | null
+          }>`
+            WITH shortlist AS (
+              SELECT l.id, l.title, l.description, l.trust_score, l.default_version,
+                greatest(
+                  similarity(lower(split_part(l.id, '/', 3)), ${name}), similarity(lower(l.title), ${name}),
+                  word_similarity(${name}, lower(l.id || ' ' || l.title))
+                ) + CASE
+                  WHEN lower(split_part(l.id, '/', 3)) = ${name} OR lower(l.title) = ${name} OR lower(l.id) = ${name} THEN 1
+                  WHEN starts_with(lower(split_part(l.id, '/', 3)), ${name}) OR starts_with(lower(l.title), ${name}) THEN 0.5
+                  WHEN strpos(lower(l.id || ' ' || l.title), ${name}) > 0 THEN 0.25
                   ELSE 0
                 END AS name_score
-            FROM candidates c
-          ),
-          -- the question ranks only the best names: asked of every look-alike name (hundreds in a
-          -- large index) it ranked each one's snippets, and a search took 200 ms to 500 ms
-          shortlist AS (
-            SELECT * FROM scored ORDER BY name_score DESC, trust_score DESC, id LIMIT ${SHORTLIST}
-          )
-          SELECT s.id, s.title, s.description, s.trust_score, v.state, v.snippet_count, v.token_count, v.last_update,
-            (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = s.id) AS versions
-          FROM shortlist s
-          LEFT JOIN docs.versions v ON v.library_id = s.id AND v.version = s.default_version
-          ${
-          tsquery === undefined ? sql`` : sql`
-          LEFT JOIN LATERAL (
-            -- one vector per library: what its docs are about (Indexer, migration 0003)
-            SELECT ts_rank(g.topics, to_tsquery('english', ${tsquery}), 1) AS rank
-            FROM docs.generations g WHERE g.id = v.generation_id
-          ) r ON true`
+              FROM docs.libraries l
+              WHERE ${matching} AND ${accessCondition(sql, access)}
+              -- the question ranks only the best names: asked of every look-alike name (hundreds in a
+              -- large index) it ranked each one's snippets, and a search took 200 ms to 500 ms
+              ORDER BY name_score DESC, l.trust_score DESC, l.id
+              LIMIT ${SHORTLIST}
+            )
+            SELECT s.id, s.title, s.description, s.trust_score, v.state, v.snippet_count, v.token_count, v.last_update,
+              (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = s.id) AS versions
+            FROM shortlist s
+            -- LATERAL ... LIMIT 1: one index probe per shortlisted library, also in the generic plan of
+            -- the prepared statement, which expects 50 and preferred hashing all versions (10,000)
+            LEFT JOIN LATERAL (
+              SELECT v.state, v.snippet_count, v.token_count, v.last_update, v.generation_id FROM docs.versions v
+              WHERE v.library_id = s.id AND v.version = s.default_version LIMIT 1
+            ) v ON true
+            ${
+            tsquery === undefined ? sql`` : sql`
+            LEFT JOIN LATERAL (
+              -- one vector per library: what its docs are about (Indexer, migration 0003)
+              SELECT ts_rank(g.topics, to_tsquery('english', ${tsquery}), 1) AS rank
+              FROM docs.generations g WHERE g.id = v.generation_id LIMIT 1
+            ) r ON true`
+          }
+            ORDER BY s.name_score ${tsquery === undefined ? sql`` : sql`+ least(coalesce(r.rank, 0), 1)`} DESC,
+                     s.trust_score DESC, s.id
+            LIMIT ${SEARCH_LIMIT}`
+        // Names that contain what was asked come from the trigram index (a LIKE on the indexed
+        // expression). Only when there are none are look-alike names searched: similarity has to be
+        // computed for every library (74 ms per search at 10,000 libraries), which a typo may need but
+        // a name never does.
+        let rows = yield* ranked(sql`lower(l.id || ' ' || l.title) LIKE ${`%${escaped}%`}`)
+        if (rows.length === 0) {
+          rows = yield* ranked(sql`(${name} <% lower(l.id || ' ' || l.title) OR lower(l.id || ' ' || l.title) % ${name})`)
         }
-          ORDER BY s.name_score ${tsquery === undefined ? sql`` : sql`+ least(coalesce(r.rank, 0), 1)`} DESC,
-                   s.trust_score DESC, s.id
-          LIMIT ${SEARCH_LIMIT}`
         return rows.map((row): LibrarySearchResult => ({
           id: row.id,
           title: row.title,
