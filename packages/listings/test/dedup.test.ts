@@ -74,4 +74,55 @@ layer(stack, { excludeTestServices: true, timeout: 120_000 })("dedup winners", (
       // the random walk did reach contested keys (16 possible keys, 40 possible offers)
       assert.isAbove(winners, 4)
     }))
+
+  it.effect("stay exactly one per key while four sources write and expire at once", () =>
+    Effect.gen(function*() {
+      const store = yield* OfferStore
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`DELETE FROM listings.offers`
+      // each source: random batches over the same few keys as the others, now and then an expiry
+      const writer = (sourceId: string, seedValue: number) =>
+        Effect.gen(function*() {
+          const random = generator(seedValue)
+          for (let round = 0; round < 25; round++) {
+            if (random.chance(0.1)) {
+              yield* store.expireVanished(sourceId, Array.from({ length: 30 }, (_, i) => `${sourceId}:o${i}`).filter(() => random.chance(0.7)))
+              continue
+            }
+            const nativeIds = new Set(Array.from({ length: 30 }, () => `o${Math.floor(random.pick([...Array(30).keys()]))}`))
+            yield* seed(
+              sourceId,
+              [...nativeIds].map((nativeId) =>
+                record({
+                  nativeId,
+                  make: random.pick(["Toyota", "Škoda", "Kia"]),
+                  model: "Ceed",
+                  year: random.pick([2018, 2019]),
+                  mileage: random.pick([50_000, 90_000]),
+                  price: 30_000,
+                  updatedAt: new Date(Date.UTC(2025, 0, 1, 12, random.pick([0, 1, 2]))).toISOString()
+                })
+              )
+            )
+          }
+        })
+      // every statement is one snapshot: no snapshot may ever show a key with two winners or none
+      let checks = 0
+      const checker = Effect.gen(function*() {
+        assert.deepStrictEqual(yield* disagreements, [], "while writing")
+        checks++
+      }).pipe(Effect.forever)
+      yield* Effect.raceFirst(
+        Effect.forEach(["s1", "s2", "s3", "s4"], (sourceId, i) => writer(sourceId, 7 + i), { concurrency: "unbounded", discard: true }),
+        checker
+      )
+      assert.deepStrictEqual(yield* disagreements, [])
+      assert.isAbove(checks, 3)
+      const [contested] = yield* sql<{ readonly n: number }>`
+        SELECT count(*)::int AS n FROM (
+          SELECT dedup_key FROM listings.offers WHERE removed_at IS NULL GROUP BY dedup_key HAVING count(*) > 1
+        ) k`
+      // the sources did share keys
+      assert.isAbove(contested!.n, 3)
+    }))
 })
