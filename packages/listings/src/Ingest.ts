@@ -102,9 +102,19 @@ export class Ingest extends Context.Service<Ingest, {
             VALUES (${source.id}, ${trigger}, ${leases.holder}) RETURNING id::text AS id`) as unknown as [
               { readonly id: string }
             ]
+          // ids of this run's valid records, as validated: no offer twice in one run, and after a
+          // run that read the whole feed, the source's other offers are expired
           const seen = new Set<string>()
           const adapter = yield* adapterFor(source).pipe(Effect.provideService(HttpClient.HttpClient, httpClient))
           const batchSize = Math.max(1, config.batchSize)
+
+          /** Counts a skipped record; the first five reasons of a run are logged. */
+          const reject = (reason: string) => {
+            progress.recordsRejected++
+            return progress.recordsRejected <= 5
+              ? Effect.logWarning(`Source ${source.id}: skipped a record: ${reason}`)
+              : Effect.void
+          }
 
           // Validating the next batch overlaps with writing this one (the buffer holds one prepared
           // batch): the CPU work in this process and the database's work proceed side by side. The
@@ -115,21 +125,27 @@ export class Ingest extends Context.Service<Ingest, {
             Stream.mapEffect((records) =>
               Effect.gen(function*() {
                 yield* Effect.yieldNow
-                const rows = new Map<string, OfferRow>()
+                const rows: Array<OfferRow> = []
                 const batchImages: Array<FeedImage> = []
                 for (const record of records) {
                   const result = normalize(source.id, record)
                   if (Result.isFailure(result)) {
-                    progress.recordsRejected++
-                    if (progress.recordsRejected <= 5) {
-                      yield* Effect.logWarning(`Source ${source.id}: skipped a record: ${result.failure}`)
-                    }
+                    yield* reject(result.failure)
                     continue
                   }
-                  rows.set(result.success.row.id, result.success.row)
-                  for (const image of result.success.images) batchImages.push(image)
+                  const { images, row } = result.success
+                  // An offer listed twice in one feed keeps its first record. Two batches are in flight
+                  // at once (below) and each learns its offers' previous dedup keys before it takes the
+                  // writers' lock (OfferStore): the same offer in both could leave a key unrecomputed.
+                  if (seen.has(row.id)) {
+                    yield* reject("nativeId appears more than once in the feed (the first record is kept)")
+                    continue
+                  }
+                  seen.add(row.id)
+                  rows.push(row)
+                  for (const image of images) batchImages.push(image)
                 }
-                return { fetched: records.length, rows: [...rows.values()], images: batchImages }
+                return { fetched: records.length, rows, images: batchImages }
               })
             ),
             Stream.buffer({ capacity: 1 }),
@@ -141,7 +157,6 @@ export class Ingest extends Context.Service<Ingest, {
                 const upserted = yield* store.upsertBatch(source.id, batch.rows, batch.images)
                 progress.offersUpserted += upserted
                 progress.offersFetched += batch.fetched
-                for (const row of batch.rows) seen.add(row.id)
               }), { concurrency: 2 }),
             Stream.runDrain
           )

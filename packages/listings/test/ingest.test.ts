@@ -273,6 +273,23 @@ layer(TestLayer, { excludeTestServices: true })("ingest", (it) => {
       assert.strictEqual(next[0]!.run.status, "started")
       yield* ingest.awaitIdle
     }))
+
+  it.effect("an offer listed twice in one feed keeps its first record; the second is counted as rejected", () =>
+    Effect.gen(function*() {
+      // batch size 2: the two records of d1 land in different batches, which are written concurrently
+      feeds.set("/json/page1", json({
+        data: { items: [jsonOffer("d1", { name: "first title" }), jsonOffer("d2"), jsonOffer("d1", { name: "second title" })], next: null }
+      }))
+      feeds.delete("/json/page2")
+      const outcome = yield* runOnce("jsonfeed")
+      assert.deepStrictEqual(
+        { ok: outcome.ok, fetched: outcome.offersFetched, rejected: outcome.recordsRejected, upserted: outcome.offersUpserted },
+        { ok: true, fetched: 3, rejected: 1, upserted: 2 }
+      )
+      const offers = yield* offersOf("jsonfeed")
+      assert.deepStrictEqual(offers.map((o) => o.id).sort(), ["jsonfeed:d1", "jsonfeed:d2"])
+      assert.strictEqual(offers.find((o) => o.id === "jsonfeed:d1").title, "first title")
+    }))
 })
 
 describe("admin without ADMIN_TOKEN", () => {
