@@ -94,27 +94,37 @@ const add = Command.make(
       Argument.withDescription("A folder (a git working tree is a folder), a git URL or bare repository path (cloned; #<branch or tag> optional), or npm:<package> installed in node_modules")
     ),
     id: Flag.String("id").pipe(Flag.withDescription("Library id /owner/repo (default: from package.json repository; for git, from the URL)"), Flag.optional),
-    version: Flag.String("version").pipe(Flag.withDescription("Version (default: package.json version, else latest; for git, the tag at HEAD, else the short commit hash)"), Flag.optional)
+    version: Flag.String("version").pipe(Flag.withDescription("Version (default: package.json version, else latest; for git, the tag at HEAD, else the short commit hash)"), Flag.optional),
+    trust: Flag.Int("trust").pipe(
+      Flag.filter((trust) => trust >= 0 && trust <= 10, (trust) => `--trust must be a whole number from 0 to 10, not ${trust}`),
+      Flag.withDescription("Your trust in these docs, 0 to 10: ranks libraries whose names match equally well (default: 5 for a new library, else unchanged)"),
+      Flag.optional
+    )
   },
-  Effect.fn(function*({ id, source, version }) {
+  Effect.fn(function*({ id, source, trust, version }) {
     const server = yield* remote
     if (server !== undefined) {
       const done = yield* server.operations.add(
-        { source, ...(Option.isSome(id) ? { id: id.value } : {}), ...(Option.isSome(version) ? { version: version.value } : {}) },
+        {
+          source,
+          ...(Option.isSome(id) ? { id: id.value } : {}),
+          ...(Option.isSome(version) ? { version: version.value } : {}),
+          ...(Option.isSome(trust) ? { trust: trust.value } : {})
+        },
         onEvent
       ).pipe(Effect.mapError(remoteFailure(server.url)))
       return yield* Console.log(describeDone(done))
     }
     const outcome = yield* withIndexer(Effect.gen(function*() {
       const indexer = yield* Indexer
-      return yield* indexer.add(source, { id: optional(id), version: optional(version), onProgress })
+      return yield* indexer.add(source, { id: optional(id), version: optional(version), trust: optional(trust), onProgress })
     }))
     yield* Console.log(describeOutcome(outcome))
   })
 ).pipe(
   Command.withDescription("Index a library's documentation (.md, .mdx, .rst, .txt) and make it the default version"),
   Command.withExamples([
-    { command: "svc docs add ./docs --id /acme/widgets --version 2.1.0", description: "A local folder" },
+    { command: "svc docs add ./docs --id /acme/widgets --version 2.1.0 --trust 8", description: "A local folder, trusted above the default 5" },
     { command: "svc docs add npm:effect", description: "An installed npm package (id from its repository field)" },
     { command: "svc docs add git@github.com:acme/widgets.git#v2.1.0", description: "A git repository, cloned at a tag (credentials in a URL are never stored)" }
   ])

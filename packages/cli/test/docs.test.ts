@@ -65,6 +65,11 @@ describe("svc docs", () => {
       assert.include(failed.output, "svc: npm package not-installed-anywhere is not installed")
       assert.notInclude(failed.output, "    at ")
 
+      const badTrust = yield* run(["docs", "add", greeter, "--trust", "11"], env)
+      assert.strictEqual(badTrust.code, 1)
+      assert.include(badTrust.output, "--trust must be a whole number from 0 to 10, not 11")
+      assert.notInclude(badTrust.output, "Indexing")
+
       const port = yield* freePort()
       const server = start(["start", "docs-api"], { ...env, DOCS_PORT: String(port) })
       const answer = yield* Effect.tryPromise(() =>

@@ -23,7 +23,7 @@
  * start indexes them again (DefaultLibraries.ts).
  */
 import { NodeServices } from "@effect/platform-node"
-import { LibraryIdPattern } from "@svc/schema"
+import { DEFAULT_TRUST_SCORE, LibraryIdPattern } from "@svc/schema"
 import { Cause, Config, Context, Duration, Effect, FileSystem, Layer, Option, Path, Schema, type Scope, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { SqlClient } from "effect/sql"
@@ -87,6 +87,11 @@ export interface IndexOptions {
   readonly id?: string | undefined
   /** Instead of package.json's version (or `latest`); for git, instead of the tag at HEAD or the commit. */
   readonly version?: string | undefined
+  /**
+   * The operator's trust in this library's docs, 0 to 10 (`TrustScore`): ranks libraries whose names
+   * match equally well. A new library without it gets 5; a re-index without it keeps the library's.
+   */
+  readonly trust?: number | undefined
   readonly onProgress?: ((progress: IndexProgress) => Effect.Effect<void>) | undefined
 }
 
@@ -578,15 +583,22 @@ export class Indexer extends Context.Service<Indexer, {
        * Creates or updates the library and its version, in `state`; the version's row id. `queued` does
        * not take back a version another run is indexing right now.
        */
-      const register = Effect.fnUntraced(function*(source: ResolvedSource, state: "queued" | "indexing", makeDefault: boolean) {
+      const register = Effect.fnUntraced(function*(
+        source: ResolvedSource,
+        state: "queued" | "indexing",
+        makeDefault: boolean,
+        trust?: number | undefined
+      ) {
         const [version] = yield* sql<{ readonly id: string }>`
           WITH library AS (
-            INSERT INTO docs.libraries (id, title, description, source_kind, source_location, default_version)
-            VALUES (${source.libraryId}, ${source.title}, ${source.description}, ${source.kind}, ${source.location}, ${source.version})
+            INSERT INTO docs.libraries (id, title, description, source_kind, source_location, default_version, trust_score)
+            VALUES (${source.libraryId}, ${source.title}, ${source.description}, ${source.kind}, ${source.location}, ${source.version},
+              ${trust ?? DEFAULT_TRUST_SCORE})
             ON CONFLICT (id) DO UPDATE SET
               title = excluded.title, description = excluded.description, source_kind = excluded.source_kind,
               source_location = excluded.source_location, updated_at = now()
               ${makeDefault ? sql`, default_version = excluded.default_version` : sql``}
+              ${trust === undefined ? sql`` : sql`, trust_score = excluded.trust_score`}
             RETURNING id
           )
           INSERT INTO docs.versions AS v (library_id, version, state)
@@ -629,7 +641,7 @@ export class Indexer extends Context.Service<Indexer, {
       })
 
       const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean) {
-        const versionId = yield* register(source, "indexing", makeDefault)
+        const versionId = yield* register(source, "indexing", makeDefault, options.trust)
         return yield* Effect.gen(function*() {
           // Generations of earlier runs that never went live (a crash between write and switch).
           yield* sql`

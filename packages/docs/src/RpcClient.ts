@@ -30,7 +30,9 @@ export const operations = (remote: Remote) => {
     Effect.flatMap(RpcClient.make(DocsRpcs), use).pipe(Effect.scoped, Effect.provide(clientLayer(remote)))
   return {
     /** Adds (or refreshes) and follows the run: `onEvent` for each event; the last event (`Done`). */
-    add: (payload: { readonly source: string; readonly id?: string; readonly version?: string }, onEvent: (event: IndexEvent) => Effect.Effect<void>) =>
+    add: (
+      payload: { readonly source: string; readonly id?: string; readonly version?: string; readonly trust?: number },
+      onEvent: (event: IndexEvent) => Effect.Effect<void>) =>
       withClient((client) => client.AddLibrary(payload).pipe(Stream.tap(onEvent), Stream.runLast)),
     refresh: (libraryId: string, onEvent: (event: IndexEvent) => Effect.Effect<void>) =>
       withClient((client) => client.Refresh({ libraryId }).pipe(Stream.tap(onEvent), Stream.runLast)),

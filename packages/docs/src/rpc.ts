@@ -60,7 +60,7 @@ const run = (start: (options: IndexOptions) => Effect.Effect<IndexOutcome, { rea
 export const RpcHandlers = DocsRpcs.toLayer(Effect.gen(function*() {
   const indexer = yield* Indexer
   return DocsRpcs.of({
-    AddLibrary: ({ source, id, version }) => run((options) => indexer.add(source, { ...options, id, version })),
+    AddLibrary: ({ source, id, trust, version }) => run((options) => indexer.add(source, { ...options, id, trust, version })),
     Refresh: ({ libraryId }) => run((options) => indexer.refresh(libraryId, options)),
     Remove: ({ libraryId }) => indexer.remove(libraryId),
     List: () =>

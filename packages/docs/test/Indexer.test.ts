@@ -7,6 +7,7 @@ import { Effect, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { type IndexProgress, Indexer, repositoryId } from "../src/Indexer.ts"
+import { Search } from "../src/Search.ts"
 import { docsFolder, fixtures, stack } from "./support.ts"
 
 const greeter = path.join(fixtures, "greeter")
@@ -149,5 +150,24 @@ layer(stack)("Indexer", (it) => {
       // analyzed once, by the run that made it 21; 22 to 25 are within 10% (and 20) of that
       assert.strictEqual(yield* estimate, 21)
       assert.strictEqual(yield* count, 25)
+    }))
+
+  it.effect("trust: set when adding, kept by a re-index without it, ranks libraries whose names match equally", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const search = yield* Search
+      const dir = yield* docsFolder({ "guide.md": "# Widget kit\n\nWidgets for every screen of an application, with a guide to each one of them and its options.\n" })
+      yield* indexer.add(dir, { id: "/one/widget-kit", version: "1.0" })
+      yield* indexer.add(dir, { id: "/two/widget-kit", version: "1.0" })
+      const ranked = search.libraries("widget-kit").pipe(
+        Effect.map((results) => results.map((result) => [result.id, result.trustScore]))
+      )
+      // equal names: the default trust, then the id
+      assert.deepStrictEqual(yield* ranked, [["/one/widget-kit", 5], ["/two/widget-kit", 5]])
+      yield* indexer.add(dir, { id: "/two/widget-kit", version: "1.1", trust: 9 })
+      assert.deepStrictEqual(yield* ranked, [["/two/widget-kit", 9], ["/one/widget-kit", 5]])
+      yield* indexer.refresh("/two/widget-kit")
+      yield* indexer.add(dir, { id: "/two/widget-kit", version: "1.2" })
+      assert.deepStrictEqual(yield* ranked, [["/two/widget-kit", 9], ["/one/widget-kit", 5]])
     }))
 })

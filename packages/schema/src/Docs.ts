@@ -297,8 +297,17 @@ export const LibraryEntry = Schema.Struct({
 }).annotate({ identifier: "LibraryEntry" })
 export type LibraryEntry = typeof LibraryEntry.Type
 
+/** The operator's trust in a library's documentation, 0 to 10: ranks libraries of equal name score. */
+export const TrustScore = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 })).annotate({ identifier: "TrustScore" })
+export const DEFAULT_TRUST_SCORE = 5
+
 export const AddLibrary = Rpc.make("AddLibrary", {
-  payload: { source: Schema.String, id: Schema.optionalKey(Schema.String), version: Schema.optionalKey(Schema.String) },
+  payload: {
+    source: Schema.String,
+    id: Schema.optionalKey(Schema.String),
+    version: Schema.optionalKey(Schema.String),
+    trust: Schema.optionalKey(TrustScore)
+  },
   success: IndexEvent,
   error: IndexingFailed,
   stream: true
