@@ -16,10 +16,10 @@ import {
   Indexer,
   type LibraryListing
 } from "@svc/docs"
-import type { SourceKind } from "@svc/schema"
+import { DEFAULT_TRUST_SCORE, type SourceKind, TrustScore } from "@svc/schema"
 import { Database, Migrations } from "@svc/platform"
 import type { IndexEvent } from "@svc/schema"
-import { Config, Console, Effect, Layer, Option } from "effect"
+import { Config, Console, Effect, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 
 /** The indexer on the suite's database, the `docs` schema migrated first. */
@@ -96,8 +96,10 @@ const add = Command.make(
     id: Flag.String("id").pipe(Flag.withDescription("Library id /owner/repo (default: from package.json repository; for git, from the URL)"), Flag.optional),
     version: Flag.String("version").pipe(Flag.withDescription("Version (default: package.json version, else latest; for git, the tag at HEAD, else the short commit hash)"), Flag.optional),
     trust: Flag.Int("trust").pipe(
-      Flag.filter((trust) => trust >= 0 && trust <= 10, (trust) => `--trust must be a whole number from 0 to 10, not ${trust}`),
-      Flag.withDescription("Your trust in these docs, 0 to 10: ranks libraries whose names match equally well (default: 5 for a new library, else unchanged)"),
+      Flag.filter(Schema.is(TrustScore), (trust) => `--trust must be a whole number from 0 to 10, not ${trust}`),
+      Flag.withDescription(
+        `Your trust in these docs, 0 to 10: ranks libraries whose names match equally well (default: ${DEFAULT_TRUST_SCORE} for a new library, else unchanged)`
+      ),
       Flag.optional
     )
   },

@@ -47,18 +47,19 @@ export const DefaultPackages = Config.String("DOCS_DEFAULT_LIBRARIES").pipe(
 )
 
 /**
- * Indexes every unfinished version (`queued`, `indexing`), one at a time, oldest first; returns the
- * library ids indexed. The list is read again before each one, so a version removed meanwhile is not
- * brought back, and one queued meanwhile is done too.
+ * Indexes the versions unfinished (`queued`, `indexing`) when it starts, one at a time, oldest first;
+ * returns the library ids indexed. Each is looked up again before its turn, so one removed or finished
+ * meanwhile is skipped; a version that becomes unfinished later (an `add` running in another process)
+ * is left to the run that made it so.
  */
 export const resume = Effect.fn("DefaultLibraries.resume")(function*() {
   const indexer = yield* Indexer
-  const attempted = new Set<string>()
+  const waiting = new Set((yield* indexer.unfinished).map((version) => version.libraryId))
   const indexed: Array<string> = []
   while (true) {
-    const next = (yield* indexer.unfinished).find((version) => !attempted.has(version.libraryId))
+    const next = (yield* indexer.unfinished).find((version) => waiting.has(version.libraryId))
     if (next === undefined) return indexed
-    attempted.add(next.libraryId)
+    waiting.delete(next.libraryId)
     const outcome = yield* indexer.refresh(next.libraryId).pipe(
       Effect.tap((outcome) =>
         Effect.logInfo(`Indexed ${outcome.libraryId} ${outcome.version}: ${outcome.snippets} snippets from ${outcome.files} files`)

@@ -638,7 +638,10 @@ export class Indexer extends Context.Service<Indexer, {
           SELECT (SELECT count(*) FROM docs.libraries) > 1.1 * greatest(c.reltuples, 0) + 20 AS stale
           FROM pg_class c WHERE c.oid = 'docs.libraries'::regclass`
         if (known?.stale === true) yield* sql`ANALYZE docs.libraries`
-      })
+      }).pipe(
+        // the run's version is live already: statistics are a speed matter, never the run's failure
+        Effect.catch((error) => Effect.logWarning(`Could not analyze docs.libraries: ${error.message}`))
+      )
 
       const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean) {
         const versionId = yield* register(source, "indexing", makeDefault, options.trust)

@@ -251,7 +251,8 @@ export class Search extends Context.Service<Search, {
               SELECT s.* FROM docs.versions v
               JOIN docs.snippets s ON s.generation_id = v.generation_id
               WHERE v.library_id = ${id} AND v.version = ${version}
-              OFFSET 0
+              -- the fence only where there is a question: the opening snippets are the index's order
+              ${ranked ? sql`OFFSET 0` : sql``}
             ) s
             ${ranked ? sql`WHERE s.search @@ to_tsquery('english', ${tsquery!})` : sql``}
             ORDER BY ${ranked ? sql`ts_rank(s.search, to_tsquery('english', ${tsquery!}), 1) * (CASE WHEN s.kind = 'code' THEN 2 ELSE 1 END) DESC,` : sql``} s.ordinal

@@ -134,9 +134,8 @@ export class Ingest extends Context.Service<Ingest, {
                     continue
                   }
                   const { images, row } = result.success
-                  // An offer listed twice in one feed keeps its first record. Two batches are in flight
-                  // at once (below) and each learns its offers' previous dedup keys before it takes the
-                  // writers' lock (OfferStore): the same offer in both could leave a key unrecomputed.
+                  // An offer listed twice in one feed keeps its first record: two batches are in flight
+                  // at once (below), so which record would stay depended on which committed last.
                   if (seen.has(row.id)) {
                     yield* reject("nativeId appears more than once in the feed (the first record is kept)")
                     continue

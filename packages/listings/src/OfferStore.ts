@@ -86,28 +86,21 @@ export class OfferStore extends Context.Service<OfferStore, {
       ) {
         if (rows.length === 0) return 0
         // Most of a scheduled run is offers that did not change: ask which rows differ by content hash
-        // first (ids and hashes only), and send, parse and lock for only those. Only this source's run
-        // writes these ids (the lease), so the answer, and the key each changed offer had, hold until
-        // the upsert.
+        // first (ids and hashes only), and send, parse and lock for only those. The answer only
+        // filters: a row it calls unchanged that changed meanwhile is written by the next run, and
+        // everything the winners depend on is read again under the lock.
         // One primary-key probe per row (LATERAL ... LIMIT 1 keeps it so): knowing the batch's size,
         // the planner preferred hashing the whole table, 36 ms per batch at 50,000 offers against 2 ms.
-        const changedRowsNow = yield* sql<{ readonly id: string; readonly old_key: string | null }>`
-          SELECT r.id, o.dedup_key AS old_key
+        const changed = new Set((yield* sql<{ readonly id: string }>`
+          SELECT r.id
           FROM unnest(${text(rows.map((row) => row.id))}, ${text(rows.map((row) => row.content_hash))}) AS r(id, h)
           LEFT JOIN LATERAL (
-            SELECT o.dedup_key, o.content_hash, o.removed_at FROM listings.offers o WHERE o.id = r.id LIMIT 1
+            SELECT o.content_hash, o.removed_at FROM listings.offers o WHERE o.id = r.id LIMIT 1
           ) o ON true
-          WHERE o.dedup_key IS NULL OR o.content_hash <> r.h OR o.removed_at IS NOT NULL`
-        if (changedRowsNow.length === 0) return 0
-        const oldKeys = new Map(changedRowsNow.map((row) => [row.id, row.old_key]))
-        const changedRows = oldKeys.size === rows.length ? rows : rows.filter((row) => oldKeys.has(row.id))
-        const changedImages = oldKeys.size === rows.length ? images : images.filter((image) => oldKeys.has(image.offerId))
-        // Keys a changed offer leaves need their winner recomputed.
-        const keys = new Set<string>()
-        for (const row of changedRows) {
-          const oldKey = oldKeys.get(row.id)
-          if (oldKey != null && oldKey !== row.dedup_key) keys.add(oldKey)
-        }
+          WHERE o.content_hash IS NULL OR o.content_hash <> r.h OR o.removed_at IS NOT NULL`).map((row) => row.id))
+        if (changed.size === 0) return 0
+        const changedRows = changed.size === rows.length ? rows : rows.filter((row) => changed.has(row.id))
+        const changedImages = changed.size === rows.length ? images : images.filter((image) => changed.has(image.offerId))
         // The changed offers' images are registered on another connection while the offers are written
         // (the database works on both at once); the offers commit only after their images did, so a
         // listed offer's image key is always known to GET /images.
@@ -125,9 +118,19 @@ export class OfferStore extends Context.Service<OfferStore, {
           // `contested`: another listed offer (not this row) has the key, so only a recomputation over
           // the whole key can pick its winner. Unchanged rows are not written (content_hash), and
           // neither are their images, which were registered when they were.
-          const [written] = yield* sql<{ readonly count: number; readonly contested: ReadonlyArray<string> }>`
+          const [written] = yield* sql<{
+            readonly count: number
+            readonly contested: ReadonlyArray<string>
+            readonly left_keys: ReadonlyArray<string>
+          }>`
             WITH input AS (
               SELECT * FROM ${offerRows(sql, changedRows)}
+            ),
+            -- the key each offer has before this statement, read under the lock: a key it leaves needs
+            -- its winner recomputed
+            old AS (
+              SELECT input.id, o.dedup_key FROM input
+              JOIN LATERAL (SELECT o.dedup_key FROM listings.offers o WHERE o.id = input.id LIMIT 1) o ON true
             ),
             candidate AS (
               SELECT input.*,
@@ -161,10 +164,10 @@ export class OfferStore extends Context.Service<OfferStore, {
               RETURNING o.id
             )
             SELECT count(*)::int AS count,
-              coalesce(array_agg(DISTINCT c.dedup_key) FILTER (WHERE c.contested), '{}') AS contested
-            FROM up JOIN candidate c USING (id)`
-          for (const key of written!.contested) keys.add(key)
-          yield* recomputeWinners([...keys])
+              coalesce(array_agg(DISTINCT c.dedup_key) FILTER (WHERE c.contested), '{}') AS contested,
+              coalesce(array_agg(DISTINCT old.dedup_key) FILTER (WHERE old.dedup_key <> c.dedup_key), '{}') AS left_keys
+            FROM up JOIN candidate c USING (id) LEFT JOIN old USING (id)`
+          yield* recomputeWinners([...new Set([...written!.contested, ...written!.left_keys])])
           if (written!.count > 0) yield* bumpVersion
           yield* Fiber.join(registering)
           return written!.count

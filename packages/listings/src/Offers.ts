@@ -12,8 +12,8 @@
  *
  * Answers are remembered with the `offers_version` they were read at (migration 0008): the same
  * request while the version is unchanged gets the same JSON after one read of the version, without
- * running its statement. Offers change only when an ingest batch commits (every 15 minutes by
- * default), and the mobile client's requests are mostly the same few first pages, so most answers
+ * running its statement. Offers change only when an ingest writes (a batch commits, vanished offers
+ * expire; every 15 minutes by default), and the mobile client's requests are mostly the same few first pages, so most answers
  * are served from memory, exactly as the database would give them. The remembered JSON's hash is the
  * answer's ETag, so a client can also revalidate with If-None-Match (304).
  */
@@ -99,8 +99,8 @@ class Remembered<V extends { readonly version: string }> {
   private readonly entries = new Map<string, V>()
   private weight = 0
   private readonly capacity: number
-  private readonly weigh: (value: V) => number
-  constructor(capacity: number, weigh: (value: V) => number) {
+  private readonly weigh: (key: string, value: V) => number
+  constructor(capacity: number, weigh: (key: string, value: V) => number) {
     this.capacity = capacity
     this.weigh = weigh
   }
@@ -113,7 +113,7 @@ class Remembered<V extends { readonly version: string }> {
     return entry
   }
   set(key: string, value: V) {
-    const weight = this.weigh(value)
+    const weight = this.weigh(key, value)
     if (weight > this.capacity) return
     this.delete(key)
     this.entries.set(key, value)
@@ -121,17 +121,20 @@ class Remembered<V extends { readonly version: string }> {
     for (const [oldest, entry] of this.entries) {
       if (this.weight <= this.capacity) break
       this.entries.delete(oldest)
-      this.weight -= this.weigh(entry)
+      this.weight -= this.weigh(oldest, entry)
     }
   }
   private delete(key: string) {
     const entry = this.entries.get(key)
     if (entry === undefined) return
     this.entries.delete(key)
-    this.weight -= this.weigh(entry)
+    this.weight -= this.weigh(key, entry)
   }
 }
 
+const utf8 = new TextEncoder()
+/** What a remembered answer costs besides its JSON and key: the entry, its tag, the map's slot. */
+const ENTRY_BYTES = 256
 /** Match counts remembered per filter: paging through one filter then costs only the page. */
 const COUNT_CACHE_ENTRIES = 2_000
 
@@ -159,10 +162,11 @@ export class Offers extends Context.Service<Offers, {
       const { answerCacheBytes, publicBaseUrl } = yield* ListingsConfig
       const imageUrl = (key: string) => `${publicBaseUrl}/images/${key}`
       const counts = new Remembered<{ readonly version: string; readonly count: number }>(COUNT_CACHE_ENTRIES, () => 1)
-      // answers remembered per request, weighed by their JSON's size (a complete answer can be a few MB)
+      // answers remembered per request, weighed by what they hold: the JSON, the request as key (two
+      // bytes a character) and the entry itself
       const answers = new Remembered<{ readonly version: string; readonly answer: OffersAnswer | "too_large" }>(
         answerCacheBytes,
-        (entry) => entry.answer === "too_large" ? 64 : entry.answer.json.byteLength
+        (key, entry) => key.length * 2 + ENTRY_BYTES + (entry.answer === "too_large" ? 0 : entry.answer.json.byteLength)
       )
       const keyOf = (fragment: Statement.Fragment) => {
         const [text, params] = sql`${fragment}`.compile()
@@ -265,7 +269,8 @@ export class Offers extends Context.Service<Offers, {
             count,
             warnings: warnings.length > 0 ? warnings : null
           }
-          const json = Buffer.from(JSON.stringify(response))
+          // an array of its own (Buffer.from would share an 8 KiB pool slab for a small answer)
+          const json = utf8.encode(JSON.stringify(response))
           return { json, etag: `"${hash("sha1", json, "base64url")}"` }
         }
         const limit = search.limit ?? DEFAULT_PAGE_SIZE

@@ -5,11 +5,12 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { OfferStore } from "../src/OfferStore.ts"
 import { type Client, get, inProcessClient, record, seed, services, TestDatabase } from "./support.ts"
 
 const stack = services().pipe(Layer.provideMerge(TestDatabase.layer()))
-const TestLayer = inProcessClient(stack).pipe(Layer.provideMerge(stack)) as Layer.Layer<Client | OfferStore, unknown>
+const TestLayer = inProcessClient(stack).pipe(Layer.provideMerge(stack)) as Layer.Layer<Client | OfferStore | SqlClient.SqlClient, unknown>
 
 const many = (source: string, n: number, from = 0) =>
   Array.from({ length: n }, (_, i) => record({ nativeId: `m${from + i}`, make: "Kia", model: `Model ${from + i}` }))
@@ -117,5 +118,29 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("complete=true
       yield* store.expireVanished("eta", ["eta:s2"])
       const expired = yield* get(path)
       assert.deepStrictEqual(expired.body.offers.map((o: any) => o.id), ["eta:s2"])
+
+      // the answer really is remembered: a change that does not move the version is not seen...
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE listings.offers SET title = 'Changed behind the version' WHERE id = 'eta:s2'`
+      assert.strictEqual((yield* get(path)).body.offers[0].title, expired.body.offers[0].title)
+      // ...until the version moves, as every offer-writing transaction moves it
+      yield* sql`UPDATE listings.offers_version SET version = version + 1`
+      assert.strictEqual((yield* get(path)).body.offers[0].title, "Changed behind the version")
+    }))
+})
+
+const uncached = services({ answerCacheBytes: 0 }).pipe(Layer.provideMerge(TestDatabase.layer()))
+layer(inProcessClient(uncached).pipe(Layer.provideMerge(uncached)) as Layer.Layer<Client | OfferStore | SqlClient.SqlClient, unknown>, {
+  excludeTestServices: true
+})("OFFERS_CACHE_MB=0", (it) => {
+  it.effect("every request runs its statement: a change is seen at once", () =>
+    Effect.gen(function*() {
+      yield* seed("theta", [record({ nativeId: "t1", make: "Lada", model: "Niva", title: "Lada Niva" })])
+      const sql = yield* SqlClient.SqlClient
+      assert.strictEqual((yield* get("/offers?make=lada")).body.offers[0].title, "Lada Niva")
+      yield* sql`UPDATE listings.offers SET title = 'Lada Niva Legend' WHERE id = 'theta:t1'`
+      const after = yield* get("/offers?make=lada")
+      assert.strictEqual(after.body.offers[0].title, "Lada Niva Legend")
+      assert.match(after.headers.get("etag") ?? "", /^"[\w-]+"$/)
     }))
 })

@@ -72,6 +72,7 @@ export interface StackOptions {
   readonly adminToken?: string | undefined
   readonly leaseTtl?: Duration.Duration
   readonly batchSize?: number
+  readonly answerCacheBytes?: number
   readonly imageStore?: Layer.Layer<ImageStore, any, any>
   readonly cacher?: Layer.Layer<ImageCacher, any, any>
 }
@@ -83,7 +84,8 @@ export const services = (options: StackOptions = {}) =>
       ListingsConfig.layerTest({
         adminToken: options.adminToken === undefined ? Option.none() : Option.some(Redacted.make(options.adminToken)),
         ...(options.leaseTtl ? { leaseTtl: options.leaseTtl } : {}),
-        ...(options.batchSize ? { batchSize: options.batchSize } : {})
+        ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+        ...(options.answerCacheBytes === undefined ? {} : { answerCacheBytes: options.answerCacheBytes })
       }),
       Sources.layerStatic(options.sources ?? defaultSources),
       options.imageStore ?? ImageStore.layerDisabled
