@@ -25,7 +25,7 @@ import * as Http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { questions } from "./docs-questions.ts"
-import { fmt, httpGet as getVia, load } from "./support.ts"
+import { fmt, httpGet as getVia, load, statementRecorder } from "./support.ts"
 
 const LIBRARIES = Number(process.env.BENCH_LIBRARIES ?? 10_000)
 const SNIPPETS = Number(process.env.BENCH_SNIPPETS ?? 100)
@@ -35,15 +35,8 @@ const QUALITY_ONLY = process.argv.includes("--quality-only")
 /** `--explain`: print the query plans of one search and one context request after indexing. */
 const EXPLAIN = process.argv.includes("--explain")
 
-// --- capture the SQL the service sends, for --explain ---------------------------------------------------
-let capture: Array<{ text: string; values: Array<unknown> }> | undefined
-const recordStatements: Statement.Transformer = (statement) => {
-  if (capture !== undefined) {
-    const [text, values] = statement.compile()
-    capture.push({ text, values: [...values] })
-  }
-  return Effect.succeed(statement)
-}
+// the SQL the service sends, for --explain
+const recorder = statementRecorder()
 
 // one client address does all the asking: the bench measures the service, not its rate limits
 process.env.DOCS_RATE_LIMIT_ANONYMOUS ??= "100000000"
@@ -186,11 +179,7 @@ const program = Effect.gen(function*() {
       `${base}/api/v2/libs/search?libraryName=${vocabulary[7]}&query=${words(4).replaceAll(" ", "+")}`,
       `${base}/api/v2/context?libraryId=${encodeURIComponent(`/synth-7/${vocabulary[7]}-7`)}&query=${words(6).replaceAll(" ", "+")}`
     ]) {
-      capture = []
-      yield* Effect.promise(() => getJson(url))
-      const statements = capture
-      capture = undefined
-      const last = statements.at(-1)!
+      const last = (yield* Effect.promise(() => recorder.during(() => getJson(url)))).at(-1)!
       const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, BUFFERS) ${last.text}`, last.values as any)
       console.log(`\n${url}\n${plan.map((row) => row["QUERY PLAN"]).join("\n")}`)
     }
@@ -229,7 +218,7 @@ const program = Effect.gen(function*() {
 }).pipe(
   Effect.scoped,
   Effect.provideService(References.MinimumLogLevel, "Warn"),
-  Effect.provideService(Statement.CurrentTransformer, recordStatements)
+  Effect.provideService(Statement.CurrentTransformer, recorder.transformer)
 )
 
 Effect.runPromise(program as Effect.Effect<void>).then(

@@ -29,7 +29,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { demoRecords } from "../../packages/listings/src/adapters/Mock.ts"
-import { fmt, httpGet as getVia, load } from "./support.ts"
+import { fmt, httpGet as getVia, load, type RecordedStatement, statementRecorder } from "./support.ts"
 
 const argValue = (flag: string) => {
   const index = process.argv.indexOf(flag)
@@ -42,15 +42,8 @@ const POOL = Number(process.env.DATABASE_POOL_SIZE ?? 10)
 /** `--explain`: also each page query shape's time alone and its plan */
 const EXPLAIN = process.argv.includes("--explain")
 
-// --- capture the SQL the service sends (Statement.CurrentTransformer sees every compiled statement) ------
-let capture: Array<{ text: string; values: Array<unknown> }> | undefined
-const recordStatements: Statement.Transformer = (statement) => {
-  if (capture !== undefined) {
-    const [text, values] = statement.compile()
-    capture.push({ text, values: [...values] })
-  }
-  return Effect.succeed(statement)
-}
+// the SQL the service sends, for the same-SQL baselines
+const recorder = statementRecorder()
 
 const agent = new Http.Agent({ keepAlive: true, maxSockets: CONNECTIONS })
 const httpGet = (url: string) => getVia(agent, url)
@@ -158,14 +151,13 @@ const program = Effect.gen(function*() {
   // the statement of a repeated request: the page alone once the filter's count is remembered
   const capturedFor = async (pathAndQuery: string) => {
     await httpGet(uncachedUrl + pathAndQuery)
-    capture = []
-    const response = await httpGet(uncachedUrl + pathAndQuery)
-    const statements = capture
-    capture = undefined
-    if (response.status !== 200) throw new Error(`${pathAndQuery}: ${response.status} ${response.body.slice(0, 200)}`)
+    const statements = await recorder.during(async () => {
+      const response = await httpGet(uncachedUrl + pathAndQuery)
+      if (response.status !== 200) throw new Error(`${pathAndQuery}: ${response.status} ${response.body.slice(0, 200)}`)
+    })
     return statements.at(-1)!
   }
-  const pageStatements: Array<{ text: string; values: Array<unknown> }> = []
+  const pageStatements: Array<RecordedStatement> = []
   for (const query of pageQueries) pageStatements.push(yield* Effect.promise(() => capturedFor(query)))
   const pool = new pg.Pool({ connectionString: Redacted.value(url), max: POOL })
   // an idle client cut off when the cluster stops at the end must not crash the report
@@ -207,10 +199,13 @@ const program = Effect.gen(function*() {
   console.log(`  baseline: same SQL ${fmt(direct.p50, 2).padStart(7)}   ${fmt(direct.p99, 2).padStart(7)}   ${fmt(direct.rps, 0).padStart(9)}`)
 
   // --- complete=true with 5,000 rows -----------------------------------------------------------------
-  // a filter matching just under 5,000 offers: the mileage of the 5,000th lowest, minus one
+  // a filter matching just under 5,000 offers: the mileage of the 5,000th lowest (or of the highest,
+  // with fewer offers), minus one
   const [{ mileage }] = (yield* sql<{ mileage: number }>`
-    SELECT mileage FROM listings.offers WHERE removed_at IS NULL AND dedup_winner AND mileage IS NOT NULL
-    ORDER BY mileage OFFSET 4999 LIMIT 1`) as any
+    SELECT max(mileage) AS mileage FROM (
+      SELECT mileage FROM listings.offers WHERE removed_at IS NULL AND dedup_winner AND mileage IS NOT NULL
+      ORDER BY mileage LIMIT 5000
+    ) lowest`) as any
   const completePath = `/offers?complete=true&maxMileageKm=${mileage - 1}`
   const completeStatement = yield* Effect.promise(() => capturedFor(completePath))
   const sizeCheck = JSON.parse((yield* Effect.promise(() => httpGet(baseUrl + completePath))).body)
@@ -233,7 +228,7 @@ const program = Effect.gen(function*() {
 }).pipe(
   Effect.scoped,
   Effect.provideService(References.MinimumLogLevel, "Warn"),
-  Effect.provideService(Statement.CurrentTransformer, recordStatements)
+  Effect.provideService(Statement.CurrentTransformer, recorder.transformer)
 )
 
 

@@ -1,6 +1,10 @@
-/** What the benchmarks share: closed-loop load, percentiles, number formatting, keep-alive GETs, a local radosgw. */
+/**
+ * What the benchmarks share: closed-loop load, percentiles, number formatting, keep-alive GETs, a local
+ * radosgw, and a recorder of the SQL a service sends.
+ */
 import { LocalObjectStorage } from "@svc/platform"
 import { ConfigProvider, Effect, Layer, type Scope } from "effect"
+import type { Statement } from "effect/sql"
 import * as fs from "node:fs/promises"
 import * as Http from "node:http"
 import * as os from "node:os"
@@ -61,4 +65,36 @@ export const withLocalObjectStorage = async <A, E>(
   } finally {
     await fs.rm(dir, { recursive: true, force: true })
   }
+}
+
+/** A statement as the service sent it: SQL text and parameter values. */
+export interface RecordedStatement {
+  readonly text: string
+  readonly values: Array<unknown>
+}
+
+/**
+ * Records the SQL a service sends: provide `transformer` as `Statement.CurrentTransformer` (it sees
+ * every compiled statement), then `during(run)` answers the statements compiled while `run` ran.
+ */
+export const statementRecorder = () => {
+  let recording: Array<RecordedStatement> | undefined
+  const transformer: Statement.Transformer = (statement) => {
+    if (recording !== undefined) {
+      const [text, values] = statement.compile()
+      recording.push({ text, values: [...values] })
+    }
+    return Effect.succeed(statement)
+  }
+  const during = async (run: () => Promise<unknown>): Promise<ReadonlyArray<RecordedStatement>> => {
+    const statements: Array<RecordedStatement> = []
+    recording = statements
+    try {
+      await run()
+      return statements
+    } finally {
+      recording = undefined
+    }
+  }
+  return { transformer, during }
 }
