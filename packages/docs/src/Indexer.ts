@@ -116,8 +116,6 @@ export interface UnfinishedVersion {
   readonly libraryId: string
   readonly version: string
   readonly state: "queued" | "indexing"
-  /** It has a live generation (a refresh of an indexed version): readers are answered meanwhile. */
-  readonly live: boolean
 }
 
 /** Files bigger than this are generated or vendored, not documentation. */
@@ -715,15 +713,13 @@ export class Indexer extends Context.Service<Indexer, {
         readonly library_id: string
         readonly version: string
         readonly state: "queued" | "indexing"
-        readonly live: boolean
-      }>`SELECT library_id, version, state, generation_id IS NOT NULL AS live
+      }>`SELECT library_id, version, state
          FROM docs.versions WHERE state IN ('queued', 'indexing') ORDER BY id`.pipe(
         Effect.map((rows) =>
           rows.map((row): UnfinishedVersion => ({
             libraryId: `${row.library_id}/${row.version}`,
             version: row.version,
-            state: row.state,
-            live: row.live
+            state: row.state
           }))
         ),
         Effect.orDie
