@@ -109,6 +109,7 @@ const program = Effect.gen(function*() {
   const ranks: Array<number | undefined> = []
   const misses: Array<string> = []
   let resolvedFirst = 0
+  const resolveMisses: Array<string> = []
   for (const q of questions) {
     const libraryId = ids.get(q.pkg)
     if (libraryId === undefined) {
@@ -133,6 +134,7 @@ const program = Effect.gen(function*() {
     const search = yield* Effect.promise(() =>
       getJson(`${base}/api/v2/libs/search?libraryName=${encodeURIComponent(name)}&query=${encodeURIComponent(q.question)}`))
     if (search.body.results?.[0]?.id === libraryId) resolvedFirst++
+    else resolveMisses.push(`  ${name} "${q.question}" -> ${search.body.results?.[0]?.id ?? "nothing"} (wanted ${libraryId})`)
   }
   const hit = (k: number) => ranks.filter((rank) => rank !== undefined && rank <= k).length / ranks.length
   const mrr = ranks.reduce<number>((sum, rank) => sum + (rank === undefined ? 0 : 1 / rank), 0) / ranks.length
@@ -140,6 +142,7 @@ const program = Effect.gen(function*() {
   console.log(`  Hit@1 ${fmt(hit(1), 3)}   Hit@5 ${fmt(hit(5), 3)}   MRR ${fmt(mrr, 3)}   ` +
     `(targets: Hit@5 >= 0.90 ${hit(5) >= 0.9 ? "ok" : "MISSED"}, MRR >= 0.75 ${mrr >= 0.75 ? "ok" : "MISSED"})`)
   console.log(`  resolve-library-id puts the right library first: ${resolvedFirst}/${questions.length}`)
+  if (resolveMisses.length > 0) console.log(resolveMisses.join("\n"))
   if (misses.length > 0) console.log(`  not first:\n${misses.join("\n")}`)
   if (QUALITY_ONLY) return
 
