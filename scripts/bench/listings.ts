@@ -131,7 +131,10 @@ const program = Effect.gen(function*() {
     })
     const columns = Object.keys(rows[0]!)
     const file = path.join(dir, "offers.csv")
-    yield* Effect.promise(() => fs.writeFile(file, rows.map((row) => columns.map((c) => csvField((row as any)[c])).join(",")).join("\n")))
+    // the rows as the batch sends them: times are epoch milliseconds, `search` is tsvector text
+    const field = (row: any, column: string) =>
+      csvField(column.endsWith("_at") && row[column] !== null ? new Date(row[column]).toISOString() : row[column])
+    yield* Effect.promise(() => fs.writeFile(file, rows.map((row) => columns.map((c) => field(row, c)).join(",")).join("\n")))
     yield* Effect.promise(() => fs.chmod(file, 0o644))
     yield* sql`CREATE TABLE listings.offers_copy (LIKE listings.offers INCLUDING ALL)`
     const c0 = performance.now()

@@ -8,6 +8,7 @@
 import { Result } from "effect"
 // one-shot hashes: no Hash object per call (three or four per record)
 import { hash } from "node:crypto"
+import { searchDocument } from "./SearchWords.ts"
 
 /** A record with our field names and whatever values the feed had. */
 export type FeedRecord = Readonly<Record<string, unknown>>
@@ -35,10 +36,13 @@ export interface OfferRow {
   /** image keys (see {@link imageKey}) */
   readonly images: ReadonlyArray<string>
   readonly thumbnail: string | null
-  /** ISO 8601, or null: the database then uses the time the offer last changed */
-  readonly updated_at: string | null
-  readonly expires_at: string | null
+  /** epoch milliseconds, or null: the database then uses the time the offer last changed */
+  readonly updated_at: number | null
+  /** epoch milliseconds, or null */
+  readonly expires_at: number | null
   readonly dedup_key: string
+  /** the words free-text search matches (title, make, model), as `tsvector` text: see SearchWords */
+  readonly search: string
   readonly content_hash: string
 }
 
@@ -145,16 +149,18 @@ const httpUrl = (value: unknown): string | null => {
   }
 }
 
-const timestamp = (record: FeedRecord, field: string): string | null => {
+/** Epoch milliseconds (what the batch sends as `timestamptz`), or null. */
+const timestamp = (record: FeedRecord, field: string): number | null => {
   const value = record[field]
   if (value === null || value === undefined || value === "") return null
-  const date = typeof value === "number"
-    ? new Date(value < 1e11 ? value * 1000 : value) // epoch seconds or milliseconds
+  const time = typeof value === "number"
+    ? Math.trunc(value < 1e11 ? value * 1000 : value) // epoch seconds or milliseconds
     : typeof value === "string"
-    ? new Date(value.trim())
-    : undefined
-  if (date === undefined || Number.isNaN(date.getTime())) throw new Reject(`${field} is not a date`)
-  return date.toISOString()
+    ? Date.parse(value.trim())
+    : Number.NaN
+  // the range a Date can hold (±100,000,000 days)
+  if (!(Math.abs(time) <= 8.64e15)) throw new Reject(`${field} is not a date`)
+  return time
 }
 
 const imageList = (value: unknown): Array<string> => {
@@ -167,8 +173,6 @@ const imageList = (value: unknown): Array<string> => {
   }
   return urls
 }
-
-const hashOf = (row: Omit<OfferRow, "content_hash">): string => hash("sha1", JSON.stringify(row), "base64")
 
 /** Validates and normalizes one record of `sourceId`; `Result.fail(reason)` when it is unusable. */
 export const normalize = (sourceId: string, record: FeedRecord): Result.Result<Normalized, string> => {
@@ -191,7 +195,8 @@ export const normalize = (sourceId: string, record: FeedRecord): Result.Result<N
     if (thumbnailUrl !== null && thumbnailIndex === -1) {
       images.push({ offerId: id, key: imageKey(thumbnailUrl), url: thumbnailUrl })
     }
-    const base = {
+    // one object, hashed before its hash is set (the hash covers every other field)
+    const row: { -readonly [K in keyof OfferRow]: OfferRow[K] } = {
       id,
       source_id: sourceId,
       native_id: nativeId,
@@ -215,10 +220,14 @@ export const normalize = (sourceId: string, record: FeedRecord): Result.Result<N
       thumbnail: thumbnailUrl === null ? null : images[thumbnailIndex === -1 ? images.length - 1 : thumbnailIndex]!.key,
       updated_at: timestamp(record, "updatedAt"),
       expires_at: timestamp(record, "expiresAt"),
-      dedup_key: ""
+      dedup_key: "",
+      search: "",
+      content_hash: ""
     }
-    const withKey = { ...base, dedup_key: dedupKey(base) }
-    return Result.succeed({ row: { ...withKey, content_hash: hashOf(withKey) }, images })
+    row.dedup_key = dedupKey(row)
+    row.search = searchDocument(`${row.title} ${row.make} ${row.model}`)
+    row.content_hash = hash("sha1", JSON.stringify(row), "base64")
+    return Result.succeed({ row, images })
   } catch (error) {
     if (error instanceof Reject) return Result.fail(error.reason)
     throw error

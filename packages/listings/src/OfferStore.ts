@@ -28,7 +28,6 @@ const DEDUP_LOCK = "listings.dedup_winner"
 const column = (oid: number, values: ReadonlyArray<unknown>) => Result.getOrThrow(PgTypes.array(values, oid))
 const text = (values: ReadonlyArray<string | null>) => column(PgTypes.OID.text, values)
 const { float8, int4, jsonb, timestamptz } = PgTypes.OID
-const time = (iso: string | null) => (iso === null ? null : Date.parse(iso))
 
 /** `unnest(...) AS r(<columns>)`: the rows of a batch as a relation, one typed array per column. */
 const offerRows = (sql: SqlClient.SqlClient, rows: ReadonlyArray<OfferRow>): Statement.Fragment => {
@@ -39,13 +38,13 @@ const offerRows = (sql: SqlClient.SqlClient, rows: ReadonlyArray<OfferRow>): Sta
     text(of("transmission")), text(of("region")), text(of("original_url")), column(int4, of("year")),
     column(int4, of("mileage")), column(int4, of("power")), text(of("location")), column(float8, of("latitude")),
     column(float8, of("longitude")), column(jsonb, of("images")), text(of("thumbnail")),
-    column(timestamptz, rows.map((row) => time(row.updated_at))),
-    column(timestamptz, rows.map((row) => time(row.expires_at))), text(of("dedup_key")), text(of("content_hash"))
+    column(timestamptz, of("updated_at")), column(timestamptz, of("expires_at")), text(of("dedup_key")), text(of("search")),
+    text(of("content_hash"))
   ]
   return sql`unnest(${sql.csv(columns.map((values) => sql`${values}`))}) AS r(
     id, source_id, native_id, title, make, model, price, currency, fuel, transmission, region, original_url,
     year, mileage, power, location, latitude, longitude, images, thumbnail, updated_at, expires_at, dedup_key,
-    content_hash)`
+    search, content_hash)`
 }
 
 export class OfferStore extends Context.Service<OfferStore, {
@@ -146,10 +145,11 @@ export class OfferStore extends Context.Service<OfferStore, {
             up AS (
               INSERT INTO listings.offers AS o (id, source_id, native_id, title, make, model, price, currency, fuel,
                 transmission, region, original_url, year, mileage, power, location, latitude, longitude, images,
-                thumbnail, updated_at, expires_at, dedup_key, content_hash, dedup_winner, removed_at)
+                thumbnail, updated_at, expires_at, dedup_key, search, content_hash, dedup_winner, removed_at)
               SELECT id, source_id, native_id, title, make, model, price, currency, fuel, transmission, region,
                 original_url, year, mileage, power, location, latitude, longitude, images, thumbnail,
-                coalesce(updated_at, now()), expires_at, dedup_key, content_hash, batch_best AND NOT contested, NULL
+                coalesce(updated_at, now()), expires_at, dedup_key, search::tsvector, content_hash,
+                batch_best AND NOT contested, NULL
               FROM candidate
               ON CONFLICT (id) DO UPDATE SET
                 source_id = excluded.source_id, native_id = excluded.native_id, title = excluded.title,
@@ -159,7 +159,7 @@ export class OfferStore extends Context.Service<OfferStore, {
                 power = excluded.power, location = excluded.location, latitude = excluded.latitude,
                 longitude = excluded.longitude, images = excluded.images, thumbnail = excluded.thumbnail,
                 updated_at = excluded.updated_at, expires_at = excluded.expires_at, dedup_key = excluded.dedup_key,
-                content_hash = excluded.content_hash, dedup_winner = excluded.dedup_winner, removed_at = NULL
+                search = excluded.search, content_hash = excluded.content_hash, dedup_winner = excluded.dedup_winner, removed_at = NULL
               WHERE o.content_hash <> excluded.content_hash OR o.removed_at IS NOT NULL
               RETURNING o.id
             )

@@ -28,6 +28,7 @@ import {
 } from "@svc/schema"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { toPrefixQuery } from "./SearchWords.ts"
 import { hash } from "node:crypto"
 import { ListingsConfig } from "./ListingsConfig.ts"
 import type { OfferRow } from "./Normalize.ts"
@@ -60,21 +61,12 @@ const columns = `id, source_id, title, make, model, price, currency, fuel, trans
 
 /** A stored offer as read back: the written row's columns, timestamps now as dates. */
 type OfferDbRow =
-  & Omit<OfferRow, "native_id" | "updated_at" | "expires_at" | "dedup_key" | "content_hash">
+  & Omit<OfferRow, "native_id" | "updated_at" | "expires_at" | "dedup_key" | "search" | "content_hash">
   & { readonly updated_at: Date | null; readonly expires_at: Date | null }
 
 /** "a, B,,c" -> ["a", "b", "c"] (lowercased, blanks dropped). */
 export const splitList = (value: string | undefined): Array<string> =>
   value === undefined ? [] : value.split(",").map((item) => item.trim().toLowerCase()).filter((item) => item !== "")
-
-/** Free text -> a prefix tsquery ("merc benz" -> "merc:* & benz:*"), accents folded; "" when no word. */
-export const toPrefixQuery = (text: string): string =>
-  text.normalize("NFKD").replace(/\p{M}+/gu, "").toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((word) => word !== "")
-    .slice(0, 16)
-    .map((word) => `${word}:*`)
-    .join(" & ")
 
 const orderBy = (sort: OfferSort): string => {
   switch (sort) {
@@ -217,7 +209,8 @@ export class Offers extends Context.Service<Offers, {
         const tsquery = search.query === undefined ? "" : toPrefixQuery(search.query)
         if (tsquery !== "") {
           keyClosed = false
-          where.push(sql`search @@ to_tsquery('simple', ${tsquery})`)
+          // the words as made (SearchWords), not parsed again: they match the documents' words exactly
+          where.push(sql`search @@ ${tsquery}::tsquery`)
         }
         const make = search.make?.replace(/\s+/g, " ").trim()
         if (make) where.push(sql`lower(make) = ${make.toLowerCase()}`)

@@ -47,6 +47,10 @@ describe("migrations", () => {
         assert.strictEqual(rows[0]!.dedup_key, "bmw|320d|2018|100000|50000|PLN")
         assert.strictEqual(rows[1]!.dedup_key, rows[0]!.dedup_key)
         assert.deepStrictEqual(rows.map((row) => row.dedup_winner).filter(Boolean).length, 1)
+        // the documents the database made before 0010 still match the queries made now (SearchWords)
+        const found = yield* sql<{ id: string }>`
+          SELECT id FROM listings.offers WHERE search @@ 'titl:* & 320d:*'::tsquery ORDER BY id`
+        assert.deepStrictEqual(found.map((row) => row.id), ["alpha:1", "beta:7"])
         const services = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM listings.import_services`
         assert.isAbove(services[0]!.n, 20)
         // idempotent

@@ -17,7 +17,7 @@ const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString()
 const alpha = [
   record({ nativeId: "a1", title: "Mercedes-Benz C 200 Avantgarde", make: "Mercedes-Benz", model: "C 200", fuel: "diesel", transmission: "automatic", region: "mazowieckie", year: 2019, mileage: 80_000, price: 100_000, updatedAt: at(10) }),
   record({ nativeId: "a2", title: "Škoda Octavia Combi", make: "Škoda", model: "Octavia", fuel: "petrol", transmission: "manual", region: "malopolskie", year: 2015, mileage: 150_000, price: 40_000, updatedAt: at(5) }),
-  record({ nativeId: "a3", title: "BMW 320d Touring", make: "BMW", model: "320d", fuel: "diesel", transmission: "manual", region: "slaskie", year: 2012, mileage: 220_000, price: 30_000, updatedAt: at(1) }),
+  record({ nativeId: "a3", title: "BMW 320d Touring 2.0 z Łodzi", make: "BMW", model: "320d", fuel: "diesel", transmission: "manual", region: "slaskie", year: 2012, mileage: 220_000, price: 30_000, updatedAt: at(1) }),
   record({ nativeId: "a4", title: "Fiat 500e", make: "Fiat", model: "500", fuel: "electric", transmission: "automatic", region: "mazowieckie", year: null, mileage: null, price: 60_000, updatedAt: at(3), images: [] }),
   record({ nativeId: "a5", title: "Toyota Corolla Hybrid", make: "Toyota", model: "Corolla", fuel: "hybrid", transmission: "automatic", region: "mazowieckie", year: 2021, mileage: 30_000, price: 90_000, updatedAt: at(30) })
 ]
@@ -167,6 +167,11 @@ describe("offers in-process", () => {
           assert.deepStrictEqual(ids((yield* get("/offers?query=avantgarde&dedup=false")).body), ["alpha:a1"])
           assert.deepStrictEqual(ids((yield* get("/offers?query=touring")).body), ["alpha:a3"])
           assert.deepStrictEqual(ids((yield* get("/offers?query=volvo")).body), [])
+          // a document and a query are split the same way: at dots, and letters without a mark to strip folded
+          assert.deepStrictEqual(ids((yield* get("/offers?query=2.0%20touring")).body), ["alpha:a3"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=lodzi")).body), ["alpha:a3"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=%C5%81%C3%B3d")).body), ["alpha:a3"])
+          assert.deepStrictEqual(ids((yield* get("/offers?query=2.1")).body), [])
           // punctuation is not query syntax
           assert.strictEqual((yield* get("/offers?query=%27%29%20%7C%20%21")).status, 200)
         }))

@@ -1,0 +1,22 @@
+/** The words of free-text search: one splitting for documents and queries. */
+import { assert, describe, it } from "@effect/vitest"
+import { searchDocument, searchWords, toPrefixQuery } from "../src/SearchWords.ts"
+
+describe("search words", () => {
+  it("folds case and accents, also letters NFKD leaves whole, and splits at anything but letters and digits", () => {
+    assert.deepStrictEqual(searchWords("Škoda Octavia 1.6 TDI"), ["skoda", "octavia", "1", "6", "tdi"])
+    assert.deepStrictEqual(searchWords("Audi e-tron, Łódź; Søren's Straße"), ["audi", "e", "tron", "lodz", "soren", "s", "strasse"])
+    assert.deepStrictEqual(searchWords("  --  "), [])
+  })
+
+  it("a document is its distinct words as tsvector text; words over 200 characters are left out", () => {
+    assert.strictEqual(searchDocument("BMW 320d BMW bmw Touring"), "bmw 320d touring")
+    assert.strictEqual(searchDocument(`Fiat ${"x".repeat(201)} ${"y".repeat(200)}`), `fiat ${"y".repeat(200)}`)
+  })
+
+  it("a query is a prefix match of each word (at most 16), with nothing left for tsquery syntax", () => {
+    assert.strictEqual(toPrefixQuery("Merc  Benz"), "merc:* & benz:*")
+    assert.strictEqual(toPrefixQuery("') | ! & :*"), "")
+    assert.strictEqual(toPrefixQuery(Array.from({ length: 20 }, (_, i) => `w${i}`).join(" ")).split(" & ").length, 16)
+  })
+})
