@@ -29,7 +29,7 @@ const column = (oid: number, values: ReadonlyArray<unknown>) => Result.getOrThro
 const text = (values: ReadonlyArray<string | null>) => column(PgTypes.OID.text, values)
 const { float8, int4, jsonb, timestamptz } = PgTypes.OID
 
-/** `unnest(...) AS r(<columns>)`: the rows of a batch as a relation, one typed array per column. */
+/** `unnest(...) AS input(<columns>)`: the rows of a batch as a relation, one typed array per column. */
 const offerRows = (sql: SqlClient.SqlClient, rows: ReadonlyArray<OfferRow>): Statement.Fragment => {
   const of = <K extends keyof OfferRow>(key: K) => rows.map((row) => row[key])
   const columns = [
@@ -41,7 +41,7 @@ const offerRows = (sql: SqlClient.SqlClient, rows: ReadonlyArray<OfferRow>): Sta
     column(timestamptz, of("updated_at")), column(timestamptz, of("expires_at")), text(of("dedup_key")), text(of("search")),
     text(of("content_hash"))
   ]
-  return sql`unnest(${sql.csv(columns.map((values) => sql`${values}`))}) AS r(
+  return sql`unnest(${sql.csv(columns.map((values) => sql`${values}`))}) AS input(
     id, source_id, native_id, title, make, model, price, currency, fuel, transmission, region, original_url,
     year, mileage, power, location, latitude, longitude, images, thumbnail, updated_at, expires_at, dedup_key,
     search, content_hash)`
@@ -90,16 +90,18 @@ export class OfferStore extends Context.Service<OfferStore, {
         // everything the winners depend on is read again under the lock.
         // One primary-key probe per row (LATERAL ... LIMIT 1 keeps it so): knowing the batch's size,
         // the planner preferred hashing the whole table, 36 ms per batch at 50,000 offers against 2 ms.
-        const changed = new Set((yield* sql<{ readonly id: string }>`
-          SELECT r.id
+        // The answer is the unchanged ids as one array: none at all in a first load.
+        const [{ unchanged: unchangedIds }] = (yield* sql<{ readonly unchanged: ReadonlyArray<string> }>`
+          SELECT coalesce(array_agg(r.id), '{}') AS unchanged
           FROM unnest(${text(rows.map((row) => row.id))}, ${text(rows.map((row) => row.content_hash))}) AS r(id, h)
-          LEFT JOIN LATERAL (
+          JOIN LATERAL (
             SELECT o.content_hash, o.removed_at FROM listings.offers o WHERE o.id = r.id LIMIT 1
           ) o ON true
-          WHERE o.content_hash IS NULL OR o.content_hash <> r.h OR o.removed_at IS NOT NULL`).map((row) => row.id))
-        if (changed.size === 0) return 0
-        const changedRows = changed.size === rows.length ? rows : rows.filter((row) => changed.has(row.id))
-        const changedImages = changed.size === rows.length ? images : images.filter((image) => changed.has(image.offerId))
+          WHERE o.content_hash = r.h AND o.removed_at IS NULL`) as unknown as [{ readonly unchanged: ReadonlyArray<string> }]
+        if (unchangedIds.length === rows.length) return 0
+        const unchanged = new Set(unchangedIds)
+        const changedRows = unchanged.size === 0 ? rows : rows.filter((row) => !unchanged.has(row.id))
+        const changedImages = unchanged.size === 0 ? images : images.filter((image) => !unchanged.has(image.offerId))
         // The changed offers' images are registered on another connection while the offers are written
         // (the database works on both at once); the offers commit only after their images did, so a
         // listed offer's image key is always known to GET /images.
@@ -122,16 +124,7 @@ export class OfferStore extends Context.Service<OfferStore, {
             readonly contested: ReadonlyArray<string>
             readonly left_keys: ReadonlyArray<string>
           }>`
-            WITH input AS (
-              SELECT * FROM ${offerRows(sql, changedRows)}
-            ),
-            -- the key each offer has before this statement, read under the lock: a key it leaves needs
-            -- its winner recomputed
-            old AS (
-              SELECT input.id, o.dedup_key FROM input
-              JOIN LATERAL (SELECT o.dedup_key FROM listings.offers o WHERE o.id = input.id LIMIT 1) o ON true
-            ),
-            candidate AS (
+            WITH candidate AS (
               SELECT input.*,
                 row_number() OVER (
                   PARTITION BY input.dedup_key ORDER BY coalesce(input.updated_at, now()) DESC, input.id
@@ -139,8 +132,11 @@ export class OfferStore extends Context.Service<OfferStore, {
                 EXISTS (
                   SELECT 1 FROM listings.offers o
                   WHERE o.dedup_key = input.dedup_key AND o.removed_at IS NULL AND o.id <> input.id
-                ) AS contested
-              FROM input
+                ) AS contested,
+                -- the key the offer has before this statement, read under the lock: a key it leaves
+                -- needs its winner recomputed
+                (SELECT o.dedup_key FROM listings.offers o WHERE o.id = input.id) AS old_key
+              FROM ${offerRows(sql, changedRows)}
             ),
             up AS (
               INSERT INTO listings.offers AS o (id, source_id, native_id, title, make, model, price, currency, fuel,
@@ -165,8 +161,8 @@ export class OfferStore extends Context.Service<OfferStore, {
             )
             SELECT count(*)::int AS count,
               coalesce(array_agg(DISTINCT c.dedup_key) FILTER (WHERE c.contested), '{}') AS contested,
-              coalesce(array_agg(DISTINCT old.dedup_key) FILTER (WHERE old.dedup_key <> c.dedup_key), '{}') AS left_keys
-            FROM up JOIN candidate c USING (id) LEFT JOIN old USING (id)`
+              coalesce(array_agg(DISTINCT c.old_key) FILTER (WHERE c.old_key <> c.dedup_key), '{}') AS left_keys
+            FROM up JOIN candidate c USING (id)`
           yield* recomputeWinners([...new Set([...written!.contested, ...written!.left_keys])])
           if (written!.count > 0) yield* bumpVersion
           yield* Fiber.join(registering)
