@@ -4,7 +4,8 @@
  *
  * - ingest: BENCH_OFFERS (default 100,000; or `--offers N`) demo offers through the real ingest path
  *   (the `mock` adapter with that count → validation/normalisation → batched upserts → dedup flags →
- *   expiry check), first into an empty table, then again unchanged. Baseline: server-side `COPY` of the
+ *   expiry check), first into an empty table, then again unchanged, then once more into the emptied
+ *   tables (the same first load by a process that has run one before). Baseline: server-side `COPY` of the
  *   same normalised rows (CSV written beforehand, not timed) into a copy of `listings.offers` with the
  *   same indexes.
  * - GET /offers pages (limit 50, a mix of filters and sorts) at BENCH_CONNECTIONS (32) concurrent
@@ -120,6 +121,10 @@ const program = Effect.gen(function*() {
   })
   const first = yield* runIngest
   const second = yield* runIngest
+  // the first load again, into emptied tables, by a process that has ingested before (its code
+  // compiled, its connections' statements prepared): what every later first load of a source costs
+  yield* sql`TRUNCATE listings.offers, listings.images`
+  const again = yield* runIngest
 
   // baseline: COPY of the same rows (in its own function: the rows and their CSV are garbage after it,
   // not a heap the page measurements' garbage collections walk)
@@ -146,8 +151,9 @@ const program = Effect.gen(function*() {
   yield* sql`VACUUM ANALYZE listings.offers`
 
   console.log("\ningest (offers/s)")
-  console.log(`  svc ingest, empty table     ${fmt(N / (first.ms / 1000), 0).padStart(10)}  (${fmt(first.ms, 0)} ms, ${first.outcome.offersUpserted} upserted)`)
+  console.log(`  svc ingest, empty table     ${fmt(N / (first.ms / 1000), 0).padStart(10)}  (${fmt(first.ms, 0)} ms, ${first.outcome.offersUpserted} upserted; the fresh process's first run)`)
   console.log(`  svc ingest, unchanged rows  ${fmt(N / (second.ms / 1000), 0).padStart(10)}  (${fmt(second.ms, 0)} ms, ${second.outcome.offersUpserted} upserted)`)
+  console.log(`  svc ingest, emptied again   ${fmt(N / (again.ms / 1000), 0).padStart(10)}  (${fmt(again.ms, 0)} ms, ${again.outcome.offersUpserted} upserted; the third run of the process)`)
   console.log(`  baseline: COPY same rows    ${fmt(N / (copyMs / 1000), 0).padStart(10)}  (${fmt(copyMs, 0)} ms)`)
 
   // --- pages ------------------------------------------------------------------------------------------
@@ -224,7 +230,8 @@ const program = Effect.gen(function*() {
   console.log(`  baseline: same SQL ${fmt(completeDirect.p50, 2).padStart(7)}   ${fmt(completeDirect.p99, 2).padStart(7)}`)
 
   const verdict = (ok: boolean) => (ok ? "ok" : "MISSED")
-  console.log(`\ntargets: ingest ≥ 20,000/s: ${verdict(N / (first.ms / 1000) >= 20_000)} (empty) / ${verdict(N / (second.ms / 1000) >= 20_000)} (unchanged); ` +
+  console.log(`\ntargets: ingest ≥ 20,000/s: ${verdict(N / (first.ms / 1000) >= 20_000)} (empty, first run) / ` +
+    `${verdict(N / (again.ms / 1000) >= 20_000)} (emptied again) / ${verdict(N / (second.ms / 1000) >= 20_000)} (unchanged); ` +
     `page p99 ≤ 25 ms: ${verdict(pages.p99 <= 25)} (no answer cache: ${verdict(uncachedPages.p99 <= 25)}); ` +
     `complete p50 ≤ 150 ms: ${verdict(completeHttp.p50 <= 150)} (no answer cache: ${verdict(completeUncached.p50 <= 150)})`)
   agent.destroy()
