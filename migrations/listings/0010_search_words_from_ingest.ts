@@ -3,7 +3,7 @@
  * write) and is written by the ingest: the distinct words of title, make and model, made by the same
  * function that splits a request's `query` (packages/listings/src/SearchWords.ts).
  *
- * Why: computing the document was a fifth of writing an offer (measured on 100,000 offers with every
+ * Why: computing the document was a seventh of writing an offer (measured on 100,000 offers with every
  * index: 3.45 s generated, 2.97 s written as words), and the database's parser disagreed with the
  * query's splitting ("1.6" stayed one word in the document and became two in the query).
  *
