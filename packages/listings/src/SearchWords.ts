@@ -4,10 +4,10 @@
  * always split and fold text the same way.
  *
  * Made here rather than by Postgres (`to_tsvector` over `unaccent`, as the `search` column was until
- * migration 0010): measured on 100,000 offers, computing the document in the database was a seventh of
- * writing them with every index (3.45 s against 2.97 s), in the one statement every ingest batch waits for. And the
- * two sides disagreed: the database's parser kept "1.6" and "e-tron" as single words while a query
- * was split at the dot and the hyphen, so "1.6" found nothing.
+ * migration 0010): measured on 100,000 offers, computing the document in the database was a seventh
+ * of writing them with every index (3.45 s against 2.97 s), in the one statement every ingest batch
+ * waits for. And the two sides disagreed: the database's parser kept "1.6" as one word while a query
+ * was split at the dot, so "1.6" found nothing.
  */
 
 /** Letters that carry no combining mark to strip (so NFKD leaves them) but are read as these. */
