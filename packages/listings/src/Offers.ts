@@ -256,10 +256,6 @@ export class Offers extends Context.Service<Offers, {
                 AND (d.updated_at > o.updated_at OR (d.updated_at = o.updated_at AND d.id < o.id)))`
           : filter
         const order = sql.literal(orderBy(search.sort ?? "NEWEST"))
-        // The statements below run unprepared, so each is planned for its own values: a prepared one
-        // switches to a plan made without them after five runs, and for `complete=true` with a mileage
-        // bound that plan walked every offer newest first (135 ms) where the bound's index reads 5,000
-        // rows and sorts them (7.5 ms).
         const answerOf = (rows: ReadonlyArray<OfferDbRow>, count: number): OffersAnswer => {
           const response: OffersResponse = {
             offers: rows.map(toOffer),
@@ -272,6 +268,10 @@ export class Offers extends Context.Service<Offers, {
         }
         const limit = search.limit ?? DEFAULT_PAGE_SIZE
         const offset = search.offset ?? 0
+        // The statements of this request run unprepared, so each is planned for its own values: a prepared one
+        // switches to a plan made without them after five runs, and for `complete=true` with a mileage
+        // bound that plan walked every offer newest first (135 ms) where the bound's index reads 5,000
+        // rows and sorts them (7.5 ms).
         const statement = search.complete === true
           ? sql`SELECT ${sql.literal(columns)} FROM listings.offers o WHERE ${matching}
               ORDER BY ${order} LIMIT ${COMPLETE_LIMIT + 1}`
