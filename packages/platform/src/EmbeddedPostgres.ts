@@ -203,6 +203,12 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
     "-c", `listen_addresses=${HOST}`,
     "-c", "unix_socket_directories=",
     "-c", "max_connections=200",
+    // A new WAL file is created at its size without writing 16 MB of zeros first. Those writes were
+    // the kernel time a fresh cluster's first large load spends over later ones (profiled with perf,
+    // 100,000 offers: 5.5 % of all samples, against 0.4 % without). Durability is unchanged (every
+    // commit's WAL is still flushed); what changes is where a full disk is noticed: while WAL is
+    // written (Postgres then stops and recovers on restart) rather than while a file is prepared.
+    "-c", "wal_init_zero=off",
     ...(ephemeral ? ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"] : [])
   ]
   const child = yield* Effect.try({

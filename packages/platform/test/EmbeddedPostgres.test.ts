@@ -29,6 +29,12 @@ describe("EmbeddedPostgres", () => {
         assert.isTrue(cluster.owned)
         yield* query(cluster, "CREATE TABLE kept (note text)")
         yield* query(cluster, "INSERT INTO kept VALUES ('survives restarts')")
+        // new WAL files are not zero-filled first (see spawnServer); commits are still flushed
+        const settings = yield* query<{ wal_init_zero: string; fsync: string }>(
+          cluster,
+          "SELECT current_setting('wal_init_zero') AS wal_init_zero, current_setting('fsync') AS fsync"
+        )
+        assert.deepStrictEqual(settings, [{ wal_init_zero: "off", fsync: "on" }])
         return cluster
       }))
       assert.isFalse(yield* acceptsConnections(first.port), "the cluster stops when its scope closes")
