@@ -209,6 +209,11 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
     // commit's WAL is still flushed); what changes is where a full disk is noticed: while WAL is
     // written (Postgres then stops and recovers on restart) rather than while a file is prepared.
     "-c", "wal_init_zero=off",
+    // The WAL writer writes and flushes WAL in the background every 10 ms instead of every 200 ms, so
+    // a commit finds most of its WAL on disk already. What that buys is shorter transactions for
+    // large writes that serialize on a lock (listings ingest: ~8 % faster first loads of 100,000
+    // offers, alternating runs). Durability is unchanged; an idle WAL writer still hibernates.
+    "-c", "wal_writer_delay=10ms",
     ...(ephemeral ? ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"] : [])
   ]
   const child = yield* Effect.try({

@@ -29,12 +29,14 @@ describe("EmbeddedPostgres", () => {
         assert.isTrue(cluster.owned)
         yield* query(cluster, "CREATE TABLE kept (note text)")
         yield* query(cluster, "INSERT INTO kept VALUES ('survives restarts')")
-        // new WAL files are not zero-filled first (see spawnServer); commits are still flushed
-        const settings = yield* query<{ wal_init_zero: string; fsync: string }>(
+        // new WAL files are not zero-filled first, and WAL is written in the background every 10 ms
+        // (see spawnServer); commits are still flushed
+        const settings = yield* query<{ wal_init_zero: string; wal_writer_delay: string; fsync: string; synchronous_commit: string }>(
           cluster,
-          "SELECT current_setting('wal_init_zero') AS wal_init_zero, current_setting('fsync') AS fsync"
+          `SELECT current_setting('wal_init_zero') AS wal_init_zero, current_setting('wal_writer_delay') AS wal_writer_delay,
+            current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS synchronous_commit`
         )
-        assert.deepStrictEqual(settings, [{ wal_init_zero: "off", fsync: "on" }])
+        assert.deepStrictEqual(settings, [{ wal_init_zero: "off", wal_writer_delay: "10ms", fsync: "on", synchronous_commit: "on" }])
         return cluster
       }))
       assert.isFalse(yield* acceptsConnections(first.port), "the cluster stops when its scope closes")
