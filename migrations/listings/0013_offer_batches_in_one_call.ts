@@ -18,6 +18,8 @@
  * The winners (see OfferStore): a key with no listed offer outside the batch gets its winner among the
  * batch's rows as they are written; keys other listed offers share ("contested"), and keys a changed
  * offer left, are recomputed by `recompute_dedup_winners` after the write, still under the lock.
+ *
+ * A later migration that adds or changes a column of offers replaces this function with it.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
