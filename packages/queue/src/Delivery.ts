@@ -1,11 +1,18 @@
 /**
  * One HTTP delivery attempt, on node's http/https with keep-alive agents (one pool per worker).
  * Never fails: the outcome is a response (any status) or a transport error described in words.
+ *
+ * The agents are the suite's outbound guard's (`@svc/platform` `OutboundGuard.agents`): unless
+ * `QUEUE_ALLOW_PRIVATE=true`, a connection goes only to an address the guard allows (checked in the
+ * agents' `lookup`, so on the address connected to), and an IP literal or local name is refused before
+ * connecting. Redirects are not followed: a 3xx answer is a failed attempt like any other non-2xx, as
+ * a signed delivery names its destination URL (`sub`) and must not land elsewhere.
  */
+import { OutboundGuard } from "@svc/platform"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import * as Https from "node:https"
-import { guardedLookup, isPrivateAddress } from "./Destinations.ts"
+import { guardOptions } from "./Destinations.ts"
 
 export interface DeliveryRequest {
   readonly url: string
@@ -53,13 +60,8 @@ export const makeSender = (options: {
   readonly maxResponseBytes: number
   readonly allowPrivate: boolean
 }): Sender => {
-  const agentOptions = {
-    keepAlive: true,
-    maxSockets: options.maxSockets,
-    ...(options.allowPrivate ? {} : { lookup: guardedLookup })
-  }
-  const http = new Http.Agent(agentOptions)
-  const https = new Https.Agent(agentOptions)
+  const guard = guardOptions(options.allowPrivate)
+  const { http, https } = OutboundGuard.agents({ ...guard, maxSockets: options.maxSockets })
 
   const send = (request: DeliveryRequest): Effect.Effect<DeliveryOutcome> =>
     Effect.callback<DeliveryOutcome>((resume) => {
@@ -71,8 +73,11 @@ export const makeSender = (options: {
         resume(Effect.succeed(outcome))
       }
       const url = new URL(request.url)
-      if (!options.allowPrivate && isPrivateAddress(url.hostname)) {
-        done({ _tag: "Failed", error: "The destination is a private or loopback address" })
+      const refused = OutboundGuard.requestRefusal(url, guard)
+      if (refused !== undefined) {
+        // not `done`: its timer does not exist yet
+        settled = true
+        resume(Effect.succeed({ _tag: "Failed", error: `The destination is refused: ${refused}` }))
         return
       }
       const secure = url.protocol === "https:"
