@@ -1,6 +1,7 @@
 export * from "./Errors.ts"
 export * from "./Health.ts"
 export * from "./Ids.ts"
+export * from "./Limits.ts"
 export * from "./Suite.ts"
 export * from "./Queue.ts"
 export * from "./Listings.ts"

@@ -1,0 +1,135 @@
+/**
+ * Input limits (DESIGN.md §3 "Input limits"): the building blocks every request schema of the suite
+ * is made of, so that whatever a client sends is either decoded into something the server can use
+ * (and the database can store and compare) or refused with a 400 `invalid_request` naming the
+ * parameter — never a 500 from deep inside a handler.
+ *
+ * What goes wrong without them, each found by a sweep of bad inputs:
+ * - a NUL character (`%00`): Postgres text cannot hold one, the statement fails
+ *   (`invalid byte sequence for encoding "UTF8": 0x00`);
+ * - an integer beyond the column's type (`responseStatus=99999999999` against an `int4`);
+ * - an unbounded string: a 10 KB word in a tsquery (Postgres refuses words over 2,047 bytes), and
+ *   in general work (and log lines) proportional to whatever was sent.
+ *
+ * ```ts
+ * query: {
+ *   make: Schema.optional(NameParam),                    // no NUL, at most 200 characters
+ *   regions: Schema.optional(ListParam()),               // "a,b,c": at most 50 items of 200 characters
+ *   minYear: Schema.optional(BoundedInt({ minimum: 0, maximum: 9999 })),
+ *   url: Schema.optional(UrlParam)
+ * }
+ * ```
+ *
+ * The lengths and why (also in the package README):
+ * - {@link MAX_NAME_LENGTH} 200: a name or a single filter value (make, region, library name, group
+ *   name, source id). The longest such value stored anywhere is 100 characters (offers' make, model
+ *   and region); twice that leaves room for spacing a filter collapses, and nothing longer can match.
+ * - {@link MAX_ID_LENGTH} 300: an id in a path. Offer ids are `<source id (≤ 63)>:<native id (≤ 200)>`.
+ * - {@link MAX_SEARCH_TEXT_LENGTH} 500: free text typed into a search box (listings `query`); only its
+ *   first 16 words are searched.
+ * - {@link MAX_QUESTION_LENGTH} 2,000: a question an agent asks (docs `query`); only its first 32
+ *   distinct words are searched, so a longer one would only cost work.
+ * - {@link MAX_URL_LENGTH} 2,048: a URL, the de-facto limit of browsers and CDNs.
+ * - {@link MAX_LIST_ITEMS} 50 items of {@link MAX_NAME_LENGTH}: comma-separated lists (`fuelTypes`,
+ *   `sources`): more values than any vocabulary of the suite has.
+ * - integers: within the field's real range when it has one (a year, an HTTP status), else within
+ *   Postgres `int4` ({@link INT4_MIN} to {@link INT4_MAX}), the type of every integer column compared.
+ */
+import { Schema } from "effect"
+
+/** A name or a single filter value. */
+export const MAX_NAME_LENGTH = 200
+/** An id taken from a path or a payload. */
+export const MAX_ID_LENGTH = 300
+/** Free text typed into a search box. */
+export const MAX_SEARCH_TEXT_LENGTH = 500
+/** A question in natural language (docs). */
+export const MAX_QUESTION_LENGTH = 2000
+/** A URL. */
+export const MAX_URL_LENGTH = 2048
+/** Items of a comma-separated list parameter. */
+export const MAX_LIST_ITEMS = 50
+/** Postgres `int4`. */
+export const INT4_MIN = -2_147_483_648
+export const INT4_MAX = 2_147_483_647
+
+/** No NUL character (U+0000): Postgres text cannot hold one. */
+export const isNulFree = Schema.makeFilter<string>(
+  (text) => !text.includes("\u0000") || "must not contain a NUL character (%00, \\u0000)",
+  { expected: "a string without NUL characters" }
+)
+
+/**
+ * A string a client sends: no NUL, at most `maxLength` characters (UTF-16 code units), at least
+ * `minLength` (default 0). The length is checked first and aborts, so a huge value costs one issue.
+ */
+export const RequestString = (options: { readonly maxLength: number; readonly minLength?: number | undefined }) => {
+  const checks = [
+    Schema.isMaxLength(options.maxLength, {
+      message: `must be at most ${options.maxLength} characters long`
+    }).abort(),
+    isNulFree
+  ] as const
+  return options.minLength === undefined || options.minLength <= 0
+    ? Schema.String.check(...checks)
+    : Schema.String.check(
+      ...checks,
+      Schema.isMinLength(options.minLength, {
+        message: options.minLength === 1 ? "must not be empty" : `must be at least ${options.minLength} characters long`
+      })
+    )
+}
+
+/** A name or a single filter value: no NUL, at most {@link MAX_NAME_LENGTH} characters. */
+export const NameParam = RequestString({ maxLength: MAX_NAME_LENGTH })
+/** An id (path or payload): no NUL, at most {@link MAX_ID_LENGTH} characters. */
+export const IdParam = RequestString({ maxLength: MAX_ID_LENGTH })
+/** Free text of a search box: no NUL, at most {@link MAX_SEARCH_TEXT_LENGTH} characters. */
+export const SearchTextParam = RequestString({ maxLength: MAX_SEARCH_TEXT_LENGTH })
+/** A question in natural language: no NUL, at most {@link MAX_QUESTION_LENGTH} characters. */
+export const QuestionParam = RequestString({ maxLength: MAX_QUESTION_LENGTH })
+/** A URL (its syntax is the handler's to check): no NUL, at most {@link MAX_URL_LENGTH} characters. */
+export const UrlParam = RequestString({ maxLength: MAX_URL_LENGTH })
+
+/**
+ * A comma-separated list (`?regions=a,b,c`), kept as the string the handler splits: no NUL, at most
+ * `maxItems` non-blank items (default {@link MAX_LIST_ITEMS}) of at most `maxItemLength` characters
+ * each (default {@link MAX_NAME_LENGTH}).
+ */
+export const ListParam = (options?: { readonly maxItems?: number; readonly maxItemLength?: number }) => {
+  const maxItems = options?.maxItems ?? MAX_LIST_ITEMS
+  const maxItemLength = options?.maxItemLength ?? MAX_NAME_LENGTH
+  // Every item at its longest, a comma each: anything longer has too many or too long items.
+  const maxLength = maxItems * (maxItemLength + 1)
+  return Schema.String.check(
+    Schema.isMaxLength(maxLength, {
+      message: `must be at most ${maxLength} characters long (${maxItems} items of ${maxItemLength} characters)`
+    }).abort(),
+    isNulFree,
+    Schema.makeFilter<string>((text) => {
+      const items = text.split(",").map((item) => item.trim()).filter((item) => item !== "")
+      if (items.length > maxItems) return `must list at most ${maxItems} comma-separated items, got ${items.length}`
+      const long = items.findIndex((item) => item.length > maxItemLength)
+      return long === -1 || `each item must be at most ${maxItemLength} characters long (item ${long + 1} is not)`
+    }, { expected: `a list of at most ${maxItems} comma-separated items` })
+  )
+}
+
+/** An integer from `minimum` to `maximum` (both within {@link INT4_MIN}..{@link INT4_MAX} unless the field needs more). */
+export const BoundedInt = (options: { readonly minimum: number; readonly maximum: number }) =>
+  Schema.Int.check(
+    Schema.isBetween(options, { message: `must be an integer from ${options.minimum} to ${options.maximum}` })
+  )
+
+/** Any integer Postgres `int4` holds. */
+export const Int4 = BoundedInt({ minimum: INT4_MIN, maximum: INT4_MAX })
+
+/** A finite number from `minimum` to `maximum`. */
+export const BoundedNumber = (options: { readonly minimum: number; readonly maximum: number }) =>
+  Schema.Finite.check(
+    Schema.isBetween(options, { message: `must be a number from ${options.minimum} to ${options.maximum}` })
+  )
+
+/** An array (payloads) of at most `maxItems` elements. */
+export const BoundedArray = <S extends Schema.Top>(item: S, maxItems: number) =>
+  Schema.Array(item).check(Schema.isMaxLength(maxItems, { message: `must hold at most ${maxItems} items` }).abort())
