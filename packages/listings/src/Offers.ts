@@ -207,7 +207,11 @@ export class Offers extends Context.Service<Offers, {
         // filters every offer of one dedup key agrees on
         let keyClosed = true
         const tsquery = search.query === undefined ? "" : toPrefixQuery(search.query)
-        if (tsquery !== "") {
+        if (tsquery === null) {
+          // a word no offer's search document can hold: nothing matches
+          keyClosed = false
+          where.push(sql`false`)
+        } else if (tsquery !== "") {
           keyClosed = false
           // the words as made (SearchWords), not parsed again: they match the documents' words exactly
           where.push(sql`search @@ ${tsquery}::tsquery`)

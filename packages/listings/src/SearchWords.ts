@@ -42,9 +42,18 @@ export const searchWords = (text: string): Array<string> =>
 export const searchDocument = (text: string): string =>
   [...new Set(searchWords(text).filter((word) => word.length <= MAX_WORD))].join(" ")
 
-/** Free text -> a prefix tsquery ("merc benz" -> "merc:* & benz:*"); "" when no word. */
-export const toPrefixQuery = (text: string): string =>
-  searchWords(text)
-    .slice(0, 16)
-    .map((word) => `${word}:*`)
-    .join(" & ")
+/** Words of a query that are searched; the rest are ignored. */
+const MAX_QUERY_WORDS = 16
+
+/**
+ * Free text -> a prefix tsquery ("merc benz" -> "merc:* & benz:*"); "" when no word (no condition);
+ * `null` when no offer can match: a word longer than any document keeps ({@link MAX_WORD}) is the
+ * prefix of no document word. Such a word never reaches Postgres, which refuses tsquery words over
+ * 2,047 bytes (a 500 otherwise; the request's `query` is bounded, but folding can lengthen a word:
+ * NFKD makes 18 letters of "ﷺ").
+ */
+export const toPrefixQuery = (text: string): string | null => {
+  const words = searchWords(text).slice(0, MAX_QUERY_WORDS)
+  if (words.some((word) => word.length > MAX_WORD)) return null
+  return words.map((word) => `${word}:*`).join(" & ")
+}

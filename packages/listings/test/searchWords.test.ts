@@ -17,6 +17,14 @@ describe("search words", () => {
   it("a query is a prefix match of each word (at most 16), with nothing left for tsquery syntax", () => {
     assert.strictEqual(toPrefixQuery("Merc  Benz"), "merc:* & benz:*")
     assert.strictEqual(toPrefixQuery("') | ! & :*"), "")
-    assert.strictEqual(toPrefixQuery(Array.from({ length: 20 }, (_, i) => `w${i}`).join(" ")).split(" & ").length, 16)
+    assert.strictEqual(toPrefixQuery(Array.from({ length: 20 }, (_, i) => `w${i}`).join(" "))?.split(" & ").length, 16)
+  })
+
+  it("a query word longer than any document word matches nothing (null), and never reaches Postgres", () => {
+    assert.strictEqual(toPrefixQuery(`fiat ${"x".repeat(201)}`), null)
+    assert.strictEqual(toPrefixQuery(`fiat ${"x".repeat(200)}`), `fiat:* & ${"x".repeat(200)}:*`)
+    // folding lengthens a word: NFKD makes six letters of U+3316 (キロメートル)
+    assert.strictEqual(toPrefixQuery("\u3316".repeat(33))?.length, 198 + 2)
+    assert.strictEqual(toPrefixQuery("\u3316".repeat(34)), null)
   })
 })

@@ -11,6 +11,17 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { Rpc, RpcGroup } from "effect/rpc"
 import { ApiConventions, ApiError, ServiceUnavailable, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
+import {
+  BoundedArray,
+  BoundedInt,
+  BoundedNumber,
+  IdParam,
+  INT4_MAX,
+  ListParam,
+  MAX_LIST_ITEMS,
+  NameParam,
+  SearchTextParam
+} from "./Limits.ts"
 
 // -----------------------------------------------------------------------------
 // Records
@@ -77,30 +88,36 @@ export const MAX_PAGE_SIZE = 200
 export const DEFAULT_PAGE_SIZE = 50
 /** Rows a `complete=true` answer may hold; more is a 422, never a cut. */
 export const COMPLETE_LIMIT = 5000
+/** The highest price an offer may carry (Normalize); the price filters are bounded by it. */
+export const MAX_PRICE = 1e10
 
-const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+/** The years an offer may carry (Normalize: 1886-2100), with room either side. */
+const Year = BoundedInt({ minimum: 0, maximum: 9999 })
 
-/** GET /offers query parameters: all optional, mirroring the client's search filter. */
+/**
+ * GET /offers query parameters: all optional, mirroring the client's search filter. Every one is
+ * bounded (see Limits.ts): no NUL, bounded lengths, numbers within what the columns hold.
+ */
 export const OffersQuery = {
   /** Free text over title, make and model: accent- and case-insensitive, word prefixes match. */
-  query: Schema.optional(Schema.String),
+  query: Schema.optional(SearchTextParam),
   /** Case-insensitive equality. */
-  make: Schema.optional(Schema.String),
+  make: Schema.optional(NameParam),
   /** Case-insensitive equality. */
-  model: Schema.optional(Schema.String),
+  model: Schema.optional(NameParam),
   /** Accepted, not applied: the client filters by price after currency conversion. */
-  minPrice: Schema.optional(Schema.Finite),
+  minPrice: Schema.optional(BoundedNumber({ minimum: 0, maximum: MAX_PRICE })),
   /** Accepted, not applied. */
-  maxPrice: Schema.optional(Schema.Finite),
-  minYear: Schema.optional(Schema.Int),
-  maxYear: Schema.optional(Schema.Int),
-  maxMileageKm: Schema.optional(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))),
+  maxPrice: Schema.optional(BoundedNumber({ minimum: 0, maximum: MAX_PRICE })),
+  minYear: Schema.optional(Year),
+  maxYear: Schema.optional(Year),
+  maxMileageKm: Schema.optional(BoundedNumber({ minimum: 0, maximum: INT4_MAX })),
   /** Comma-separated, case-insensitive membership. */
-  fuelTypes: Schema.optional(Schema.String),
-  transmissions: Schema.optional(Schema.String),
-  regions: Schema.optional(Schema.String),
+  fuelTypes: Schema.optional(ListParam()),
+  transmissions: Schema.optional(ListParam()),
+  regions: Schema.optional(ListParam()),
   /** Comma-separated source ids; unknown ids are named in `warnings`. */
-  sources: Schema.optional(Schema.String),
+  sources: Schema.optional(ListParam()),
   /** Default NEWEST (updatedAt desc, then id). The price sorts are not applied (NEWEST order). */
   sort: Schema.optional(OfferSort),
   /** Default true: one offer per de-duplication key. */
@@ -108,9 +125,9 @@ export const OffersQuery = {
   /** true: the whole matching set in one statement, at most 5,000 rows (else 422). */
   complete: Schema.optional(Schema.Boolean),
   /** Default 50, at most 200; ignored when complete=true. */
-  limit: Schema.optional(NonNegativeInt.check(Schema.isLessThanOrEqualTo(MAX_PAGE_SIZE))),
+  limit: Schema.optional(BoundedInt({ minimum: 0, maximum: MAX_PAGE_SIZE })),
   /** Default 0; ignored when complete=true. */
-  offset: Schema.optional(NonNegativeInt)
+  offset: Schema.optional(BoundedInt({ minimum: 0, maximum: INT4_MAX }))
 }
 
 export const OffersResponse = Schema.Struct({
@@ -216,7 +233,7 @@ export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth, { provides: 
 export class OffersGroup extends HttpApiGroup.make("offers").add(
   HttpApiEndpoint.get("list", "/offers", { query: OffersQuery, success: OffersResponse, error: ResultTooLarge }),
   HttpApiEndpoint.get("byId", "/offers/:id", {
-    params: { id: Schema.String },
+    params: { id: IdParam },
     success: CarOffer,
     error: OfferNotFound
   })
@@ -228,7 +245,7 @@ export class SourcesGroup extends HttpApiGroup.make("sources").add(
 
 export class ImportServicesGroup extends HttpApiGroup.make("importServices").add(
   HttpApiEndpoint.get("list", "/import-services", {
-    query: { region: Schema.optional(Schema.String) },
+    query: { region: Schema.optional(NameParam) },
     success: ImportServicesResponse
   })
 ) {}
@@ -237,7 +254,7 @@ export class AdminGroup extends HttpApiGroup.make("admin").add(
   HttpApiEndpoint.post("ingest", "/admin/ingest", {
     query: {
       /** Comma-separated source ids; default: every enabled source. */
-      sources: Schema.optional(Schema.String),
+      sources: Schema.optional(ListParam()),
       /** Wait for the runs and report their outcomes. */
       wait: Schema.optional(Schema.Boolean)
     },
@@ -277,7 +294,7 @@ export const IngestEvent = Schema.Union([
 export type IngestEvent = typeof IngestEvent.Type
 
 export const TriggerIngest = Rpc.make("TriggerIngest", {
-  payload: { sources: Schema.optionalKey(Schema.Array(Schema.String)), wait: Schema.Boolean },
+  payload: { sources: Schema.optionalKey(BoundedArray(NameParam, MAX_LIST_ITEMS)), wait: Schema.Boolean },
   success: IngestEvent,
   error: UnknownSources,
   stream: true
