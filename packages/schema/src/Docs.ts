@@ -8,6 +8,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { Rpc, RpcGroup } from "effect/rpc"
 import { ApiConventions, ApiError, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
+import { IdParam, isNulFree, MAX_ID_LENGTH, MAX_NAME_LENGTH, NameParam, QuestionParam, RequestString, UrlParam } from "./Limits.ts"
 
 // -----------------------------------------------------------------------------
 // Records
@@ -17,6 +18,8 @@ import { HealthGroup } from "./Health.ts"
 export const LibraryIdPattern = /^\/[^/\s]+\/[^/\s]+(\/[^/\s]+)?$/
 
 export const LibraryIdParam = Schema.String.check(
+  Schema.isMaxLength(MAX_ID_LENGTH, { message: `must be at most ${MAX_ID_LENGTH} characters long` }).abort(),
+  isNulFree,
   Schema.isPattern(LibraryIdPattern, { message: `Expected a library id like "/owner/repo" or "/owner/repo/1.2.3"` })
 )
 
@@ -99,7 +102,7 @@ export const MAX_CONTEXT_TOKENS = 50_000
 export const ContextQuery = {
   libraryId: LibraryIdParam,
   /** The question; without it the version's first snippets in document order. */
-  query: Schema.optional(Schema.String),
+  query: Schema.optional(QuestionParam),
   /** Default txt. */
   type: Schema.optional(Schema.Literals(["txt", "json"])),
   /** Token budget of the answer; default 5,000. */
@@ -198,9 +201,9 @@ export class DocsAuth extends HttpApiMiddleware.Service<DocsAuth, { provides: Do
 export class LibsGroup extends HttpApiGroup.make("libs").add(
   HttpApiEndpoint.get("search", "/api/v2/libs/search", {
     query: {
-      libraryName: Schema.String.check(Schema.isNonEmpty({ message: "libraryName must not be empty" })),
+      libraryName: RequestString({ maxLength: MAX_NAME_LENGTH, minLength: 1 }),
       /** The user's question: libraries whose docs answer it rank higher. */
-      query: Schema.optional(Schema.String)
+      query: Schema.optional(QuestionParam)
     },
     success: LibrarySearchResponse
   })
@@ -303,9 +306,10 @@ export const DEFAULT_TRUST_SCORE = 5
 
 export const AddLibrary = Rpc.make("AddLibrary", {
   payload: {
-    source: Schema.String,
-    id: Schema.optionalKey(Schema.String),
-    version: Schema.optionalKey(Schema.String),
+    /** A folder, a git URL or an npm package. */
+    source: UrlParam,
+    id: Schema.optionalKey(IdParam),
+    version: Schema.optionalKey(NameParam),
     trust: Schema.optionalKey(TrustScore)
   },
   success: IndexEvent,
@@ -313,13 +317,13 @@ export const AddLibrary = Rpc.make("AddLibrary", {
   stream: true
 })
 export const RefreshLibrary = Rpc.make("Refresh", {
-  payload: { libraryId: Schema.String },
+  payload: { libraryId: IdParam },
   success: IndexEvent,
   error: IndexingFailed,
   stream: true
 })
 export const RemoveLibrary = Rpc.make("Remove", {
-  payload: { libraryId: Schema.String },
+  payload: { libraryId: IdParam },
   success: Schema.Boolean
 })
 export const ListLibraries = Rpc.make("List", {

@@ -12,6 +12,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
 import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
+import { BoundedInt, IdParam, NameParam, RequestString, UrlParam } from "./Limits.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -116,6 +117,12 @@ export const Endpoint = Schema.Struct({
 }).annotate({ identifier: "Endpoint" })
 export type Endpoint = typeof Endpoint.Type
 
+/** An endpoint as a request gives it: the same fields, bounded (no NUL, a name of 200, a URL of 2,048 characters). */
+export const EndpointInput = Schema.Struct({
+  name: Schema.optionalKey(NameParam),
+  url: UrlParam
+}).annotate({ identifier: "EndpointInput" })
+
 export const Topic = Schema.Struct({
   name: Schema.String,
   endpoints: Schema.Array(Endpoint),
@@ -197,15 +204,22 @@ export class MessagesGroup extends HttpApiGroup.make("messages").add(
   })
 ).middleware(QueueAuth) {}
 
+/** A DLQ page cursor: the digits of a sequence number, from an earlier page (checked by the handler). */
+const DlqCursor = RequestString({ maxLength: 32 })
+/** Messages per DLQ page. */
+const DlqLimit = BoundedInt({ minimum: 1, maximum: 100 })
+/** An HTTP status, as a destination answered (the DLQ filter). */
+const HttpStatus = BoundedInt({ minimum: 100, maximum: 599 })
+
 export class DlqGroup extends HttpApiGroup.make("dlq").add(
   HttpApiEndpoint.get("list", "/v2/dlq", {
     query: {
-      cursor: Schema.optional(Schema.String),
-      limit: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
-      url: Schema.optional(Schema.String),
-      topicName: Schema.optional(Schema.String),
-      responseStatus: Schema.optional(Schema.NumberFromString.check(Schema.isInt())),
-      messageId: Schema.optional(Schema.String)
+      cursor: Schema.optional(DlqCursor),
+      limit: Schema.optional(DlqLimit),
+      url: Schema.optional(UrlParam),
+      topicName: Schema.optional(NameParam),
+      responseStatus: Schema.optional(HttpStatus),
+      messageId: Schema.optional(IdParam)
     },
     success: DlqPage,
     error: InvalidRequest
@@ -227,9 +241,9 @@ export class DlqGroup extends HttpApiGroup.make("dlq").add(
   })
 ).middleware(QueueAuth) {}
 
-export const EndpointsPayload = Schema.Struct({ endpoints: Schema.Array(Endpoint) })
+export const EndpointsPayload = Schema.Struct({ endpoints: Schema.Array(EndpointInput) })
 export const RemoveEndpointsPayload = Schema.Struct({
-  endpoints: Schema.Array(Schema.Struct({ name: Schema.optionalKey(Schema.String), url: Schema.optionalKey(Schema.String) }))
+  endpoints: Schema.Array(Schema.Struct({ name: Schema.optionalKey(NameParam), url: Schema.optionalKey(UrlParam) }))
 })
 
 export class TopicsGroup extends HttpApiGroup.make("topics").add(
@@ -294,7 +308,7 @@ export class QueueRpcAuth extends RpcMiddleware.Service<QueueRpcAuth>()("@svc/sc
 export const PublishRpc = Rpc.make("Publish", {
   payload: {
     /** A full http(s) URL or a URL group name. */
-    destination: Schema.String,
+    destination: UrlParam,
     body: Schema.optionalKey(Schema.Uint8Array),
     headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
   },
@@ -303,7 +317,7 @@ export const PublishRpc = Rpc.make("Publish", {
 })
 
 export const GetMessageRpc = Rpc.make("GetMessage", {
-  payload: { messageId: Schema.String },
+  payload: { messageId: IdParam },
   success: Message,
   error: MessageNotFound
 })
@@ -311,12 +325,12 @@ export const GetMessageRpc = Rpc.make("GetMessage", {
 /** The filters of `GET /v2/dlq`; `limit` 1-100 (default 50). */
 export const ListDlqRpc = Rpc.make("ListDlq", {
   payload: {
-    cursor: Schema.optionalKey(Schema.String),
-    limit: Schema.optionalKey(Schema.Int),
-    url: Schema.optionalKey(Schema.String),
-    topicName: Schema.optionalKey(Schema.String),
-    responseStatus: Schema.optionalKey(Schema.Int),
-    messageId: Schema.optionalKey(Schema.String)
+    cursor: Schema.optionalKey(DlqCursor),
+    limit: Schema.optionalKey(DlqLimit),
+    url: Schema.optionalKey(UrlParam),
+    topicName: Schema.optionalKey(NameParam),
+    responseStatus: Schema.optionalKey(HttpStatus),
+    messageId: Schema.optionalKey(IdParam)
   },
   success: DlqPage,
   error: InvalidRequest
@@ -324,22 +338,22 @@ export const ListDlqRpc = Rpc.make("ListDlq", {
 
 /** Re-enqueues a dead-lettered message (its retries start over) and removes it from the DLQ. */
 export const RetryDlqRpc = Rpc.make("RetryDlq", {
-  payload: { dlqId: Schema.String },
+  payload: { dlqId: IdParam },
   success: PublishedMessage,
   error: DlqMessageNotFound
 })
 
-export const DeleteDlqRpc = Rpc.make("DeleteDlq", { payload: { dlqId: Schema.String }, error: DlqMessageNotFound })
+export const DeleteDlqRpc = Rpc.make("DeleteDlq", { payload: { dlqId: IdParam }, error: DlqMessageNotFound })
 
 export const ListTopicsRpc = Rpc.make("ListTopics", { success: TopicList })
 
-export const GetTopicRpc = Rpc.make("GetTopic", { payload: { name: Schema.String }, success: Topic, error: TopicNotFound })
+export const GetTopicRpc = Rpc.make("GetTopic", { payload: { name: NameParam }, success: Topic, error: TopicNotFound })
 
-export const DeleteTopicRpc = Rpc.make("DeleteTopic", { payload: { name: Schema.String }, error: TopicNotFound })
+export const DeleteTopicRpc = Rpc.make("DeleteTopic", { payload: { name: NameParam }, error: TopicNotFound })
 
 /** Adds endpoints to a URL group (created when new); an endpoint with the same name or URL is replaced. */
 export const UpsertEndpointsRpc = Rpc.make("UpsertEndpoints", {
-  payload: { name: Schema.String, endpoints: Schema.Array(Endpoint) },
+  payload: { name: NameParam, endpoints: Schema.Array(EndpointInput) },
   success: Topic,
   error: InvalidRequest
 })
