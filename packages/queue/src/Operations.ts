@@ -6,19 +6,59 @@
  * Every issue is named as on the HTTP API (`path` / `query` / `header` / `body`); the RPC renames
  * the locations that mean nothing there (see `rpc.ts`).
  */
-import type { DlqPage, Endpoint, PublishResult, RequestIssue, Topic } from "@svc/schema"
+import type { DefaultHeaders, DlqPage, Endpoint, PublishResult, RequestIssue, Topic } from "@svc/schema"
 import { InvalidRequest, MessageTooLarge, TopicNotFound } from "@svc/schema"
 import { Effect, Option } from "effect"
 import type { SqlError } from "effect/sql"
 import { refusal } from "./Destinations.ts"
-import { canonicalHeaderName, checkUrl, parsePublish } from "./Publish.ts"
+import type { PublishInput } from "./Publish.ts"
+import { checkUrl, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import type { NewMessage } from "./Store.ts"
 import { Store } from "./Store.ts"
 
 const GROUP_NAME = /^[A-Za-z0-9._-]{1,100}$/
 
+/**
+ * Most endpoints one URL group holds. Every publish to a group does its work per endpoint in the
+ * request (the destination check, one row, one entry of the answer), so the cap bounds a publish:
+ * 100 checks at {@link CHECK_CONCURRENCY} at a time stay within a few seconds even when every
+ * lookup runs into its 3 s limit. A larger fan-out is several groups.
+ */
+export const MAX_GROUP_ENDPOINTS = 100
+
+/** Destination checks (a DNS lookup each, up to 3 s) run this many at a time. */
+export const CHECK_CONCURRENCY = 16
+
 const invalid = (issues: ReadonlyArray<RequestIssue>) => new InvalidRequest({ issues: [...issues] })
+
+// -----------------------------------------------------------------------------
+// Configuration headers
+// -----------------------------------------------------------------------------
+
+/**
+ * The rules of a publish's configuration, in one place: {@link parsePublish} (every value, every
+ * forwarded header) plus the refusal of private or loopback callback URLs. Every publish runs it,
+ * and so does `PATCH /v2/topics/<name>` on the default headers it would store, so a group never
+ * holds defaults that its publishes would refuse. Issues of default headers are named
+ * `headers.<Name>` in `body`, as in the PATCH body.
+ */
+export const checkConfiguration = Effect.fnUntraced(function*(input: PublishInput) {
+  const settings = yield* QueueConfig
+  const parsed = parsePublish(input, settings)
+  const issues = [...parsed.issues]
+  const callbacks = [["svc-callback", parsed.settings.callback], ["svc-failure-callback", parsed.settings.failureCallback]] as const
+  const refused = yield* Effect.forEach(
+    callbacks,
+    ([key, callback]) =>
+      callback === undefined
+        ? Effect.succeed(undefined)
+        : Effect.map(refusal(callback.url, settings.allowPrivate), (why) => why === undefined ? undefined : parsed.issueAt(key, why)),
+    { concurrency: "unbounded" }
+  )
+  for (const issue of refused) if (issue !== undefined) issues.push(issue)
+  return { settings: parsed.settings, issues }
+})
 
 // -----------------------------------------------------------------------------
 // Publish
@@ -60,7 +100,7 @@ export const publish = Effect.fnUntraced(function*<E, R>(request: PublishRequest
 
   // Where the message(s) go: one URL, or every endpoint of a URL group.
   let targets: ReadonlyArray<Target> = []
-  let defaults = {}
+  let defaults: DefaultHeaders = {}
   if (/^https?:\/\//i.test(request.destination)) {
     const checked = checkUrl(request.destination)
     if ("problem" in checked) destinationIssue(checked.problem)
@@ -90,26 +130,30 @@ export const publish = Effect.fnUntraced(function*<E, R>(request: PublishRequest
     )
   }
 
-  const query = request.query ?? []
-  const parsed = parsePublish({ headers: request.headers, query, defaults }, settings)
-  issues.push(...parsed.issues)
-  // Private and loopback destinations (SSRF), for the destination(s) and the callbacks.
-  for (const { url, topicName } of targets) {
-    const why = yield* refusal(url, settings.allowPrivate)
-    if (why !== undefined) {
-      issues.push(topicName === undefined
-        ? { in: "path", parameter: "destination", problem: why }
-        : { in: "path", parameter: "destination", problem: `endpoint ${url} of ${topicName}: ${why}` })
-    }
+  const parsed = yield* checkConfiguration({ headers: request.headers, query: request.query ?? [], defaults })
+  for (const issue of parsed.issues) {
+    // A group's stored default header (from before PATCH checked them) is the group's problem.
+    issues.push(issue.in === "body" && issue.parameter.startsWith("headers.")
+      ? {
+        in: "path",
+        parameter: "destination",
+        problem: `default header ${issue.parameter.slice("headers.".length)} of the URL group ${request.destination}: ${issue.problem}`
+      }
+      : issue)
   }
-  for (const [name, callback] of [["svc-callback", parsed.settings.callback], ["svc-failure-callback", parsed.settings.failureCallback]] as const) {
-    if (callback === undefined) continue
-    const why = yield* refusal(callback.url, settings.allowPrivate)
-    if (why !== undefined) {
-      const inQuery = query.some(([key]) => key.toLowerCase() === name)
-      issues.push({ in: inQuery ? "query" : "header", parameter: inQuery ? name : canonicalHeaderName(name), problem: why })
-    }
-  }
+  // Private and loopback destinations (SSRF), checked concurrently (a group has many endpoints).
+  const refused = yield* Effect.forEach(
+    targets,
+    ({ url, topicName }) =>
+      Effect.map(refusal(url, settings.allowPrivate), (why): RequestIssue | undefined =>
+        why === undefined ? undefined : {
+          in: "path",
+          parameter: "destination",
+          problem: topicName === undefined ? why : `endpoint ${url} of ${topicName}: ${why}`
+        }),
+    { concurrency: CHECK_CONCURRENCY }
+  )
+  for (const issue of refused) if (issue !== undefined) issues.push(issue)
   if (issues.length > 0) return yield* invalid(issues)
 
   const body = yield* request.body
@@ -173,7 +217,12 @@ export const getTopic = (name: string): Effect.Effect<Topic, TopicNotFound | Sql
     return topic.value
   })
 
-/** Adds (or moves) endpoints of a URL group, creating it; every URL is checked as a destination is. */
+/**
+ * Adds (or moves) endpoints of a URL group, creating it; every URL is checked as a destination is
+ * (concurrently, {@link CHECK_CONCURRENCY} at a time). A group holds at most
+ * {@link MAX_GROUP_ENDPOINTS}: a request naming more, or one that would make the group larger, is
+ * refused before anything is stored.
+ */
 export const upsertEndpoints = (
   name: string,
   endpoints: ReadonlyArray<Endpoint>
@@ -188,21 +237,58 @@ export const upsertEndpoints = (
     if (endpoints.length === 0) {
       issues.push({ in: "body", parameter: "endpoints", problem: "must name at least one endpoint" })
     }
-    const checkedEndpoints: Array<Endpoint> = []
-    for (const [i, endpoint] of endpoints.entries()) {
+    if (endpoints.length > MAX_GROUP_ENDPOINTS) {
+      // Refused before any lookup: checking thousands of hosts is the work the cap exists to bound.
+      issues.push({
+        in: "body",
+        parameter: "endpoints",
+        problem: `names ${endpoints.length} endpoints; a URL group holds at most ${MAX_GROUP_ENDPOINTS}`
+      })
+      return yield* invalid(issues)
+    }
+    const checkedEndpoints: Array<{ readonly index: number; readonly endpoint: Endpoint }> = []
+    for (const [index, endpoint] of endpoints.entries()) {
       const checked = checkUrl(endpoint.url)
       if ("problem" in checked) {
-        issues.push({ in: "body", parameter: `endpoints[${i}].url`, problem: checked.problem })
+        issues.push({ in: "body", parameter: `endpoints[${index}].url`, problem: checked.problem })
         continue
       }
-      const why = yield* refusal(checked.url, settings.allowPrivate)
-      if (why !== undefined) issues.push({ in: "body", parameter: `endpoints[${i}].url`, problem: why })
       if (endpoint.name !== undefined && !GROUP_NAME.test(endpoint.name)) {
-        issues.push({ in: "body", parameter: `endpoints[${i}].name`, problem: "expected letters, digits, '.', '_' or '-'" })
+        issues.push({ in: "body", parameter: `endpoints[${index}].name`, problem: "expected letters, digits, '.', '_' or '-'" })
       }
-      checkedEndpoints.push({ ...endpoint, url: checked.url })
+      checkedEndpoints.push({ index, endpoint: { ...endpoint, url: checked.url } })
     }
+    const refused = yield* Effect.forEach(
+      checkedEndpoints,
+      ({ endpoint, index }) =>
+        Effect.map(refusal(endpoint.url, settings.allowPrivate), (why): RequestIssue | undefined =>
+          why === undefined ? undefined : { in: "body", parameter: `endpoints[${index}].url`, problem: why }),
+      { concurrency: CHECK_CONCURRENCY }
+    )
+    for (const issue of refused) if (issue !== undefined) issues.push(issue)
     if (issues.length > 0) return yield* invalid(issues)
     const store = yield* Store
-    return yield* store.upsertEndpoints(name, checkedEndpoints)
+    return yield* store.upsertEndpoints(name, checkedEndpoints.map(({ endpoint }) => endpoint), MAX_GROUP_ENDPOINTS).pipe(
+      Effect.catchTag("GroupFull", (full) =>
+        invalid([{
+          in: "body",
+          parameter: "endpoints",
+          problem: `would make the URL group ${name} hold ${full.endpoints} endpoints; a URL group holds at most ${full.max}`
+        }]))
+    )
+  })
+
+/**
+ * Stores a URL group's default headers, checked by the rules of a publish
+ * ({@link checkConfiguration}): nothing is stored when any is refused.
+ */
+export const setTopicHeaders = (
+  name: string,
+  headers: DefaultHeaders
+): Effect.Effect<Topic, InvalidRequest | TopicNotFound | SqlError.SqlError, Store | QueueConfig> =>
+  Effect.gen(function*() {
+    const { issues } = yield* checkConfiguration({ headers: {}, query: [], defaults: headers })
+    if (issues.length > 0) return yield* invalid(issues)
+    const store = yield* Store
+    return yield* store.setTopicHeaders(name, headers)
   })

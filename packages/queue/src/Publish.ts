@@ -29,12 +29,96 @@ export interface PublishSettings {
   readonly deduplicationId: string | undefined
 }
 
-/** Where a configuration value came from, to name it in a 400. */
+/**
+ * Where a configuration value came from, to name it in a 400: a request header, a query parameter,
+ * or a URL group's default header (named `headers.<Name>`, as in the `PATCH` body that set it).
+ */
 interface Source {
   readonly value: string
-  readonly in: "header" | "query"
+  readonly in: "header" | "query" | "default"
   readonly name: string
 }
+
+// -----------------------------------------------------------------------------
+// Header rules: one set, used at publish, at PATCH of a group's defaults and by the worker
+// -----------------------------------------------------------------------------
+
+/** RFC 9110 `token`: what node's `http` and `fetch`'s `Headers` accept as a header name. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+/**
+ * A character outside RFC 9110 `field-value` as node's `http` accepts it: HTAB, SP, visible ASCII
+ * and obs-text (0x80-0xFF). So no control character (0x00-0x1F but HTAB, 0x7F) and nothing beyond
+ * Latin-1 (which neither node nor `fetch` can put on the wire). `fetch`'s `Headers` accepts a
+ * superset, so a value passing this is sendable by either.
+ */
+const BAD_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/
+
+/** Longest forwarded header value accepted at publish (characters). */
+export const MAX_HEADER_VALUE_LENGTH = 8192
+
+/**
+ * Names the delivery sets itself (framing, connection management, the destination's host) or that
+ * HTTP clients refuse to send (`fetch` throws on `connection`, `keep-alive`, `transfer-encoding`,
+ * `upgrade`, `expect`): never forwarded.
+ */
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  "connection",
+  "content-length",
+  "expect",
+  "host",
+  "keep-alive",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade"
+])
+
+const describeChar = (text: string, index: number): string => {
+  const code = text.codePointAt(index)!
+  const hex = `U+${code.toString(16).toUpperCase().padStart(4, "0")}`
+  if (code < 0x20 || code === 0x7f) return `the control character ${hex} at position ${index}`
+  if (code >= 0xd800 && code <= 0xdfff) return `an unpaired surrogate (${hex}) at position ${index}`
+  return `${JSON.stringify(String.fromCodePoint(code))} (${hex}, beyond Latin-1) at position ${index}`
+}
+
+/**
+ * Why a header could not be sent by the delivery client (node's `http`, or `fetch`), or
+ * `undefined` when it can: the name must be an RFC 9110 token, the value tabs, visible ASCII and
+ * obs-text only. The worker checks every stored message with this before sending.
+ */
+export const headerSyntaxProblem = (name: string, value: unknown): string | undefined => {
+  if (!TOKEN.test(name)) {
+    return `${JSON.stringify(name.slice(0, 100))} is not a valid header name (an RFC 9110 token: letters, digits and !#$%&'*+-.^_\`|~)`
+  }
+  if (typeof value !== "string") return `the value of header ${name} is not a string`
+  const bad = BAD_VALUE_CHAR.exec(value)
+  if (bad !== null) {
+    return `the value of header ${name} contains ${
+      describeChar(value, bad.index)
+    }: a header value may hold tabs, visible ASCII and Latin-1 characters only`
+  }
+  return undefined
+}
+
+/**
+ * The publish rule for a header sent to a destination or callback (`Svc-Forward-<Name>`,
+ * `Svc-Callback-Forward-<Name>`, forwarded incoming headers, a group's plain default headers):
+ * {@link headerSyntaxProblem}, not a {@link RESERVED_HEADERS} name, at most
+ * {@link MAX_HEADER_VALUE_LENGTH} characters.
+ */
+export const headerProblem = (name: string, value: string): string | undefined => {
+  const syntax = headerSyntaxProblem(name, value)
+  if (syntax !== undefined) return syntax
+  if (RESERVED_HEADERS.has(name.toLowerCase())) return `header ${name} is set by the queue itself and cannot be forwarded`
+  if (value.length > MAX_HEADER_VALUE_LENGTH) {
+    return `the value of header ${name} is ${value.length} characters long, more than ${MAX_HEADER_VALUE_LENGTH}`
+  }
+  return undefined
+}
+
+/** Control characters and unpaired surrogates: never in a stored text (Postgres refuses NUL). */
+const UNPRINTABLE = /[\p{Cc}\p{Cs}]/u
 
 /** Headers never forwarded by `Svc-Header-Forward: true`: hop-by-hop, credentials of the queue, framing. */
 const NOT_FORWARDED = new Set([
@@ -87,15 +171,6 @@ export const checkUrl = (text: string): { readonly url: string } | { readonly pr
   return { url: parsed.toString() }
 }
 
-/** Plain `Record` of a group's default headers: names lowercased, lists joined as HTTP does. */
-export const flattenDefaults = (defaults: DefaultHeaders): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(defaults)) {
-    out[name.toLowerCase()] = typeof value === "string" ? value : value.join(", ")
-  }
-  return out
-}
-
 export interface PublishInput {
   /** Request headers, names lowercase (node's `IncomingMessage.headers`). */
   readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
@@ -109,14 +184,30 @@ export interface PublishInput {
 export const parsePublish = (
   input: PublishInput,
   settings: QueueSettings
-): { readonly settings: PublishSettings; readonly issues: ReadonlyArray<RequestIssue> } => {
+): {
+  readonly settings: PublishSettings
+  readonly issues: ReadonlyArray<RequestIssue>
+  /** The issue naming configuration value `key` (lowercase) where the caller wrote it. */
+  readonly issueAt: (key: string, problem: string) => RequestIssue | undefined
+} => {
   const issues: Array<RequestIssue> = []
   // Every configuration value by lowercase name; later sources override earlier ones.
   const config = new Map<string, Source>()
   const forwardDefaults: Record<string, string> = {}
-  for (const [name, value] of Object.entries(flattenDefaults(input.defaults ?? {}))) {
-    if (name.startsWith("svc-")) config.set(name, { value, in: "header", name: canonicalHeaderName(name) })
-    else forwardDefaults[name] = value
+  const issue = (source: Source, text: string): RequestIssue =>
+    source.in === "default"
+      ? { in: "body", parameter: `headers.${source.name}`, problem: text }
+      : { in: source.in, parameter: source.name, problem: text }
+  const problem = (source: Source, text: string) => issues.push(issue(source, text))
+  for (const [rawName, raw] of Object.entries(input.defaults ?? {})) {
+    const name = rawName.toLowerCase()
+    const source: Source = { value: typeof raw === "string" ? raw : raw.join(", "), in: "default", name: rawName }
+    if (name.startsWith("svc-")) config.set(name, source)
+    else {
+      const why = headerProblem(name, source.value)
+      if (why === undefined) forwardDefaults[name] = source.value
+      else problem(source, why)
+    }
   }
   for (const [name, raw] of Object.entries(input.headers)) {
     if (raw === undefined || !name.startsWith("svc-")) continue
@@ -124,8 +215,6 @@ export const parsePublish = (
     config.set(name, { value, in: "header", name: canonicalHeaderName(name) })
   }
   for (const [name, value] of input.query) config.set(name.toLowerCase(), { value, in: "query", name })
-
-  const problem = (source: Source, text: string) => issues.push({ in: source.in, parameter: source.name, problem: text })
 
   const integer = (key: string, fallback: number, max: number): number => {
     const source = config.get(key)
@@ -200,15 +289,9 @@ export const parsePublish = (
     for (const [key, source] of config) {
       if (!key.startsWith(prefix)) continue
       const name = key.slice(prefix.length)
-      if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) {
-        problem(source, `does not name a valid header to forward`)
-        continue
-      }
-      if (/[\r\n\0]/.test(source.value)) {
-        problem(source, "contains a line break")
-        continue
-      }
-      out[name] = source.value
+      const why = name === "" ? "does not name a header to forward" : headerProblem(name, source.value)
+      if (why !== undefined) problem(source, why)
+      else out[name] = source.value
     }
     return out
   }
@@ -235,14 +318,21 @@ export const parsePublish = (
   const failureCallback = callbackSettings("svc-failure-callback")
 
   const headers: Record<string, string> = { ...forwardDefaults }
+  // Headers of the request itself (node's parser admits only valid ones; an RPC payload anything).
+  const incoming = (name: string, raw: string | ReadonlyArray<string>) => {
+    const value = typeof raw === "string" ? raw : raw.join(", ")
+    const why = headerProblem(name, value)
+    if (why === undefined) headers[name] = value
+    else problem({ value, in: "header", name: canonicalHeaderName(name) }, why)
+  }
   if (boolean("svc-header-forward")) {
     for (const [name, raw] of Object.entries(input.headers)) {
-      if (raw === undefined || name.startsWith("svc-") || NOT_FORWARDED.has(name)) continue
-      headers[name] = typeof raw === "string" ? raw : raw.join(", ")
+      if (raw === undefined || name.startsWith("svc-") || NOT_FORWARDED.has(name) || name === "content-type") continue
+      incoming(name, raw)
     }
   }
   const contentType = input.headers["content-type"]
-  if (typeof contentType === "string") headers["content-type"] = contentType
+  if (contentType !== undefined) incoming("content-type", contentType)
   Object.assign(headers, forwarded("svc-forward-"))
 
   const dedupSource = config.get("svc-deduplication-id")
@@ -250,11 +340,16 @@ export const parsePublish = (
   if (dedupSource !== undefined) {
     const value = dedupSource.value.trim()
     if (value.length === 0 || value.length > 200) problem(dedupSource, "must be 1 to 200 characters")
+    else if (UNPRINTABLE.test(value)) problem(dedupSource, "must not contain control characters")
     else deduplicationId = value
   }
 
   return {
     issues,
+    issueAt: (key, text) => {
+      const source = config.get(key)
+      return source === undefined ? undefined : issue(source, text)
+    },
     settings: {
       delivery: {
         method: method("svc-method", "POST"),

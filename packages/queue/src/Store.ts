@@ -6,7 +6,7 @@
 import { PgClient } from "@effect/sql-pg"
 import type { CallbackSettings, DefaultHeaders, DlqMessage, DlqPage, Endpoint, Message, MessageState, PublishedMessage, Topic } from "@svc/schema"
 import { DlqMessageNotFound, MessageNotCancellable, MessageNotFound, TopicNotFound } from "@svc/schema"
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Context, Data, Duration, Effect, Layer, Option } from "effect"
 import type { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import type { DeliverySettings } from "./Publish.ts"
@@ -59,6 +59,13 @@ export interface DeliveredResult {
   readonly claimId: string
   readonly status: number
 }
+
+/** An upsert would make a URL group hold more than its cap of endpoints. */
+export class GroupFull extends Data.TaggedError("GroupFull")<{
+  readonly name: string
+  readonly endpoints: number
+  readonly max: number
+}> {}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const isUuid = (id: string) => UUID.test(id)
@@ -122,7 +129,12 @@ export class Store extends Context.Service<Store, {
   readonly deleteDlq: (dlqId: string) => Effect.Effect<void, DlqMessageNotFound | SqlError.SqlError>
   readonly listTopics: Effect.Effect<ReadonlyArray<Topic>, SqlError.SqlError>
   readonly getTopic: (name: string) => Effect.Effect<Option.Option<Topic>, SqlError.SqlError>
-  readonly upsertEndpoints: (name: string, endpoints: ReadonlyArray<Endpoint>) => Effect.Effect<Topic, SqlError.SqlError>
+  /** Adds endpoints, in one transaction; fails with {@link GroupFull} (nothing stored) past `maxEndpoints`. */
+  readonly upsertEndpoints: (
+    name: string,
+    endpoints: ReadonlyArray<Endpoint>,
+    maxEndpoints: number
+  ) => Effect.Effect<Topic, GroupFull | SqlError.SqlError>
   readonly removeEndpoints: (
     name: string,
     endpoints: ReadonlyArray<{ readonly name?: string | undefined; readonly url?: string | undefined }>
@@ -545,8 +557,9 @@ export class Store extends Context.Service<Store, {
           onSome: Effect.succeed
         }))
 
-      const upsertEndpoints = (name: string, endpoints: ReadonlyArray<Endpoint>) =>
+      const upsertEndpoints = (name: string, endpoints: ReadonlyArray<Endpoint>, maxEndpoints: number) =>
         sql.withTransaction(Effect.gen(function*() {
+          // The topic row is locked from here on: concurrent upserts of one group count in turn.
           yield* sql`
             INSERT INTO queue.topics (name) VALUES (${name})
             ON CONFLICT (name) DO UPDATE SET updated_at = now()`
@@ -561,6 +574,10 @@ export class Store extends Context.Service<Store, {
               INSERT INTO queue.topic_endpoints (topic_name, url, name) VALUES (${name}, ${endpoint.url}, ${endpointName})
               ON CONFLICT (topic_name, url) DO UPDATE SET name = EXCLUDED.name`
           }
+          const [count] = yield* sql<{ n: number }>`
+            SELECT count(*)::int4 AS n FROM queue.topic_endpoints WHERE topic_name = ${name}`
+          // Failing rolls the transaction back: nothing of this request stays.
+          if (count!.n > maxEndpoints) return yield* new GroupFull({ name, endpoints: count!.n, max: maxEndpoints })
           return yield* Effect.orDie(mustGetTopic(name))
         }))
 

@@ -24,6 +24,7 @@ import type { CallbackSettings } from "@svc/schema"
 import { Duration, Effect, FiberSet, Layer, Option, Queue, Schedule } from "effect"
 import type { DeliveryOutcome } from "./Delivery.ts"
 import { makeSender, retryAfterMs } from "./Delivery.ts"
+import { headerSyntaxProblem } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { sign } from "./Signature.ts"
 import type { ClaimedMessage, DeliveredResult, NewMessage } from "./Store.ts"
@@ -99,6 +100,36 @@ const callbackMessage = (
   body: new TextEncoder().encode(JSON.stringify(body)),
   sourceMessageId: source.id
 })
+
+/**
+ * Why a claimed message's request cannot be built, or `undefined`: checked before every attempt, by
+ * the rules the delivery client applies (an http(s) URL, a token method, sendable headers), so a
+ * message stored with something node would refuse fails its attempt with the reason.
+ */
+export const requestProblem = (message: Pick<ClaimedMessage, "url" | "method" | "headers">): string | undefined => {
+  let url: URL
+  try {
+    url = new URL(message.url)
+  } catch {
+    return `the destination ${JSON.stringify(String(message.url).slice(0, 200))} is not a URL`
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return `the destination's scheme ${url.protocol} is not http or https`
+  if (typeof message.method !== "string" || !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(message.method)) {
+    return `the method ${JSON.stringify(String(message.method).slice(0, 50))} is not a valid HTTP method`
+  }
+  if (typeof message.headers !== "object" || message.headers === null) return "the stored headers are not an object"
+  for (const [name, value] of Object.entries(message.headers)) {
+    const problem = headerSyntaxProblem(name, value)
+    if (problem !== undefined) return problem
+  }
+  return undefined
+}
+
+/** The words of a defect, for the message's `lastError` (no stack). */
+const defectReason = (defect: unknown): string => {
+  const text = defect instanceof Error ? defect.message : String(defect)
+  return text.split("\n")[0]!.slice(0, 300) || "the request could not be built"
+}
 
 const origin = (url: string) => {
   try {
@@ -197,7 +228,19 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     )
   })
 
-  const deliver = Effect.fnUntraced(function*(message: ClaimedMessage) {
+  /**
+   * An attempt that could not even be sent: a failed attempt like any other (retried, then the
+   * dead-letter queue with this reason), and a warning, since only the message itself can cause it.
+   */
+  const unsendable = (message: ClaimedMessage, reason: string) =>
+    Effect.as(
+      Effect.logWarning(`Message ${message.id} to ${origin(message.url)} could not be sent: ${reason}`),
+      { _tag: "Failed", error: `The request could not be sent: ${reason}` } as DeliveryOutcome
+    )
+
+  const attempt = Effect.fnUntraced(function*(message: ClaimedMessage) {
+    const problem = requestProblem(message)
+    if (problem !== undefined) return yield* unsendable(message, problem)
     const key = yield* currentKey
     const headers: Record<string, string> = {
       "user-agent": "svc-queue",
@@ -207,16 +250,29 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
       "svc-signature": sign(key, { url: message.url, body: message.body })
     }
     if (message.topicName !== null) headers["svc-topic-name"] = message.topicName
-    const outcome = yield* sender.send({
+    return yield* sender.send({
       url: message.url,
       method: message.method,
       headers,
       body: message.body,
       timeoutMs: message.timeoutMs
     })
-    // A failed completion statement leaves the claim to expire: the message is delivered again.
-    yield* finish(message, outcome).pipe(Effect.catch(logSqlError(`recording the outcome of ${message.id}`)))
   })
+
+  const deliver = Effect.fnUntraced(function*(message: ClaimedMessage) {
+    // Whatever throws while building or sending the request (node refusing a header or a URL, a
+    // client bug) is a failed attempt of this message, never a fiber dying with the message left
+    // claimed, to be claimed again at every lease, forever. A lost signing-key read is the
+    // database's problem, not the message's: the claim expires and the message is tried again.
+    const outcome = yield* attempt(message).pipe(Effect.catchDefect((defect) => unsendable(message, defectReason(defect))))
+    // A failed completion statement leaves the claim to expire: the message is delivered again.
+    yield* finish(message, outcome).pipe(
+      Effect.catch(logSqlError(`recording the outcome of ${message.id}`)),
+      Effect.catchDefect((defect) =>
+        Effect.logError(`Queue worker: recording the outcome of ${message.id} failed`, defect)
+      )
+    )
+  }, Effect.catch(logSqlError("reading the signing key")))
 
   // Deliveries run in this set: interrupted last, after the graceful stop below had its chance.
   const deliveries = yield* FiberSet.make()

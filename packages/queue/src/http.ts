@@ -3,7 +3,7 @@
  * families, any body) and the `QueueApi` groups (messages, DLQ, URL groups, signing keys). What
  * they share with the internal RPC (`rpc.ts`) beyond a `Store` call lives in `Operations.ts`.
  */
-import { InvalidRequest, MessageTooLarge, QueueApi, QueueAuth, ServiceUnavailable, Unauthorized } from "@svc/schema"
+import { MessageTooLarge, QueueApi, QueueAuth, ServiceUnavailable, Unauthorized } from "@svc/schema"
 import { apiRoutes } from "@svc/platform"
 import { ByteSize, Effect, Layer, Option, Redacted } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
@@ -11,7 +11,6 @@ import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import * as Crypto from "node:crypto"
 import * as Operations from "./Operations.ts"
-import { parsePublish } from "./Publish.ts"
 import { QueueConfig, type QueueSettings } from "./QueueConfig.ts"
 import { Store } from "./Store.ts"
 
@@ -156,7 +155,6 @@ const DlqHandlers = HttpApiBuilder.group(QueueApi, "dlq", Effect.fn(function*(ha
 
 const TopicsHandlers = HttpApiBuilder.group(QueueApi, "topics", Effect.fn(function*(handlers) {
   const store = yield* Store
-  const settings = yield* QueueConfig
   return handlers
     .handle("list", () => Effect.map(store.listTopics, (topics) => ({ topics })).pipe(Effect.catchTag("SqlError", Effect.die)))
     .handle("get", ({ params }) => Operations.getTopic(params.name).pipe(Effect.catchTag("SqlError", Effect.die)))
@@ -165,16 +163,8 @@ const TopicsHandlers = HttpApiBuilder.group(QueueApi, "topics", Effect.fn(functi
     .handle("removeEndpoints", ({ params, payload }) =>
       store.removeEndpoints(params.name, payload.endpoints).pipe(Effect.catchTag("SqlError", Effect.die)))
     .handle("setHeaders", ({ params, payload }) =>
-      Effect.gen(function*() {
-        // The Svc-* defaults must be valid configuration headers, as on a publish.
-        const { issues } = parsePublish({ headers: {}, query: [], defaults: payload.headers }, settings)
-        if (issues.length > 0) {
-          return yield* new InvalidRequest({
-            issues: issues.map((issue) => ({ ...issue, in: "body", parameter: `headers.${issue.parameter}` }))
-          })
-        }
-        return yield* store.setTopicHeaders(params.name, payload.headers)
-      }).pipe(Effect.catchTag("SqlError", Effect.die)))
+      // Checked by the rules of a publish (Operations.checkConfiguration): nothing stored when refused.
+      Operations.setTopicHeaders(params.name, payload.headers).pipe(Effect.catchTag("SqlError", Effect.die)))
     .handle("delete", ({ params }) => store.deleteTopic(params.name).pipe(Effect.catchTag("SqlError", Effect.die)))
 }))
 
