@@ -10,15 +10,22 @@
  * image/jpeg, png, webp, gif or avif (the declared type, and the bucket's check of the leading bytes),
  * else the image is `rejected` for good; a failed image is tried again by later passes, 3 attempts in
  * all. The object key is the image key (hex SHA-256 of the URL).
+ *
+ * Every download goes through the suite's outbound guard (the service's `HttpClient`, see
+ * `Service.ts`): loopback, private, link-local and other internal addresses are refused on the address
+ * connected to and on every redirect hop, unless `LISTINGS_ALLOW_PRIVATE=true`. A refused image is
+ * `rejected` (never fetched again, GET /images redirects to the original). Images of mock sources
+ * (demo URLs under `.example`) are registered, so GET /images redirects to them, but never fetched.
  */
 import { Bucket, type BucketApi, formatBlobToken, parseBlobToken } from "@svc/blob"
 import { NodeServices } from "@effect/platform-node"
-import { LocalObjectStorage, type ObjectStorageError, startObjectStorage } from "@svc/platform"
+import { LocalObjectStorage, type ObjectStorageError, OutboundGuard, startObjectStorage } from "@svc/platform"
 import { Config, Context, Duration, Effect, Layer, Option, Queue, Redacted, Schedule, Schema, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import * as NodePath from "node:path"
+import { Sources } from "./Sources.ts"
 
 export class ImageStoreError extends Schema.TaggedError<ImageStoreError>()("ImageStoreError", {
   message: Schema.String,
@@ -186,7 +193,7 @@ export class ImageCacher extends Context.Service<ImageCacher, {
 }>()("@svc/listings/ImageCacher") {
   static readonly layerDisabled = Layer.succeed(ImageCacher, ImageCacher.of({ kick: Effect.void, runPass: Effect.succeed(0) }))
 
-  /** The cacher with a background worker (needs ImageStore, SqlClient, HttpClient). */
+  /** The cacher with a background worker (needs ImageStore, SqlClient, HttpClient; Sources if any). */
   static readonly layerWith = (options: CacheOptions) =>
     Layer.effect(
       ImageCacher,
@@ -195,6 +202,17 @@ export class ImageCacher extends Context.Service<ImageCacher, {
         if (!store.enabled) return ImageCacher.of({ kick: Effect.void, runPass: Effect.succeed(0) })
         const sql = yield* SqlClient.SqlClient
         const client = yield* HttpClient.HttpClient
+        // Mock sources' demo images are never fetched (the built-in mock source is `mock`).
+        const sources = yield* Effect.serviceOption(Sources)
+        const mockIds = [
+          ...new Set([
+            "mock",
+            ...Option.match(sources, {
+              onNone: () => [],
+              onSome: ({ all }) => all.filter((source) => source.config.adapter === "mock").map((source) => source.id)
+            })
+          ])
+        ]
 
         const download = (url: string) =>
           Effect.gen(function*() {
@@ -203,7 +221,12 @@ export class ImageCacher extends Context.Service<ImageCacher, {
                 duration: options.timeout,
                 orElse: () => Effect.fail(new Transient({ message: "timed out" }))
               }),
-              Effect.catchTag("HttpClientError", (error) => Effect.fail(new Transient({ message: error.message })))
+              Effect.catchTag("HttpClientError", (error): Effect.Effect<never, Transient | Rejected> => {
+                const refused = OutboundGuard.refusalOf(error)
+                return refused === undefined
+                  ? Effect.fail(new Transient({ message: error.message }))
+                  : Effect.fail(new Rejected({ message: `refused by the outbound guard: ${refused}` }))
+              })
             )
             if (response.status === 429 || response.status >= 500) {
               return yield* new Transient({ message: `HTTP ${response.status}` })
@@ -276,6 +299,7 @@ export class ImageCacher extends Context.Service<ImageCacher, {
                 SELECT key FROM listings.images
                 WHERE status IN ('pending', 'failed') AND attempts < ${MAX_ATTEMPTS}
                   AND (last_attempt_at IS NULL OR last_attempt_at < now() - interval '1 minute')
+                  AND source_id <> ALL(${mockIds}::text[])
                 ORDER BY first_seen_at LIMIT 100 FOR UPDATE SKIP LOCKED
               ) due
               WHERE i.key = due.key

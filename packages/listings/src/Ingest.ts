@@ -33,12 +33,12 @@ import {
   Semaphore,
   Stream
 } from "effect"
-import { FetchHttpClient, HttpClient } from "effect/http"
+import { HttpClient } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { adapterFor, FeedError } from "./adapters/index.ts"
 import { ImageCacher } from "./Images.ts"
 import { Leases } from "./Leases.ts"
-import { ListingsConfig } from "./ListingsConfig.ts"
+import { GuardedHttpClient, ListingsConfig } from "./ListingsConfig.ts"
 import { type FeedImage, normalize, type OfferRow } from "./Normalize.ts"
 import { OfferStore } from "./OfferStore.ts"
 import { type Source, Sources } from "./Sources.ts"
@@ -313,7 +313,7 @@ export class Ingest extends Context.Service<Ingest, {
   )
 
   static readonly layer = Ingest.layerNoDeps.pipe(
-    Layer.provide([OfferStore.layer, Leases.layer, FetchHttpClient.layer])
+    Layer.provide([OfferStore.layer, Leases.layer, GuardedHttpClient])
   )
 }
 

@@ -1,5 +1,7 @@
 /** The listings service's settings, read once when its layer is built (README: Configuration). */
+import { OutboundGuard } from "@svc/platform"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import type { HttpClient } from "effect/http"
 
 export class ListingsConfig extends Context.Service<ListingsConfig, {
   /** No trailing slash: `http://localhost:8787`. */
@@ -10,6 +12,11 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
   readonly batchSize: number
   /** Memory for remembered GET /offers answers (see Offers); 0 remembers none. */
   readonly answerCacheBytes: number
+  /**
+   * `LISTINGS_ALLOW_PRIVATE` (false): feed pages and images may be fetched from loopback and private
+   * addresses (local development). Off, the outbound guard refuses them (see `@svc/platform` OutboundGuard).
+   */
+  readonly allowPrivate: boolean
 }>()("@svc/listings/ListingsConfig") {
   static readonly layer = Layer.effect(
     ListingsConfig,
@@ -29,7 +36,8 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
         answerCacheBytes: yield* Config.Number("OFFERS_CACHE_MB").pipe(
           Config.withDefault(64),
           Config.map((mb) => Math.max(0, Math.floor(mb * 1024 * 1024)))
-        )
+        ),
+        allowPrivate: yield* Config.Boolean("LISTINGS_ALLOW_PRIVATE").pipe(Config.withDefault(false))
       })
     })
   )
@@ -44,7 +52,20 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
         leaseTtl: Duration.seconds(30),
         batchSize: 2000,
         answerCacheBytes: 64 * 1024 * 1024,
+        allowPrivate: false,
         ...overrides
       })
     )
 }
+
+/**
+ * The client of every outbound request (feed pages, images): the suite's outbound guard, private
+ * hosts allowed only with `LISTINGS_ALLOW_PRIVATE=true`, redirects followed by the guard (at most 5,
+ * each hop checked, credentials dropped when a hop leaves the origin).
+ */
+export const GuardedHttpClient: Layer.Layer<HttpClient.HttpClient, never, ListingsConfig> = Layer.unwrap(
+  Effect.gen(function*() {
+    const { allowPrivate } = yield* ListingsConfig
+    return OutboundGuard.layerHttpClient({ allowPrivate, setting: "LISTINGS_ALLOW_PRIVATE" })
+  })
+)

@@ -6,28 +6,31 @@
 import { apiRoutes, serve } from "@svc/platform"
 import { ListingsApi } from "@svc/schema"
 import { Config, Layer } from "effect"
-import { FetchHttpClient } from "effect/http"
+import type { HttpClient } from "effect/http"
 import { ApiHandlers, ImagesRoute } from "./http.ts"
 import { ImageCacher, ImageStore } from "./Images.ts"
 import { Ingest, IngestScheduler } from "./Ingest.ts"
 import { Leases } from "./Leases.ts"
-import { ListingsConfig } from "./ListingsConfig.ts"
+import { GuardedHttpClient, ListingsConfig } from "./ListingsConfig.ts"
 import { OfferStore } from "./OfferStore.ts"
 import { Offers } from "./Offers.ts"
 import { RpcRoute } from "./rpc.ts"
 import { SourceHealthLookup } from "./SourceHealth.ts"
 import { Sources } from "./Sources.ts"
 
+export { GuardedHttpClient }
+
 /** The services behind the routes, given the configuration layers (config, sources, image store). */
 export const makeServices = <E, R>(
   deps: Layer.Layer<ListingsConfig | Sources | ImageStore, E, R>,
-  cacher: Layer.Layer<ImageCacher, Config.ConfigError, any> = ImageCacher.layer
+  cacher: Layer.Layer<ImageCacher, Config.ConfigError, any> = ImageCacher.layer,
+  httpClient: Layer.Layer<HttpClient.HttpClient, never, ListingsConfig> = GuardedHttpClient
 ) =>
   Layer.mergeAll(Offers.layer, SourceHealthLookup.layer, Ingest.layerNoDeps).pipe(
     Layer.provideMerge(Layer.mergeAll(OfferStore.layer, Leases.layer)),
     Layer.provideMerge(cacher as typeof ImageCacher.layer),
-    Layer.provideMerge(deps),
-    Layer.provide(FetchHttpClient.layer)
+    Layer.provide(httpClient),
+    Layer.provideMerge(deps)
   )
 
 /** Every route of the service. */

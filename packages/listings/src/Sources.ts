@@ -12,6 +12,7 @@
  *       "auth": { "env": "AUTOPLAC_TOKEN", "header": "Authorization", "scheme": "Bearer" },
  *       "itemsPath": "data.offers",
  *       "nextPagePath": "links.next",
+ *       "pageOrigins": ["https://pages.autoplac.example"],
  *       "fields": { "nativeId": "id", "make": "vehicle.brand", "images": "photos[].url" },
  *       "defaults": { "currency": "PLN" }
  *     },
@@ -56,6 +57,11 @@ export const SourceConfig = Schema.Struct({
   itemsPath: Schema.optionalKey(Schema.String),
   /** json: where the next page's URL is; absent or null ends the feed. */
   nextPagePath: Schema.optionalKey(Schema.String),
+  /**
+   * json: origins other than `url`'s that next-page links may point at (`https://cdn.partner.example`).
+   * By default paging stays on `url`'s origin. The credential is never sent to these.
+   */
+  pageOrigins: Schema.optionalKey(Schema.Array(Schema.String)),
   /** csv: field delimiter (default ","). */
   delimiter: Schema.optionalKey(Schema.String),
   /** csv: separator inside the images column (default "|"). */

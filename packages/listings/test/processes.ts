@@ -50,6 +50,7 @@ export const startService = (options: {
             SOURCES_FILE: sourcesFile,
             INGEST_ON_START: "false",
             OFFER_IMAGES_STORAGE: "off",
+            LISTINGS_ALLOW_PRIVATE: "true", // the test feeds are on 127.0.0.1
             ...options.env
           },
           stdio: ["ignore", "pipe", "pipe"]

@@ -3,7 +3,7 @@ import { apiRoutes, toWebHandler, serve } from "@svc/platform"
 import { Client, get, TestDatabase } from "@svc/platform/testing"
 import { ListingsApi } from "@svc/schema"
 import { Duration, Effect, Layer, Option, Redacted, Result } from "effect"
-import { HttpServer } from "effect/http"
+import { type HttpClient, HttpServer } from "effect/http"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { ApiHandlers, ImagesRoute } from "../src/http.ts"
@@ -75,6 +75,10 @@ export interface StackOptions {
   readonly answerCacheBytes?: number
   readonly imageStore?: Layer.Layer<ImageStore, any, any>
   readonly cacher?: Layer.Layer<ImageCacher, any, any>
+  /** LISTINGS_ALLOW_PRIVATE: true by default here, since the tests' feeds and images are on 127.0.0.1. */
+  readonly allowPrivate?: boolean
+  /** The outbound client (default: the service's own, the guard configured from ListingsConfig). */
+  readonly httpClient?: Layer.Layer<HttpClient.HttpClient, never, any>
 }
 
 /** The services on the current test database. */
@@ -85,12 +89,14 @@ export const services = (options: StackOptions = {}) =>
         adminToken: options.adminToken === undefined ? Option.none() : Option.some(Redacted.make(options.adminToken)),
         ...(options.leaseTtl ? { leaseTtl: options.leaseTtl } : {}),
         ...(options.batchSize ? { batchSize: options.batchSize } : {}),
-        ...(options.answerCacheBytes === undefined ? {} : { answerCacheBytes: options.answerCacheBytes })
+        ...(options.answerCacheBytes === undefined ? {} : { answerCacheBytes: options.answerCacheBytes }),
+        allowPrivate: options.allowPrivate ?? true
       }),
       Sources.layerStatic(options.sources ?? defaultSources),
       options.imageStore ?? ImageStore.layerDisabled
     ),
-    options.cacher ?? ImageCacher.layerDisabled
+    options.cacher ?? ImageCacher.layerDisabled,
+    ...(options.httpClient === undefined ? [] : [options.httpClient as Layer.Layer<HttpClient.HttpClient>])
   )
 
 export const allRoutes = Layer.mergeAll(

@@ -200,6 +200,15 @@ export const isRefusal = (error: unknown): error is OutboundRefused => {
   return false
 }
 
+/** The guard's reason, when `error` (or an error in its `cause` chain) is its refusal. */
+export const refusalOf = (error: unknown): string | undefined => {
+  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 8; depth++) {
+    if (current instanceof OutboundRefused) return current.reason
+    current = (current as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
 const hint = (options: GuardOptions) => options.setting === undefined ? "" : ` (set ${options.setting}=true to allow it)`
 
 /** Why a host name (as a URL's `hostname` gives it) may not be reached without resolving it, if it may not. */

@@ -1,4 +1,11 @@
-/** Fetching a feed URL with the source's credentials, with errors the run can categorize. */
+/**
+ * Fetching a feed URL with the source's credentials, with errors the run can categorize.
+ *
+ * The credential belongs to the origin of the source's `url`: it is sent only to that origin (a page
+ * elsewhere, see JsonFeed's `pageOrigins`, is asked without it), and the client (the outbound guard)
+ * drops it when a redirect leaves the origin.
+ */
+import { OutboundGuard } from "@svc/platform"
 import { Config, Duration, Effect, Option, Redacted } from "effect"
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import type { SourceConfig } from "../Sources.ts"
@@ -28,7 +35,7 @@ export const feedGet = (
 ): Effect.Effect<HttpClientResponse.HttpClientResponse, FeedError> =>
   Effect.gen(function*() {
     const timeout = yield* FeedTimeout.pipe(Effect.orElseSucceed(() => Duration.seconds(60)))
-    const auth = yield* credential(config)
+    const auth = sameOrigin(url, config.url) ? yield* credential(config) : Option.none<readonly [string, string]>()
     const where = safeUrl(url)
     let request = HttpClientRequest.get(url).pipe(HttpClientRequest.acceptJson)
     if (Option.isSome(auth)) request = HttpClientRequest.setHeader(request, auth.value[0], auth.value[1])
@@ -37,14 +44,30 @@ export const feedGet = (
         duration: timeout,
         orElse: () => Effect.fail(new FeedError({ kind: "timeout", message: `${where} did not answer in time` }))
       }),
-      Effect.catchTag("HttpClientError", (error) =>
-        Effect.fail(new FeedError({ kind: "unreachable", message: `${where}: ${error.message}` })))
+      Effect.catchTag("HttpClientError", (error) => {
+        const refused = OutboundGuard.refusalOf(error)
+        return Effect.fail(
+          new FeedError({
+            kind: "unreachable",
+            message: refused === undefined ? `${where}: ${error.message}` : `${where}: refused: ${refused}`
+          })
+        )
+      })
     )
     if (response.status < 200 || response.status >= 300) {
       return yield* new FeedError({ kind: "http_status", message: `${where} answered HTTP ${response.status}` })
     }
     return response
   })
+
+/** Whether two URLs have one origin (scheme, host, port). */
+export const sameOrigin = (url: string, other: string | undefined): boolean => {
+  try {
+    return other !== undefined && new URL(url).origin === new URL(other).origin
+  } catch {
+    return false
+  }
+}
 
 /** The URL without query and credentials, for log lines. */
 export const safeUrl = (url: string): string => {
