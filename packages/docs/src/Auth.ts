@@ -10,18 +10,21 @@
  *   requests per minute, bursts up to that many. Over it: 429 `rate_limited` with `retryAfter` and a
  *   `Retry-After` header (seconds). effect's own `RateLimiter` with its in-memory store, so the limits
  *   are **per instance**: two docs-api processes behind one address each allow the full rate.
- *   A refused key counts against its client address's anonymous bucket, so guessing keys in a loop
- *   ends in 429s like any other flood.
- * - **Client address**: the socket's peer; with `DOCS_TRUST_PROXY=true`, the last `X-Forwarded-For`
- *   entry (the one the proxy in front of us appended: earlier ones are whatever the client sent).
+ *   The key is checked first: a refused key is 401 even while its address is rate limited (it still
+ *   counts against that address's anonymous bucket).
+ * - **Client address**: the address the MCP server forwarded, when signed with the forwarding secret
+ *   (`ClientAddress.ts`; so every MCP user keeps an anonymous bucket of their own); else the socket's
+ *   peer; with `DOCS_TRUST_PROXY=true`, the last `X-Forwarded-For` entry (the one the proxy in front
+ *   of us appended: earlier ones are whatever the client sent).
  *
  * The handlers get the caller as `DocsCaller`, which carries the key's team settings.
  */
 import { type Caller, DocsAuth, DocsCaller, RateLimited, Unauthorized } from "@svc/schema"
-import { Config, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Config, Duration, Effect, Layer, Option, type Redacted, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { RateLimiter } from "effect/persistence"
 import { ApiKeys } from "./ApiKeys.ts"
+import { ForwardSecret, verifiedForwardedAddress } from "./ClientAddress.ts"
 
 const RequestsPerMinute = (name: string, fallback: number) =>
   Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), name).pipe(Config.withDefault(fallback))
@@ -33,7 +36,9 @@ export const DocsAuthConfig = Config.all({
   /** Requests per minute of one API key. */
   keyed: RequestsPerMinute("DOCS_RATE_LIMIT_KEYED", 600),
   /** Take the client address from `X-Forwarded-For` (only behind a proxy that sets it). */
-  trustProxy: Config.Boolean("DOCS_TRUST_PROXY").pipe(Config.withDefault(false))
+  trustProxy: Config.Boolean("DOCS_TRUST_PROXY").pipe(Config.withDefault(false)),
+  /** Verifies the client address the MCP server forwards (`DOCS_FORWARD_SECRET`). */
+  forwardSecret: ForwardSecret
 })
 
 const WINDOW = Duration.minutes(1)
@@ -49,8 +54,19 @@ export const presentedKey = (headers: Readonly<Record<string, string | undefined
   return headers["x-svc-api-key"]?.trim() ?? headers["x-api-key"]?.trim()
 }
 
-/** The peer address, or the proxy-appended `X-Forwarded-For` entry when the proxy is trusted. */
-export const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean): string => {
+/**
+ * The peer address, or the proxy-appended `X-Forwarded-For` entry when the proxy is trusted; a
+ * client address forwarded by the MCP server wins when `forwardSecret` verifies its signature.
+ */
+export const clientAddress = (
+  request: HttpServerRequest.HttpServerRequest,
+  trustProxy: boolean,
+  forwardSecret?: Redacted.Redacted<string> | undefined
+): string => {
+  if (forwardSecret !== undefined) {
+    const forwarded = verifiedForwardedAddress(forwardSecret, request.headers)
+    if (forwarded !== undefined) return forwarded
+  }
   if (trustProxy) {
     const forwarded = request.headers["x-forwarded-for"]?.split(",").map((entry) => entry.trim()).filter((e) => e !== "")
     const last = forwarded?.[forwarded.length - 1]
@@ -82,7 +98,7 @@ export const DocsAuthLive = Layer.effect(
     const identify = Effect.fn("DocsAuth.identify")(function*(request: HttpServerRequest.HttpServerRequest) {
       const presented = presentedKey(request.headers)
       if (presented === undefined) {
-        return { _tag: "Anonymous", address: clientAddress(request, config.trustProxy) } satisfies Caller as Caller
+        return { _tag: "Anonymous", address: clientAddress(request, config.trustProxy, config.forwardSecret) } satisfies Caller as Caller
       }
       if (presented === "") {
         return yield* refused("No API key in the header: send Authorization: Bearer svcsk_..., X-Svc-API-Key or X-API-Key")
@@ -113,10 +129,12 @@ export const DocsAuthLive = Layer.effect(
         const request = yield* HttpServerRequest.HttpServerRequest
         const identified = yield* Effect.result(identify(request))
         if (identified._tag === "Failure") {
-          // A refused key counts against its address: a flood of guesses ends in 429s.
-          const address = clientAddress(request, config.trustProxy)
-          const retryAfter = yield* limit({ key: `address:${address}`, limit: config.anonymous })
-          return yield* retryAfter === undefined ? Effect.fail(identified.failure) : tooMany(retryAfter)
+          // The key is checked before any limit: a wrong key is 401, also while its address is limited
+          // (a 429 would tell the caller to wait and retry the same wrong key). It still takes a token
+          // from its address's bucket, so guesses use up that address's anonymous budget.
+          const address = clientAddress(request, config.trustProxy, config.forwardSecret)
+          yield* limit({ key: `address:${address}`, limit: config.anonymous })
+          return yield* Effect.fail(identified.failure)
         }
         const caller = identified.success
         const retryAfter = yield* limit(

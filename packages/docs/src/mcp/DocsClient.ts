@@ -2,13 +2,15 @@
  * The MCP server's way to the REST API v2: an `HttpApiClient` derived from the shared `DocsApi`
  * definition (so the two cannot drift), with the caller's API key forwarded, transient failures
  * (network errors, 5xx) retried with a jittered backoff, and every call bounded by 60 seconds
- * (spec/2 "Limits"). Failures come back as one `DocsApiFailure` whose `kind` the tools turn into a
+ * (spec/2 "Limits"). Over HTTP the caller's address goes along too, signed with the forwarding secret
+ * (`ClientAddress.ts`), so the API rate-limits each MCP client on its own. Failures come back as one `DocsApiFailure` whose `kind` the tools turn into a
  * sentence for the agent.
  */
 import { DocsApi, type LibraryIndexing, type LibrarySearchResponse } from "@svc/schema"
 import { Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
+import { ForwardSecret, forwardingHeaders } from "../ClientAddress.ts"
 
 /** Why a call to the REST API did not give an answer. */
 export class DocsApiFailure extends Schema.TaggedError<DocsApiFailure>()("DocsApiFailure", {
@@ -22,6 +24,14 @@ export class DocsApiFailure extends Schema.TaggedError<DocsApiFailure>()("DocsAp
 
 /** The API key of the MCP request being served (HTTP: from its headers; stdio: `--api-key`). */
 export const CallerApiKey = Context.Reference<string | undefined>("@svc/docs/mcp/CallerApiKey", {
+  defaultValue: () => undefined
+})
+
+/**
+ * The address of the MCP client being served (HTTP only; stdio has none): forwarded to the API, signed,
+ * so its anonymous rate limit is this client's own rather than the MCP server's.
+ */
+export const CallerAddress = Context.Reference<string | undefined>("@svc/docs/mcp/CallerAddress", {
   defaultValue: () => undefined
 })
 
@@ -114,13 +124,18 @@ export class DocsClient extends Context.Service<DocsClient, {
       DocsClient,
       Effect.gen(function*() {
         const timeout = Duration.fromInputUnsafe(options.timeout ?? "60 seconds")
+        const forwardSecret = yield* ForwardSecret
         const api = yield* HttpApiClient.make(DocsApi, {
           baseUrl: options.baseUrl.replace(/\/+$/, ""),
-          // the key of the request being served, read per call (one client serves every caller)
+          // the key and address of the request being served, read per call (one client serves every caller)
           transformClient: HttpClient.mapRequestEffect((request) =>
             Effect.gen(function*() {
               const key = yield* CallerApiKey
-              return key === undefined ? request : HttpClientRequest.bearerToken(request, key)
+              const address = yield* CallerAddress
+              const keyed = key === undefined ? request : HttpClientRequest.bearerToken(request, key)
+              return address === undefined
+                ? keyed
+                : HttpClientRequest.setHeaders(keyed, forwardingHeaders(forwardSecret, address))
             })
           )
         })

@@ -3,18 +3,31 @@
  *
  * - `POST /mcp`: a fresh server and transport per request, no `Mcp-Session-Id`, JSON answers (no SSE
  *   stream to keep alive); the caller's key (`Authorization: Bearer`, `X-Svc-API-Key` or `X-API-Key`)
- *   is sent on to the REST API.
+ *   is sent on to the REST API, and the caller's address too, signed (`ClientAddress.ts`), so the
+ *   API's anonymous rate limit is per MCP client.
+ * - Every `/mcp` route first validates `Host` and `Origin` (MCP 2025-11-25 transport security, DNS
+ *   rebinding): `MCP_ALLOWED_HOSTS` (default `localhost`, `127.0.0.1`, `[::1]`, any port, plus the
+ *   host of `MCP_PUBLIC_URL`), `MCP_ALLOWED_ORIGINS` (default: http(s) origins on those three local
+ *   names, any port, plus the origin of `MCP_PUBLIC_URL`). A request without `Origin` (not from a
+ *   browser) is judged on `Host` alone. Refused: 403 with a JSON-RPC error body.
+ * - The body is capped at `MCP_MAX_BODY_BYTES` (default 1 MiB): a `Content-Length` over it is 413
+ *   before anything is read; a chunked body is read up to the cap and refused (413) the moment it
+ *   passes it, the rest never buffered.
  * - A batch that carries its own `notifications/cancelled` for one of its requests: the cancelled
  *   request gets no JSON-RPC response (as the spec says). Rather than leave the HTTP exchange hanging
  *   until a gateway reaps it, the server drops the cancelled requests before serving the batch and,
  *   when nothing is left to answer, ends the exchange with 202 and no body.
  * - `GET`/`DELETE /mcp`: 405 (there are no sessions to stream or end).
- * - `GET /ping`, `/.well-known/oauth-protected-resource` (RFC 9728), `/mcp/oauth`; every other path is
- *   the suite's JSON 404.
+ * - `GET /ping`, `/.well-known/oauth-protected-resource` (RFC 9728, built from `MCP_PUBLIC_URL`, no
+ *   `authorization_servers`: there is no OAuth server), `/mcp/oauth` (501); every other path is the
+ *   suite's JSON 404. `/ping` and the metadata are not Host-checked: health probes address a server
+ *   by whatever name or IP they have.
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Config, Effect, Layer, Option, Schema } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { isIP } from "node:net"
+import { clientAddress } from "../Auth.ts"
 import * as McpServer from "./McpServer.ts"
 
 /** The caller's API key, from any of the three headers the spec accepts. */
@@ -56,32 +69,181 @@ export const withoutSelfCancelled = (body: unknown): unknown => {
 const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.jsonUnsafe({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers })
 
-const handlePost = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const parsed = yield* Effect.result(request.json)
-  if (parsed._tag === "Failure") return jsonRpcError(400, -32700, "Parse error: the body is not JSON")
-  const body = withoutSelfCancelled(parsed.success)
-  if (body === undefined) return HttpServerResponse.empty({ status: 202 })
+// -----------------------------------------------------------------------------
+// Configuration
+// -----------------------------------------------------------------------------
 
-  const server = yield* McpServer.make(apiKeyOf(request.headers))
-  // stateless: without a sessionIdGenerator there is no Mcp-Session-Id and no session check
-  const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
-  return yield* Effect.promise(async () => {
-    await server.connect(transport)
-    const headers = new Headers()
-    for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) headers.set(name, value)
-    const response = await transport.handleRequest(
-      new Request(`http://mcp.local${request.url}`, { method: "POST", headers }),
-      { parsedBody: body }
+/** A comma-separated list; unset or empty: `undefined` (the default applies). */
+const List = (name: string) =>
+  Config.option(Config.String(name)).pipe(
+    Config.map((value) =>
+      Option.isNone(value) || value.value.trim() === ""
+        ? undefined
+        : value.value.split(",").map((item) => item.trim()).filter((item) => item !== "")
     )
-    // the JSON answer is complete once handleRequest resolves: read it before the server closes
-    const text = await response.text()
-    return new Response(text === "" ? null : text, { status: response.status, headers: response.headers })
-  }).pipe(
-    Effect.map(HttpServerResponse.fromWeb),
-    Effect.ensuring(Effect.promise(() => server.close()))
   )
+
+const PublicUrl = Config.option(
+  Config.schema(
+    Schema.String.check(Schema.isPattern(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+      message: "Expected an http(s) URL without query, like https://docs.example.com"
+    })),
+    "MCP_PUBLIC_URL"
+  )
+)
+
+/** The configuration of {@link routes}, read once when the routes are built. */
+export const McpHttpConfig = Config.all({
+  /** `MCP_ALLOWED_HOSTS`: `Host` names (any port) or `name:port`, comma-separated; `*` allows any. */
+  allowedHosts: List("MCP_ALLOWED_HOSTS"),
+  /** `MCP_ALLOWED_ORIGINS`: origins (`https://app.example.com`), comma-separated; `*` allows any. */
+  allowedOrigins: List("MCP_ALLOWED_ORIGINS"),
+  /** `MCP_PUBLIC_URL`: where clients reach this server (default `http://localhost:<port>`). */
+  publicUrl: PublicUrl,
+  /** `MCP_MAX_BODY_BYTES` (default 1 MiB): the largest `POST /mcp` body read. */
+  maxBodyBytes: Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "MCP_MAX_BODY_BYTES").pipe(
+    Config.withDefault(1_048_576)
+  ),
+  /** `MCP_TRUST_PROXY`: the client address is the last `X-Forwarded-For` entry (behind a proxy). */
+  trustProxy: Config.Boolean("MCP_TRUST_PROXY").pipe(Config.withDefault(false))
 })
+
+/** The local names a browser on this machine uses for it: the default allow-list. */
+const LOCAL_NAMES = ["localhost", "127.0.0.1", "[::1]"]
+
+/** `host[:port]` as `URL` parses it (IPv6 in brackets, lower case, default port dropped). */
+const parseHost = (value: string): { readonly hostname: string; readonly port: string } | undefined => {
+  if (value === "" || /[\s/?#@\\]/.test(value)) return undefined
+  const url = URL.parse(`http://${value}`)
+  return url === null ? undefined : { hostname: url.hostname, port: url.port }
+}
+
+export interface OriginPolicy {
+  /** Whether a `Host` header value may reach `/mcp`. */
+  readonly hostAllowed: (host: string | undefined) => boolean
+  /** Whether an `Origin` header value may reach `/mcp` (absent: yes, it is not a browser). */
+  readonly originAllowed: (origin: string | undefined) => boolean
+}
+
+/**
+ * The Host/Origin checks. Hosts: `name` matches any port, `name:port` only that port. Origins: an
+ * exact origin (`scheme://host[:port]`); the default allows http and https on the local names, any
+ * port. The public URL's host and origin are always allowed.
+ */
+export const originPolicy = (options: {
+  readonly allowedHosts?: ReadonlyArray<string> | undefined
+  readonly allowedOrigins?: ReadonlyArray<string> | undefined
+  readonly publicUrl: string
+}): OriginPolicy => {
+  const publicUrl = new URL(options.publicUrl)
+  const hosts = (options.allowedHosts ?? LOCAL_NAMES).map((entry) => entry === "*" ? "*" : parseHost(entry.toLowerCase()))
+  const anyHost = hosts.includes("*")
+  const hostEntries = hosts.filter((entry) => entry !== "*" && entry !== undefined)
+  hostEntries.push({ hostname: publicUrl.hostname, port: publicUrl.port })
+  const hostAllowed = (host: string | undefined) => {
+    if (anyHost) return true
+    const parsed = host === undefined ? undefined : parseHost(host)
+    if (parsed === undefined) return false
+    return hostEntries.some((entry) =>
+      entry.hostname === parsed.hostname && (entry.port === "" || entry.port === parsed.port)
+    )
+  }
+
+  const origins = options.allowedOrigins
+  const anyOrigin = origins?.includes("*") ?? false
+  const exact = new Set((origins ?? []).flatMap((entry) => {
+    const url = URL.parse(entry)
+    return url === null || url.origin === "null" ? [] : [url.origin]
+  }))
+  exact.add(publicUrl.origin)
+  const originAllowed = (origin: string | undefined) => {
+    if (origin === undefined || anyOrigin) return true
+    const url = URL.parse(origin)
+    if (url === null || url.origin === "null") return false
+    if (exact.has(url.origin)) return true
+    return origins === undefined && (url.protocol === "http:" || url.protocol === "https:") &&
+      LOCAL_NAMES.includes(url.hostname)
+  }
+  return { hostAllowed, originAllowed }
+}
+
+const forbidden = (message: string) => jsonRpcError(403, -32000, `Forbidden: ${message}`)
+
+/** The `/mcp` routes' guard: 403 unless Host and Origin are allowed. */
+const guarded = <E, R>(policy: OriginPolicy, handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const host = request.headers["host"]
+    if (!policy.hostAllowed(host)) {
+      return forbidden(
+        `the Host header ${host === undefined ? "is missing" : `"${host.slice(0, 100)}" is not allowed`} ` +
+          "(DNS rebinding protection; allow it with MCP_ALLOWED_HOSTS)"
+      )
+    }
+    const origin = request.headers["origin"]
+    if (!policy.originAllowed(origin)) {
+      return forbidden(
+        `the Origin "${origin!.slice(0, 100)}" is not allowed (DNS rebinding protection; allow it with MCP_ALLOWED_ORIGINS)`
+      )
+    }
+    return yield* handler
+  })
+
+// -----------------------------------------------------------------------------
+// Handlers
+// -----------------------------------------------------------------------------
+
+const tooLarge = (maxBodyBytes: number) =>
+  HttpServerResponse.jsonUnsafe({
+    code: "payload_too_large",
+    message: `The request body is larger than ${maxBodyBytes} bytes (MCP_MAX_BODY_BYTES)`,
+    maxBytes: maxBodyBytes
+  }, { status: 413 })
+
+const isBodyTooLarge = (error: unknown) =>
+  HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" &&
+  error.reason.reason === "BodyTooLarge"
+
+const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy: boolean }) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    // a declared length over the cap: refused before a byte is read
+    const length = request.headers["content-length"]
+    if (length !== undefined && /^\d+$/.test(length.trim()) && Number(length) > config.maxBodyBytes) {
+      return tooLarge(config.maxBodyBytes)
+    }
+    // otherwise (chunked, or a lying length) the reader stops at the cap: BodyTooLarge
+    const parsed = yield* Effect.result(
+      Effect.provideService(request.json, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes))
+    )
+    if (parsed._tag === "Failure") {
+      return isBodyTooLarge(parsed.failure)
+        ? tooLarge(config.maxBodyBytes)
+        : jsonRpcError(400, -32700, "Parse error: the body is not JSON")
+    }
+    const body = withoutSelfCancelled(parsed.success)
+    if (body === undefined) return HttpServerResponse.empty({ status: 202 })
+
+    const address = clientAddress(request, config.trustProxy)
+    const server = yield* McpServer.make(apiKeyOf(request.headers), isIP(address) === 0 ? undefined : address)
+    // stateless: without a sessionIdGenerator there is no Mcp-Session-Id and no session check
+    const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
+    return yield* Effect.promise(async () => {
+      await server.connect(transport)
+      const headers = new Headers()
+      for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) headers.set(name, value)
+      const response = await transport.handleRequest(
+        new Request(`http://mcp.local${request.url}`, { method: "POST", headers }),
+        { parsedBody: body }
+      )
+      // the JSON answer is complete once handleRequest resolves: read it before the server closes
+      const text = await response.text()
+      return new Response(text === "" ? null : text, { status: response.status, headers: response.headers })
+    }).pipe(
+      Effect.map(HttpServerResponse.fromWeb),
+      Effect.ensuring(Effect.promise(() => server.close()))
+    )
+  })
 
 const methodNotAllowed = Effect.succeed(
   jsonRpcError(405, -32000, "Method not allowed: this server is stateless, send JSON-RPC with POST /mcp", {
@@ -89,18 +251,17 @@ const methodNotAllowed = Effect.succeed(
   })
 )
 
-/** RFC 9728 metadata: the protected resource is `/mcp`; keys go in the Authorization header. */
-const protectedResourceMetadata = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const origin = `http://${request.headers["host"] ?? "localhost"}`
-  return HttpServerResponse.jsonUnsafe({
-    resource: `${origin}/mcp`,
+/**
+ * RFC 9728 metadata, from the configured public URL (never from the request's Host): the protected
+ * resource is `/mcp` and keys go in the Authorization header. No `authorization_servers`: there is no
+ * OAuth authorization server, keys are API keys.
+ */
+const protectedResourceMetadata = (publicUrl: string) =>
+  HttpServerResponse.jsonUnsafe({
+    resource: `${publicUrl}/mcp`,
     resource_name: "svc documentation lookup (MCP)",
-    authorization_servers: [`${origin}/mcp/oauth`],
-    bearer_methods_supported: ["header"],
-    resource_documentation: `${origin}/ping`
+    bearer_methods_supported: ["header"]
   }, { headers: { "cache-control": "max-age=3600" } })
-})
 
 /** There is no OAuth flow: keys are API keys. Say so, in the suite's error shape. */
 const oauth = Effect.succeed(
@@ -111,13 +272,25 @@ const oauth = Effect.succeed(
   }, { status: 501 })
 )
 
-/** Every route of the MCP HTTP server. Needs `DocsClient`. */
-export const routes = Layer.mergeAll(
-  HttpRouter.add("POST", "/mcp", handlePost),
-  HttpRouter.add("GET", "/mcp", methodNotAllowed),
-  HttpRouter.add("DELETE", "/mcp", methodNotAllowed),
-  HttpRouter.add("GET", "/ping", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok", message: "pong" }))),
-  HttpRouter.add("GET", "/.well-known/oauth-protected-resource", protectedResourceMetadata),
-  HttpRouter.add("GET", "/.well-known/oauth-protected-resource/mcp", protectedResourceMetadata),
-  HttpRouter.add("*", "/mcp/oauth", oauth)
-)
+/**
+ * Every route of the MCP HTTP server, configured by {@link McpHttpConfig}. Needs `DocsClient`.
+ * Without `MCP_PUBLIC_URL` the public URL is `http://localhost:<the port served>` (the server's bound
+ * port when the routes are served by `serve`; 8790 otherwise).
+ */
+export const routes = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* McpHttpConfig
+  const server = yield* Effect.serviceOption(HttpServer.HttpServer)
+  const port = Option.isSome(server) && server.value.address._tag !== "UnixPathAddress" ? server.value.address.port : 8790
+  const publicUrl = Option.getOrElse(config.publicUrl, () => `http://localhost:${port}`).replace(/\/+$/, "")
+  const policy = originPolicy({ ...config, publicUrl })
+  const metadata = Effect.sync(() => protectedResourceMetadata(publicUrl))
+  return Layer.mergeAll(
+    HttpRouter.add("POST", "/mcp", guarded(policy, handlePost(config))),
+    HttpRouter.add("GET", "/mcp", guarded(policy, methodNotAllowed)),
+    HttpRouter.add("DELETE", "/mcp", guarded(policy, methodNotAllowed)),
+    HttpRouter.add("GET", "/ping", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok", message: "pong" }))),
+    HttpRouter.add("GET", "/.well-known/oauth-protected-resource", metadata),
+    HttpRouter.add("GET", "/.well-known/oauth-protected-resource/mcp", metadata),
+    HttpRouter.add("*", "/mcp/oauth", guarded(policy, oauth))
+  )
+}))

@@ -15,7 +15,7 @@ import type { LibrarySearchResult } from "@svc/schema"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Schema } from "effect"
-import { CallerApiKey, type DocsApiFailure, DocsClient } from "./DocsClient.ts"
+import { CallerAddress, CallerApiKey, type DocsApiFailure, DocsClient } from "./DocsClient.ts"
 
 export const SERVER_INFO = { name: "svc-docs", version: "0.1.0" } as const
 
@@ -206,9 +206,9 @@ export const callTool = (name: string, rawArguments: Readonly<Record<string, unk
 
 /**
  * A fresh MCP server whose tool calls use `DocsClient` from the current context and send `apiKey`
- * (the caller's) to the API.
+ * (the caller's) to the API, and `address` (the caller's, over HTTP) as the signed client address.
  */
-export const make = (apiKey: string | undefined) =>
+export const make = (apiKey: string | undefined, address?: string | undefined) =>
   Effect.gen(function*() {
     const context = yield* Effect.context<DocsClient>()
     const server = new Server(SERVER_INFO, {
@@ -219,7 +219,8 @@ export const make = (apiKey: string | undefined) =>
     server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
       Effect.runPromiseWith(context)(
         callTool(request.params.name, request.params.arguments).pipe(
-          Effect.provideService(CallerApiKey, apiKey)
+          Effect.provideService(CallerApiKey, apiKey),
+          Effect.provideService(CallerAddress, address)
         ),
         { signal: extra.signal }
       )
