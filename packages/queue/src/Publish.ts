@@ -202,7 +202,10 @@ export const parsePublish = (
   for (const [rawName, raw] of Object.entries(input.defaults ?? {})) {
     const name = rawName.toLowerCase()
     const source: Source = { value: typeof raw === "string" ? raw : raw.join(", "), in: "default", name: rawName }
-    if (name.startsWith("svc-")) config.set(name, source)
+    // Stored defaults are headers, whatever they configure: never anything a header cannot hold.
+    const syntax = headerSyntaxProblem(name, source.value)
+    if (syntax !== undefined) problem(source, syntax)
+    else if (name.startsWith("svc-")) config.set(name, source)
     else {
       const why = headerProblem(name, source.value)
       if (why === undefined) forwardDefaults[name] = source.value
