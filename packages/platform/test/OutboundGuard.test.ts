@@ -38,6 +38,9 @@ export const disguises: ReadonlyArray<readonly [string, RegExp]> = [
   ["http://0177.0.0.01/", /127\.0\.0\.1.*loopback/], // octal, every part
   ["http://127.1/", /127\.0\.0\.1.*loopback/], // short
   ["http://127.0.1/", /127\.0\.0\.1.*loopback/], // short, three parts
+  ["http://017700000001/", /127\.0\.0\.1.*loopback/], // octal, one part
+  ["http://%31%32%37.0.0.1/", /127\.0\.0\.1.*loopback/], // percent-encoded digits
+  ["http://127.0.0.1%2e/", /127\.0\.0\.1.*loopback/], // percent-encoded trailing dot
   ["http://127.0.0.1./", /127\.0\.0\.1.*loopback/], // trailing dot
   ["http://①②⑦.0.0.1/", /127\.0\.0\.1.*loopback/], // full-width digits (IDNA maps them)
   ["http://0/", /0\.0\.0\.0.*unspecified/],
