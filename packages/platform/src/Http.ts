@@ -44,6 +44,7 @@ import { HttpApiBuilder, HttpApiError } from "effect/http-api"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import type * as Types from "effect/Types"
 import * as NodeHttp from "node:http"
+import type { Duplex } from "node:stream"
 
 // -----------------------------------------------------------------------------
 // Configuration
@@ -129,6 +130,7 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
       : options.host
     const shutdownTimeout = yield* ShutdownTimeout
     const server = NodeHttp.createServer()
+    server.on("clientError", answerClientError)
 
     const ServerLive = Layer.effect(
       HttpServer.HttpServer,
@@ -157,6 +159,25 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
       Layer.provideMerge(ServerLive)
     )
   }))
+
+/**
+ * A request node's parser refuses never reaches the router (headers over node's 16 KiB, a request
+ * line it cannot read): it gets the suite's error body too, instead of node's empty answer.
+ */
+const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex) => {
+  if (error.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const [status, code, message] = error.code === "HPE_HEADER_OVERFLOW"
+    ? [431, "request_header_fields_too_large", "The request line and headers are larger than the server accepts (16 KiB)"]
+    : [400, "invalid_request", "The request could not be parsed as HTTP"]
+  const body = JSON.stringify({ code, message })
+  socket.end(
+    `HTTP/1.1 ${status} ${NodeHttp.STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+  )
+}
 
 /** {@link serve} for one `HttpApi`: `serve(apiRoutes(options), options)`. */
 export const serveApi = <Id extends string, Groups extends HttpApiGroup.Constraint, A, E, R>(
