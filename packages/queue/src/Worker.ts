@@ -125,6 +125,24 @@ export const requestProblem = (message: Pick<ClaimedMessage, "url" | "method" | 
   return undefined
 }
 
+/**
+ * An attempt that could not even be sent: a failed attempt like any other (retried, then the
+ * dead-letter queue with this reason), and a warning, since only the message itself can cause it.
+ */
+const unsendable = (message: Pick<ClaimedMessage, "id" | "url">, reason: string): Effect.Effect<DeliveryOutcome> =>
+  Effect.as(
+    Effect.logWarning(`Message ${message.id} to ${origin(message.url)} could not be sent: ${reason}`),
+    { _tag: "Failed", error: `The request could not be sent: ${reason}` }
+  )
+
+/**
+ * Whatever throws while an attempt is built or sent (node refusing a header, a URL, a method; a
+ * client bug) becomes a failed attempt of `message` with the thrown message as the reason.
+ */
+export const failedOnDefect = (message: Pick<ClaimedMessage, "id" | "url">) =>
+<E, R>(attempt: Effect.Effect<DeliveryOutcome, E, R>): Effect.Effect<DeliveryOutcome, E, R> =>
+  Effect.catchDefect(attempt, (defect) => unsendable(message, defectReason(defect)))
+
 /** The words of a defect, for the message's `lastError` (no stack). */
 const defectReason = (defect: unknown): string => {
   const text = defect instanceof Error ? defect.message : String(defect)
@@ -228,16 +246,6 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     )
   })
 
-  /**
-   * An attempt that could not even be sent: a failed attempt like any other (retried, then the
-   * dead-letter queue with this reason), and a warning, since only the message itself can cause it.
-   */
-  const unsendable = (message: ClaimedMessage, reason: string) =>
-    Effect.as(
-      Effect.logWarning(`Message ${message.id} to ${origin(message.url)} could not be sent: ${reason}`),
-      { _tag: "Failed", error: `The request could not be sent: ${reason}` } as DeliveryOutcome
-    )
-
   const attempt = Effect.fnUntraced(function*(message: ClaimedMessage) {
     const problem = requestProblem(message)
     if (problem !== undefined) return yield* unsendable(message, problem)
@@ -264,7 +272,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     // client bug) is a failed attempt of this message, never a fiber dying with the message left
     // claimed, to be claimed again at every lease, forever. A lost signing-key read is the
     // database's problem, not the message's: the claim expires and the message is tried again.
-    const outcome = yield* attempt(message).pipe(Effect.catchDefect((defect) => unsendable(message, defectReason(defect))))
+    const outcome = yield* attempt(message).pipe(failedOnDefect(message))
     // A failed completion statement leaves the claim to expire: the message is delivered again.
     yield* finish(message, outcome).pipe(
       Effect.catch(logSqlError(`recording the outcome of ${message.id}`)),

@@ -16,7 +16,8 @@ import { Resolver } from "../src/Destinations.ts"
 import { CHECK_CONCURRENCY, MAX_GROUP_ENDPOINTS } from "../src/Operations.ts"
 import { headerProblem, headerSyntaxProblem, parsePublish } from "../src/Publish.ts"
 import type { QueueSettings } from "../src/QueueConfig.ts"
-import { requestProblem } from "../src/Worker.ts"
+import type { DeliveryOutcome } from "../src/Delivery.ts"
+import { failedOnDefect, requestProblem } from "../src/Worker.ts"
 import { call, Destination, publish, queueLayer, waitForMessage } from "./helpers.ts"
 
 const settings: QueueSettings = {
@@ -118,6 +119,23 @@ describe("header rules", () => {
       "query:svc-forward-x-q"
     ])
   })
+
+  it.effect("anything thrown while a request is built or sent is a failed attempt with the reason, not a dead fiber", () =>
+    Effect.gen(function*() {
+      const message = { id: "m1", url: "https://example.com/x" }
+      // As node's http.request throws inside the delivery's callback.
+      const thrown = yield* failedOnDefect(message)(Effect.callback<DeliveryOutcome>(() => {
+        throw new TypeError("Invalid character in header content [\"x-a\"]")
+      }))
+      assert.deepStrictEqual(thrown, { _tag: "Failed", error: "The request could not be sent: Invalid character in header content [\"x-a\"]" })
+      const multiline = yield* failedOnDefect(message)(Effect.sync((): DeliveryOutcome => {
+        throw new Error("boom\n    at somewhere (/srv/x.ts:1:1)")
+      }))
+      assert.deepStrictEqual(multiline, { _tag: "Failed", error: "The request could not be sent: boom" })
+      // A typed failure (the signing key not read) is not the message's fault: it stays a failure.
+      const failed = yield* Effect.flip(failedOnDefect(message)(Effect.fail("db down")))
+      assert.strictEqual(failed, "db down")
+    }))
 
   it("the worker's check names what node would refuse in a stored message", () => {
     const ok = { url: "https://example.com/x", method: "POST", headers: { "x-a": "b" } }
