@@ -8,7 +8,7 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { OutboundGuard } from "@svc/platform"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import fc from "fast-check"
 import * as Http from "node:http"
@@ -18,7 +18,8 @@ import { headerProblem, headerSyntaxProblem, parsePublish } from "../src/Publish
 import type { QueueSettings } from "../src/QueueConfig.ts"
 import type { DeliveryOutcome } from "../src/Delivery.ts"
 import { failedOnDefect, requestProblem } from "../src/Worker.ts"
-import { call, Destination, publish, queueLayer, waitForMessage } from "./helpers.ts"
+import { QueueRpcClient } from "../src/RpcClient.ts"
+import { call, Destination, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./helpers.ts"
 
 const settings: QueueSettings = {
   token: Option.none(),
@@ -179,6 +180,34 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("publish an
       assert.strictEqual(received!.headers["x-a"], "caf\xe9")
       assert.strictEqual(received!.headers["x-t"], "a\tb")
       assert.strictEqual(received!.headers["x-e"], "")
+    }))
+
+  it.effect("the internal RPC's Publish, whose headers are any strings, is held to the same rules", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const baseUrl = yield* QueueUrl
+      const client = Context.get(yield* Layer.build(QueueRpcClient.layer({ baseUrl, token: TOKEN })), QueueRpcClient)
+      const before = yield* countMessages
+      const error = yield* Effect.flip(client.Publish({
+        destination: `${dest.baseUrl}/rpc-never`,
+        headers: {
+          "Svc-Header-Forward": "true",
+          "X-Ctl": "a\x01b",
+          "X Space": "v",
+          "Content-Type": "text/plain\r\nX-Injected: 1",
+          "Svc-Forward-X-Nul": "\0"
+        }
+      }))
+      assert.strictEqual(error._tag, "InvalidRequest")
+      if (error._tag === "InvalidRequest") {
+        assert.deepStrictEqual(error.issues.map((issue) => `${issue.in}:${issue.parameter}`).sort(), [
+          "header:Content-Type",
+          "header:Svc-Forward-X-Nul",
+          "header:X space",
+          "header:X-Ctl"
+        ])
+      }
+      assert.strictEqual(yield* countMessages, before)
     }))
 
   it.effect("a stored message node cannot send (bad header, URL or method) fails its attempts and ends in the DLQ with the reason", () =>
