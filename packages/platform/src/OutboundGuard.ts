@@ -163,22 +163,14 @@ export interface GuardOptions {
   /** Name lookups (default: the system's, as node's own connections use). */
   readonly resolve?: Resolve | undefined
   /**
-   * Origins (`http://10.0.0.5:8080`) reached without address checks even when private hosts are not
-   * allowed: an operator's explicit exception. A name's lookup is exempt for its host on any port.
+   * Exact origins (`http://10.0.0.5:8080`) reached without address checks even when private hosts are
+   * not allowed: an operator's explicit exception. Honoured by `refusal`, `requestRefusal` and
+   * `makeFetch` (whose lookup is chosen per request, by origin); `agents` knows no origins.
    */
   readonly allowOrigins?: ReadonlyArray<string> | undefined
 }
 
 const exempt = (url: URL, options: GuardOptions) => options.allowOrigins?.includes(url.origin) === true
-
-const exemptHost = (hostname: string, options: GuardOptions) =>
-  options.allowOrigins?.some((origin) => {
-    try {
-      return new URL(origin).hostname === hostname
-    } catch {
-      return false
-    }
-  }) === true
 
 /** A refused outbound request (also the `cause` of the `HttpClientError` the effect client fails with). */
 export class OutboundRefused extends Error {
@@ -277,8 +269,7 @@ export const refusal = (url: string, options: GuardOptions): Effect.Effect<strin
 export const lookup = (options: GuardOptions): Net.LookupFunction =>
 (hostname, lookupOptions, callback) => {
   const done = callback as (error: Error | null, address?: string | ReadonlyArray<Dns.LookupAddress>, family?: number) => void
-  const checked = exemptHost(hostname, options) ? { ...options, allowPrivate: true } : options
-  const byName = literalRefusal(hostname, checked)
+  const byName = literalRefusal(hostname, options)
   if (byName !== undefined) return done(new OutboundRefused(byName))
   const family = typeof lookupOptions === "object" ? lookupOptions.family : lookupOptions
   ;(options.resolve ?? systemResolve)(hostname).then(
@@ -289,7 +280,7 @@ export const lookup = (options: GuardOptions): Net.LookupFunction =>
       if (wanted.length === 0) {
         return done(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND", hostname }))
       }
-      const why = resolvedRefusal(hostname, wanted, checked)
+      const why = resolvedRefusal(hostname, wanted, options)
       if (why !== undefined) return done(new OutboundRefused(why))
       if (typeof lookupOptions === "object" && lookupOptions.all === true) {
         return done(null, wanted.map((entry) => ({ address: entry.address, family: entry.family })))
@@ -340,8 +331,8 @@ const REDIRECTS: ReadonlySet<number> = new Set([301, 302, 303, 307, 308])
 export interface FetchOptions extends GuardOptions {
   /** Redirects followed at most (default 5); one more is a failure. */
   readonly maxRedirects?: number | undefined
-  /** Agents to use (default: the guard's own keep-alive agents for these options). */
-  readonly agents?: GuardedAgents | undefined
+  /** Connections kept per origin (default: no limit). */
+  readonly maxSockets?: number | undefined
 }
 
 export interface GuardedFetch {
@@ -365,16 +356,23 @@ const sendOnce = (
   method: string,
   headers: Record<string, string>,
   body: Uint8Array | string | undefined,
-  guard: GuardedAgents,
+  pool: GuardedAgents,
   options: GuardOptions,
   signal: AbortSignal | undefined
 ): Promise<Http.IncomingMessage> =>
   new Promise((resolve, reject) => {
     const secure = url.protocol === "https:"
+    // The lookup is the request's (the pool's agents have none): an exempt origin's own, else the
+    // guard's. Pooled connections are per origin, so a reused one was made under the same rule.
+    const checking = !(options.allowPrivate || exempt(url, options))
+    const checked = checking || options.resolve !== undefined
+      ? lookup(checking ? options : { ...options, allowPrivate: true })
+      : undefined
     const request = (secure ? Https : Http).request(url, {
       method,
       headers,
-      agent: secure ? guard.https : guard.http,
+      agent: secure ? pool.https : pool.http,
+      ...(checked === undefined ? {} : { lookup: checked }),
       ...(signal === undefined ? {} : { signal })
     }, (response) => {
       // Belt and braces: whatever path the connection took, the address it reached is checked too.
@@ -407,7 +405,8 @@ const decoded = (response: Http.IncomingMessage): Readable => {
  * `"error"` fails on one). Bodies are strings or bytes. Responses are decompressed (gzip, deflate, br).
  */
 export const makeFetch = (options: FetchOptions): GuardedFetch => {
-  const guard = options.agents ?? agents(options)
+  // keep-alive agents without a lookup of their own: `sendOnce` gives each request the guard's
+  const pool = agents({ allowPrivate: true, maxSockets: options.maxSockets })
   const maxRedirects = options.maxRedirects ?? 5
   const fetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     const base = input instanceof Request ? input : undefined
@@ -437,7 +436,7 @@ export const makeFetch = (options: FetchOptions): GuardedFetch => {
       const sent = body === undefined ? headers : { ...headers, "content-length": String(Buffer.byteLength(body)) }
       let response: Http.IncomingMessage
       try {
-        response = await sendOnce(url, method, sent, body, guard, options, signal)
+        response = await sendOnce(url, method, sent, body, pool, options, signal)
       } catch (cause) {
         throw new TypeError("fetch failed", { cause })
       }
@@ -489,9 +488,7 @@ export const makeFetch = (options: FetchOptions): GuardedFetch => {
   }
   return {
     fetch: fetch as typeof globalThis.fetch,
-    close: () => {
-      if (options.agents === undefined) guard.destroy()
-    }
+    close: () => pool.destroy()
   }
 }
 

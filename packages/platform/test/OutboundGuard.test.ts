@@ -280,6 +280,28 @@ describe("the guarded fetch", () => {
     }
   })
 
+  it("connects to the address its lookup checked (a `.invalid` name reaches the server only through it)", async () => {
+    reset()
+    const app: OutboundGuard.Resolve = async (hostname) =>
+      hostname === "app.test.invalid" ? [{ address: "127.0.0.1", family: 4 }] : resolve(hostname)
+    // an explicit exception for this origin: its name's answer (loopback) is accepted
+    const guarded = OutboundGuard.makeFetch({
+      allowPrivate: false,
+      resolve: app,
+      allowOrigins: [`http://app.test.invalid:${a().port}`]
+    })
+    try {
+      const response = await guarded.fetch(`http://app.test.invalid:${a().port}/ok`)
+      assert.strictEqual(await response.text(), "server 0 /ok")
+      assert.strictEqual(a().seen[0]?.headers.host, `app.test.invalid:${a().port}`)
+      // the same name on another port is no exception: refused at the lookup
+      assert.isTrue(OutboundGuard.isRefusal(await failure(guarded.fetch(`http://app.test.invalid:${b().port}/ok`))))
+      assert.strictEqual(b().seen.length, 0)
+    } finally {
+      guarded.close()
+    }
+  })
+
   it("checks every redirect hop: a 302 to loopback (in any disguise) is refused, the target never asked", async () => {
     reset()
     // the first server is an explicit exception, the second is not
