@@ -4,8 +4,8 @@
  * `ENABLE_MOCK_SOURCE=true`. Ids and contents are stable within a day (the same seed, timestamps
  * anchored on the day), so repeated runs do not rewrite rows; about one offer in 25 repeats an
  * earlier car under another id, as marketplaces do, to show de-duplication.
- * Its image URLs are under the reserved `.example` domain: they are never fetched (GET /images
- * redirects to them).
+ * Its image URLs are under the reserved `.example` domain: they are registered (GET /images
+ * redirects to them) but never fetched: the image cacher skips every image of a mock source.
  */
 import { Effect, Stream } from "effect"
 import type { FeedRecord } from "../Normalize.ts"
