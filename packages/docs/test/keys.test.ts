@@ -323,7 +323,7 @@ layer(
   socketClientWith({ DOCS_RATE_LIMIT_ANONYMOUS: "1", DOCS_TRUST_PROXY: "true" }).pipe(Layer.provideMerge(stack)),
   { timeout: 60_000 }
 )("rate limits behind a proxy", (it) => {
-  it.effect("DOCS_TRUST_PROXY=true: the address is the last X-Forwarded-For entry; refused keys count against it", () =>
+  it.effect("DOCS_TRUST_PROXY=true: the address is the last X-Forwarded-For entry; refused keys are 401, counted against it", () =>
     Effect.gen(function*() {
       const from = (forwardedFor: string, headers: Record<string, string> = {}) =>
         Effect.map(search("widgets", { "x-forwarded-for": forwardedFor, ...headers }), (answer) => answer.status)
@@ -332,9 +332,15 @@ layer(
       assert.strictEqual(yield* from("198.51.100.2"), 200)
       // what the client wrote before the proxy's entry changes nothing
       assert.strictEqual(yield* from("10.9.9.9, 198.51.100.2"), 429)
-      // a refused key: 401 while the address has requests left, then 429
+      // a refused key: 401, and it used up the address's anonymous request
       assert.strictEqual(yield* from("198.51.100.3", bearer(unknownKey)), 401)
-      assert.strictEqual(yield* from("198.51.100.3", bearer(unknownKey)), 429)
+      assert.strictEqual(yield* from("198.51.100.3"), 429)
+      // the key is checked before the limit: a wrong key while the address is limited is still 401, not 429
+      for (const headers of [bearer(unknownKey), { "x-api-key": "svcsk_wrong" }, { authorization: "Basic eDp5" }]) {
+        assert.strictEqual(yield* from("198.51.100.3", headers), 401, JSON.stringify(headers))
+      }
+      // and a good key is served from its own bucket
+      assert.strictEqual(yield* from("198.51.100.3", bearer(yield* newKey({ name: "behind-proxy" }))), 200)
     }))
 })
 
