@@ -294,6 +294,30 @@ export const checkAnswer = (request: string, answer: Answer): void => {
   if (code === "internal_error") fail("internal_error")
 }
 
+/**
+ * Throws unless an answer of an internal RPC (`POST /rpc`, NDJSON, always 200 once authorized) is
+ * clean: no 5xx, no `Defect` (the RPC's 500: a failure the server did not expect, sent with its
+ * message), and none of the leak markers anywhere. A payload that fails to decode is answered with
+ * the schema's message, which is the RPC's 400.
+ */
+export const checkRpcAnswer = (
+  request: string,
+  answer: Answer,
+  options?: {
+    /** A malformed envelope or an unknown procedure is answered as a `Defect` by the RPC server itself. */
+    readonly malformed?: boolean | undefined
+  }
+): void => {
+  const fail = (why: string) => {
+    throw new Error(`${request} -> ${answer.status}: ${why}\n${answer.text.slice(0, 500)}`)
+  }
+  if (answer.status >= 500) fail("a server error")
+  if (answer.status >= 400) return checkAnswer(request, answer)
+  if (options?.malformed !== true && answer.text.includes("\"_tag\":\"Defect\"")) fail("a defect")
+  const leak = LEAK_MARKERS.find((marker) => marker.test(answer.text))
+  if (leak !== undefined) fail(`the body matches ${leak}`)
+}
+
 /** fast-check parameters of a fuzz run: a fixed seed unless `FUZZ_SEED` is set; `FUZZ_RUNS_SCALE` multiplies the runs. */
 export const fuzzParameters = (numRuns: number): fc.Parameters<unknown> => {
   const seed = process.env["FUZZ_SEED"]
