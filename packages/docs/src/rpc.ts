@@ -6,15 +6,28 @@
  *
  * The token is checked in constant time; without a `DOCS_ADMIN_TOKEN` the RPC refuses every call
  * (ServiceUnavailable): operating the index is never open.
+ *
+ * Folder sources (and local git repositories) added over the RPC must lie under `DOCS_SOURCE_ROOTS`
+ * (folders separated by `:`, `;` on Windows), real paths compared, symlinks resolved; none by default,
+ * so a token holder cannot index the server's own files (`/etc`, a home folder) and serve them to
+ * everyone. `Refresh` reads the (real) path an add stored again. npm packages and remote git URLs are
+ * not affected; the local `svc docs add` (no `DOCS_URL`) neither.
  */
 import { type IndexEvent, IndexingFailed, DocsRpcs, ServiceUnavailable, Unauthorized } from "@svc/schema"
 import { Config, Effect, Layer, Option, Queue, Redacted, Stream } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { createHash, timingSafeEqual } from "node:crypto"
+import * as NodePath from "node:path"
 import { type IndexOptions, Indexer, type IndexOutcome, type IndexProgress } from "./Indexer.ts"
 
 export const AdminToken = Config.option(Config.Redacted("DOCS_ADMIN_TOKEN"))
+
+/** `DOCS_SOURCE_ROOTS`: the folders under which the RPC accepts folder sources (none by default). */
+export const SourceRoots: Config.Config<ReadonlyArray<string>> = Config.String("DOCS_SOURCE_ROOTS").pipe(
+  Config.withDefault(""),
+  Config.map((value) => value.split(NodePath.delimiter).map((root) => root.trim()).filter((root) => root !== ""))
+)
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
 
@@ -59,8 +72,10 @@ const run = (start: (options: IndexOptions) => Effect.Effect<IndexOutcome, { rea
 
 export const RpcHandlers = DocsRpcs.toLayer(Effect.gen(function*() {
   const indexer = yield* Indexer
+  const roots = yield* SourceRoots
   return DocsRpcs.of({
-    AddLibrary: ({ source, id, trust, version }) => run((options) => indexer.add(source, { ...options, id, trust, version })),
+    AddLibrary: ({ source, id, trust, version }) =>
+      run((options) => indexer.add(source, { ...options, id, trust, version, roots })),
     Refresh: ({ libraryId }) => run((options) => indexer.refresh(libraryId, options)),
     Remove: ({ libraryId }) => indexer.remove(libraryId),
     List: () =>

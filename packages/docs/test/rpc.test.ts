@@ -1,0 +1,114 @@
+/**
+ * Folder sources over the docs RPC (`svc docs add` with `DOCS_URL`): only under `DOCS_SOURCE_ROOTS`,
+ * real paths compared (symlinks resolved), none by default; the server's own `/etc` is never indexed.
+ * The local indexer (no RPC) is unaffected. A real docs-api on a socket, the real RPC client.
+ */
+import { assert, layer } from "@effect/vitest"
+import { tempDir } from "@svc/platform/testing"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { Indexer } from "../src/Indexer.ts"
+import { operations } from "../src/RpcClient.ts"
+import { Client, docsFolder, get, socketClientWith, stack } from "./support.ts"
+
+const TOKEN = "rpc-test-token"
+
+const readme = (title: string) => ({
+  "README.md": `# ${title}\n\nHow to configure the ${title.toLowerCase()} widgets: options, themes, layouts and the rest of it.\n`
+})
+
+/** A docs-api with `env` (and the admin token); the RPC operations against it. */
+const remote = (env: Record<string, string>) =>
+  Effect.gen(function*() {
+    const api = Context.get(yield* Layer.build(socketClientWith({ DOCS_ADMIN_TOKEN: TOKEN, ...env })), Client)
+    return { api, ops: operations({ url: api.baseUrl, token: Redacted.make(TOKEN) }) }
+  })
+
+/** The tag of the last event of a successful AddLibrary over the RPC (`Done`). */
+const added = (ops: ReturnType<typeof operations>, source: string, id?: string) =>
+  ops.add({ source, ...(id === undefined ? {} : { id }) }, () => Effect.void).pipe(
+    Effect.map((last) => Option.match(last, { onNone: () => "nothing", onSome: (event) => event._tag }))
+  )
+
+/** The failure of an AddLibrary over the RPC (the test fails if it succeeds). */
+const refusal = (ops: ReturnType<typeof operations>, source: string, id?: string) =>
+  ops.add({ source, ...(id === undefined ? {} : { id }) }, () => Effect.void).pipe(
+    Effect.flip,
+    Effect.map((error) => error as { readonly _tag: string; readonly category?: string; readonly message: string })
+  )
+
+layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
+  it.effect("without DOCS_SOURCE_ROOTS: no folder or local git source (the server's /etc least of all); npm packages still", () =>
+    Effect.gen(function*() {
+      const { api, ops } = yield* remote({})
+      const folder = yield* docsFolder(readme("Private"))
+      const etcRelative = path.relative(process.cwd(), "/etc")
+      for (const source of ["../../../../etc", etcRelative, "/etc", folder, `file://${folder}`, `${folder}#main`]) {
+        const error = yield* refusal(ops, source, "/evil/etc")
+        assert.strictEqual(error._tag, "IndexingFailed", source)
+        assert.strictEqual(error.category, "source_not_allowed", source)
+        assert.match(error.message, /not accepted over the RPC: the server has no DOCS_SOURCE_ROOTS/, source)
+      }
+      // nothing was registered, nothing is served
+      const libraries = yield* ops.list
+      assert.isFalse(libraries.some((library) => library.id === "/evil/etc"))
+      const search = yield* get("/api/v2/libs/search?libraryName=etc").pipe(Effect.provideService(Client, api))
+      assert.deepStrictEqual(search.body.results, [])
+      // not a folder: unaffected
+      assert.strictEqual(yield* added(ops, "npm:he"), "Done")
+    }).pipe(Effect.scoped))
+
+  it.effect("with DOCS_SOURCE_ROOTS: folders under a root are indexed; outside, via .., via a symlink: refused", () =>
+    Effect.gen(function*() {
+      const base = yield* tempDir("svc-roots-")
+      const rootA = path.join(base, "a")
+      const rootB = path.join(base, "b")
+      const outside = path.join(base, "outside")
+      yield* Effect.promise(async () => {
+        for (const dir of [path.join(rootA, "widgets"), rootB, outside]) await fs.mkdir(dir, { recursive: true })
+        await fs.writeFile(path.join(rootA, "widgets", "README.md"), readme("Widgets")["README.md"])
+        await fs.writeFile(path.join(outside, "README.md"), readme("Secret")["README.md"])
+        // a symlink inside a root to a folder outside every root
+        await fs.symlink(outside, path.join(rootA, "escape"))
+        // a root reached through a symlink: its real path is what counts
+        await fs.symlink(rootB, path.join(base, "b-link"))
+        await fs.mkdir(path.join(rootB, "gadgets"))
+        await fs.writeFile(path.join(rootB, "gadgets", "README.md"), readme("Gadgets")["README.md"])
+      })
+      const { ops } = yield* remote({ DOCS_SOURCE_ROOTS: [rootA, path.join(base, "b-link")].join(path.delimiter) })
+
+      assert.strictEqual(yield* added(ops, path.join(rootA, "widgets"), "/acme/widgets"), "Done")
+      assert.strictEqual(yield* added(ops, path.join(rootB, "gadgets"), "/acme/gadgets"), "Done")
+
+      for (
+        const source of [
+          outside,
+          path.join(rootA, "..", "outside"),
+          path.join(rootA, "escape"),
+          `file://${path.join(rootA, "escape")}`,
+          "/etc",
+          "../../../../etc",
+          path.join(base, "missing-outside")
+        ]
+      ) {
+        const error = yield* refusal(ops, source, "/evil/secret")
+        assert.strictEqual(error.category, "source_not_allowed", source)
+        assert.match(error.message, /outside the folders the server accepts sources from \(DOCS_SOURCE_ROOTS\)/, source)
+      }
+      // missing under a root: said so
+      const missing = yield* refusal(ops, path.join(rootA, "nope"))
+      assert.strictEqual(missing.category, "source_not_found")
+
+      const ids = (yield* ops.list).map((library) => library.id)
+      assert.includeMembers(ids, ["/acme/widgets", "/acme/gadgets"])
+      assert.notInclude(ids, "/evil/secret")
+    }).pipe(Effect.scoped))
+
+  it.effect("the local indexer (svc docs add without DOCS_URL) reads any folder, roots or not", () =>
+    Effect.gen(function*() {
+      const folder = yield* docsFolder(readme("Local"))
+      const outcome = yield* (yield* Indexer).add(folder, { id: "/local/anything" })
+      assert.strictEqual(outcome.libraryId, "/local/anything")
+    }).pipe(Effect.scoped))
+})
