@@ -42,7 +42,7 @@ const settings: QueueSettings = {
 
 const countMessages = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const [row] = yield* sql<{ n: number }>`SELECT count(*)::int4 AS n FROM queue.messages`
+  const [row] = yield* sql<{ n: number }>`SELECT count(*)::int4 AS n FROM queue.messages WHERE kind = 'message'`
   return row!.n
 })
 
