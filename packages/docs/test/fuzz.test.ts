@@ -10,6 +10,8 @@ import { RequestFuzz } from "@svc/platform/testing"
 import { DocsRpcs } from "@svc/schema"
 import { Effect, Layer } from "effect"
 import { Indexer } from "../src/Indexer.ts"
+import { DocsClient } from "../src/mcp/DocsClient.ts"
+import { callTool } from "../src/mcp/McpServer.ts"
 import { Client, docsFolder, get, socketClientWith, stack } from "./support.ts"
 
 const { fc } = RequestFuzz
@@ -102,6 +104,27 @@ layer(TestLayer, { timeout: 180_000, excludeTestServices: true })("docs API: no 
       for (const type of ["txt", "json"]) {
         const context = yield* get(`/api/v2/context?libraryId=/acme/http-client&type=${type}&query=retry+${word}`)
         assert.strictEqual(context.status, 200, context.text.slice(0, 300))
+      }
+    }))
+
+  it.effect("MCP tools refuse arguments the API would refuse, with a sentence naming the limit", () =>
+    Effect.gen(function*() {
+      const unreachable = Layer.succeed(DocsClient, DocsClient.of({
+        searchLibraries: () => Effect.die(new Error("the API must not be called")),
+        context: () => Effect.die(new Error("the API must not be called"))
+      }))
+      for (
+        const [tool, args, limit] of [
+          ["query-docs", { libraryId: "/acme/http-client", query: "q".repeat(2001) }, "2000"],
+          ["query-docs", { libraryId: "/acme/http-client", query: "retry\u0000" }, "NUL"],
+          ["resolve-library-id", { libraryName: "n".repeat(201), query: "q" }, "200"]
+        ] as const
+      ) {
+        const result = yield* callTool(tool, args).pipe(Effect.provide(unreachable))
+        assert.isTrue(result.isError, tool)
+        const text = (result.content[0] as { readonly text: string }).text
+        assert.include(text, `Invalid arguments for ${tool}`)
+        assert.include(text, limit)
       }
     }))
 

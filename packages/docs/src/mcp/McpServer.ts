@@ -12,6 +12,7 @@
  * A server holds no state between requests: the HTTP transport makes one per request.
  */
 import type { LibrarySearchResult } from "@svc/schema"
+import { MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_QUESTION_LENGTH, RequestString } from "@svc/schema"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Schema } from "effect"
@@ -95,10 +96,12 @@ export const canonicalArguments = (tool: ToolName, args: Readonly<Record<string,
   return result
 }
 
-const Text = Schema.String.check(Schema.isNonEmpty({ message: "must not be empty" }))
+// The API's own limits (@svc/schema Limits.ts): an argument the API would refuse is the agent's to fix,
+// told here, rather than a request the API client cannot even encode.
+const Text = (maxLength: number) => RequestString({ maxLength, minLength: 1 })
 const argumentSchemas = {
-  "resolve-library-id": Schema.Struct({ query: Text, libraryName: Text }),
-  "query-docs": Schema.Struct({ libraryId: Text, query: Text })
+  "resolve-library-id": Schema.Struct({ query: Text(MAX_QUESTION_LENGTH), libraryName: Text(MAX_NAME_LENGTH) }),
+  "query-docs": Schema.Struct({ libraryId: Text(MAX_ID_LENGTH), query: Text(MAX_QUESTION_LENGTH) })
 } as const
 
 const text = (body: string, isError = false): CallToolResult => ({
