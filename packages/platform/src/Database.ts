@@ -6,6 +6,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.ts"
+import { awaitReady } from "./PostgresReady.ts"
 
 export class Database extends Context.Service<Database, {
   readonly url: Redacted.Redacted<string>
@@ -18,6 +19,10 @@ export class Database extends Context.Service<Database, {
     Effect.gen(function*() {
       const external = yield* Config.option(Config.Redacted("DATABASE_URL"))
       if (Option.isSome(external)) {
+        // A server that is still starting (a container brought up with us) refuses sessions with
+        // 57P03 for a while: wait for it, bounded. Any other failure is left to the first real
+        // use, which reports it in its own words.
+        yield* awaitReady(external.value).pipe(Effect.ignore)
         return Database.of({ url: external.value, embedded: Option.none() })
       }
       const dataDir = yield* Config.String("EMBEDDED_POSTGRES_DIR").pipe(Config.withDefault(".data/postgres"))
@@ -48,14 +53,4 @@ export const withDatabaseName = (url: Redacted.Redacted<string>, database: strin
   return Redacted.make(parsed.toString())
 }
 
-/**
- * The server's own words for a failed statement ("relation "x" does not exist"), without the
- * statement text: `SqlError.message` only says "Query failed", the Postgres error sits below it.
- */
-export const postgresReason = (error: unknown): string => {
-  for (let cause = error, depth = 0; cause !== null && typeof cause === "object" && depth < 5; depth++) {
-    if ("severity" in cause && "message" in cause) return String(cause.message)
-    cause = "reason" in cause ? cause.reason : "cause" in cause ? cause.cause : undefined
-  }
-  return error instanceof Error ? error.message : String(error)
-}
+export { postgresReason } from "./PostgresReady.ts"

@@ -16,7 +16,8 @@ import * as fs from "node:fs/promises"
 import { closeSync, openSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { acceptsConnections, freePort } from "./Net.ts"
+import { canListen, freePort } from "./Net.ts"
+import { awaitReady, postgresReason } from "./PostgresReady.ts"
 
 export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{
   readonly message: string
@@ -47,8 +48,11 @@ export interface RunningPostgres {
 
 const HOST = "127.0.0.1"
 const USER = "postgres"
-const CREDENTIALS_FILE = "svc-credentials.json"
+/** `{"user", "password", "port"}`: how a second process reaches the cluster (see the README). */
+export const CREDENTIALS_FILE = "svc-credentials.json"
+/** The pid of the process that owns the running cluster, then the pid of its watchdog. */
 const OWNER_FILE = "svc-owner.pid"
+const WATCHDOG_NAME = "svc-pg-watchdog"
 
 const fail = (message: string) => (cause: unknown) => new EmbeddedPostgresError({ message, cause })
 
@@ -146,32 +150,67 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function*(dataDir: s
       ], ids),
     () => Effect.promise(() => fs.rm(passwordFile, { force: true }))
   )
-  yield* Effect.tryPromise({
-    try: () => fs.writeFile(path.join(dataDir, CREDENTIALS_FILE), JSON.stringify({ user: USER, password }), { mode: 0o600 }),
-    catch: fail("Could not write the embedded Postgres credentials")
-  })
+  yield* writeCredentials(dataDir, { user: USER, password })
 })
 
-const readPassword = (dataDir: string) =>
+interface Credentials {
+  readonly user: string
+  readonly password: string
+  /** The port the cluster was last started on: later starts reuse it (a second process keeps its URL). */
+  readonly port?: number | undefined
+}
+
+export const readCredentials = (dataDir: string) =>
   Effect.tryPromise({
-    try: async () => JSON.parse(await fs.readFile(path.join(dataDir, CREDENTIALS_FILE), "utf8")).password as string,
+    try: async () => JSON.parse(await fs.readFile(path.join(dataDir, CREDENTIALS_FILE), "utf8")) as Credentials,
     catch: fail(`The embedded Postgres credentials file is missing from ${path.basename(dataDir)}`)
+  })
+
+/** Written whole to a temporary file and renamed, so a reader never sees half of it. */
+const writeCredentials = (dataDir: string, credentials: Credentials) =>
+  Effect.tryPromise({
+    try: async () => {
+      const file = path.join(dataDir, CREDENTIALS_FILE)
+      const temporary = `${file}.${process.pid}.tmp`
+      await fs.writeFile(temporary, JSON.stringify(credentials), { mode: 0o600 })
+      await fs.rename(temporary, file)
+    },
+    catch: fail("Could not write the embedded Postgres credentials")
   })
 
 /**
  * A crash of ours (or a `kill -9`) runs no finalizer; this detached shell then stops the
  * postmaster once our process is gone, so no cluster outlives its owner. Returns its pid.
+ *
+ * It stops the postmaster only if the owner file still names its dead owner: a process that adopted
+ * the cluster meanwhile (a restart within the watchdog's second) has written its own pid there, and
+ * also stops the old watchdog (see `stopWatchdog`).
  */
-const startWatchdog = (postmasterPid: number) =>
+const startWatchdog = (postmasterPid: number, ownerFile: string) =>
   Effect.sync(() => {
     const watchdog = spawn(
       "sh",
-      ["-c", "while kill -0 \"$1\" 2>/dev/null; do sleep 1; done; kill -INT \"$2\" 2>/dev/null", "svc-pg-watchdog",
-        String(process.pid), String(postmasterPid)],
+      [
+        "-c",
+        "while kill -0 \"$1\" 2>/dev/null; do sleep 1; done; " +
+        "[ \"$(head -n 1 \"$3\" 2>/dev/null)\" = \"$1\" ] && kill -INT \"$2\" 2>/dev/null",
+        WATCHDOG_NAME,
+        String(process.pid),
+        String(postmasterPid),
+        ownerFile
+      ],
       { detached: true, stdio: "ignore" }
     )
     watchdog.unref()
     return watchdog.pid
+  })
+
+/** Stops a dead owner's watchdog, after checking the pid is still one (pids are reused). */
+const stopWatchdog = (pid: number | undefined) =>
+  Effect.promise(async () => {
+    if (pid === undefined || !(pid > 0) || !isAlive(pid)) return
+    const command = await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")
+    if (command.includes(WATCHDOG_NAME)) process.kill(pid, "SIGKILL")
   })
 
 /** Ask the postmaster to shut down ("fast": roll back open transactions) and wait for it. */
@@ -191,7 +230,8 @@ const stopServer = (pid: number, watchdogPid: number | undefined) =>
 const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   dataDir: string,
   port: number,
-  ephemeral: boolean
+  ephemeral: boolean,
+  url: Redacted.Redacted<string>
 ) {
   const { postgres } = yield* binaries
   const ids = yield* postgresIds()
@@ -224,21 +264,28 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   const exited = { code: null as number | null }
   child.once("exit", (code) => exited.code = code ?? -1)
 
-  yield* acceptsConnections(port).pipe(
-    Effect.repeat({
-      schedule: Schedule.spaced("100 millis"),
-      until: (ok) => ok || exited.code !== null
-    }),
-    Effect.timeout("60 seconds"),
-    Effect.mapError(fail("Postgres did not start within 60 seconds")),
-    Effect.flatMap((ok) =>
-      ok && exited.code === null ? Effect.void : Effect.fail(
-        new EmbeddedPostgresError({ message: `Postgres exited during start-up; see ${path.basename(logFile)}` })
+  // Ready means a query answers: the postmaster listens before its startup process is done, and
+  // until then refuses sessions with 57P03 ("the database system is starting up").
+  yield* awaitReady(url, { retryRefused: true, keepTrying: () => exited.code === null }).pipe(
+    Effect.catch((error) =>
+      Effect.fail(
+        new EmbeddedPostgresError({
+          message: exited.code !== null
+            ? `Postgres exited during start-up; see ${logFile}`
+            : `Postgres did not answer a query within 60 seconds of its start (${postgresReason(error)}); see ${logFile}`,
+          cause: error
+        })
       )
-    )
+    ),
+    // Don't leave a half-started server behind.
+    Effect.tapError(() => Effect.sync(() => exited.code === null && child.pid !== undefined && process.kill(child.pid, "SIGQUIT")))
   )
   return child.pid!
 })
+
+/** The URL of a cluster in `dataDir` on `port` (database `database`). */
+const urlOf = (password: string, port: number, database: string) =>
+  Redacted.make(`postgres://${USER}:${encodeURIComponent(password)}@${HOST}:${port}/${encodeURIComponent(database)}`)
 
 /**
  * Start the cluster in `dataDir` (initialising it on first use) for the life of the scope.
@@ -246,6 +293,10 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
  * If a cluster is already running on this data directory, it is shared: when the process that
  * started it is still alive we connect to it and leave it running; when that process is gone (it
  * crashed and left an orphan) we adopt the cluster and stop it with our scope.
+ *
+ * The port is remembered in the data directory (`svc-credentials.json`): the first start takes a free
+ * port, later starts (after a crash too) reuse it, so a second process given the URL finds the
+ * database again after a restart. `options.port` wins over the remembered one.
  */
 export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPostgres, EmbeddedPostgresError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -256,47 +307,98 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
     })
     const initialised = yield* Effect.promise(() => fs.access(path.join(dataDir, "PG_VERSION")).then(() => true, () => false))
     if (!initialised) yield* initialise(dataDir)
-    const password = Redacted.make(yield* readPassword(dataDir))
+    const credentials = yield* readCredentials(dataDir)
+    const password = Redacted.make(credentials.password)
     const running = (port: number, owned: boolean): RunningPostgres => ({
       host: HOST,
       port,
       user: USER,
       password,
       owned,
-      url: (database) =>
-        Redacted.make(
-          `postgres://${USER}:${encodeURIComponent(Redacted.value(password))}@${HOST}:${port}/${encodeURIComponent(database)}`
-        )
+      url: (database) => urlOf(credentials.password, port, database)
     })
 
     const ownerFile = path.join(dataDir, OWNER_FILE)
-    const writeOwner = Effect.promise(() => fs.writeFile(ownerFile, String(process.pid)))
+    const writeOwner = (watchdog: number | undefined) =>
+      Effect.promise(() => fs.writeFile(ownerFile, `${process.pid}\n${watchdog ?? ""}\n`))
     const postmaster = yield* readPid(path.join(dataDir, "postmaster.pid"))
     const runningPid = Number(postmaster?.[0])
     const runningPort = Number(postmaster?.[3])
-    if (runningPid > 0 && isAlive(runningPid) && (yield* acceptsConnections(runningPort))) {
-      const owner = Number((yield* readPid(ownerFile))?.[0])
-      if (owner > 0 && isAlive(owner)) {
-        yield* Effect.logInfo(`Using the embedded Postgres already running on port ${runningPort} (started by pid ${owner})`)
-        return running(runningPort, false)
+    if (runningPid > 0 && runningPort > 0 && isAlive(runningPid)) {
+      const [ownerPid, ownerWatchdog] = ((yield* readPid(ownerFile)) ?? []).map(Number)
+      const shared = ownerPid !== undefined && ownerPid > 0 && isAlive(ownerPid)
+      if (!shared) {
+        // An orphan (its owner crashed): claim it, then stop the old watchdog before it stops the
+        // cluster under us. Should it have begun stopping it already, the check below sees
+        // "shutting down" until the postmaster is gone, and a new one starts on the same port.
+        yield* writeOwner(undefined)
+        yield* stopWatchdog(ownerWatchdog)
       }
-      yield* Effect.logWarning(`Adopting an embedded Postgres left running on port ${runningPort} by an earlier process`)
-      yield* writeOwner
-      const watchdog = yield* startWatchdog(runningPid)
-      yield* Effect.addFinalizer(() => stopServer(runningPid, watchdog))
-      return running(runningPort, true)
+      // A cluster that is still starting (its owner is in `spawnServer`) or stopping answers 57P03.
+      const ready = yield* awaitReady(urlOf(credentials.password, runningPort, "postgres"), {
+        keepTrying: () => isAlive(runningPid)
+      }).pipe(Effect.result)
+      if (ready._tag === "Success" && isAlive(runningPid)) {
+        if (shared) {
+          yield* Effect.logInfo(`Using the embedded Postgres already running on port ${runningPort} (started by pid ${ownerPid})`)
+          return running(runningPort, false)
+        }
+        yield* Effect.logWarning(`Adopting an embedded Postgres left running on port ${runningPort} by an earlier process`)
+        const watchdog = yield* startWatchdog(runningPid, ownerFile)
+        yield* writeOwner(watchdog)
+        yield* Effect.addFinalizer(() => stopServer(runningPid, watchdog))
+        return running(runningPort, true)
+      }
+      if (isAlive(runningPid)) {
+        return yield* new EmbeddedPostgresError({
+          message: `The embedded Postgres running on port ${runningPort} (pid ${runningPid}) does not answer: ${
+            ready._tag === "Failure" ? postgresReason(ready.failure) : "unknown"
+          }`
+        })
+      }
+      // It stopped meanwhile: start it again below.
     }
 
-    const port = options.port && options.port > 0
-      ? options.port
-      : yield* freePort(HOST).pipe(Effect.mapError(fail("Could not find a free port for Postgres")))
+    const port = yield* choosePort(options.port, credentials.port)
     const { pid } = yield* Effect.acquireRelease(
-      spawnServer(dataDir, port, options.ephemeral ?? false).pipe(
-        Effect.flatMap((pid) => Effect.map(startWatchdog(pid), (watchdog) => ({ pid, watchdog })))
-      ),
+      Effect.gen(function*() {
+        const pid = yield* spawnServer(dataDir, port, options.ephemeral ?? false, urlOf(credentials.password, port, "postgres"))
+        yield* writeOwner(undefined)
+        const watchdog = yield* startWatchdog(pid, ownerFile)
+        yield* writeOwner(watchdog)
+        return { pid, watchdog }
+      }),
       ({ pid, watchdog }) => stopServer(pid, watchdog)
     )
-    yield* writeOwner
+    if (credentials.port !== port) yield* writeCredentials(dataDir, { ...credentials, port })
     yield* Effect.logInfo(`Embedded Postgres (pid ${pid}) listening on ${HOST}:${port}, data in ${options.dataDir}`)
     return running(port, true)
   }).pipe(Effect.withSpan("EmbeddedPostgres.start"))
+
+/**
+ * The port to start on: the one asked for (EMBEDDED_POSTGRES_PORT), else the one remembered in the
+ * data directory, else a free one. A remembered port that something else took meanwhile is given
+ * up for a free one, with a warning (a second process on the old URL loses the database).
+ */
+const choosePort = (asked: number | undefined, remembered: number | undefined) =>
+  Effect.gen(function*() {
+    if (asked !== undefined && asked > 0) {
+      if (!(yield* canListen(asked, HOST))) {
+        return yield* new EmbeddedPostgresError({
+          message: `The embedded Postgres cannot listen on ${HOST}:${asked} (address in use); ` +
+            "set EMBEDDED_POSTGRES_PORT to another port, or unset it for a free one"
+        })
+      }
+      return asked
+    }
+    if (remembered !== undefined && remembered > 0) {
+      if (yield* canListen(remembered, HOST)) return remembered
+      const port = yield* freePort(HOST).pipe(Effect.mapError(fail("Could not find a free port for Postgres")))
+      yield* Effect.logWarning(
+        `Port ${remembered}, where this data folder's Postgres ran before, is taken: using ${port} ` +
+          "(processes given the old URL must be given the new one)"
+      )
+      return port
+    }
+    return yield* freePort(HOST).pipe(Effect.mapError(fail("Could not find a free port for Postgres")))
+  })

@@ -26,3 +26,11 @@ export const acceptsConnections = (port: number, host = "127.0.0.1"): Effect.Eff
     socket.once("error", () => done(false))
     socket.connect(port, host, () => done(true))
   })
+
+/** Whether `port` can be listened on at `host` right now (bind, then close at once). */
+export const canListen = (port: number, host = "127.0.0.1"): Effect.Effect<boolean> =>
+  Effect.callback<boolean>((resume) => {
+    const probe = createServer()
+    probe.once("error", () => resume(Effect.succeed(false)))
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resume(Effect.succeed(true))))
+  })

@@ -8,8 +8,11 @@ import * as path from "node:path"
 import { inject } from "vitest"
 import { Database } from "../src/Database.ts"
 import * as EmbeddedPostgres from "../src/EmbeddedPostgres.ts"
-import { acceptsConnections } from "../src/Net.ts"
+import * as Migrations from "../src/Migrations.ts"
+import { acceptsConnections, freePort } from "../src/Net.ts"
+import * as PostgresReady from "../src/PostgresReady.ts"
 import { tempDir } from "../src/testing/tempDir.ts"
+import * as net from "node:net"
 
 const tempDataDir = tempDir("svc-embedded-").pipe(Effect.map((dir) => path.join(dir, "data")))
 
@@ -112,6 +115,170 @@ describe("EmbeddedPostgres", () => {
       assert.notStrictEqual(Redacted.value(cluster.password), "password")
       assert.isAtLeast(Redacted.value(cluster.password).length, 20)
       assert.notInclude(String(cluster.url("postgres")), Redacted.value(cluster.password))
+    }), { timeout: 120_000 })
+})
+
+/** Runs the fixture that starts the cluster in `dataDir` and holds it; resolves with its port. */
+const holdPostgres = (dataDir: string, env: Record<string, string> = {}) =>
+  Effect.acquireRelease(
+    Effect.sync(() =>
+      spawn(process.execPath, [new URL("./fixtures/hold-postgres.ts", import.meta.url).pathname, dataDir], {
+        stdio: ["ignore", "pipe", "inherit"],
+        env: { ...process.env, ...env }
+      })
+    ),
+    (holder) => Effect.sync(() => holder.exitCode === null && holder.kill("SIGKILL"))
+  ).pipe(Effect.flatMap((holder) =>
+    Effect.map(
+      Effect.promise(() =>
+        new Promise<number>((resolve, reject) => {
+          let out = ""
+          holder.stdout.on("data", (chunk) => {
+            out += chunk
+            const match = /port=(\d+)/.exec(out)
+            if (match) resolve(Number(match[1]))
+          })
+          holder.once("exit", (code) => reject(new Error(`holder exited early (${code})`)))
+        })
+      ),
+      (port) => ({ holder, port })
+    )
+  ))
+
+/**
+ * A fake Postgres in front of a real one: it refuses the first `refusals` sessions with 57P03
+ * ("the database system is starting up"), as a postmaster does before its startup process is done,
+ * then passes connections through.
+ */
+const startingUpProxy = (target: number, refusals: number) =>
+  Effect.acquireRelease(
+    Effect.callback<{ server: net.Server; port: number; connections: () => number }>((resume) => {
+      let connections = 0
+      const server = net.createServer((socket) => {
+        connections++
+        if (connections <= refusals) {
+          socket.once("data", () => {
+            const fields = Buffer.from("SFATAL\0VFATAL\0C57P03\0Mthe database system is starting up\0\0")
+            const head = Buffer.alloc(5)
+            head.write("E", 0)
+            head.writeInt32BE(fields.length + 4, 1)
+            socket.end(Buffer.concat([head, fields]))
+          })
+          return
+        }
+        const upstream = net.connect(target, "127.0.0.1")
+        socket.pipe(upstream).pipe(socket)
+        socket.on("error", () => upstream.destroy())
+        upstream.on("error", () => socket.destroy())
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resume(Effect.succeed({ server, port: (server.address() as net.AddressInfo).port, connections: () => connections })))
+    }),
+    ({ server }) => Effect.callback<void>((resume) => {
+      server.close(() => resume(Effect.void))
+    })
+  )
+
+describe("EmbeddedPostgres readiness and port", () => {
+  it.live("ready means a query answers: start-up refusals (57P03) are retried, other failures are not", () =>
+    Effect.gen(function*() {
+      const cluster = yield* EmbeddedPostgres.start({ dataDir: yield* tempDataDir, ephemeral: true })
+      const proxy = yield* startingUpProxy(cluster.port, 5)
+      const url = (port: number) =>
+        Redacted.make(Redacted.value(cluster.url("postgres")).replace(`:${cluster.port}/`, `:${port}/`))
+      // A TCP connect succeeds at once; a query only on the fourth session.
+      assert.isTrue(yield* acceptsConnections(proxy.port))
+      const refused = yield* Effect.flip(PostgresReady.ping(url(proxy.port)))
+      assert.isTrue(PostgresReady.isStartingUp(refused))
+      assert.strictEqual(PostgresReady.postgresReason(refused), "the database system is starting up")
+      const before = proxy.connections()
+      yield* PostgresReady.awaitReady(url(proxy.port))
+      assert.strictEqual(proxy.connections() - before, 4, "three refusals retried, then one answer")
+      // A wrong password is final at once, not retried for a minute.
+      const wrong = Redacted.make(Redacted.value(url(cluster.port)).replace(/:[^:@]*@/, ":wrong@"))
+      const startedAt = Date.now()
+      const error = yield* Effect.flip(PostgresReady.awaitReady(wrong))
+      assert.isFalse(PostgresReady.isStartingUp(error))
+      assert.isBelow(Date.now() - startedAt, 5_000)
+    }), { timeout: 120_000 })
+
+  it.live("10 fresh clusters in a row are each migrated the moment start returns", () =>
+    Effect.gen(function*() {
+      // Each one freshly initialised: the first start after initdb is where a TCP-connect readiness
+      // check lost the race with "the database system is starting up" (copies of one initdb'd folder
+      // did not show it).
+      for (let round = 0; round < 10; round++) {
+        yield* Effect.scoped(Effect.gen(function*() {
+          const cluster = yield* EmbeddedPostgres.start({ dataDir: yield* tempDataDir, ephemeral: true })
+          const applied = yield* Migrations.migrateAll().pipe(
+            Effect.provide(PgClient.layer({ url: cluster.url("postgres"), maxConnections: 1 }))
+          )
+          assert.isAbove(applied.flat().length, 0, `round ${round}`)
+        }))
+      }
+    }), { timeout: 240_000 })
+
+  it.live("the port is remembered in the data folder: kill -9 and a restart keep it, and a client of the URL goes on", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const first = yield* holdPostgres(dataDir)
+      const credentials = JSON.parse(yield* Effect.promise(() => fs.readFile(path.join(dataDir, "svc-credentials.json"), "utf8")))
+      assert.strictEqual(credentials.port, first.port, "the port is recorded next to the password")
+      // A second process joins with the URL built from the data folder (what the README tells).
+      const url = Redacted.make(`postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${credentials.port}/postgres`)
+      const client = yield* Layer.build(PgClient.layer({ url, maxConnections: 2 }))
+      const note = Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        return (yield* sql<{ note: string }>`SELECT note FROM crash_log LIMIT 1`)[0]?.note
+      }).pipe(Effect.provide(client))
+      assert.strictEqual(yield* note, "committed before the crash")
+
+      first.holder.kill("SIGKILL")
+      // Restarted at once (before the watchdog's next look, too) and once more after it stopped the orphan.
+      const second = yield* holdPostgres(dataDir)
+      assert.strictEqual(second.port, first.port, "a restart right after the crash keeps the port")
+      assert.strictEqual(
+        yield* note.pipe(Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 50 })),
+        "committed before the crash",
+        "the second process' pool works again on the same URL"
+      )
+      // The dead owner's watchdog must not stop the cluster the restart adopted.
+      yield* Effect.sleep("2500 millis")
+      assert.isTrue(yield* acceptsConnections(second.port), "still running after the old watchdog's time")
+      second.holder.kill("SIGKILL")
+      yield* acceptsConnections(second.port).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (open) => !open }),
+        Effect.timeout("20 seconds")
+      )
+      const third = yield* holdPostgres(dataDir)
+      assert.strictEqual(third.port, first.port, "a start after the watchdog stopped the orphan keeps the port")
+      assert.strictEqual(yield* note.pipe(Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 50 })), "committed before the crash")
+    }), { timeout: 120_000 })
+
+  it.live("EMBEDDED_POSTGRES_PORT wins over the remembered port; a remembered port taken by another program is given up", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const asked = yield* freePort()
+      const first = yield* Effect.scoped(EmbeddedPostgres.start({ dataDir, port: asked, ephemeral: true }))
+      assert.strictEqual(first.port, asked)
+      const again = yield* Effect.scoped(EmbeddedPostgres.start({ dataDir, ephemeral: true }))
+      assert.strictEqual(again.port, asked, "the asked port is remembered")
+      // Something else takes it.
+      const squatter = yield* Effect.acquireRelease(
+        Effect.callback<net.Server>((resume) => {
+          const server = net.createServer()
+          server.listen(asked, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) => Effect.callback<void>((resume) => {
+          server.close(() => resume(Effect.void))
+        })
+      )
+      const moved = yield* Effect.scoped(EmbeddedPostgres.start({ dataDir, ephemeral: true }))
+      assert.notStrictEqual(moved.port, asked)
+      const error = yield* Effect.flip(Effect.scoped(EmbeddedPostgres.start({ dataDir, port: asked, ephemeral: true })))
+      assert.include(error.message, `127.0.0.1:${asked} (address in use)`)
+      assert.include(error.message, "EMBEDDED_POSTGRES_PORT")
+      assert.isDefined(squatter)
     }), { timeout: 120_000 })
 })
 
