@@ -94,7 +94,13 @@ describe("svc docs", () => {
       const dir = yield* tempDir("svc-cli-docs-rpc-")
       const port = yield* freePort()
       const env = { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"), DOCS_DEFAULT_LIBRARIES: "none" }
-      const server = start(["start", "docs-api"], { ...env, DOCS_PORT: String(port), DOCS_ADMIN_TOKEN: "operator-secret" })
+      // folder sources over the RPC only under DOCS_SOURCE_ROOTS (packages/docs/test/rpc.test.ts)
+      const server = start(["start", "docs-api"], {
+        ...env,
+        DOCS_PORT: String(port),
+        DOCS_ADMIN_TOKEN: "operator-secret",
+        DOCS_SOURCE_ROOTS: path.dirname(greeter)
+      })
       yield* Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.json())).pipe(
         Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 100 })
       )
