@@ -162,9 +162,18 @@ describe("Host and Origin (DNS rebinding protection)", () => {
     for (const host of ["localhost", "localhost:1", "LOCALHOST:8790", "127.0.0.1:80", "[::1]", "[::1]:8790"]) {
       assert.isTrue(policy.hostAllowed(host), host)
     }
-    for (const host of [undefined, "", "::1", "127.0.0.2", "localhost.", "evil.com", "localhost@evil.com", "a b", "localhost/x"]) {
+    for (
+      const host of [undefined, "", "::1", "127.0.0.2", "127.1", "localhost.", "evil.com", "localhost@evil.com", "a b", "localhost/x", "localhost:x"]
+    ) {
       assert.isFalse(policy.hostAllowed(host), String(host))
     }
+    const withPort = originPolicy({ allowedHosts: ["docs.internal:80", "[::1]"], publicUrl: "https://mcp.example.com" })
+    assert.isTrue(withPort.hostAllowed("docs.internal:80"))
+    assert.isFalse(withPort.hostAllowed("docs.internal:8080"))
+    assert.isFalse(withPort.hostAllowed("docs.internal"))
+    assert.isTrue(withPort.hostAllowed("[::1]:1"))
+    assert.isTrue(withPort.hostAllowed("mcp.example.com"))
+    assert.isFalse(withPort.hostAllowed("localhost"))
     assert.isTrue(policy.originAllowed(undefined))
     assert.isTrue(policy.originAllowed("http://127.0.0.1:3000"))
     assert.isFalse(policy.originAllowed("ws://localhost"))

@@ -111,11 +111,10 @@ export const McpHttpConfig = Config.all({
 /** The local names a browser on this machine uses for it: the default allow-list. */
 const LOCAL_NAMES = ["localhost", "127.0.0.1", "[::1]"]
 
-/** `host[:port]` as `URL` parses it (IPv6 in brackets, lower case, default port dropped). */
+/** `name[:port]` (an IPv6 address in brackets), the name lower-cased; port `""` when there is none. */
 const parseHost = (value: string): { readonly hostname: string; readonly port: string } | undefined => {
-  if (value === "" || /[\s/?#@\\]/.test(value)) return undefined
-  const url = URL.parse(`http://${value}`)
-  return url === null ? undefined : { hostname: url.hostname, port: url.port }
+  const match = /^(\[[0-9a-f:.]+\]|[a-z0-9._~!$&'()*+,;=%-]+)(?::(\d{1,5}))?$/i.exec(value)
+  return match === null ? undefined : { hostname: match[1]!.toLowerCase(), port: match[2] ?? "" }
 }
 
 export interface OriginPolicy {
@@ -139,6 +138,7 @@ export const originPolicy = (options: {
   const hosts = (options.allowedHosts ?? LOCAL_NAMES).map((entry) => entry === "*" ? "*" : parseHost(entry.toLowerCase()))
   const anyHost = hosts.includes("*")
   const hostEntries = hosts.filter((entry) => entry !== "*" && entry !== undefined)
+  // the public URL's port as clients send it in Host (none for the scheme's default port)
   hostEntries.push({ hostname: publicUrl.hostname, port: publicUrl.port })
   const hostAllowed = (host: string | undefined) => {
     if (anyHost) return true
