@@ -354,6 +354,25 @@ layer(Seeded.pipe(Layer.provideMerge(stack)), { timeout: 120_000 })("per-client 
       assert.isTrue((yield* call("127.0.0.2", 6)).isError)
     }).pipe(Effect.scoped))
 
+  it.effect("a separately run MCP server: forwarding counts only with the API's DOCS_FORWARD_SECRET", () =>
+    Effect.gen(function*() {
+      const api = Context.get(
+        yield* Layer.build(socketClientWith({ DOCS_RATE_LIMIT_ANONYMOUS: "1", DOCS_FORWARD_SECRET: "shared-secret" })),
+        Client
+      )
+      const served = (port: number, from: string) =>
+        Effect.map(request(port, { body: resolveCall(1), localAddress: from }), (answer) => answer.body.result.isError !== true)
+      // another secret: the API ignores the forwarded addresses, both clients share the MCP server's bucket
+      const stranger = yield* startMcp({ DOCS_FORWARD_SECRET: "another-secret" }, api.baseUrl)
+      assert.isTrue(yield* served(stranger, "127.0.0.3"))
+      assert.isFalse(yield* served(stranger, "127.0.0.4"))
+      // the same secret: each client its own
+      const partner = yield* startMcp({ DOCS_FORWARD_SECRET: "shared-secret" }, api.baseUrl)
+      assert.isTrue(yield* served(partner, "127.0.0.5"))
+      assert.isTrue(yield* served(partner, "127.0.0.6"))
+      assert.isFalse(yield* served(partner, "127.0.0.6"))
+    }).pipe(Effect.scoped))
+
   it.effect("a forwarding header sent straight to the API, unsigned or forged, is ignored: the peer address counts", () =>
     Effect.gen(function*() {
       const api = Context.get(yield* Layer.build(socketClientWith({ DOCS_RATE_LIMIT_ANONYMOUS: "2" })), Client)
