@@ -14,6 +14,15 @@ import * as PostgresReady from "../src/PostgresReady.ts"
 import { tempDir } from "../src/testing/tempDir.ts"
 import * as net from "node:net"
 
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
 const tempDataDir = tempDir("svc-embedded-").pipe(Effect.map((dir) => path.join(dir, "data")))
 
 const query = <A extends object>(cluster: EmbeddedPostgres.RunningPostgres, text: string) =>
@@ -217,6 +226,28 @@ describe("EmbeddedPostgres readiness and port", () => {
         }))
       }
     }), { timeout: 240_000 })
+
+  it.live("after a crash, ready waits for WAL recovery (57P03 meanwhile): the first query after start answers", () =>
+    Effect.gen(function*() {
+      // Deterministic where fresh clusters are a race: replaying ~150 MB of WAL takes far longer than
+      // the postmaster needs to open its port, and until then every session gets 57P03.
+      // Not ephemeral: its commits must survive the kill (synchronous_commit).
+      const dataDir = yield* tempDataDir
+      const cluster = yield* EmbeddedPostgres.start({ dataDir })
+      yield* query(cluster, "CREATE TABLE big AS SELECT g, repeat('x', 200) AS filler FROM generate_series(1, 600000) g")
+      const pid = Number((yield* Effect.promise(() => fs.readFile(path.join(dataDir, "postmaster.pid"), "utf8"))).split("\n")[0])
+      process.kill(pid, "SIGKILL")
+      yield* Effect.sync(() => pid).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (pid) => !isAlive(pid) }),
+        Effect.timeout("10 seconds")
+      )
+      const rows = yield* Effect.scoped(Effect.gen(function*() {
+        const restarted = yield* EmbeddedPostgres.start({ dataDir })
+        assert.strictEqual(restarted.port, cluster.port)
+        return yield* query<{ n: number }>(restarted, "SELECT count(*)::int AS n FROM big")
+      }))
+      assert.deepStrictEqual(rows, [{ n: 600000 }])
+    }), { timeout: 120_000 })
 
   it.live("the port is remembered in the data folder: kill -9 and a restart keep it, and a client of the URL goes on", () =>
     Effect.gen(function*() {
