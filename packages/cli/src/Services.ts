@@ -45,9 +45,9 @@ export const landed: ReadonlyArray<SuiteService> = [
   },
   {
     name: "mcp",
-    description: "Documentation lookup for coding agents: MCP over stateless HTTP, calling the docs API (port 8790)",
+    description: "Documentation lookup for coding agents: MCP over stateless HTTP, calling the docs API (port 8790, MCP_PORT)",
     schemas: [],
-    layer: Mcp.httpLayer({ port: Mcp.DEFAULT_PORT })
+    layer: Mcp.httpLayer()
   },
   {
     name: "uploads",

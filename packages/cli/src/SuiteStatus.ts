@@ -10,6 +10,7 @@ export const layer = (services: ReadonlyArray<SuiteService>) =>
     name: "suite",
     api: SuiteApi,
     port: Config.Port("SVC_PORT").pipe(Config.withDefault(8786)),
+    portVariable: "SVC_PORT",
     openapi: true,
     handlers: Layer.mergeAll(
       HttpApiBuilder.group(SuiteApi, "health", (handlers) => handlers.handle("health", () => Effect.succeed({ status: "ok" as const }))),

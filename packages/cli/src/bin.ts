@@ -2,7 +2,7 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { exitZeroOnSignal, Logging } from "@svc/platform"
 import { Cause, Config, Effect } from "effect"
-import { CliError, Command } from "effect/cli"
+import { CliError, CliOutput, Command } from "effect/cli"
 import { svc } from "./main.ts"
 
 /**
@@ -25,9 +25,23 @@ const report = (cause: Cause.Cause<unknown>) =>
     if (level === "Debug" || level === "Trace") process.stderr.write(`${Cause.pretty(cause)}\n`)
   })
 
+/**
+ * A usage error (unknown subcommand, a bad flag value) is one line on stderr naming the problem, and
+ * where the help is: `Command.run`'s default presenter prints the whole help page first.
+ */
+const usagePresenter = CliOutput.layerPresenter({
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Effect.sync(() => {
+        const problems = event.errors.map((error) => error.message.replace(/\s*\n\s*/g, " ").trim()).join("; ")
+        process.stderr.write(`svc: ${problems} (see: ${event.commandPath.join(" ")} --help)\n`)
+      })
+      : CliOutput.defaultPresenter.present(event)
+})
+
 svc.pipe(
   Command.run({ version: "0.1.0" }),
-  Effect.provide([NodeServices.layer, Logging.layer]),
+  Effect.provide([NodeServices.layer, Logging.layer, usagePresenter]),
   Effect.tapCause(report),
   NodeRuntime.runMain({ disableErrorReporting: true, teardown: exitZeroOnSignal })
 )

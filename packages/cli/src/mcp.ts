@@ -7,7 +7,7 @@
  * - `--transport stdio`: one client over stdin/stdout; the key is `--api-key` or `SVC_API_KEY`, and
  *   `--port` is refused. Logs go to stderr (stdout carries the protocol).
  *
- * Either way the tools call the REST API v2 at `DOCS_API_URL` (default http://localhost:8789).
+ * Either way the tools call the REST API v2 at `DOCS_API_URL` (default http://localhost:<DOCS_PORT>).
  */
 import { Mcp } from "@svc/docs"
 import { launchServer } from "@svc/platform"
@@ -24,7 +24,7 @@ export const mcp = Command.make(
       Flag.withDefault("http" as const)
     ),
     port: Flag.Int("port").pipe(
-      Flag.withDescription(`HTTP port (default ${Mcp.DEFAULT_PORT}; the next free one is used when it is taken)`),
+      Flag.withDescription(`HTTP port (default MCP_PORT or ${Mcp.DEFAULT_PORT}; the next free one is used when it is taken)`),
       Flag.optional
     ),
     apiKey: Flag.Redacted("api-key").pipe(
@@ -39,7 +39,7 @@ export const mcp = Command.make(
           "--api-key is for --transport stdio; over HTTP each client sends its key in the Authorization header"
         ))
       }
-      return yield* launchServer(Mcp.httpLayer({ port: Option.getOrElse(port, () => Mcp.DEFAULT_PORT) }))
+      return yield* launchServer(Mcp.httpLayer({ port: Option.getOrUndefined(port), nextFreePort: true }))
     }
     if (Option.isSome(port)) {
       return yield* Effect.fail(new McpUsageError("--port is for --transport http; stdio needs no port"))

@@ -7,8 +7,8 @@ import { Effect, Schedule } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Http from "node:http"
 import * as path from "node:path"
-import { acceptsConnections, freePort } from "@svc/platform"
-import { tempDir } from "@svc/platform/testing"
+import { acceptsConnections } from "@svc/platform"
+import { spawnablePort, spawnablePorts, tempDir } from "@svc/platform/testing"
 
 const bin = new URL("../src/bin.ts", import.meta.url).pathname
 
@@ -60,9 +60,23 @@ const failingDestination = Effect.acquireRelease(
   })
 ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as { port: number }).port}`))
 
-const waitForHealth = (port: number) =>
-  Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/health`).then((response) => response.json())).pipe(
-    Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 150 })
+/**
+ * `/health` of a spawned `svc`, once it answers. Fails at once, with the process' output, if the
+ * process exits first (a start-up failure is its own message, not 30 s of ECONNREFUSED), or after
+ * 90 s (a busy machine: node, initdb, migrations).
+ */
+const waitForHealth = (port: number, run: Run) =>
+  Effect.raceFirst(
+    Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/health`).then((response) => response.json())).pipe(
+      Effect.retry({ schedule: Schedule.spaced("200 millis") }),
+      Effect.timeoutOrElse({
+        duration: "90 seconds",
+        orElse: () => Effect.die(new Error(`svc did not answer /health on ${port} within 90 s:\n${run.output()}`))
+      })
+    ),
+    finished(run).pipe(
+      Effect.flatMap((code) => Effect.die(new Error(`svc exited (${code}) before answering /health:\n${run.output()}`)))
+    )
   )
 
 describe("svc", () => {
@@ -77,18 +91,22 @@ describe("svc", () => {
   it.live("start all: comes up with /health, stops cleanly on Ctrl-C, and finds its data on the next start", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-cli-")
-      const port = yield* freePort()
-      const docsPort = yield* freePort()
+      const [port, docsPort, listingsPort, queuePort, mcpPort, uploadsPort] = (yield* spawnablePorts(6)) as [number, number, number, number, number, number]
       const env = {
         EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"),
+        OBJECT_STORAGE_DIR: path.join(dir, "object-storage"),
         SVC_PORT: String(port),
         DOCS_PORT: String(docsPort),
+        LISTINGS_PORT: String(listingsPort),
+        QUEUE_PORT: String(queuePort),
+        MCP_PORT: String(mcpPort),
+        UPLOADS_PORT: String(uploadsPort),
         // one small package stands for the default documentation an empty index gets
         DOCS_DEFAULT_LIBRARIES: "he"
       }
 
       const first = svc(["start", "all"], env)
-      assert.deepStrictEqual(yield* waitForHealth(port), { status: "ok" })
+      assert.deepStrictEqual(yield* waitForHealth(port, first), { status: "ok" })
       const services = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/services`).then((r) => r.json()))
       assert.deepStrictEqual(services.services.map((service: any) => service.name), ["listings", "queue", "docs-api", "mcp", "uploads"])
       // the empty documentation index is filled in the background
@@ -109,7 +127,7 @@ describe("svc", () => {
       assert.isFalse(yield* acceptsConnections(pgPort), "the embedded Postgres is stopped with the suite")
 
       const second = svc(["start", "all"], env)
-      assert.deepStrictEqual(yield* waitForHealth(port), { status: "ok" })
+      assert.deepStrictEqual(yield* waitForHealth(port, second), { status: "ok" })
       second.child.kill("SIGTERM")
       assert.strictEqual(yield* finished(second), 0)
       assert.notInclude(second.output(), "Initialising", "the second start reuses the data directory")
@@ -139,7 +157,9 @@ describe("svc", () => {
   it.live("queue dlq / groups: operate a running queue over its RPC; each failure is one line and exit 1", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-cli-")
-      const port = yield* freePort()
+      // Not freePort(): a port from the ephemeral range can be taken by any outgoing connection
+      // (the child's own, to its database) in the seconds before the child binds it.
+      const port = yield* spawnablePort()
       const token = "cli-queue-token"
       const destination = yield* failingDestination
       const server = svc(["start", "queue"], {
@@ -154,7 +174,7 @@ describe("svc", () => {
           return finished(server)
         })
       )
-      assert.deepStrictEqual(yield* waitForHealth(port), { status: "ok" })
+      assert.deepStrictEqual(yield* waitForHealth(port, server), { status: "ok" })
       const queueUrl = `http://127.0.0.1:${port}`
       const env = { QUEUE_URL: queueUrl, QUEUE_TOKEN: token }
 

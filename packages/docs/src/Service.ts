@@ -35,6 +35,6 @@ export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
  * then every unfinished (queued, indexing) version indexed.
  */
 export const layer = Layer.mergeAll(
-  serve(routes, { name: "docs-api", port: Port }),
+  serve(routes, { name: "docs-api", port: Port, portVariable: "DOCS_PORT" }),
   DefaultLibraries.layer
 ).pipe(Layer.provide(ServicesLive))

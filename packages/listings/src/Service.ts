@@ -50,6 +50,6 @@ export const ServicesLive = makeServices(ConfigLive)
 export const Port = Config.Port("LISTINGS_PORT").pipe(Config.withDefault(8787))
 
 /** HTTP server and scheduler. */
-export const layer = Layer.mergeAll(serve(routes, { name: "listings", port: Port }), IngestScheduler).pipe(
+export const layer = Layer.mergeAll(serve(routes, { name: "listings", port: Port, portVariable: "LISTINGS_PORT" }), IngestScheduler).pipe(
   Layer.provide(ServicesLive)
 )

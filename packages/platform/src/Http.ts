@@ -29,7 +29,7 @@
  */
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { InternalError, InvalidRequest, type RequestIssue, RouteNotFound, ServiceUnavailable } from "@svc/schema"
-import { Cause, Config, Context, Duration, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
+import { Cause, Config, Context, Data, Duration, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
 import {
   HttpBody,
   HttpRouter,
@@ -103,6 +103,34 @@ export interface ServeOptions {
   readonly port: number | Config.Config<number>
   /** Defaults to the {@link Host} config. */
   readonly host?: string | Config.Config<string> | undefined
+  /** The variable that moves the port (`LISTINGS_PORT`), named when the port cannot be bound. */
+  readonly portVariable?: string | undefined
+}
+
+/**
+ * The server could not listen: `listings cannot listen on 0.0.0.0:8787 (address in use); set
+ * LISTINGS_PORT to another port`.
+ */
+export class ListenError extends Data.TaggedError("ListenError")<{
+  readonly message: string
+  readonly cause: unknown
+}> {}
+
+const listenError = (
+  options: { readonly name: string; readonly host: string; readonly port: number; readonly portVariable?: string | undefined },
+  cause: unknown
+): ListenError => {
+  const code = (cause as { readonly cause?: { readonly code?: unknown } } | undefined)?.cause?.code
+  const address = `${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`
+  const move = options.portVariable === undefined ? "move it to another port" : `set ${options.portVariable} to another port`
+  const [reason, hint] = code === "EADDRINUSE"
+    ? ["address in use", move]
+    : code === "EACCES"
+    ? ["permission denied", `${move} (above 1023)`]
+    : code === "EADDRNOTAVAIL"
+    ? ["no such address on this machine", "set HOST to one of its addresses, or 0.0.0.0"]
+    : [typeof code === "string" ? code : String((cause as { readonly cause?: unknown })?.cause ?? cause), move]
+  return new ListenError({ message: `${options.name} cannot listen on ${address} (${reason}); ${hint}`, cause })
 }
 
 /**
@@ -143,7 +171,9 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
           port,
           host,
           gracefulShutdownTimeout: shutdownTimeout
-        })
+        }).pipe(
+          Effect.mapError((error) => listenError({ name: options.name, host, port, portVariable: options.portVariable }, error))
+        )
         yield* Effect.addFinalizer(() =>
           Effect.andThen(Effect.sync(() => server.closeAllConnections()), Effect.logInfo("HTTP server stopped"))
         )

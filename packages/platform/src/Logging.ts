@@ -1,8 +1,11 @@
 /**
  * Log verbosity from the environment: `LOG_LEVEL` (trace, debug, info, warn, error; default info),
  * or `DEBUG=*` as a shorthand for debug (the convention many Node tools follow).
+ *
+ * Log lines go to stderr: stdout is for a command's results (`KEY=$(svc docs keys create)` must
+ * capture the key and nothing else), and a service's logs are not its results either.
  */
-import { Config, Effect, Layer, References } from "effect"
+import { Config, Effect, Layer, Logger, References } from "effect"
 
 const levels = ["Trace", "Debug", "Info", "Warn", "Error", "Fatal"] as const
 
@@ -16,10 +19,16 @@ export const LogLevel = Config.all({
     : "Info"
 }))
 
-/** Sets the minimum log level for everything built on top of it. */
-export const layer = Layer.effect(
-  References.MinimumLogLevel,
-  Effect.gen(function*() {
-    return yield* LogLevel
-  })
+/** Log lines to stderr (effect's default logger writes them to stdout). */
+export const layerStderr = Layer.succeed(Logger.LogToStderr, true)
+
+/** Sets the minimum log level for everything built on top of it, and sends log lines to stderr. */
+export const layer = Layer.merge(
+  Layer.effect(
+    References.MinimumLogLevel,
+    Effect.gen(function*() {
+      return yield* LogLevel
+    })
+  ),
+  layerStderr
 )

@@ -25,6 +25,7 @@ export const layerNoDeps = (options?: { readonly port?: number | Config.Config<n
     serve(Layer.mergeAll(routes, RpcRoute), {
       name: "queue",
       port: options?.port ?? Port,
+      portVariable: "QUEUE_PORT",
       ...(options?.host === undefined ? {} : { host: options.host })
     }),
     WorkerIfEnabled

@@ -136,6 +136,7 @@ export const make = (options: DemoOptions) =>
     Layer.provideMerge(serve(routes(options), {
       name: "uploads",
       port: options.port,
+      portVariable: "UPLOADS_PORT",
       ...(options.host === undefined ? {} : { host: options.host })
     }))
   )

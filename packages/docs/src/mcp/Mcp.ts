@@ -1,11 +1,12 @@
 /**
- * Running the MCP server: over HTTP (`svc mcp --transport http`, port 8790 by default, the next free
- * port when it is taken) or over stdio (`svc mcp --transport stdio`, for a client that spawns it).
- * Both reach the REST API v2 at `DOCS_API_URL` (default `http://localhost:8789`).
+ * Running the MCP server: over HTTP on `MCP_PORT` (default 8790) and `HOST` — under `svc start` on
+ * exactly that port, with `svc mcp --transport http` on the next free one when it is taken (spec/2) —
+ * or over stdio (`svc mcp --transport stdio`, for a client that spawns it). Both reach the REST API v2
+ * at `DOCS_API_URL`, by default the docs-api of this machine on `DOCS_PORT` (8789).
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import { serve } from "@svc/platform"
-import { Config, Effect, Layer, Logger } from "effect"
+import { Host, serve } from "@svc/platform"
+import { Config, Effect, Layer, Logger, Option } from "effect"
 import { createServer } from "node:net"
 import * as http from "node:http"
 import { DocsClient } from "./DocsClient.ts"
@@ -14,7 +15,23 @@ import * as McpServer from "./McpServer.ts"
 
 export const DEFAULT_PORT = 8790
 
-export const ApiUrl = Config.String("DOCS_API_URL").pipe(Config.withDefault("http://localhost:8789"))
+/** `MCP_PORT` (default 8790): the HTTP port of the MCP server. */
+export const Port = Config.Port("MCP_PORT").pipe(Config.withDefault(DEFAULT_PORT))
+
+/**
+ * `DOCS_API_URL`; unset, the docs-api this machine runs with the same configuration:
+ * `http://localhost:<DOCS_PORT>` (8789), or `HOST` itself when that names one address.
+ */
+export const ApiUrl = Config.all({
+  url: Config.option(Config.String("DOCS_API_URL")),
+  port: Config.Port("DOCS_PORT").pipe(Config.withDefault(8789)),
+  host: Host
+}).pipe(Config.map(({ host, port, url }) =>
+  Option.getOrElse(Option.filter(url, (url) => url.trim() !== ""), () => {
+    const name = host === "" || host === "0.0.0.0" || host === "::" ? "localhost" : host.includes(":") ? `[${host}]` : host
+    return `http://${name}:${port}`
+  })
+))
 
 /** How many ports above the asked one are tried before giving up. */
 const PORT_ATTEMPTS = 20
@@ -46,15 +63,26 @@ const useProxyFromEnvironment = Effect.sync(() => {
   }
 })
 
-/** The MCP HTTP server on the first free port from `port`. */
-export const httpLayer = (options: { readonly port: number; readonly host?: string | undefined }) =>
+/**
+ * The MCP HTTP server on `HOST` and `port` (default `MCP_PORT`, 8790). A taken port is a start-up
+ * failure naming `MCP_PORT`, unless `nextFreePort` (only `svc mcp --transport http`, as spec/2 says):
+ * then the next free one up is used.
+ */
+export const httpLayer = (options: {
+  readonly port?: number | undefined
+  readonly host?: string | undefined
+  readonly nextFreePort?: boolean | undefined
+} = {}) =>
   Layer.unwrap(Effect.gen(function*() {
     yield* useProxyFromEnvironment
     const apiUrl = yield* ApiUrl
-    const host = options.host ?? "0.0.0.0"
-    const port = yield* firstFreePort(options.port, host)
-    if (port !== options.port) yield* Effect.logWarning(`Port ${options.port} is taken: using ${port}`)
-    return serve(routes, { name: "mcp", port, host }).pipe(Layer.provide(DocsClient.layer({ baseUrl: apiUrl })))
+    const host = options.host ?? (yield* Host)
+    const asked = options.port ?? (yield* Port)
+    const port = options.nextFreePort === true ? yield* firstFreePort(asked, host) : asked
+    if (port !== asked) yield* Effect.logWarning(`Port ${asked} is taken: using ${port}`)
+    return serve(routes, { name: "mcp", port, host, portVariable: "MCP_PORT" }).pipe(
+      Layer.provide(DocsClient.layer({ baseUrl: apiUrl }))
+    )
   }))
 
 /** Logs to stderr: over stdio, stdout carries the protocol and nothing else. */
