@@ -17,7 +17,7 @@ import {
   type LibraryListing
 } from "@svc/docs"
 import { DEFAULT_TRUST_SCORE, type SourceKind, TrustScore } from "@svc/schema"
-import { Database, Migrations } from "@svc/platform"
+import { Database, Migrations, ServiceClient } from "@svc/platform"
 import type { IndexEvent } from "@svc/schema"
 import { Config, Console, Effect, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -71,7 +71,13 @@ const remote = Effect.gen(function*() {
 
 /** The message of a failed remote operation: the run's own, or why the docs-api could not be used. */
 const remoteFailure = (url: string) => (error: { readonly _tag: string; readonly message: string }) =>
-  new Error(error._tag === "IndexingFailed" ? error.message : `docs-api at ${url} refused or unreachable: ${error.message}`)
+  new Error(
+    error._tag === "RpcClientError"
+      ? ServiceClient.describeFailure({ service: "docs-api", url, tokenVariable: "DOCS_ADMIN_TOKEN" }, error)
+      : error._tag === "Unauthorized"
+      ? `docs-api at ${url} refused DOCS_ADMIN_TOKEN: ${error.message}`
+      : error.message
+  )
 
 const onEvent = (event: IndexEvent) => event._tag === "Done" ? Effect.void : onProgress(event)
 

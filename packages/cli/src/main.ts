@@ -3,7 +3,7 @@
  * (listings ingest, the queue's dead-letter queue and URL groups), index documentation (svc docs).
  */
 import { IngestClient } from "@svc/listings"
-import { Database, Migrations } from "@svc/platform"
+import { Database, Migrations, ServiceClient } from "@svc/platform"
 import { describeDlq, describeTopic, describeTopicDetails, QueueRpcClient } from "@svc/queue"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -106,7 +106,9 @@ const listingsIngest = Command.make(
     }).pipe(
       Effect.catchTag("UnknownSources", (error) => Effect.fail(new CommandFailed(error.message))),
       Effect.catchTag("RpcClientError", (error) =>
-        Effect.fail(new CommandFailed(`listings at ${url} refused or unreachable: ${error.message}`)))
+        Effect.fail(
+          new CommandFailed(ServiceClient.describeFailure({ service: "listings", url, tokenVariable: "ADMIN_TOKEN" }, error))
+        ))
     )
     if (failed) return yield* Effect.fail(new CommandFailed("some ingest runs failed (see the service log)"))
   })

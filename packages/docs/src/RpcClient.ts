@@ -2,9 +2,9 @@
  * A client of `DocsRpcs` for the `svc docs` commands when they operate a running docs-api
  * (`DOCS_URL`, `DOCS_ADMIN_TOKEN`) instead of the database directly.
  */
+import { ServiceClient } from "@svc/platform"
 import { DocsRpcs, type IndexEvent } from "@svc/schema"
-import { Effect, Layer, Redacted, Stream } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import { Effect, Layer, type Redacted, Stream } from "effect"
 import { RpcClient, type RpcClientError, RpcSerialization } from "effect/rpc"
 
 export interface Remote {
@@ -16,12 +16,8 @@ export interface Remote {
 const clientLayer = (remote: Remote) =>
   RpcClient.layerProtocolHttp({ url: `${remote.url.replace(/\/+$/, "")}/rpc` }).pipe(
     Layer.provide(RpcSerialization.layerNdjson),
-    Layer.provide(
-      Layer.effect(
-        HttpClient.HttpClient,
-        Effect.map(HttpClient.HttpClient, HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(remote.token))))
-      ).pipe(Layer.provide(FetchHttpClient.layer))
-    )
+    // A refusal (401/503, checked before the RPC) fails with its status and the server's message.
+    Layer.provide(ServiceClient.bearerHttpClient(remote.token))
   )
 
 /** The operations of `svc docs` against the docs-api at `remote`. */

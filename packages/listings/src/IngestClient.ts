@@ -2,9 +2,9 @@
  * A client of `ListingsRpcs` for the `svc listings ingest` command: triggers runs and prints their
  * progress as the server streams it.
  */
+import { ServiceClient } from "@svc/platform"
 import { type IngestEvent, ListingsRpcs } from "@svc/schema"
-import { Effect, Layer, Redacted, Stream } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import { Effect, Layer, type Redacted, Stream } from "effect"
 import { RpcClient, RpcSerialization } from "effect/rpc"
 
 export const trigger = (options: {
@@ -24,15 +24,8 @@ export const trigger = (options: {
     Effect.provide(
       RpcClient.layerProtocolHttp({ url: options.url }).pipe(
         Layer.provide(RpcSerialization.layerNdjson),
-        Layer.provide(
-          Layer.effect(
-            HttpClient.HttpClient,
-            Effect.map(
-              HttpClient.HttpClient,
-              HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(options.token)))
-            )
-          ).pipe(Layer.provide(FetchHttpClient.layer))
-        )
+        // A refusal (401/503, checked before the RPC) fails with its status and the server's message.
+        Layer.provide(ServiceClient.bearerHttpClient(options.token))
       )
     )
   )

@@ -1,0 +1,105 @@
+/**
+ * The client side of an operator command (`svc listings ingest`, `svc docs … with DOCS_URL`, `svc queue
+ * …`) calling a running service, and how its failures read.
+ *
+ * The services check the bearer token of their RPC at the HTTP level: a refusal is a plain 401/503
+ * answer with the suite's error body, not an RPC message. Read as NDJSON it was "RpcClientDefect:
+ * Received empty HTTP response"; an unreachable service was "HttpError: ". `bearerHttpClient` turns an
+ * error answer into a `StatusCodeError` carrying the server's message, and `describeFailure` makes one
+ * line of any failure: `listings at http://localhost:8787 refused ADMIN_TOKEN (401): Invalid bearer
+ * token`, `no answer from listings at http://localhost:8787: connect ECONNREFUSED 127.0.0.1:8787`.
+ */
+import { Effect, Layer, Redacted } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
+
+/** The `message` of the suite's error body, or the text itself (shortened). */
+const messageOf = (text: string): string | undefined => {
+  try {
+    const body = JSON.parse(text) as { readonly message?: unknown }
+    if (typeof body.message === "string" && body.message !== "") return body.message
+  } catch {
+    // not JSON
+  }
+  const trimmed = text.trim()
+  return trimmed === "" ? undefined : trimmed.length > 200 ? `${trimmed.slice(0, 197)}...` : trimmed
+}
+
+/** A fetch client sending `Authorization: Bearer <token>`, failing on an error status with the server's message. */
+export const bearerHttpClient = (token: Redacted.Redacted<string>): Layer.Layer<HttpClient.HttpClient> =>
+  Layer.effect(
+    HttpClient.HttpClient,
+    Effect.map(HttpClient.HttpClient, (client) =>
+      client.pipe(
+        HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(token))),
+        HttpClient.transformResponse(Effect.flatMap((response) =>
+          response.status < 400
+            ? Effect.succeed(response)
+            : response.text.pipe(
+              Effect.orElseSucceed(() => ""),
+              Effect.flatMap((text) =>
+                Effect.fail(
+                  new HttpClientError.HttpClientError({
+                    reason: new HttpClientError.StatusCodeError({
+                      request: response.request,
+                      response,
+                      description: messageOf(text)
+                    })
+                  })
+                )
+              )
+            )
+        ))
+      ))
+  ).pipe(Layer.provide(FetchHttpClient.layer))
+
+/** Walks `reason` / `cause` links (at most 10). */
+const chain = function*(error: unknown): Generator<object> {
+  for (let cause = error, depth = 0; typeof cause === "object" && cause !== null && depth < 10; depth++) {
+    yield cause
+    const { cause: next, reason } = cause as { readonly cause?: unknown; readonly reason?: unknown }
+    cause = reason ?? next
+  }
+}
+
+/** The status and the server's message of an error answer somewhere under `error`. */
+export const refusalOf = (error: unknown): { readonly status: number; readonly message: string | undefined } | undefined => {
+  for (const cause of chain(error)) {
+    if ((cause as { readonly _tag?: unknown })._tag !== "StatusCodeError") continue
+    const { description, response } = cause as { readonly response?: { readonly status?: unknown }; readonly description?: unknown }
+    if (typeof response?.status === "number") {
+      return { status: response.status, message: typeof description === "string" ? description : undefined }
+    }
+  }
+  return undefined
+}
+
+/** The deepest message under an error: fetch nests the reason (ECONNREFUSED, …) several causes down. */
+export const innermostMessage = (error: unknown): string | undefined => {
+  let found: string | undefined
+  for (const cause of chain(error)) {
+    const message = (cause as { readonly message?: unknown }).message
+    if (typeof message === "string" && message !== "") found = message
+  }
+  return found
+}
+
+/**
+ * One line for an operator: a refusal names the token variable and the status, an unreachable service
+ * the network error.
+ */
+export const describeFailure = (
+  target: { readonly service: string; readonly url: string; readonly tokenVariable: string },
+  error: unknown
+): string => {
+  const at = `${target.service} at ${target.url}`
+  const refusal = refusalOf(error)
+  if (refusal !== undefined) {
+    const said = refusal.message === undefined ? "" : `: ${refusal.message}`
+    return refusal.status === 401 || refusal.status === 403
+      ? `${at} refused ${target.tokenVariable} (${refusal.status})${said}`
+      : refusal.status === 503
+      ? `${at} is unavailable (503)${said}`
+      : `${at} answered ${refusal.status}${said}`
+  }
+  return `no answer from ${at}: ${innermostMessage(error) ?? "unknown error"}`
+}
