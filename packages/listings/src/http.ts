@@ -1,7 +1,7 @@
 /**
  * HTTP: the `ListingsApi` handlers, and GET /images/:key (a raw route: it streams bytes).
  */
-import { ImageNotFound, type IngestRun, ListingsApi } from "@svc/schema"
+import { ImageNotFound, type IngestResult, ListingsApi } from "@svc/schema"
 import { Effect, Layer, Option, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -89,12 +89,23 @@ const AdminHandlers = HttpApiBuilder.group(
         const sources = splitList(query.sources)
         const handles = yield* ingest.trigger({ sources: sources.length > 0 ? sources : undefined, trigger: "manual" })
         if (query.wait !== true) return { runs: handles.map((handle) => handle.run) }
+        const startedAt = Date.now()
         const runs = yield* Effect.forEach(handles, (handle) =>
           Option.match(handle.outcome, {
-            onNone: () => Effect.succeed(handle.run),
-            onSome: (outcome) => Effect.map(outcome, (outcome): IngestRun => ({ ...handle.run, outcome }))
+            onNone: (): Effect.Effect<IngestResult> =>
+              Effect.succeed(
+                handle.run.status === "skipped"
+                  ? { sourceId: handle.run.sourceId, status: "skipped", ...(handle.run.reason ? { reason: handle.run.reason } : {}) }
+                  : { sourceId: handle.run.sourceId, status: "failed" }
+              ),
+            onSome: (outcome) =>
+              Effect.map(outcome, (outcome): IngestResult => ({
+                sourceId: handle.run.sourceId,
+                status: outcome.ok ? "finished" : "failed",
+                outcome
+              }))
           }), { concurrency: "unbounded" })
-        return { runs }
+        return { runs, waitedMs: Date.now() - startedAt }
       }))
   })
 )

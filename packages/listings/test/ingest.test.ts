@@ -222,7 +222,7 @@ layer(TestLayer, { excludeTestServices: true })("ingest", (it) => {
       assert.deepStrictEqual((yield* offersOf("csvfeed")).map((o) => o.id).sort(), ["csvfeed:c1", "csvfeed:c3"])
     }))
 
-  it.effect("POST /admin/ingest: 401 without or with a wrong token, 400 unknown source, 202 runs", () =>
+  it.effect("POST /admin/ingest: 401 without or with a wrong token, 400 unknown source, 202 runs, 200 outcomes with wait=true", () =>
     Effect.gen(function*() {
       const missing = yield* post("/admin/ingest?sources=jsonfeed", null)
       assert.strictEqual(missing.status, 401)
@@ -235,14 +235,25 @@ layer(TestLayer, { excludeTestServices: true })("ingest", (it) => {
       assert.deepStrictEqual(unknown.body.sourceIds, ["ghost"])
 
       feeds.set("/json/page1", json({ data: { items: [jsonOffer("j1")], next: null } }))
+      // waited for: 200 with how each run ended (not 202 "started" next to a finished outcome)
       const waited = yield* post("/admin/ingest?sources=jsonfeed,disabled&wait=true")
-      assert.strictEqual(waited.status, 202)
+      assert.strictEqual(waited.status, 200)
       assert.deepStrictEqual(waited.body.runs.map((r: any) => [r.sourceId, r.status, r.reason]), [
-        ["jsonfeed", "started", undefined],
+        ["jsonfeed", "finished", undefined],
         ["disabled", "skipped", "disabled"]
       ])
       assert.strictEqual(waited.body.runs[0].outcome.ok, true)
       assert.strictEqual(waited.body.runs[0].outcome.offersExpired, 1)
+      assert.isAtLeast(waited.body.waitedMs, 0)
+      // only skipped runs, waited for: still the 200 answer
+      const skippedOnly = yield* post("/admin/ingest?sources=disabled&wait=true")
+      assert.strictEqual(skippedOnly.status, 200)
+      assert.deepStrictEqual(skippedOnly.body.runs, [{ sourceId: "disabled", status: "skipped", reason: "disabled" }])
+      // not waited for: 202, the runs started
+      const started = yield* post("/admin/ingest?sources=jsonfeed")
+      assert.strictEqual(started.status, 202)
+      assert.deepStrictEqual(started.body, { runs: [{ sourceId: "jsonfeed", status: "started" }] })
+      yield* (yield* Ingest).awaitIdle
     }))
 
   it.effect("manual and scheduled ingest of one source at once: exactly one run", () =>

@@ -191,6 +191,22 @@ export type IngestRun = typeof IngestRun.Type
 export const IngestRuns = Schema.Struct({ runs: Schema.Array(IngestRun) }).annotate({ identifier: "IngestRuns" })
 export type IngestRuns = typeof IngestRuns.Type
 
+/** With `wait=true`, how each run ended: `finished` (outcome ok), `failed`, or `skipped` (never started). */
+export const IngestResult = Schema.Struct({
+  sourceId: Schema.String,
+  status: Schema.Literals(["finished", "failed", "skipped"]),
+  reason: Schema.optionalKey(Schema.Literals(["already_running", "disabled"])),
+  outcome: Schema.optionalKey(IngestOutcome)
+}).annotate({ identifier: "IngestResult" })
+export type IngestResult = typeof IngestResult.Type
+
+/** The answer of `POST /admin/ingest?wait=true` (200): every run's end, and how long the call waited. */
+export const IngestResults = Schema.Struct({
+  runs: Schema.Array(IngestResult),
+  waitedMs: Schema.Finite
+}).annotate({ identifier: "IngestResults" })
+export type IngestResults = typeof IngestResults.Type
+
 // -----------------------------------------------------------------------------
 // Errors
 // -----------------------------------------------------------------------------
@@ -258,7 +274,9 @@ export class AdminGroup extends HttpApiGroup.make("admin").add(
       /** Wait for the runs and report their outcomes. */
       wait: Schema.optional(Schema.Boolean)
     },
-    success: IngestRuns.pipe(HttpApiSchema.status(202)),
+    // 200 with the outcomes when waited for, else 202 (started). IngestResults first: only it has
+    // `waitedMs`, so an answer without it is encoded (and documented) as the 202.
+    success: [IngestResults.pipe(HttpApiSchema.status(200)), IngestRuns.pipe(HttpApiSchema.status(202))],
     error: UnknownSources
   })
 ).middleware(AdminAuth) {}
