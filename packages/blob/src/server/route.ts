@@ -96,10 +96,19 @@ export interface UploadRouteOptions {
    * route, path, size, type and upload id, and complete only takes an unexpired token
    */
   readonly resumeWindow?: number | undefined
+  /**
+   * the largest upload request body (the begin/complete/resume JSON message) this route reads; more is
+   * refused with `too_large` (413) without reading further: a declared Content-Length over it is refused
+   * unread, a chunked body is read up to it. Default: 64 KiB, raised for a route whose multipart
+   * uploads can have so many parts that their `complete` message needs more (128 bytes a part)
+   */
+  readonly maxBodySize?: SizeInput | undefined
 }
 
 export interface UploadHandlerOptions {
   readonly routes: Readonly<Record<string, UploadRouteOptions>>
+  /** the default `maxBodySize` of every route (a route's own wins) */
+  readonly maxBodySize?: SizeInput | undefined
   /**
    * the key completion tokens are signed with; default: random per process (tokens then only verify on
    * the instance that issued them: set one for several instances)
@@ -238,9 +247,25 @@ interface PreparedRoute {
   readonly multipartThreshold: number
   readonly partSize: number | undefined
   readonly resumeWindow: number
+  readonly maxBodySize: number
 }
 
-const prepareRoute = (name: string, options: UploadRouteOptions): PreparedRoute => {
+/** The default cap on an upload request body: begin, complete and resume messages are small JSON. */
+export const DEFAULT_MAX_BODY_SIZE = 64 * 1024
+/** Room for one part of a multipart `complete` message (`{"partNumber":10000,"etag":"\"…32 hex…\""}`, with margin). */
+const BYTES_PER_PART = 128
+const MiB = 1024 * 1024
+
+/**
+ * The default body cap of a route: 64 KiB, or more when its largest multipart upload (at most 10,000
+ * parts, S3's limit; parts at least 5 MiB, or the route's part size) completes with a longer message.
+ */
+const defaultMaxBodySize = (maxSize: number | undefined, partSize: number | undefined): number => {
+  const parts = maxSize === undefined ? 10_000 : Math.min(10_000, Math.ceil(maxSize / Math.max(partSize ?? 5 * MiB, 5 * MiB)))
+  return Math.max(DEFAULT_MAX_BODY_SIZE, 4 * 1024 + parts * BYTES_PER_PART)
+}
+
+const prepareRoute = (name: string, options: UploadRouteOptions, handlerMaxBodySize?: number): PreparedRoute => {
   if (typeof options !== "object" || options === null) throw new TypeError(`upload route ${name}: options must be an object`)
   if (typeof options.onBeforeUpload !== "function") {
     throw new TypeError(`upload route ${name}: onBeforeUpload is required (the application's own check)`)
@@ -256,17 +281,57 @@ const prepareRoute = (name: string, options: UploadRouteOptions): PreparedRoute 
   if (!Number.isFinite(expiresIn) || expiresIn <= 0) throw new TypeError(`upload route ${name}: expiresIn must be seconds > 0`)
   const resumeWindow = options.resumeWindow ?? 86_400
   if (!Number.isFinite(resumeWindow) || resumeWindow < 0) throw new TypeError(`upload route ${name}: resumeWindow must be seconds >= 0`)
+  const maxSize = parseOptionalSize(options.maxSize, "maxSize")
+  const partSize = parseOptionalSize(options.partSize, "partSize")
+  const maxBodySize = parseOptionalSize(options.maxBodySize, "maxBodySize") ?? handlerMaxBodySize ??
+    defaultMaxBodySize(maxSize, partSize)
+  if (maxBodySize < 1024) throw new TypeError(`upload route ${name}: maxBodySize must be at least 1 KiB`)
   return {
     name,
     options,
     bucket: effectBucket(options.bucket),
     contentTypes,
-    maxSize: parseOptionalSize(options.maxSize, "maxSize"),
+    maxSize,
     expiresIn,
     multipartThreshold: parseOptionalSize(options.multipartThreshold, "multipartThreshold") ?? 64 * 1024 * 1024,
-    partSize: parseOptionalSize(options.partSize, "partSize"),
-    resumeWindow
+    partSize,
+    resumeWindow,
+    maxBodySize
   }
+}
+
+const bodyTooLarge = (limit: number) =>
+  new BlobError("too_large", {
+    message: `The upload request is larger than ${formatBytes(limit)}`,
+    hint: "Upload requests are small JSON messages; the file itself goes straight to storage"
+  })
+
+/**
+ * The request's body as text, refusing (`too_large`) a body over `limit` bytes without reading past it:
+ * a declared Content-Length over the limit is refused unread, a chunked body is cut off (its stream
+ * cancelled) as soon as it goes over.
+ */
+export const readCappedBody = async (request: Request, limit: number): Promise<string> => {
+  const declared = request.headers.get("content-length")
+  if (declared !== null && /^\s*\d+\s*$/.test(declared) && Number(declared) > limit) {
+    await request.body?.cancel().catch(() => undefined)
+    throw bodyTooLarge(limit)
+  }
+  if (request.body === null) return ""
+  const reader = request.body.getReader()
+  const chunks: Array<Uint8Array> = []
+  let total = 0
+  while (true) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.length
+    if (total > limit) {
+      await reader.cancel().catch(() => undefined)
+      throw bodyTooLarge(limit)
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks, total).toString("utf8")
 }
 
 /**
@@ -277,7 +342,22 @@ export const createUploadHandler = (options: UploadHandlerOptions): UploadHandle
   if (typeof options !== "object" || options === null || typeof options.routes !== "object") {
     throw new TypeError("createUploadHandler: pass { routes: { name: { bucket, onBeforeUpload, ... } } }")
   }
-  const routes = new Map(Object.entries(options.routes).map(([name, route]) => [name, prepareRoute(name, route)]))
+  const handlerMaxBodySize = parseOptionalSize(options.maxBodySize, "maxBodySize")
+  const routes = new Map(
+    Object.entries(options.routes).map(([name, route]) => [name, prepareRoute(name, route, handlerMaxBodySize)])
+  )
+  // before the body is read, only the path can tell the route; a route named in the body alone is
+  // read with the largest cap, then held to its own
+  const largestMaxBodySize = Math.max(DEFAULT_MAX_BODY_SIZE, ...[...routes.values()].map((route) => route.maxBodySize))
+  const routeOfPath = (request: Request): PreparedRoute | undefined => {
+    if (routes.size === 1) return routes.values().next().value
+    const last = new URL(request.url).pathname.split("/").filter((s) => s !== "").pop()
+    try {
+      return last === undefined ? undefined : routes.get(decodeURIComponent(last))
+    } catch {
+      return undefined
+    }
+  }
   const secret = options.secret === undefined
     ? randomBytes(32)
     : Buffer.from(Redacted.isRedacted(options.secret) ? Redacted.value(options.secret) : options.secret, "utf8")
@@ -498,9 +578,17 @@ export const createUploadHandler = (options: UploadHandlerOptions): UploadHandle
       if (request.method !== "POST") {
         throw new BlobError("invalid_input", { message: `Upload routes take POST, not ${request.method}` })
       }
+      const pathRoute = routeOfPath(request)
+      if (pathRoute !== undefined) routeName = pathRoute.name
+      const limit = pathRoute?.maxBodySize ?? largestMaxBodySize
+      const text = await readCappedBody(request, limit).catch((error: unknown) => {
+        // the route the path names answers (its onError first); otherwise none is known yet
+        route = pathRoute
+        throw error
+      })
       let json: unknown
       try {
-        json = await request.json()
+        json = JSON.parse(text)
       } catch {
         throw new BlobError("invalid_input", { message: "The upload request body is not JSON" })
       }
@@ -513,10 +601,12 @@ export const createUploadHandler = (options: UploadHandlerOptions): UploadHandle
         })
       }
       const body = decoded.success
-      routeName = body.route ?? decodeURIComponent(new URL(request.url).pathname.split("/").filter((s) => s !== "").pop() ?? "")
+      routeName = body.route ?? pathSegmentName(request)
       route = routes.get(routeName) ?? (routes.size === 1 && body.route === undefined ? routes.values().next().value : undefined)
       if (route === undefined) throw new BlobError("not_found", { message: `No upload route ${JSON.stringify(routeName)}` })
       routeName = route.name
+      // read with the largest cap (the route was in the body): held to the route's own now
+      if (Buffer.byteLength(text) > route.maxBodySize) throw bodyTooLarge(route.maxBodySize)
       switch (body.type) {
         case "begin":
           return await begin(route, request, body)
@@ -528,6 +618,16 @@ export const createUploadHandler = (options: UploadHandlerOptions): UploadHandle
     } catch (error) {
       return resolveFailure(error, route?.options, { request, route: routeName })
     }
+  }
+}
+
+/** The last segment of the request path, decoded ("" when there is none or it cannot be decoded). */
+const pathSegmentName = (request: Request): string => {
+  const last = new URL(request.url).pathname.split("/").filter((s) => s !== "").pop() ?? ""
+  try {
+    return decodeURIComponent(last)
+  } catch {
+    return last
   }
 }
 
@@ -565,40 +665,70 @@ const readLeading = async (bucket: BucketApi, path: string): Promise<Uint8Array 
 }
 
 /**
- * Serves a handler on a `node:http` server: `createServer(toNodeListener(handler))`. Bodies are buffered
- * (upload requests are small JSON; the files go straight to storage).
+ * Serves a handler on a `node:http` server: `createServer(toNodeListener(handler))`. The body is handed
+ * to the handler as a stream, so the handler's cap (`maxBodySize`) holds here too: once the handler stops
+ * reading (a body over the cap), nothing more is read, and the answer closes the connection.
  */
 export const toNodeListener = (handler: UploadHandler) =>
 (
   req: import("node:http").IncomingMessage,
   res: import("node:http").ServerResponse
 ): void => {
-  const chunks: Array<Buffer> = []
-  req.on("data", (chunk: Buffer) => chunks.push(chunk))
-  req.on("error", () => res.destroy())
+  let ended = false
   req.on("end", () => {
-    const headers = new Headers()
-    for (const [key, value] of Object.entries(req.headers)) {
-      if (value === undefined) continue
-      for (const v of Array.isArray(value) ? value : [value]) headers.append(key, v)
+    ended = true
+  })
+  req.on("error", () => res.destroy())
+  const headers = new Headers()
+  for (const [key, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(key, v)
+  }
+  const method = req.method ?? "GET"
+  const body = method === "GET" || method === "HEAD" ? undefined : new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.on("data", (chunk: Buffer) => {
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length))
+        if ((controller.desiredSize ?? 1) <= 0) req.pause()
+      })
+      req.on("end", () => controller.close())
+      req.on("error", (error) => controller.error(error))
+      req.pause()
+    },
+    pull() {
+      req.resume()
+    },
+    cancel() {
+      // the handler has read enough (a body over its cap): stop reading; the answer closes the connection
+      req.pause()
+      req.removeAllListeners("data")
     }
-    const method = req.method ?? "GET"
-    const request = new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, {
+  })
+  let request: Request
+  try {
+    request = new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, {
       method,
       headers,
-      ...(method === "GET" || method === "HEAD" ? {} : { body: Buffer.concat(chunks) })
+      ...(body === undefined ? {} : { body, duplex: "half" } as RequestInit)
     })
-    handler(request).then(
-      async (response) => {
-        const body = Buffer.from(await response.arrayBuffer())
-        res.writeHead(response.status, Object.fromEntries(response.headers))
-        res.end(body)
-      },
-      () => {
-        // an application bug (rethrown by the handler): a bare 500, details stay in the server's logs
-        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" })
-        res.end(JSON.stringify({ code: "internal_error", message: "Internal error" }))
-      }
-    )
-  })
+  } catch {
+    res.writeHead(400, { "content-type": "application/json", connection: "close" })
+    res.end(JSON.stringify({ code: "invalid_input", status: 400, message: "The request could not be read" }))
+    return
+  }
+  handler(request).then(
+    async (response) => {
+      const answer = Buffer.from(await response.arrayBuffer())
+      const responseHeaders: Record<string, string> = Object.fromEntries(response.headers)
+      // a body left unread is not read now: the connection ends with this answer
+      if (!ended && body !== undefined) responseHeaders["connection"] = "close"
+      res.writeHead(response.status, responseHeaders)
+      res.end(answer)
+    },
+    () => {
+      // an application bug (rethrown by the handler): a bare 500, details stay in the server's logs
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json", ...(ended ? {} : { connection: "close" }) })
+      res.end(JSON.stringify({ code: "internal_error", message: "Internal error" }))
+    }
+  )
 }
