@@ -200,6 +200,12 @@ export const listDlq = (query: DlqQuery): Effect.Effect<DlqPage, InvalidRequest 
     if (query.limit !== undefined && !(Number.isInteger(query.limit) && query.limit >= 1 && query.limit <= 100)) {
       issues.push({ in: "query", parameter: "limit", problem: `must be an integer from 1 to 100, got ${query.limit}` })
     }
+    if (
+      query.responseStatus !== undefined &&
+      !(Number.isInteger(query.responseStatus) && query.responseStatus >= 100 && query.responseStatus <= 599)
+    ) {
+      issues.push({ in: "query", parameter: "responseStatus", problem: `must be an HTTP status from 100 to 599, got ${query.responseStatus}` })
+    }
     if (issues.length > 0) return yield* invalid(issues)
     const store = yield* Store
     return yield* store.listDlq(query)

@@ -12,7 +12,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
 import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
-import { BoundedInt, IdParam, NameParam, RequestString, UrlParam } from "./Limits.ts"
+import { BoundedInt, IdParam, Int4, NameParam, RequestString, UrlParam } from "./Limits.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -326,10 +326,11 @@ export const GetMessageRpc = Rpc.make("GetMessage", {
 export const ListDlqRpc = Rpc.make("ListDlq", {
   payload: {
     cursor: Schema.optionalKey(DlqCursor),
-    limit: Schema.optionalKey(DlqLimit),
+    // the ranges (1-100, 100-599) are checked by the handler: an out-of-range value is a typed InvalidRequest
+    limit: Schema.optionalKey(Int4),
     url: Schema.optionalKey(UrlParam),
     topicName: Schema.optionalKey(NameParam),
-    responseStatus: Schema.optionalKey(HttpStatus),
+    responseStatus: Schema.optionalKey(Int4),
     messageId: Schema.optionalKey(IdParam)
   },
   success: DlqPage,
