@@ -205,6 +205,22 @@ layer(TestLayer, { timeout: 180_000, excludeTestServices: true })("queue routes:
       250
     ))
 
+  it.effect("property: POST /v2/publish/<any destination> with any pass-through query (no Svc-* configuration: the publish-header fuzz has those)", () =>
+    property(
+      [
+        fc.oneof(
+          fc.constant("g1"),
+          RequestFuzz.pathSegment,
+          RequestFuzz.hostileString.map((path) => `http://127.0.0.1:9/${RequestFuzz.percentEncode(path)}`),
+          RequestFuzz.hostileString.map((path) => RequestFuzz.percentEncode(`http://127.0.0.1:9/${path}`))
+        ),
+        RequestFuzz.queryString(["a", "b"]).filter((query) => !/[?&]svc/i.test(query)),
+        fc.oneof(RequestFuzz.hostileString, fc.uint8Array({ maxLength: 64 }))
+      ],
+      (destination, query, body) => send(`/v2/publish/${destination}${query}`, { method: "POST", body: body as BodyInit }),
+      150
+    ))
+
   it.effect("property: the internal RPC with hostile payloads", () => {
     const value = fc.oneof(RequestFuzz.hostileString, fc.integer(), fc.double(), fc.constant(99999999999), fc.constant(null))
     const payload = fc.oneof(
