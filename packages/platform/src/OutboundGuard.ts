@@ -499,6 +499,12 @@ export const makeFetch = (options: FetchOptions): GuardedFetch => {
 export const layerHttpClient = (options: FetchOptions): Layer.Layer<HttpClient.HttpClient> =>
   Layer.unwrap(
     Effect.acquireRelease(Effect.sync(() => makeFetch(options)), (guarded) => Effect.sync(guarded.close)).pipe(
-      Effect.map((guarded) => FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, guarded.fetch))))
+      // `Layer.fresh`: layers are memoized by reference in one build, and `FetchHttpClient.layer` is one
+      // shared value. Without it, under `svc start all` whichever was built first won: the MCP server's
+      // plain client got the guarded fetch (its calls to the docs API on 127.0.0.1 were refused), or
+      // this guarded client got the plain fetch (no guard at all).
+      Effect.map((guarded) =>
+        Layer.fresh(FetchHttpClient.layer).pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, guarded.fetch)))
+      )
     )
   )
