@@ -158,6 +158,15 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
       : options.host
     const shutdownTimeout = yield* ShutdownTimeout
     const server = NodeHttp.createServer()
+    // The socket listens before the routes are attached (the router layer builds after the server
+    // layer). Node drops a request that finds no "request" listener, and its client waits forever:
+    // until the routes are there (and after they are gone, at shutdown) the answer is a 503.
+    server.on("request", (request, response) => {
+      if (server.listenerCount("request") > 1 || response.headersSent) return
+      request.resume()
+      response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
+      response.end(JSON.stringify({ code: "service_unavailable", message: "The server is starting or stopping" }))
+    })
     server.on("clientError", answerClientError)
 
     const ServerLive = Layer.effect(

@@ -80,6 +80,7 @@ export const httpLayer = (options: {
     const asked = options.port ?? (yield* Port)
     const port = options.nextFreePort === true ? yield* firstFreePort(asked, host) : asked
     if (port !== asked) yield* Effect.logWarning(`Port ${asked} is taken: using ${port}`)
+    yield* Effect.logInfo(`Documentation API at ${apiUrl}`).pipe(Effect.annotateLogs({ service: "mcp" }))
     return serve(routes, { name: "mcp", port, host, portVariable: "MCP_PORT" }).pipe(
       Layer.provide(DocsClient.layer({ baseUrl: apiUrl }))
     )
