@@ -3,7 +3,7 @@
  * (listings ingest, the queue's dead-letter queue and URL groups), index documentation (svc docs).
  */
 import { IngestClient } from "@svc/listings"
-import { Database, Migrations, ServiceClient } from "@svc/platform"
+import { Database, EmbeddedPostgres, Migrations, ServiceClient } from "@svc/platform"
 import { describeDlq, describeTopic, describeTopicDetails, QueueRpcClient } from "@svc/queue"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -38,6 +38,31 @@ const migrate = Command.make(
     { command: "svc migrate", description: "Migrate every service's schema" },
     { command: "svc migrate listings", description: "Migrate one schema" }
   ])
+)
+
+const dbUrl = Command.make(
+  "url",
+  {},
+  Effect.fn(function*() {
+    const external = yield* Config.option(Config.Redacted("DATABASE_URL"))
+    if (Option.isSome(external)) return yield* Console.log(Redacted.value(external.value))
+    const dataDir = yield* Config.String("EMBEDDED_POSTGRES_DIR").pipe(Config.withDefault(".data/postgres"))
+    const port = yield* Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.option)
+    const url = yield* EmbeddedPostgres.storedUrl(dataDir, { port: Option.getOrUndefined(port) })
+    yield* Console.log(Redacted.value(url))
+  })
+).pipe(
+  Command.withDescription(
+    "Print the database URL (DATABASE_URL, or the embedded Postgres of EMBEDDED_POSTGRES_DIR: its port stays the same across restarts)"
+  ),
+  Command.withExamples([
+    { command: "DATABASE_URL=$(svc db url) svc start queue", description: "A second process on the suite's embedded database" }
+  ])
+)
+
+const db = Command.make("db").pipe(
+  Command.withDescription("The suite's database"),
+  Command.withSubcommands([dbUrl])
 )
 
 const start = Command.make(
@@ -305,5 +330,5 @@ export const svc = Command.make("svc").pipe(
     "svc: listings backend, documentation lookup, message delivery queue and object storage. " +
       "Configuration comes from the environment (see the README)."
   ),
-  Command.withSubcommands([start, migrate, listings, queue, docs, mcp])
+  Command.withSubcommands([start, migrate, db, listings, queue, docs, mcp])
 )

@@ -288,6 +288,25 @@ const urlOf = (password: string, port: number, database: string) =>
   Redacted.make(`postgres://${USER}:${encodeURIComponent(password)}@${HOST}:${port}/${encodeURIComponent(database)}`)
 
 /**
+ * The URL of the cluster kept in `dataDir`, from what the data directory remembers (password, last
+ * port), without starting it: what a second process is given as `DATABASE_URL`. `port` overrides the
+ * remembered one (EMBEDDED_POSTGRES_PORT).
+ */
+export const storedUrl = (dataDir: string, options: { readonly database?: string; readonly port?: number | undefined } = {}) =>
+  Effect.gen(function*() {
+    const credentials = yield* readCredentials(path.resolve(dataDir)).pipe(
+      Effect.mapError(() =>
+        new EmbeddedPostgresError({ message: `No embedded Postgres in ${dataDir} yet: the first start (npm start) creates it` })
+      )
+    )
+    const port = options.port !== undefined && options.port > 0 ? options.port : credentials.port
+    if (port === undefined) {
+      return yield* new EmbeddedPostgresError({ message: `The embedded Postgres in ${dataDir} has not run yet: start it once first` })
+    }
+    return urlOf(credentials.password, port, options.database ?? "postgres")
+  })
+
+/**
  * Start the cluster in `dataDir` (initialising it on first use) for the life of the scope.
  *
  * If a cluster is already running on this data directory, it is shared: when the process that

@@ -1,0 +1,259 @@
+/**
+ * The first contact of a new user, end to end: `npm start` (what it runs: `node packages/cli/src/bin.ts
+ * start all`) on a fresh data folder, every service answering within 60 s, one README request per
+ * service, a result captured from stdout while the suite runs, Ctrl-C, a taken MCP port, and a second
+ * start that finds the first one's data. Every port is moved by its variable (below the ephemeral
+ * range), so the suite never collides with anything on the machine.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { assert, describe, it } from "@effect/vitest"
+import { spawnablePorts, tempDir } from "@svc/platform/testing"
+import { Duration, Effect, Redacted, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as net from "node:net"
+import * as path from "node:path"
+
+const bin = new URL("../src/bin.ts", import.meta.url).pathname
+
+interface Run {
+  readonly child: ChildProcess
+  readonly stdout: () => string
+  readonly stderr: () => string
+  readonly exited: Promise<number | null>
+}
+
+/**
+ * The test's environment without the suite's own settings (a DATABASE_URL or DOCS_API_URL from outside
+ * would change what is tested), plus `env`.
+ */
+const childEnv = (env: Record<string, string>): Record<string, string> => ({
+  ...Object.fromEntries(
+    Object.entries(process.env).filter(([name, value]) =>
+      value !== undefined &&
+      !/^(DATABASE_URL|DATABASE_POOL_SIZE|EMBEDDED_POSTGRES_|DOCS_|LISTINGS_|QUEUE_|MCP_|UPLOADS_|SVC_|ADMIN_TOKEN|HOST$)/.test(name)
+    ) as Array<[string, string]>
+  ),
+  ...env
+})
+
+const run = (args: ReadonlyArray<string>, env: Record<string, string>): Run => {
+  let stdout = ""
+  let stderr = ""
+  const child = spawn(process.execPath, [bin, ...args], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] })
+  child.stdout!.on("data", (chunk) => stdout += chunk)
+  child.stderr!.on("data", (chunk) => stderr += chunk)
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, stdout: () => stdout, stderr: () => stderr, exited }
+}
+
+const finished = (run: Run) => Effect.promise(() => run.exited)
+
+/** Kills a run still going when the test ends (a failed assertion must not leave a suite running). */
+const started = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  Effect.acquireRelease(Effect.sync(() => run(args, env)), (run) =>
+    Effect.gen(function*() {
+      if (run.child.exitCode !== null || run.child.signalCode !== null) return
+      run.child.kill("SIGTERM")
+      yield* finished(run).pipe(Effect.timeout("20 seconds"), Effect.ignore)
+      if (run.child.exitCode === null) run.child.kill("SIGKILL")
+    }))
+
+const fetchJson = (url: string, init?: RequestInit) =>
+  Effect.promise(async () => {
+    const response = await fetch(url, init)
+    const text = await response.text()
+    let body: any = text
+    try {
+      body = JSON.parse(text)
+    } catch {
+      // not JSON
+    }
+    return { status: response.status, body, text }
+  })
+
+/** Every port's /health, all within `within` of now; fails at once with the output if the process exits. */
+const allHealthy = (ports: ReadonlyArray<number>, process: Run, within: Duration.Input) =>
+  Effect.raceFirst(
+    Effect.forEach(ports, (port) =>
+      Effect.tryPromise(() =>
+        fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(5_000) }).then((response) =>
+          response.ok ? response.json() : Promise.reject(new Error(`${port}: ${response.status}`))
+        )
+      ).pipe(Effect.retry({ schedule: Schedule.spaced("250 millis") })), { concurrency: "unbounded" }).pipe(
+      Effect.timeoutOrElse({
+        duration: within,
+        orElse: () => Effect.die(new Error(`not every service answered /health within ${Duration.format(Duration.fromInputUnsafe(within))}:\n${process.stderr()}`))
+      })
+    ),
+    finished(process).pipe(
+      Effect.flatMap((code) => Effect.die(new Error(`svc exited (${code}) before every /health answered:\n${process.stderr()}`)))
+    )
+  )
+
+/** A listener on `port` for the life of the scope (something else holding the MCP port). */
+const occupy = (port: number) =>
+  Effect.acquireRelease(
+    Effect.callback<net.Server>((resume) => {
+      const server = net.createServer((socket) => socket.destroy())
+      server.once("error", (error) => resume(Effect.die(error)))
+      server.listen(port, "127.0.0.1", () => resume(Effect.succeed(server)))
+    }),
+    (server) =>
+      Effect.callback<void>((resume) => {
+        server.close(() => resume(Effect.void))
+      })
+  )
+
+describe("smoke", () => {
+  it.live("npm start on a fresh data folder: every service up, README requests, scriptable CLI, Ctrl-C, a taken port, a second start finds the data", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-smoke-")
+      const [svcPort, listingsPort, queuePort, docsPort, mcpPort, uploadsPort] = (yield* spawnablePorts(6)) as [
+        number,
+        number,
+        number,
+        number,
+        number,
+        number
+      ]
+      const env: Record<string, string> = {
+        HOST: "127.0.0.1",
+        EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"),
+        OBJECT_STORAGE_DIR: path.join(dir, "object-storage"),
+        SVC_PORT: String(svcPort),
+        LISTINGS_PORT: String(listingsPort),
+        QUEUE_PORT: String(queuePort),
+        DOCS_PORT: String(docsPort),
+        MCP_PORT: String(mcpPort),
+        UPLOADS_PORT: String(uploadsPort),
+        ADMIN_TOKEN: "smoke-admin",
+        QUEUE_TOKEN: "smoke-queue",
+        QUEUE_ALLOW_PRIVATE: "true",
+        // fast: no documentation indexed at start, no image cache (the uploads demo still starts its radosgw)
+        DOCS_DEFAULT_LIBRARIES: "none",
+        OFFER_IMAGES_STORAGE: "off",
+        LOG_LEVEL: "info"
+      }
+      const ports = [svcPort, listingsPort, queuePort, docsPort, mcpPort, uploadsPort]
+      const base = (port: number) => `http://127.0.0.1:${port}`
+
+      // -- first start --------------------------------------------------------------------------
+      const first = yield* started(["start", "all"], env)
+      yield* allHealthy(ports, first, "60 seconds")
+
+      const services = yield* fetchJson(`${base(svcPort)}/services`)
+      assert.deepStrictEqual(
+        services.body.services.map((service: { name: string }) => service.name),
+        ["listings", "queue", "docs-api", "mcp", "uploads"]
+      )
+      // the MCP server honours HOST (it listened on 0.0.0.0 before)
+      assert.match(first.stderr(), new RegExp(`Listening on http://127\\.0\\.0\\.1:${mcpPort} \\{ service: 'mcp' \\}`))
+      assert.notMatch(first.stderr(), /Listening on http:\/\/0\.0\.0\.0/)
+      assert.strictEqual(first.stdout(), "", "a service's logs are not results: stderr")
+
+      // listings
+      const offers = yield* fetchJson(`${base(listingsPort)}/offers?limit=2`)
+      assert.strictEqual(offers.status, 200, offers.text)
+      assert.isArray(offers.body.offers)
+      const ingest = yield* fetchJson(`${base(listingsPort)}/admin/ingest?wait=true`, {
+        method: "POST",
+        headers: { authorization: "Bearer smoke-admin" }
+      })
+      assert.strictEqual(ingest.status, 200, ingest.text)
+      assert.isArray(ingest.body.runs)
+      assert.notInclude(JSON.stringify(ingest.body.runs), `"started"`)
+
+      // queue: deliver a GET to the status server, then look at the message
+      const published = yield* fetchJson(`${base(queuePort)}/v2/publish/${base(svcPort)}/health`, {
+        method: "POST",
+        headers: { authorization: "Bearer smoke-queue", "Svc-Method": "GET", "Svc-Retries": "2" }
+      })
+      assert.strictEqual(published.status, 201, published.text)
+      const messageId: string = published.body.messageId
+      const delivered = yield* fetchJson(`${base(queuePort)}/v2/messages/${messageId}`, {
+        headers: { authorization: "Bearer smoke-queue" }
+      }).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (answer) => answer.body?.state === "delivered" }),
+        Effect.timeout("30 seconds")
+      )
+      assert.strictEqual(delivered.body.state, "delivered")
+
+      // docs: a key made with the CLI while the suite runs; stdout is the key and nothing else
+      const keys = run(["docs", "keys", "create", "--name", "ci"], env)
+      assert.strictEqual(yield* finished(keys), 0, keys.stderr())
+      assert.match(keys.stdout(), /^svcsk_[A-Za-z0-9_-]+\n$/, "KEY=$(svc docs keys create) captures the key only")
+      const key = keys.stdout().trim()
+      const search = yield* fetchJson(`${base(docsPort)}/api/v2/libs/search?libraryName=he&query=decode`, {
+        headers: { authorization: `Bearer ${key}` }
+      })
+      assert.strictEqual(search.status, 200, search.text)
+      assert.deepStrictEqual(search.body.results, [])
+
+      // mcp: /ping, and a tool call that reaches the docs API on its moved DOCS_PORT (DOCS_API_URL unset)
+      const ping = yield* fetchJson(`${base(mcpPort)}/ping`)
+      assert.deepStrictEqual(ping.body, { status: "ok", message: "pong" })
+      const tool = yield* fetchJson(`${base(mcpPort)}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "resolve-library-id", arguments: { libraryName: "he", query: "decode entities" } }
+        })
+      })
+      assert.strictEqual(tool.status, 200, tool.text)
+      // "No indexed library matches" is the API's answer; not "could not be reached"
+      assert.include(tool.text, "No indexed library matches", `${tool.text}\n${first.stderr()}`)
+
+      // uploads: the demo page
+      const page = yield* Effect.promise(() => fetch(`${base(uploadsPort)}/`).then(async (r) => ({ status: r.status, text: await r.text() })))
+      assert.strictEqual(page.status, 200)
+      assert.include(page.text.toLowerCase(), "<html")
+
+      // a second process joins the embedded database with the URL `svc db url` prints
+      const dbUrl = run(["db", "url"], env)
+      assert.strictEqual(yield* finished(dbUrl), 0, dbUrl.stderr())
+      const pgPort = Number(/listening on 127\.0\.0\.1:(\d+)/.exec(first.stderr())?.[1])
+      assert.match(dbUrl.stdout(), new RegExp(`^postgres://postgres:[^@]+@127\\.0\\.0\\.1:${pgPort}/postgres\\n$`))
+      const keyRows = yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql<{ name: string }>`SELECT name FROM docs.api_keys`
+      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(dbUrl.stdout().trim()), maxConnections: 1 })))
+      assert.deepInclude(keyRows, { name: "ci" })
+
+      // Ctrl-C: exit 0 within 10 s
+      const stoppedAt = Date.now()
+      first.child.kill("SIGINT")
+      assert.strictEqual(yield* finished(first), 0, first.stderr())
+      assert.isBelow(Date.now() - stoppedAt, 10_000, "Ctrl-C stops within 10 s")
+
+      // -- the MCP port taken: one clear line, exit 1 -------------------------------------------
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* occupy(mcpPort)
+        const busy = yield* started(["start", "all"], env)
+        const code = yield* finished(busy).pipe(Effect.timeout("90 seconds"))
+        assert.strictEqual(code, 1, busy.stderr())
+        const failures = busy.stderr().split("\n").filter((line) => line.startsWith("svc:"))
+        assert.deepStrictEqual(failures, [
+          `svc: mcp cannot listen on 127.0.0.1:${mcpPort} (address in use); set MCP_PORT to another port`
+        ])
+        assert.notMatch(busy.stderr(), new RegExp(`:${mcpPort + 1}\\b`), "no wandering to the next port")
+        assert.strictEqual(busy.stdout(), "")
+      }))
+
+      // -- a second start on the same data folder finds the data --------------------------------
+      const second = yield* started(["start", "all"], env)
+      yield* allHealthy(ports, second, "60 seconds")
+      assert.notInclude(second.stderr(), "Initialising", "the data folder is reused")
+      assert.match(second.stderr(), new RegExp(`listening on 127\\.0\\.0\\.1:${pgPort}\\b`), "the same Postgres port")
+      const again = yield* fetchJson(`${base(queuePort)}/v2/messages/${messageId}`, { headers: { authorization: "Bearer smoke-queue" } })
+      assert.strictEqual(again.status, 200, again.text)
+      assert.strictEqual(again.body.state, "delivered")
+      const keyed = yield* fetchJson(`${base(docsPort)}/api/v2/libs/search?libraryName=he`, { headers: { authorization: `Bearer ${key}` } })
+      assert.strictEqual(keyed.status, 200, "the key made in the first run still works")
+      second.child.kill("SIGTERM")
+      assert.strictEqual(yield* finished(second), 0, second.stderr())
+    }), { timeout: 300_000 })
+})
