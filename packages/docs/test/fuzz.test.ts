@@ -74,8 +74,12 @@ const keyHeaders = fc.oneof(
       fc.constantFrom("authorization", "x-svc-api-key", "x-api-key"),
       fc.oneof(
         fc.constantFrom("Bearer svcsk_nope", "svcsk_", "svcsk_0123456789abcdef", "Bearer", "Basic eA==", "Bearer  "),
-        // what a header can carry: visible ASCII and Latin-1
-        fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).map((code) => String.fromCharCode(code)), maxLength: 80 })
+        // what a header can carry (and fetch sends): visible ASCII and Latin-1 letters, no surrounding spaces
+        fc.string({
+          unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0xa0, max: 0xff }))
+            .map((code) => String.fromCharCode(code)),
+          maxLength: 80
+        }).map((value) => value.trim()).filter((value) => value !== "")
       )
     ).map(([name, value]) => ({ [name]: value })),
     weight: 1
