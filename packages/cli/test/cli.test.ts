@@ -67,7 +67,11 @@ const failingDestination = Effect.acquireRelease(
  */
 const waitForHealth = (port: number, run: Run) =>
   Effect.raceFirst(
-    Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/health`).then((response) => response.json())).pipe(
+    Effect.tryPromise(() =>
+      fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(5_000) }).then((response) =>
+        response.ok ? response.json() : Promise.reject(new Error(`${response.status}`))
+      )
+    ).pipe(
       Effect.retry({ schedule: Schedule.spaced("200 millis") }),
       Effect.timeoutOrElse({
         duration: "90 seconds",
@@ -140,6 +144,87 @@ describe("svc", () => {
       assert.strictEqual(yield* finished(run), 0, run.output())
       assert.match(run.output(), /Nothing to migrate|: (applied|up to date)/)
     }), { timeout: 60_000 })
+
+  it.live("a usage error is one line on stderr naming the problem and where the help is, not the help page", () =>
+    Effect.gen(function*() {
+      for (
+        const [args, problem] of [
+          [["nope"], `Unknown subcommand "nope" for "svc"`],
+          [["docs", "add", "./x", "--trust", "11"], "--trust must be a whole number from 0 to 10, not 11"]
+        ] as const
+      ) {
+        const run = svc(args, {})
+        assert.strictEqual(yield* finished(run), 1)
+        assert.strictEqual(run.stdout(), "", "no help page")
+        const lines = run.output().trimEnd().split("\n")
+        assert.strictEqual(lines.length, 1, run.output())
+        assert.match(lines[0]!, /^svc: .* \(see: svc.* --help\)$/)
+        assert.include(lines[0]!, problem)
+      }
+    }), { timeout: 60_000 })
+
+  it.live("a refusal reads as its cause: the token variable and status, or the network error", () =>
+    Effect.gen(function*() {
+      // A service that refuses every call the way the suite's RPC routes do: 401 with the error body.
+      const refusing = yield* Effect.acquireRelease(
+        Effect.callback<Http.Server>((resume) => {
+          const server = Http.createServer((req, res) => {
+            req.resume()
+            res.writeHead(401, { "content-type": "application/json" })
+            res.end(JSON.stringify({ code: "unauthorized", message: "Invalid bearer token" }))
+          })
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) =>
+          Effect.callback<void>((resume) => {
+            server.closeAllConnections()
+            server.close(() => resume(Effect.void))
+          })
+      ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as { port: number }).port}`))
+      const nobody = `http://127.0.0.1:${yield* spawnablePort()}`
+
+      const ingest = yield* svcRun(["listings", "ingest"], { LISTINGS_URL: refusing, ADMIN_TOKEN: "wrong" })
+      assert.strictEqual(ingest.code, 1)
+      assert.strictEqual(ingest.output, `svc: listings at ${refusing} refused ADMIN_TOKEN (401): Invalid bearer token\n`)
+      const unreachable = yield* svcRun(["listings", "ingest"], { LISTINGS_URL: nobody, ADMIN_TOKEN: "t" })
+      assert.strictEqual(unreachable.code, 1)
+      assert.match(unreachable.output, new RegExp(`^svc: no answer from listings at ${nobody}: connect ECONNREFUSED [\\d.:]+\n$`))
+
+      const docs = yield* svcRun(["docs", "list"], { DOCS_URL: refusing, DOCS_ADMIN_TOKEN: "wrong" })
+      assert.strictEqual(docs.code, 1)
+      assert.strictEqual(docs.output, `svc: docs-api at ${refusing} refused DOCS_ADMIN_TOKEN (401): Invalid bearer token\n`)
+      const docsUnreachable = yield* svcRun(["docs", "list"], { DOCS_URL: nobody, DOCS_ADMIN_TOKEN: "t" })
+      assert.strictEqual(docsUnreachable.code, 1)
+      assert.match(docsUnreachable.output, new RegExp(`^svc: no answer from docs-api at ${nobody}: connect ECONNREFUSED`))
+    }), { timeout: 90_000 })
+
+  it.live("svc mcp --transport http honours HOST and MCP_PORT, and moves up when the port is taken", () =>
+    Effect.gen(function*() {
+      const port = yield* spawnablePort()
+      const taken = yield* Effect.acquireRelease(
+        Effect.callback<Http.Server>((resume) => {
+          const server = Http.createServer((_req, res) => res.end())
+          server.listen(port, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) => Effect.callback<void>((resume) => {
+          server.close(() => resume(Effect.void))
+        })
+      )
+      const server = svc(["mcp", "--transport", "http"], { MCP_PORT: String(port), DOCS_PORT: "18789" })
+      yield* Effect.addFinalizer(() => Effect.suspend(() => {
+        server.child.kill("SIGTERM")
+        return finished(server)
+      }))
+      const listening = yield* Effect.sync(() => /Listening on (http:\/\/[^ ]+)/.exec(server.output())?.[1]).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (url) => url !== undefined || server.child.exitCode !== null }),
+        Effect.timeout("60 seconds")
+      )
+      assert.strictEqual(listening, `http://127.0.0.1:${port + 1}`, server.output())
+      assert.include(server.output(), `Port ${port} is taken: using ${port + 1}`)
+      assert.include(server.output(), "Documentation API at http://127.0.0.1:18789", "DOCS_API_URL follows DOCS_PORT and HOST")
+      assert.strictEqual(server.stdout(), "", "logs on stderr")
+      assert.isDefined(taken)
+    }), { timeout: 90_000 })
 
   it.live("an unknown or unlanded service and bad configuration are one clear line and exit 1", () =>
     Effect.gen(function*() {
