@@ -130,7 +130,7 @@ describe("svc docs", () => {
 
       const wrongToken = yield* run(["docs", "list"], { ...remote, DOCS_ADMIN_TOKEN: "guess" })
       assert.strictEqual(wrongToken.code, 1)
-      assert.match(wrongToken.output, /^svc: docs-api at http:\/\/127\.0\.0\.1:\d+ refused or unreachable: .*\n$/)
+      assert.match(wrongToken.output, /^svc: docs-api at http:\/\/127\.0\.0\.1:\d+ refused DOCS_ADMIN_TOKEN \(401\): .*\n$/)
       const noToken = yield* run(["docs", "list"], { DOCS_URL: remote.DOCS_URL })
       assert.strictEqual(noToken.code, 1)
       assert.include(noToken.output, "DOCS_ADMIN_TOKEN is needed")
