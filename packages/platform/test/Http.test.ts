@@ -1,6 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ApiConventions, ApiError, ServiceUnavailable } from "@svc/schema"
-import { Context, Effect, Layer, Logger, References, Schema } from "effect"
+import { Context, Effect, Layer, Logger, References, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpServer } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -366,4 +366,63 @@ describe("graceful shutdown", () => {
       // Interrupted: answered 503 service_unavailable when the response could still be written.
       assert.oneOf(yield* Effect.promise(() => hanging), [503, "connection closed"])
     }))
+})
+
+describe("bind failures", () => {
+  it.live("a taken port names the service, the address and the variable that moves it", () =>
+    Effect.gen(function*() {
+      const taken = yield* Effect.acquireRelease(
+        Effect.callback<Net.Server>((resume) => {
+          const server = Net.createServer()
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) =>
+          Effect.callback<void>((resume) => {
+            server.close(() => resume(Effect.void))
+          })
+      )
+      const port = (taken.address() as Net.AddressInfo).port
+      const Api = HttpApi.make("bind").add(
+        HttpApiGroup.make("g").add(HttpApiEndpoint.get("x", "/x", { success: Schema.String }))
+      )
+      const handlers = HttpApiBuilder.group(Api, "g", (handlers) => handlers.handle("x", () => Effect.succeed("x")))
+      const error = yield* Effect.flip(
+        Layer.build(serveApi({ name: "listings", api: Api, handlers, port, host: "127.0.0.1", portVariable: "LISTINGS_PORT" }))
+      )
+      assert.strictEqual(
+        (error as { message: string }).message,
+        `listings cannot listen on 127.0.0.1:${port} (address in use); set LISTINGS_PORT to another port`
+      )
+    }), { timeout: 30_000 })
+})
+
+describe("before the routes are attached", () => {
+  it.live("a request that arrives between listen and the routes gets a 503, not silence", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.callback<number>((resume) => {
+        const probe = Net.createServer()
+        probe.listen(0, "127.0.0.1", () => {
+          const { port } = probe.address() as Net.AddressInfo
+          probe.close(() => resume(Effect.succeed(port)))
+        })
+      })
+      const Api = HttpApi.make("slowRoutes").add(
+        HttpApiGroup.make("g").add(HttpApiEndpoint.get("x", "/x", { success: Schema.String }))
+      )
+      // Routes whose layer takes a while to build: the socket already listens meanwhile.
+      const handlers = HttpApiBuilder.group(Api, "g", (handlers) => handlers.handle("x", () => Effect.succeed("x"))).pipe(
+        Layer.provide(Layer.effectDiscard(Effect.sleep("3 seconds")))
+      )
+      yield* Layer.build(serveApi({ name: "slow", api: Api, handlers, port, host: "127.0.0.1" })).pipe(Effect.forkScoped)
+      const early = yield* Effect.tryPromise(() =>
+        fetch(`http://127.0.0.1:${port}/x`, { signal: AbortSignal.timeout(2_000) }).then(async (r) => ({ status: r.status, body: await r.json() }))
+      ).pipe(Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 40 }))
+      assert.strictEqual(early.status, 503)
+      assert.strictEqual(early.body.code, "service_unavailable")
+      const later = yield* Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/x`).then((r) => r.status)).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (status) => status === 200 }),
+        Effect.timeout("20 seconds")
+      )
+      assert.strictEqual(later, 200)
+    }), { timeout: 30_000 })
 })
