@@ -137,6 +137,59 @@ describe("svc", () => {
       assert.notInclude(second.output(), "Initialising", "the second start reuses the data directory")
     }), { timeout: 120_000 })
 
+  it.live("a second process on the embedded database (DATABASE_URL=$(svc db url)) keeps it after the owner is killed -9 and restarted", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-cli-")
+      const [docsPort, queuePort] = (yield* spawnablePorts(2)) as [number, number]
+      const data = { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"), DOCS_DEFAULT_LIBRARIES: "none" }
+      const stopAtEnd = (run: Run) =>
+        Effect.addFinalizer(() =>
+          Effect.suspend(() => {
+            if (run.child.exitCode !== null || run.child.signalCode !== null) return Effect.void
+            run.child.kill("SIGTERM")
+            return finished(run)
+          })
+        )
+      const owner = svc(["start", "docs-api"], { ...data, DOCS_PORT: String(docsPort) })
+      yield* stopAtEnd(owner)
+      yield* waitForHealth(docsPort, owner)
+      const url = yield* svcRun(["db", "url"], data)
+      assert.strictEqual(url.code, 0, url.output)
+      const databaseUrl = url.stdout.trim()
+      const pgPort = Number(/@127\.0\.0\.1:(\d+)\//.exec(databaseUrl)?.[1])
+      assert.match(owner.output(), new RegExp(`listening on 127\\.0\\.0\\.1:${pgPort},`))
+
+      const queue = svc(["start", "queue"], {
+        DATABASE_URL: databaseUrl,
+        QUEUE_PORT: String(queuePort),
+        QUEUE_TOKEN: "t",
+        QUEUE_ALLOW_PRIVATE: "true"
+      })
+      yield* stopAtEnd(queue)
+      yield* waitForHealth(queuePort, queue)
+      const publish = Effect.promise(() =>
+        fetch(`http://127.0.0.1:${queuePort}/v2/publish/http://127.0.0.1:${docsPort}/health`, {
+          method: "POST",
+          headers: { authorization: "Bearer t", "Svc-Method": "GET" }
+        }).then((response) => response.status)
+      )
+      assert.strictEqual(yield* publish, 201)
+
+      owner.child.kill("SIGKILL")
+      yield* finished(owner)
+      const restarted = svc(["start", "docs-api"], { ...data, DOCS_PORT: String(docsPort) })
+      yield* stopAtEnd(restarted)
+      yield* waitForHealth(docsPort, restarted)
+      assert.match(restarted.output(), new RegExp(`(listening|running) on (127\\.0\\.0\\.1:|port )${pgPort}\\b`), "the same port")
+      // the queue, started once with the URL, works again without a restart of its own
+      const status = yield* publish.pipe(
+        Effect.repeat({ schedule: Schedule.spaced("250 millis"), until: (status) => status === 201 }),
+        Effect.timeout("30 seconds")
+      )
+      assert.strictEqual(status, 201)
+      assert.strictEqual(queue.child.exitCode, null, "the second process is still running")
+    }), { timeout: 180_000 })
+
   it.live("migrate: runs against the embedded database and reports per schema", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-cli-")
