@@ -314,6 +314,24 @@ describe("EmbeddedPostgres readiness and port", () => {
 })
 
 describe("Database", () => {
+  it.live("a DATABASE_URL server still starting up (57P03) is waited for before the pool is handed out", () =>
+    Effect.gen(function*() {
+      const target = new URL(inject("svcPostgres").url)
+      const proxy = yield* startingUpProxy(Number(target.port), 5)
+      target.port = String(proxy.port)
+      const [row] = yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        // the first statement on the pool: no retry of its own
+        return yield* sql<{ one: number }>`SELECT 1 AS one`
+      }).pipe(
+        Effect.provide(Database.layer.pipe(
+          Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { DATABASE_URL: target.toString() } })))
+        ))
+      )
+      assert.strictEqual(row?.one, 1)
+      assert.isAtLeast(proxy.connections(), 6, "five refusals, then the answers")
+    }), { timeout: 60_000 })
+
   it.live("with DATABASE_URL it connects there and starts no embedded cluster", () =>
     Effect.gen(function*() {
       const database = yield* Database
