@@ -193,7 +193,8 @@ const startWatchdog = (postmasterPid: number, ownerFile: string) =>
       [
         "-c",
         "while kill -0 \"$1\" 2>/dev/null; do sleep 1; done; " +
-        "[ \"$(head -n 1 \"$3\" 2>/dev/null)\" = \"$1\" ] && kill -INT \"$2\" 2>/dev/null",
+        // gone or unreadable owner file (a deleted data folder): stop it all the same
+        "o=$(head -n 1 \"$3\" 2>/dev/null); if [ -z \"$o\" ] || [ \"$o\" = \"$1\" ]; then kill -INT \"$2\" 2>/dev/null; fi",
         WATCHDOG_NAME,
         String(process.pid),
         String(postmasterPid),

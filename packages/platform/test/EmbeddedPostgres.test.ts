@@ -286,6 +286,20 @@ describe("EmbeddedPostgres readiness and port", () => {
       assert.strictEqual(yield* note.pipe(Effect.retry({ schedule: Schedule.spaced("200 millis"), times: 50 })), "committed before the crash")
     }), { timeout: 120_000 })
 
+  it.live("a restart within the watchdog's second adopts the orphan, and the dead owner's watchdog leaves it running", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const first = yield* holdPostgres(dataDir)
+      first.holder.kill("SIGKILL")
+      yield* Effect.promise(() => new Promise((resolve) => first.holder.once("exit", resolve)))
+      // In this process (no node start-up to wait for): before the watchdog's next look, mostly.
+      const adopted = yield* EmbeddedPostgres.start({ dataDir })
+      assert.strictEqual(adopted.port, first.port)
+      yield* Effect.sleep("2500 millis")
+      const [row] = yield* query<{ note: string }>(adopted, "SELECT note FROM crash_log")
+      assert.strictEqual(row?.note, "committed before the crash", "the cluster still answers after the old watchdog's time")
+    }), { timeout: 120_000 })
+
   it.live("EMBEDDED_POSTGRES_PORT wins over the remembered port; a remembered port taken by another program is given up", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
