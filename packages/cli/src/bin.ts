@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { exitZeroOnSignal, Logging } from "@svc/platform"
+import { exitZeroOnSignal, Logging, ServiceClient } from "@svc/platform"
 import { Cause, Config, Effect } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
 import { svc } from "./main.ts"
@@ -15,10 +15,18 @@ const report = (cause: Cause.Cause<unknown>) =>
     if (Cause.hasInterruptsOnly(cause)) return
     const failure = cause.reasons.find(Cause.isFailReason)?.error
     if (CliError.isCliError(failure)) return // already shown with the usage by Command.run
-    const message = failure instanceof Config.ConfigError
+    const own = failure instanceof Config.ConfigError
       ? `invalid configuration: ${failure.cause.message.replace(/\s+/g, " ")}`
       : failure instanceof Error || (typeof failure === "object" && failure !== null && "message" in failure)
-      ? String((failure as { message: unknown }).message)
+      ? String((failure as { message: unknown }).message).trim()
+      : ""
+    // Never `svc: ` and nothing after: an error without a message of its own (a library's) says what
+    // its causes say, else its name.
+    const message = own !== ""
+      ? own
+      : failure !== undefined
+      ? [(failure as { _tag?: unknown })._tag, ServiceClient.innermostMessage(failure)].filter(Boolean).join(": ") ||
+        "unexpected error (run with LOG_LEVEL=debug for details)"
       : "unexpected error (run with LOG_LEVEL=debug for details)"
     process.stderr.write(`svc: ${message}\n`)
     const level = yield* Logging.LogLevel.pipe(Effect.orElseSucceed(() => "Info"))
