@@ -294,6 +294,39 @@ export const checkAnswer = (request: string, answer: Answer): void => {
   if (code === "internal_error") fail("internal_error")
 }
 
+/** Reads the answer to `method path` and checks it with {@link checkAnswer} (a HEAD answer has no body: its status only). */
+export const checkResponse = async (method: string, path: string, response: Response): Promise<void> => {
+  const answer = await readAnswer(response)
+  if (method !== "HEAD") return checkAnswer(`${method} ${path}`, answer)
+  if (answer.status >= 500) throw new Error(`HEAD ${path} -> ${answer.status}: a server error`)
+}
+
+/**
+ * Throws unless the answer to `request` is a 400 `invalid_request` whose issues name `parameter` (in
+ * `location`, when given) and whose message quotes it, with nothing of the server's insides in it.
+ */
+export const checkInvalid = (
+  request: string,
+  answer: { readonly status: number; readonly body: any },
+  parameter: string,
+  location?: "query" | "path" | "header" | "body"
+): void => {
+  const text = JSON.stringify(answer.body)
+  const fail = (why: string) => {
+    throw new Error(`${request.slice(0, 100)} -> ${answer.status}: ${why}\n${text.slice(0, 300)}`)
+  }
+  if (answer.status !== 400 || answer.body?.code !== "invalid_request") fail("not a 400 invalid_request")
+  const named = (answer.body.issues ?? []).some((issue: { in?: string; parameter?: string }) =>
+    issue.parameter === parameter && (location === undefined || issue.in === location)
+  )
+  if (!named) fail(`no issue names ${location ?? "the"} parameter "${parameter}"`)
+  if (typeof answer.body.message !== "string" || !answer.body.message.includes(`"${parameter}"`)) {
+    fail(`the message does not quote "${parameter}"`)
+  }
+  const leak = LEAK_MARKERS.find((marker) => marker.test(text))
+  if (leak !== undefined) fail(`the body matches ${leak}`)
+}
+
 /**
  * Throws unless an answer of an internal RPC (`POST /rpc`, NDJSON, always 200 once authorized) is
  * clean: no 5xx, no `Defect` (the RPC's 500: a failure the server did not expect, sent with its
