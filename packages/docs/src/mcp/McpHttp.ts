@@ -284,6 +284,12 @@ export const routes = Layer.unwrap(Effect.gen(function*() {
   const publicUrl = Option.getOrElse(config.publicUrl, () => `http://localhost:${port}`).replace(/\/+$/, "")
   const policy = originPolicy({ ...config, publicUrl })
   const metadata = Effect.sync(() => protectedResourceMetadata(publicUrl))
+  // Said once at start: a client reaching the server by another name (a LAN address, a DNS name)
+  // gets 403 until that name is allowed, and the operator should not have to guess why.
+  yield* Effect.logInfo(
+    `/mcp answers Host ${(config.allowedHosts ?? LOCAL_NAMES).join(", ")} and ${new URL(publicUrl).host} ` +
+      "(others: 403; MCP_ALLOWED_HOSTS, MCP_PUBLIC_URL)"
+  ).pipe(Effect.annotateLogs({ service: "mcp" }))
   return Layer.mergeAll(
     HttpRouter.add("POST", "/mcp", guarded(policy, handlePost(config))),
     HttpRouter.add("GET", "/mcp", guarded(policy, methodNotAllowed)),
