@@ -89,20 +89,7 @@ describe("EmbeddedPostgres", () => {
   it.live("a killed owner (kill -9) leaves no cluster running, and the next start finds its data", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
-      const holder = spawn(process.execPath, [new URL("./fixtures/hold-postgres.ts", import.meta.url).pathname, dataDir], {
-        stdio: ["ignore", "pipe", "inherit"]
-      })
-      const port = yield* Effect.promise(() =>
-        new Promise<number>((resolve, reject) => {
-          let out = ""
-          holder.stdout.on("data", (chunk) => {
-            out += chunk
-            const match = /port=(\d+)/.exec(out)
-            if (match) resolve(Number(match[1]))
-          })
-          holder.once("exit", (code) => reject(new Error(`holder exited early (${code})`)))
-        })
-      )
+      const { holder, port } = yield* holdPostgres(dataDir)
       holder.kill("SIGKILL")
       const stopped = yield* acceptsConnections(port).pipe(
         Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (open) => !open }),
