@@ -4,49 +4,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as Http from "node:http"
 import * as path from "node:path"
 import { acceptsConnections } from "@svc/platform"
 import { spawnablePort, spawnablePorts, tempDir } from "@svc/platform/testing"
-
-const bin = new URL("../src/bin.ts", import.meta.url).pathname
-
-interface Run {
-  readonly child: ChildProcess
-  /** stdout and stderr as they came. */
-  readonly output: () => string
-  readonly stdout: () => string
-  readonly exited: Promise<number | null>
-}
-
-/** Runs `svc args`; an `undefined` in `env` removes that variable. */
-const svc = (args: ReadonlyArray<string>, env: Record<string, string | undefined>): Run => {
-  let output = ""
-  let stdout = ""
-  const merged: Record<string, string | undefined> = { ...process.env, ...env, HOST: "127.0.0.1" }
-  const child = spawn(process.execPath, [bin, ...args], {
-    env: Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== undefined)),
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  child.stdout!.on("data", (chunk) => {
-    output += chunk
-    stdout += chunk
-  })
-  child.stderr!.on("data", (chunk) => output += chunk)
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, output: () => output, stdout: () => stdout, exited }
-}
-
-/** Runs `svc args` to its end: exit code and output. */
-const svcRun = (args: ReadonlyArray<string>, env: Record<string, string | undefined>) =>
-  Effect.gen(function*() {
-    const run = svc(args, env)
-    const code = yield* finished(run)
-    return { code, output: run.output(), stdout: run.stdout() }
-  })
-
-const finished = (run: Run) => Effect.promise(() => run.exited)
+import { finished, healthy, started, svc, svcRun } from "./svcProcess.ts"
 
 /** A local HTTP server answering every request with 500: messages to it end in the DLQ. */
 const failingDestination = Effect.acquireRelease(
@@ -59,29 +21,6 @@ const failingDestination = Effect.acquireRelease(
     server.close(() => resume(Effect.void))
   })
 ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as { port: number }).port}`))
-
-/**
- * `/health` of a spawned `svc`, once it answers. Fails at once, with the process' output, if the
- * process exits first (a start-up failure is its own message, not 30 s of ECONNREFUSED), or after
- * 90 s (a busy machine: node, initdb, migrations).
- */
-const waitForHealth = (port: number, run: Run) =>
-  Effect.raceFirst(
-    Effect.tryPromise(() =>
-      fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(5_000) }).then((response) =>
-        response.ok ? response.json() : Promise.reject(new Error(`${response.status}`))
-      )
-    ).pipe(
-      Effect.retry({ schedule: Schedule.spaced("200 millis") }),
-      Effect.timeoutOrElse({
-        duration: "90 seconds",
-        orElse: () => Effect.die(new Error(`svc did not answer /health on ${port} within 90 s:\n${run.output()}`))
-      })
-    ),
-    finished(run).pipe(
-      Effect.flatMap((code) => Effect.die(new Error(`svc exited (${code}) before answering /health:\n${run.output()}`)))
-    )
-  )
 
 describe("svc", () => {
   it.live("--help lists the commands", () =>
@@ -110,7 +49,7 @@ describe("svc", () => {
       }
 
       const first = svc(["start", "all"], env)
-      assert.deepStrictEqual(yield* waitForHealth(port, first), { status: "ok" })
+      assert.deepStrictEqual(yield* healthy([port], first), [{ status: "ok" }])
       const services = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/services`).then((r) => r.json()))
       assert.deepStrictEqual(services.services.map((service: any) => service.name), ["listings", "queue", "docs-api", "mcp", "uploads"])
       // the empty documentation index is filled in the background
@@ -131,7 +70,7 @@ describe("svc", () => {
       assert.isFalse(yield* acceptsConnections(pgPort), "the embedded Postgres is stopped with the suite")
 
       const second = svc(["start", "all"], env)
-      assert.deepStrictEqual(yield* waitForHealth(port, second), { status: "ok" })
+      assert.deepStrictEqual(yield* healthy([port], second), [{ status: "ok" }])
       second.child.kill("SIGTERM")
       assert.strictEqual(yield* finished(second), 0)
       assert.notInclude(second.output(), "Initialising", "the second start reuses the data directory")
@@ -142,31 +81,21 @@ describe("svc", () => {
       const dir = yield* tempDir("svc-cli-")
       const [docsPort, queuePort] = (yield* spawnablePorts(2)) as [number, number]
       const data = { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"), DOCS_DEFAULT_LIBRARIES: "none" }
-      const stopAtEnd = (run: Run) =>
-        Effect.addFinalizer(() =>
-          Effect.suspend(() => {
-            if (run.child.exitCode !== null || run.child.signalCode !== null) return Effect.void
-            run.child.kill("SIGTERM")
-            return finished(run)
-          })
-        )
-      const owner = svc(["start", "docs-api"], { ...data, DOCS_PORT: String(docsPort) })
-      yield* stopAtEnd(owner)
-      yield* waitForHealth(docsPort, owner)
+      const owner = yield* started(["start", "docs-api"], { ...data, DOCS_PORT: String(docsPort) })
+      yield* healthy([docsPort], owner)
       const url = yield* svcRun(["db", "url"], data)
       assert.strictEqual(url.code, 0, url.output)
       const databaseUrl = url.stdout.trim()
       const pgPort = Number(/@127\.0\.0\.1:(\d+)\//.exec(databaseUrl)?.[1])
       assert.match(owner.output(), new RegExp(`listening on 127\\.0\\.0\\.1:${pgPort},`))
 
-      const queue = svc(["start", "queue"], {
+      const queue = yield* started(["start", "queue"], {
         DATABASE_URL: databaseUrl,
         QUEUE_PORT: String(queuePort),
         QUEUE_TOKEN: "t",
         QUEUE_ALLOW_PRIVATE: "true"
       })
-      yield* stopAtEnd(queue)
-      yield* waitForHealth(queuePort, queue)
+      yield* healthy([queuePort], queue)
       const publish = Effect.promise(() =>
         fetch(`http://127.0.0.1:${queuePort}/v2/publish/http://127.0.0.1:${docsPort}/health`, {
           method: "POST",
@@ -177,9 +106,8 @@ describe("svc", () => {
 
       owner.child.kill("SIGKILL")
       yield* finished(owner)
-      const restarted = svc(["start", "docs-api"], { ...data, DOCS_PORT: String(docsPort) })
-      yield* stopAtEnd(restarted)
-      yield* waitForHealth(docsPort, restarted)
+      const restarted = yield* started(["start", "docs-api"], { ...data, DOCS_PORT: String(docsPort) })
+      yield* healthy([docsPort], restarted)
       assert.match(restarted.output(), new RegExp(`(listening|running) on (127\\.0\\.0\\.1:|port )${pgPort}\\b`), "the same port")
       // the queue, started once with the URL, works again without a restart of its own
       const status = yield* publish.pipe(
@@ -263,11 +191,7 @@ describe("svc", () => {
           server.close(() => resume(Effect.void))
         })
       )
-      const server = svc(["mcp", "--transport", "http"], { MCP_PORT: String(port), DOCS_PORT: "18789" })
-      yield* Effect.addFinalizer(() => Effect.suspend(() => {
-        server.child.kill("SIGTERM")
-        return finished(server)
-      }))
+      const server = yield* started(["mcp", "--transport", "http"], { MCP_PORT: String(port), DOCS_PORT: "18789" })
       const listening = yield* Effect.sync(() => /Listening on (http:\/\/[^ ]+)/.exec(server.output())?.[1]).pipe(
         Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (url) => url !== undefined || server.child.exitCode !== null }),
         Effect.timeout("60 seconds")
@@ -300,19 +224,13 @@ describe("svc", () => {
       const port = yield* spawnablePort()
       const token = "cli-queue-token"
       const destination = yield* failingDestination
-      const server = svc(["start", "queue"], {
+      const server = yield* started(["start", "queue"], {
         EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"),
         QUEUE_PORT: String(port),
         QUEUE_TOKEN: token,
         QUEUE_ALLOW_PRIVATE: "true"
       })
-      yield* Effect.addFinalizer(() =>
-        Effect.suspend(() => {
-          server.child.kill("SIGTERM")
-          return finished(server)
-        })
-      )
-      assert.deepStrictEqual(yield* waitForHealth(port, server), { status: "ok" })
+      assert.deepStrictEqual(yield* healthy([port], server), [{ status: "ok" }])
       const queueUrl = `http://127.0.0.1:${port}`
       const env = { QUEUE_URL: queueUrl, QUEUE_TOKEN: token }
 

@@ -8,56 +8,11 @@
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import { spawnablePorts, tempDir } from "@svc/platform/testing"
-import { Duration, Effect, Redacted, Schedule } from "effect"
+import { Effect, Redacted, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as net from "node:net"
 import * as path from "node:path"
-
-const bin = new URL("../src/bin.ts", import.meta.url).pathname
-
-interface Run {
-  readonly child: ChildProcess
-  readonly stdout: () => string
-  readonly stderr: () => string
-  readonly exited: Promise<number | null>
-}
-
-/**
- * The test's environment without the suite's own settings (a DATABASE_URL or DOCS_API_URL from outside
- * would change what is tested), plus `env`.
- */
-const childEnv = (env: Record<string, string>): Record<string, string> => ({
-  ...Object.fromEntries(
-    Object.entries(process.env).filter(([name, value]) =>
-      value !== undefined &&
-      !/^(DATABASE_URL|DATABASE_POOL_SIZE|EMBEDDED_POSTGRES_|DOCS_|LISTINGS_|QUEUE_|MCP_|UPLOADS_|SVC_|ADMIN_TOKEN|HOST$)/.test(name)
-    ) as Array<[string, string]>
-  ),
-  ...env
-})
-
-const run = (args: ReadonlyArray<string>, env: Record<string, string>): Run => {
-  let stdout = ""
-  let stderr = ""
-  const child = spawn(process.execPath, [bin, ...args], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] })
-  child.stdout!.on("data", (chunk) => stdout += chunk)
-  child.stderr!.on("data", (chunk) => stderr += chunk)
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, stdout: () => stdout, stderr: () => stderr, exited }
-}
-
-const finished = (run: Run) => Effect.promise(() => run.exited)
-
-/** Kills a run still going when the test ends (a failed assertion must not leave a suite running). */
-const started = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  Effect.acquireRelease(Effect.sync(() => run(args, env)), (run) =>
-    Effect.gen(function*() {
-      if (run.child.exitCode !== null || run.child.signalCode !== null) return
-      run.child.kill("SIGTERM")
-      yield* finished(run).pipe(Effect.timeout("20 seconds"), Effect.ignore)
-      if (run.child.exitCode === null) run.child.kill("SIGKILL")
-    }))
+import { finished, healthy, started, svc } from "./svcProcess.ts"
 
 const fetchJson = (url: string, init?: RequestInit) =>
   Effect.promise(async () => {
@@ -71,25 +26,6 @@ const fetchJson = (url: string, init?: RequestInit) =>
     }
     return { status: response.status, body, text }
   })
-
-/** Every port's /health, all within `within` of now; fails at once with the output if the process exits. */
-const allHealthy = (ports: ReadonlyArray<number>, process: Run, within: Duration.Input) =>
-  Effect.raceFirst(
-    Effect.forEach(ports, (port) =>
-      Effect.tryPromise(() =>
-        fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(5_000) }).then((response) =>
-          response.ok ? response.json() : Promise.reject(new Error(`${port}: ${response.status}`))
-        )
-      ).pipe(Effect.retry({ schedule: Schedule.spaced("250 millis") })), { concurrency: "unbounded" }).pipe(
-      Effect.timeoutOrElse({
-        duration: within,
-        orElse: () => Effect.die(new Error(`not every service answered /health within ${Duration.format(Duration.fromInputUnsafe(within))}:\n${process.stderr()}`))
-      })
-    ),
-    finished(process).pipe(
-      Effect.flatMap((code) => Effect.die(new Error(`svc exited (${code}) before every /health answered:\n${process.stderr()}`)))
-    )
-  )
 
 /** A listener on `port` for the life of the scope (something else holding the MCP port). */
 const occupy = (port: number) =>
@@ -140,7 +76,7 @@ describe("smoke", () => {
 
       // -- first start --------------------------------------------------------------------------
       const first = yield* started(["start", "all"], env)
-      yield* allHealthy(ports, first, "60 seconds")
+      yield* healthy(ports, first, "60 seconds")
 
       const services = yield* fetchJson(`${base(svcPort)}/services`)
       assert.deepStrictEqual(
@@ -180,7 +116,7 @@ describe("smoke", () => {
       assert.strictEqual(delivered.body.state, "delivered")
 
       // docs: a key made with the CLI while the suite runs; stdout is the key and nothing else
-      const keys = run(["docs", "keys", "create", "--name", "ci"], env)
+      const keys = svc(["docs", "keys", "create", "--name", "ci"], env)
       assert.strictEqual(yield* finished(keys), 0, keys.stderr())
       assert.match(keys.stdout(), /^svcsk_[A-Za-z0-9_-]+\n$/, "KEY=$(svc docs keys create) captures the key only")
       const key = keys.stdout().trim()
@@ -213,7 +149,7 @@ describe("smoke", () => {
       assert.include(page.text.toLowerCase(), "<html")
 
       // a second process joins the embedded database with the URL `svc db url` prints
-      const dbUrl = run(["db", "url"], env)
+      const dbUrl = svc(["db", "url"], env)
       assert.strictEqual(yield* finished(dbUrl), 0, dbUrl.stderr())
       const pgPort = Number(/listening on 127\.0\.0\.1:(\d+)/.exec(first.stderr())?.[1])
       assert.match(dbUrl.stdout(), new RegExp(`^postgres://postgres:[^@]+@127\\.0\\.0\\.1:${pgPort}/postgres\\n$`))
@@ -245,7 +181,7 @@ describe("smoke", () => {
 
       // -- a second start on the same data folder finds the data --------------------------------
       const second = yield* started(["start", "all"], env)
-      yield* allHealthy(ports, second, "60 seconds")
+      yield* healthy(ports, second, "60 seconds")
       assert.notInclude(second.stderr(), "Initialising", "the data folder is reused")
       assert.match(second.stderr(), new RegExp(`listening on 127\\.0\\.0\\.1:${pgPort}\\b`), "the same Postgres port")
       const again = yield* fetchJson(`${base(queuePort)}/v2/messages/${messageId}`, { headers: { authorization: "Bearer smoke-queue" } })

@@ -1,0 +1,101 @@
+/**
+ * The `svc` command run as a real process, as an operator runs it: its output as it came, its exit,
+ * and waiting for the services it starts to answer `/health`.
+ */
+import { Duration, Effect, Schedule } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+
+const bin = new URL("../src/bin.ts", import.meta.url).pathname
+
+export interface SvcRun {
+  readonly child: ChildProcess
+  readonly stdout: () => string
+  readonly stderr: () => string
+  /** stdout and stderr interleaved as they came. */
+  readonly output: () => string
+  readonly exited: Promise<number | null>
+}
+
+/**
+ * The environment of a spawned `svc`: the test's own without the suite's settings (a DATABASE_URL or
+ * DOCS_API_URL from outside would change what is tested), `HOST=127.0.0.1`, then `env` (where an
+ * `undefined` removes the variable).
+ */
+const childEnv = (env: Record<string, string | undefined>): Record<string, string> => {
+  const inherited = Object.entries(process.env).filter(([name]) =>
+    !/^(DATABASE_URL|DATABASE_POOL_SIZE|EMBEDDED_POSTGRES_|DOCS_|LISTINGS_|QUEUE_|MCP_|UPLOADS_|SVC_|ADMIN_TOKEN|HOST$)/.test(name)
+  )
+  const merged: Record<string, string | undefined> = { ...Object.fromEntries(inherited), HOST: "127.0.0.1", ...env }
+  return Object.fromEntries(
+    Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== undefined)
+  )
+}
+
+/** Runs `svc args`. */
+export const svc = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}): SvcRun => {
+  let stdout = ""
+  let stderr = ""
+  let output = ""
+  const child = spawn(process.execPath, [bin, ...args], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] })
+  child.stdout!.on("data", (chunk) => {
+    stdout += chunk
+    output += chunk
+  })
+  child.stderr!.on("data", (chunk) => {
+    stderr += chunk
+    output += chunk
+  })
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, stdout: () => stdout, stderr: () => stderr, output: () => output, exited }
+}
+
+/** The exit code, once the run ends. */
+export const finished = (run: SvcRun) => Effect.promise(() => run.exited)
+
+/** Runs `svc args` to its end: exit code and output. */
+export const svcRun = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}) =>
+  Effect.gen(function*() {
+    const run = svc(args, env)
+    const code = yield* finished(run)
+    return { code, output: run.output(), stdout: run.stdout(), stderr: run.stderr() }
+  })
+
+/** `svc args` for the life of the scope: a run still going at its end (a failed assertion) is stopped. */
+export const started = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}) =>
+  Effect.acquireRelease(Effect.sync(() => svc(args, env)), (run) =>
+    Effect.gen(function*() {
+      if (run.child.exitCode !== null || run.child.signalCode !== null) return
+      run.child.kill("SIGTERM")
+      yield* finished(run).pipe(Effect.timeout("20 seconds"), Effect.ignore)
+      if (run.child.exitCode === null) run.child.kill("SIGKILL")
+    }))
+
+/**
+ * The `/health` answers of every port, once all of them answer within `within` (default 90 s: a busy
+ * machine runs node, initdb and migrations). Fails at once, with the process' output, if it exits
+ * first: a start-up failure is its own message, not a minute of ECONNREFUSED.
+ */
+export const healthy = (ports: ReadonlyArray<number>, run: SvcRun, within: Duration.Input = "90 seconds") =>
+  Effect.raceFirst(
+    Effect.forEach(ports, (port) =>
+      Effect.tryPromise(() =>
+        fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(5_000) }).then((response) =>
+          response.ok ? response.json() : Promise.reject(new Error(`${port}: ${response.status}`))
+        )
+      ).pipe(Effect.retry({ schedule: Schedule.spaced("250 millis") })), { concurrency: "unbounded" }).pipe(
+      Effect.timeoutOrElse({
+        duration: within,
+        orElse: () =>
+          Effect.die(
+            new Error(
+              `not every port of ${ports.join(", ")} answered /health within ${
+                Duration.format(Duration.fromInputUnsafe(within))
+              }:\n${run.output()}`
+            )
+          )
+      })
+    ),
+    finished(run).pipe(
+      Effect.flatMap((code) => Effect.die(new Error(`svc exited (${code}) before answering /health:\n${run.output()}`)))
+    )
+  )
