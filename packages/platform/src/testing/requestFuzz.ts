@@ -248,6 +248,31 @@ export const pathSegment: fc.Arbitrary<string> = fc.oneof(
   { arbitrary: rawPiece, weight: 1 }
 )
 
+/** A request of any method at any path below one of `prefixes`, with a hostile query, body and content type. */
+export interface AnyRequest {
+  /** The path and query, encoded. */
+  readonly path: string
+  readonly init: RequestInit & { readonly method: string }
+}
+
+/** {@link AnyRequest}s below `prefixes` (`""` for the root), their queries made of `params` and unknown names. */
+export const anyRequest = (prefixes: ReadonlyArray<string>, params: ReadonlyArray<string>): fc.Arbitrary<AnyRequest> =>
+  fc.record({
+    method: fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"),
+    prefix: fc.constantFrom(...prefixes),
+    segments: fc.array(pathSegment, { maxLength: 3 }),
+    query: queryString(params),
+    body: fc.oneof(hostileString, fc.jsonValue({ maxDepth: 2 }).map((value) => JSON.stringify(value))),
+    contentType: fc.constantFrom("application/json", "text/plain", "", "multipart/form-data; boundary=x")
+  }).map(({ body, contentType, method, prefix, query, segments }) => ({
+    path: `${`${prefix}${segments.map((segment) => `/${segment}`).join("")}` || "/"}${query}`,
+    init: {
+      method,
+      ...(method === "GET" || method === "HEAD" ? {} : { body }),
+      headers: contentType === "" ? {} : { "content-type": contentType }
+    }
+  }))
+
 // -----------------------------------------------------------------------------
 // The check
 // -----------------------------------------------------------------------------
@@ -295,10 +320,11 @@ export const checkAnswer = (request: string, answer: Answer): void => {
 }
 
 /** Reads the answer to `method path` and checks it with {@link checkAnswer} (a HEAD answer has no body: its status only). */
-export const checkResponse = async (method: string, path: string, response: Response): Promise<void> => {
+export const checkResponse = async (method: string, path: string, response: Response): Promise<Answer> => {
   const answer = await readAnswer(response)
-  if (method !== "HEAD") return checkAnswer(`${method} ${path}`, answer)
-  if (answer.status >= 500) throw new Error(`HEAD ${path} -> ${answer.status}: a server error`)
+  if (method !== "HEAD") checkAnswer(`${method} ${path}`, answer)
+  else if (answer.status >= 500) throw new Error(`HEAD ${path} -> ${answer.status}: a server error`)
+  return answer
 }
 
 /**
