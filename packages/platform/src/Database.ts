@@ -54,3 +54,18 @@ export const withDatabaseName = (url: Redacted.Redacted<string>, database: strin
 }
 
 export { postgresReason } from "./PostgresReady.ts"
+
+/**
+ * A database failure is a defect at a service's boundary: the caller cannot act on it, the HTTP
+ * layer answers 500 `internal_error` and logs it in full, and no public signature carries `SqlError`.
+ * Every real (Postgres) layer applies this once to each method it exposes.
+ */
+export const dieOnSqlError = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, { readonly _tag: "SqlError" }>, R> =>
+  Effect.catchIf(
+    effect,
+    (error): error is Extract<E, { readonly _tag: "SqlError" }> =>
+      typeof error === "object" && error !== null && (error as { readonly _tag?: unknown })._tag === "SqlError",
+    Effect.die
+  ) as Effect.Effect<A, Exclude<E, { readonly _tag: "SqlError" }>, R>
