@@ -8,7 +8,7 @@ import * as UploadsDemo from "@svc/blob/demo"
 import { Mcp, Service as DocsService } from "@svc/docs"
 import { Service as ListingsService } from "@svc/listings"
 import type { Database } from "@svc/platform"
-import { Server as QueueServer } from "@svc/queue"
+import { Service as QueueServer } from "@svc/queue"
 import type { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 

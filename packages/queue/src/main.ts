@@ -4,10 +4,10 @@
  */
 import { Database, Logging, Migrations, runServer } from "@svc/platform"
 import { Layer } from "effect"
-import * as Server from "./Server.ts"
+import * as Service from "./Service.ts"
 
 runServer(
-  Server.layer.pipe(
+  Service.layer.pipe(
     Layer.provide(Migrations.layer("queue")),
     Layer.provide(Database.layer),
     Layer.provide(Logging.layer)

@@ -9,7 +9,7 @@ import { FetchHttpClient } from "effect/http"
 import { QueueClient } from "../src/Client.ts"
 import { Receiver, sign } from "../src/Signature.ts"
 import * as Worker from "../src/Worker.ts"
-import { call, Destination, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./helpers.ts"
+import { call, Destination, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"
 
 const b64 = (text: string) => Buffer.from(text).toString("base64")
 const json = (buffer: Buffer) => JSON.parse(buffer.toString()) as Record<string, any>

@@ -20,7 +20,7 @@ import fc from "fast-check"
 import * as Net from "node:net"
 import { headerSyntaxProblem } from "../src/Publish.ts"
 import { requestProblem } from "../src/Worker.ts"
-import { call, queueLayer, QueueUrl, TOKEN } from "./helpers.ts"
+import { call, queueLayer, QueueUrl, TOKEN } from "./support.ts"
 
 /** One request over a fresh socket (`Connection: close`); the answer's status, content type and body. */
 const rawRequest = (port: number, head: string, body: Buffer): Promise<RequestFuzz.Answer> =>

@@ -11,7 +11,7 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { Resolver } from "../src/Destinations.ts"
 import { makeSender } from "../src/Delivery.ts"
-import { call, publish, queueLayer } from "./helpers.ts"
+import { call, publish, queueLayer } from "./support.ts"
 
 /** What the injected resolver answers; other names do not resolve. */
 const names: Record<string, ReadonlyArray<OutboundGuard.ResolvedAddress>> = {

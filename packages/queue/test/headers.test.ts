@@ -19,7 +19,7 @@ import type { QueueSettings } from "../src/QueueConfig.ts"
 import type { DeliveryOutcome } from "../src/Delivery.ts"
 import { failedOnDefect, requestProblem } from "../src/Worker.ts"
 import { QueueRpcClient } from "../src/RpcClient.ts"
-import { call, Destination, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./helpers.ts"
+import { call, Destination, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"
 
 const settings: QueueSettings = {
   token: Option.none(),

@@ -6,10 +6,10 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { refusal } from "../src/Destinations.ts"
-import { authorize } from "../src/http.ts"
+import { queueAuth } from "../src/http.ts"
 import { parseDuration } from "../src/Publish.ts"
 import { settingsConfig } from "../src/QueueConfig.ts"
-import { call, Destination, publish, queueLayer, TOKEN, waitForMessage } from "./helpers.ts"
+import { call, Destination, publish, queueLayer, TOKEN, waitForMessage } from "./support.ts"
 
 /**
  * Published messages (callbacks left out: an earlier test's delivery may enqueue its callback at any
@@ -64,7 +64,7 @@ describe("pure pieces", () => {
     Effect.gen(function*() {
       const settings = yield* settingsConfig
       assert.isTrue(Option.isNone(settings.token))
-      const error = yield* Effect.flip(authorize(settings, "anything"))
+      const error = yield* Effect.flip(queueAuth(settings).check("anything"))
       assert.strictEqual(error._tag, "ServiceUnavailable")
       assert.match(error.message, /QUEUE_TOKEN/)
     }))

@@ -11,7 +11,7 @@ import { assert, layer } from "@effect/vitest"
 import { RequestFuzz } from "@svc/platform/testing"
 import { QueueRpcs } from "@svc/schema"
 import { Effect, Layer } from "effect"
-import { call, publish, queueLayer, QueueUrl, TOKEN } from "./helpers.ts"
+import { call, publish, queueLayer, QueueUrl, TOKEN } from "./support.ts"
 
 const { fc } = RequestFuzz
 

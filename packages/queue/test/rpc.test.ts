@@ -11,7 +11,7 @@ import { FetchHttpClient } from "effect/http"
 import { RpcClient, RpcSerialization } from "effect/rpc"
 import { SqlClient } from "effect/sql"
 import { describeDlq, describeTopic, QueueRpcClient } from "../src/RpcClient.ts"
-import { Destination, poll, queueLayer, QueueUrl, TOKEN } from "./helpers.ts"
+import { Destination, poll, queueLayer, QueueUrl, TOKEN } from "./support.ts"
 
 const b64 = (text: string) => Buffer.from(text).toString("base64")
 
@@ -206,7 +206,7 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("rpc", (it)
       const anonymous = yield* anonymousClient
       const missing = yield* Effect.flip(anonymous.ListTopics())
       assert.strictEqual(missing._tag, "Unauthorized")
-      assert.match(missing.message, /bearer token is required/)
+      assert.match(missing.message, /Missing bearer token \(Authorization: Bearer <QUEUE_TOKEN>\)/)
 
       yield* Effect.sleep("200 millis")
       assert.strictEqual(yield* countMessages, before)

@@ -8,7 +8,7 @@ import { HttpServer } from "effect/http"
 import * as Http from "node:http"
 import type { QueueSettings } from "../src/QueueConfig.ts"
 import { QueueConfig } from "../src/QueueConfig.ts"
-import * as Server from "../src/Server.ts"
+import * as Service from "../src/Service.ts"
 import { Store } from "../src/Store.ts"
 
 export interface Received {
@@ -115,7 +115,7 @@ export class QueueUrl extends Context.Service<QueueUrl, string>()("test/QueueUrl
 /** A running queue on a fresh database, its base URL, its Store, and a destination server. */
 export const queueLayer = (overrides: Partial<QueueSettings> = {}) => {
   const config = QueueConfig.layerWith({ ...testSettings, ...overrides })
-  const running = Server.layerNoDeps({ port: 0, host: "127.0.0.1" })
+  const running = Service.layerNoDeps({ port: 0, host: "127.0.0.1" })
   const url = Layer.effect(
     QueueUrl,
     Effect.map(HttpServer.HttpServer, ({ address }) =>
