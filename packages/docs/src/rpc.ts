@@ -4,8 +4,8 @@
  * Adding and refreshing stream the run's progress, then its outcome (`Done`). The server reads the
  * sources from its own file system and node_modules.
  *
- * The token is checked in constant time; without a `DOCS_ADMIN_TOKEN` the RPC refuses every call
- * (ServiceUnavailable): operating the index is never open.
+ * The token is checked by the suite's one bearer check (`BearerAuth` in @svc/platform): without a
+ * `DOCS_ADMIN_TOKEN` the RPC refuses every call (ServiceUnavailable): operating the index is never open.
  *
  * Folder sources (and local git repositories) added over the RPC must lie under `DOCS_SOURCE_ROOTS`
  * (folders separated by `:`, `;` on Windows), real paths compared, symlinks resolved; none by default,
@@ -13,38 +13,19 @@
  * everyone. `Refresh` reads the (real) path an add stored again. npm packages and remote git URLs are
  * not affected; the local `svc docs add` (no `DOCS_URL`) neither.
  */
-import { type IndexEvent, IndexingFailed, DocsRpcs, ServiceUnavailable, Unauthorized } from "@svc/schema"
-import { Config, Effect, Layer, Option, Queue, Redacted, Stream } from "effect"
-import { HttpRouter, HttpServerRequest } from "effect/http"
+import { BearerAuth } from "@svc/platform"
+import { type IndexEvent, IndexingFailed, DocsRpcs } from "@svc/schema"
+import { Config, Effect, Layer, Queue, Stream } from "effect"
+import { HttpRouter } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
-import { createHash, timingSafeEqual } from "node:crypto"
 import * as NodePath from "node:path"
 import { type IndexOptions, Indexer, type IndexOutcome, type IndexProgress } from "./Indexer.ts"
-
-export const AdminToken = Config.option(Config.Redacted("DOCS_ADMIN_TOKEN"))
 
 /** `DOCS_SOURCE_ROOTS`: the folders under which the RPC accepts folder sources (none by default). */
 export const SourceRoots: Config.Config<ReadonlyArray<string>> = Config.String("DOCS_SOURCE_ROOTS").pipe(
   Config.withDefault(""),
   Config.map((value) => value.split(NodePath.delimiter).map((root) => root.trim()).filter((root) => root !== ""))
 )
-
-const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
-
-/** Checks `Authorization: Bearer <DOCS_ADMIN_TOKEN>`. */
-export const checkAdminToken = (
-  configured: Option.Option<Redacted.Redacted<string>>,
-  header: string | undefined
-): Effect.Effect<void, Unauthorized | ServiceUnavailable> => {
-  if (Option.isNone(configured) || Redacted.value(configured.value) === "") {
-    return Effect.fail(new ServiceUnavailable({ message: "Operating the index over RPC is disabled: the server has no DOCS_ADMIN_TOKEN" }))
-  }
-  const presented = /^Bearer\s+(.+)$/i.exec(header?.trim() ?? "")?.[1]?.trim()
-  if (presented === undefined) return Effect.fail(new Unauthorized({ message: "Missing bearer token (Authorization: Bearer <DOCS_ADMIN_TOKEN>)" }))
-  return timingSafeEqual(digest(presented), digest(Redacted.value(configured.value)))
-    ? Effect.void
-    : Effect.fail(new Unauthorized({ message: "Invalid bearer token" }))
-}
 
 /** A run of the indexer as a stream of its progress, ending with `Done`. */
 const run = (start: (options: IndexOptions) => Effect.Effect<IndexOutcome, { readonly category?: string; readonly message: string }>) =>
@@ -100,16 +81,8 @@ export const RpcHandlers = DocsRpcs.toLayer(Effect.gen(function*() {
 /** POST /rpc: the token check, then the RPC server. Needs `Indexer`. */
 export const RpcRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
-    const token = yield* AdminToken
+    const auth = yield* BearerAuth.fromConfig("DOCS_ADMIN_TOKEN", "Operating the index over RPC")
     const httpEffect = yield* RpcServer.toHttpEffect(DocsRpcs)
-    yield* router.add(
-      "POST",
-      "/rpc",
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        yield* checkAdminToken(token, request.headers["authorization"])
-        return yield* httpEffect
-      })
-    )
+    yield* router.add("POST", "/rpc", auth.route(httpEffect))
   })
 ).pipe(Layer.provide([RpcHandlers, RpcSerialization.layerNdjson]))

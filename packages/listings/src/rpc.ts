@@ -5,11 +5,10 @@
  */
 import { type IngestEvent, ListingsRpcs } from "@svc/schema"
 import { Duration, Effect, Layer, Option, Schedule, Stream } from "effect"
-import { HttpRouter, HttpServerRequest } from "effect/http"
+import { HttpRouter } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
-import { bearerOf, checkAdminToken } from "./Auth.ts"
+import { adminAuth } from "./Auth.ts"
 import { Ingest } from "./Ingest.ts"
-import { ListingsConfig } from "./ListingsConfig.ts"
 import { SourceHealthLookup } from "./SourceHealth.ts"
 
 const spacedForever = Schedule.spaced(Duration.millis(500))
@@ -49,16 +48,8 @@ export const RpcHandlers = ListingsRpcs.toLayer(Effect.gen(function*() {
 /** POST /rpc: the token check, then the RPC server. Needs Ingest, SourceHealthLookup, ListingsConfig. */
 export const RpcRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
-    const { adminToken } = yield* ListingsConfig
+    const auth = yield* adminAuth
     const httpEffect = yield* RpcServer.toHttpEffect(ListingsRpcs)
-    yield* router.add(
-      "POST",
-      "/rpc",
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        yield* checkAdminToken(adminToken, bearerOf(request.headers["authorization"]))
-        return yield* httpEffect
-      })
-    )
+    yield* router.add("POST", "/rpc", auth.route(httpEffect))
   })
 ).pipe(Layer.provide([RpcHandlers, RpcSerialization.layerNdjson]))

@@ -3,13 +3,12 @@
  * families, any body) and the `QueueApi` groups (messages, DLQ, URL groups, signing keys). What
  * they share with the internal RPC (`rpc.ts`) beyond a `Store` call lives in `Operations.ts`.
  */
-import { MessageTooLarge, QueueApi, QueueAuth, ServiceUnavailable, Unauthorized } from "@svc/schema"
-import { apiRoutes } from "@svc/platform"
-import { ByteSize, Effect, Layer, Option, Redacted } from "effect"
+import { MessageTooLarge, QueueApi, QueueAuth } from "@svc/schema"
+import { apiRoutes, BearerAuth } from "@svc/platform"
+import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import * as Crypto from "node:crypto"
 import * as Operations from "./Operations.ts"
 import { QueueConfig, type QueueSettings } from "./QueueConfig.ts"
 import { Store } from "./Store.ts"
@@ -18,33 +17,13 @@ import { Store } from "./Store.ts"
 // Authentication
 // -----------------------------------------------------------------------------
 
-const digest = (value: string) => Crypto.createHash("sha256").update(value).digest()
-
-/** Constant-time comparison of a presented token with QUEUE_TOKEN (hashes: equal lengths). */
-export const authorize = (
-  settings: QueueSettings,
-  presented: string | undefined
-): Effect.Effect<void, ServiceUnavailable | Unauthorized> => {
-  if (Option.isNone(settings.token)) {
-    return Effect.fail(
-      new ServiceUnavailable({ message: "QUEUE_TOKEN is not set: publishing and the queue API are disabled" })
-    )
-  }
-  if (presented === undefined || presented === "") return Effect.fail(new Unauthorized({ message: "A bearer token is required" }))
-  return Crypto.timingSafeEqual(digest(Redacted.value(settings.token.value)), digest(presented))
-    ? Effect.void
-    : Effect.fail(new Unauthorized({ message: "The token is not valid" }))
-}
+/** `QUEUE_TOKEN`'s check (the suite's one bearer check): unset → 503, missing or wrong → 401. */
+export const queueAuth = (settings: QueueSettings) =>
+  BearerAuth.make({ variable: "QUEUE_TOKEN", surface: "Publishing and the queue API", token: settings.token })
 
 export const QueueAuthLive = Layer.effect(
   QueueAuth,
-  Effect.gen(function*() {
-    const settings = yield* QueueConfig
-    return QueueAuth.of({
-      bearer: (httpEffect, { credential }) =>
-        Effect.andThen(authorize(settings, Redacted.value(credential)), httpEffect)
-    })
-  })
+  Effect.map(QueueConfig, (settings) => QueueAuth.of({ bearer: queueAuth(settings).httpApi }))
 )
 
 // -----------------------------------------------------------------------------
@@ -89,19 +68,13 @@ const splitTarget = (rawUrl: string) => {
   return { destination, config, passThrough, token }
 }
 
-/** The token of an `Authorization: Bearer <token>` header value. */
-export const bearer = (header: string | undefined): string | undefined => {
-  const match = header === undefined ? null : /^Bearer\s+(.+)$/i.exec(header.trim())
-  return match?.[1]
-}
-
 export const PublishRoute = HttpRouter.add(
   "POST",
   "/v2/publish/*",
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const settings = yield* QueueConfig
     const target = splitTarget(request.url)
-    yield* authorize(settings, bearer(request.headers["authorization"]) ?? target.token)
+    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
 
     // Read only once the publish is valid; the cap holds whether or not Content-Length is declared.
     const body = Effect.gen(function*() {

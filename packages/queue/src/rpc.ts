@@ -2,14 +2,14 @@
  * The internal RPC group (`QueueRpcs`) at POST /rpc (NDJSON over HTTP), behind `QUEUE_TOKEN`.
  *
  * The handlers are the HTTP API's: the same `Store` calls and `Operations` (publish, DLQ page, URL
- * groups). The token check is the HTTP API's `authorize`, run by the `QueueRpcAuth` middleware for
+ * groups). The token check is the HTTP API's `queueAuth`, run by the `QueueRpcAuth` middleware for
  * every procedure, so a refusal reaches the client as a typed `Unauthorized` / `ServiceUnavailable`.
  */
 import { InvalidRequest, QueueRpcAuth, QueueRpcs } from "@svc/schema"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
-import { authorize, bearer } from "./http.ts"
+import { queueAuth } from "./http.ts"
 import * as Operations from "./Operations.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Store } from "./Store.ts"
@@ -52,9 +52,7 @@ export const RpcAuthLive = Layer.effect(
   QueueRpcAuth,
   Effect.gen(function*() {
     const settings = yield* QueueConfig
-    return QueueRpcAuth.of((effect, { headers }) =>
-      Effect.andThen(authorize(settings, bearer(headers["authorization"])), effect)
-    )
+    return QueueRpcAuth.of(queueAuth(settings).rpc)
   })
 )
 
