@@ -1,4 +1,7 @@
 /**
+ * (About 500 lines on purpose: an SSRF audit reads the address rules, the refusals and the guarded
+ * transports together, top to bottom, in the four sections below.)
+ *
  * The one guard every outbound request to an address the suite was given goes through (queue
  * deliveries and callbacks, feed pages, offer images, docs sources): DESIGN.md §3 "Outbound requests".
  *
