@@ -1,0 +1,71 @@
+/**
+ * Calling the application's upload route (`src/shared/protocol.ts`): one POST of a JSON message, its
+ * JSON answer, or its refusal rebuilt as the route's own BlobError. Every phase talks to the route
+ * through this one function, so they all retry, time out and read refusals the same way.
+ *
+ * @module
+ */
+import { Effect } from "effect"
+import { BlobError } from "../../shared/BlobError.ts"
+import { PLATFORM_CAP_HINT, Transient } from "./failures.ts"
+import type { UploadSession } from "./session.ts"
+
+/**
+ * One call of the route, retried while it is transient (no answer, a stall, 5xx/408/429 without the
+ * route's JSON). The answer is typed by the caller (`A`): the route is the application's own code,
+ * trusted like the page that calls it. A refusal is never retried: it would be refused again.
+ */
+export const callRoute = <A>(session: UploadSession, body: Record<string, unknown>, what: string): Effect.Effect<A, BlobError> => {
+  const { options, stallTimeout } = session
+  return session.withRetries(
+    what,
+    Effect.tryPromise({
+      try: (signal) =>
+        session.fetch(options.route, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...options.headers },
+          body: JSON.stringify(options.routeName === undefined ? body : { ...body, route: options.routeName }),
+          signal
+        }),
+      catch: () => new Transient(0)
+    }).pipe(
+      // an unanswered call is given up (the request aborted) and retried like no answer at all
+      Effect.timeoutOrElse({ duration: stallTimeout, orElse: () => Effect.fail(new Transient(0)) }),
+      Effect.flatMap((response) =>
+        Effect.promise(() => response.text().catch(() => "")).pipe(
+          Effect.flatMap((text): Effect.Effect<A, BlobError | Transient> => {
+            if (response.ok) {
+              try {
+                return Effect.succeed(JSON.parse(text) as A)
+              } catch {
+                return Effect.fail(new BlobError("request_failed", { status: 502, message: `The upload route answered ${what} with something other than JSON` }))
+              }
+            }
+            const refusal = routeRefusal(response.status, text)
+            return Effect.fail(refusal ?? new Transient(response.status))
+          })
+        )
+      )
+    )
+  )
+}
+
+/** The refusal in a route's error answer: its BlobError JSON, or a platform's 413; undefined: retry it. */
+const routeRefusal = (status: number, text: string): BlobError | undefined => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  if (typeof json === "object" && json !== null && typeof (json as { code?: unknown }).code === "string") {
+    try {
+      return BlobError.fromJSON(json)
+    } catch {
+      // not one of ours: judged by status below
+    }
+  }
+  if (status === 413) return new BlobError("too_large", { message: "The upload request was refused as too large (413)", hint: PLATFORM_CAP_HINT })
+  if (status === 408 || status === 429 || status >= 500) return undefined
+  return new BlobError("request_failed", { status, message: `The upload route answered ${status}` })
+}

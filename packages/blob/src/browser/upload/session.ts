@@ -1,0 +1,86 @@
+/**
+ * One upload's settings and shared state: the options checked and given their defaults once, the retry
+ * policy built once, and the progress counter every PUT adds to. The phases (begin, parts, complete,
+ * resume) take this one value instead of a dozen arguments, and none of them reads `options` for a
+ * setting with a default.
+ *
+ * @module
+ */
+import { retryTransient, type WithRetries } from "./failures.ts"
+import type { UploadFile, UploadOptions, XhrLike } from "./types.ts"
+
+/** Bytes landed plus bytes in flight per request (keyed by part number; 0 for a single PUT). */
+export interface Progress {
+  landed: number
+  readonly inFlight: Map<number, number>
+  /** tells `onProgress` the new total, when it changed */
+  readonly report: () => void
+}
+
+export interface UploadSession {
+  readonly file: UploadFile
+  readonly options: UploadOptions
+  readonly fetch: typeof globalThis.fetch
+  readonly Xhr: new() => XhrLike
+  readonly concurrency: number
+  readonly freshFor: number
+  readonly stallTimeout: number
+  readonly pathname: string
+  readonly contentType: string
+  /** the file's size */
+  readonly total: number
+  readonly withRetries: WithRetries
+  readonly progress: Progress
+}
+
+/**
+ * Checks the options and fills in their defaults. Bad options throw a TypeError (a defect of the caller,
+ * not a BlobError), so this runs inside the upload's `Effect.suspend`, where the throw becomes the
+ * rejection of `upload`.
+ */
+export const openSession = (file: UploadFile, options: UploadOptions): UploadSession => {
+  if (typeof options?.route !== "string" || options.route === "") throw new TypeError("upload: options.route is required")
+  const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis)
+  const Xhr = options.XMLHttpRequest ?? (globalThis as unknown as { XMLHttpRequest?: new() => XhrLike }).XMLHttpRequest
+  if (Xhr === undefined) throw new TypeError("upload: no XMLHttpRequest here (pass options.XMLHttpRequest)")
+  const retries = options.retries ?? 3
+  if (!Number.isInteger(retries) || retries < 0) throw new TypeError("upload: retries must be an integer >= 0")
+  const concurrency = options.concurrency ?? 4
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError("upload: concurrency must be an integer >= 1")
+  return {
+    file,
+    options,
+    fetch: fetchImpl,
+    Xhr,
+    concurrency,
+    freshFor: options.freshFor ?? 60_000,
+    stallTimeout: options.stallTimeout ?? 60_000,
+    pathname: options.pathname ?? file.name ?? "",
+    contentType: options.contentType ?? (file.type === "" ? "application/octet-stream" : file.type),
+    total: file.size,
+    withRetries: retryTransient(retries, options.retryDelay),
+    progress: trackProgress(file.size, options.onProgress)
+  }
+}
+
+/**
+ * The progress counter. Reported as landed + in-flight bytes (so a part's progress shows while it is
+ * sent, and a retried part's lost bytes go back), capped at the file's size, and only when it changed.
+ */
+const trackProgress = (total: number, onProgress: UploadOptions["onProgress"]): Progress => {
+  let lastReported = -1
+  const progress: Progress = {
+    landed: 0,
+    inFlight: new Map(),
+    report: () => {
+      if (onProgress === undefined) return
+      let loaded = progress.landed
+      for (const n of progress.inFlight.values()) loaded += n
+      loaded = Math.min(loaded, total)
+      if (loaded === lastReported) return
+      lastReported = loaded
+      onProgress({ loaded, total, percentage: total === 0 ? 100 : Math.round((loaded / total) * 10_000) / 100 })
+    }
+  }
+  return progress
+}
