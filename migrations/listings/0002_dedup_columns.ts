@@ -6,23 +6,23 @@
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { dedupKeySql, winnerOrderSql } from "./listingsSql.ts"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE offers ADD COLUMN dedup_key text NOT NULL DEFAULT ''`
   yield* sql`ALTER TABLE offers ADD COLUMN dedup_winner boolean NOT NULL DEFAULT false`
-  // Rows of older deployments: the same key the ingest computes (packages/listings/src/Normalize.ts).
+  // Rows of older deployments: the same key the ingest computes (packages/listings/src/Dedup.ts).
   yield* sql`
-    UPDATE offers SET dedup_key = concat_ws('|', lower(make), lower(model), coalesce(year::text, ''),
-      coalesce(mileage::text, ''), floor(price + 0.5)::bigint::text, currency)
+    UPDATE offers SET dedup_key = ${sql.literal(dedupKeySql)}
   `
   yield* sql`
     UPDATE offers SET dedup_winner = true
-    FROM (SELECT DISTINCT ON (dedup_key) id FROM offers WHERE removed_at IS NULL ORDER BY dedup_key, updated_at DESC, id) w
+    FROM (SELECT DISTINCT ON (dedup_key) id FROM offers WHERE removed_at IS NULL ORDER BY dedup_key, ${sql.literal(winnerOrderSql())}) w
     WHERE offers.id = w.id
   `
   yield* sql`
-    CREATE INDEX offers_dedup ON offers (dedup_key, updated_at DESC, id) WHERE removed_at IS NULL
+    CREATE INDEX offers_dedup ON offers (dedup_key, ${sql.literal(winnerOrderSql())}) WHERE removed_at IS NULL
   `
   yield* sql`
     CREATE INDEX offers_winner_newest ON offers (updated_at DESC, id) WHERE removed_at IS NULL AND dedup_winner

@@ -19,10 +19,12 @@
  * batch's rows as they are written; keys other listed offers share ("contested"), and keys a changed
  * offer left, are recomputed by `recompute_dedup_winners` after the write, still under the lock.
  *
- * A later migration that adds or changes a column of offers replaces this function with it.
+ * The functions as they are now: packages/listings/src/sql/ (applied by migration 0014). This file is
+ * history: what a fresh database runs before 0014 replaces them.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { lockWritersSql, winnerOrderSql } from "./listingsSql.ts"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -31,7 +33,7 @@ export default Effect.gen(function*() {
     CREATE FUNCTION recompute_dedup_winners(keys text[]) RETURNS void LANGUAGE sql AS $$
       WITH k AS (SELECT DISTINCT unnest(keys) AS dedup_key),
       ranked AS (
-        SELECT o.id, row_number() OVER (PARTITION BY o.dedup_key ORDER BY o.updated_at DESC, o.id) = 1 AS winner
+        SELECT o.id, row_number() OVER (PARTITION BY o.dedup_key ORDER BY ${sql.literal(winnerOrderSql("o.updated_at", "o.id"))}) = 1 AS winner
         FROM listings.offers o JOIN k ON k.dedup_key = o.dedup_key
         WHERE o.removed_at IS NULL
       )
@@ -60,12 +62,12 @@ export default Effect.gen(function*() {
       ORDER BY i.key
       ON CONFLICT (key) DO NOTHING;
 
-      PERFORM pg_advisory_xact_lock(hashtext('listings.dedup_winner'));
+      PERFORM ${sql.literal(lockWritersSql)};
 
       WITH candidate AS (
         SELECT input.*,
           row_number() OVER (
-            PARTITION BY input.dedup_key ORDER BY coalesce(input.updated_at, now()) DESC, input.id
+            PARTITION BY input.dedup_key ORDER BY ${sql.literal(winnerOrderSql("coalesce(input.updated_at, now())", "input.id"))}
           ) = 1 AS batch_best,
           EXISTS (
             SELECT 1 FROM listings.offers o

@@ -8,6 +8,7 @@
 import { Result } from "effect"
 // one-shot hashes: no Hash object per call (three or four per record)
 import { hash } from "node:crypto"
+import { dedupKey } from "./Dedup.ts"
 import { searchDocument } from "./SearchWords.ts"
 
 /** A record with our field names and whatever values the feed had. */
@@ -69,26 +70,8 @@ const CURRENCIES = new Set(["PLN", "EUR", "USD"])
 export const cleanText = (value: unknown): string =>
   typeof value === "string" ? value.replace(/\s+/g, " ").trim() : typeof value === "number" && Number.isFinite(value) ? String(value) : ""
 
-/**
- * The de-duplication key: normalized make, model, year, mileage and price (rounded to whole units,
- * with its currency). Migration 0002 computes the same key in SQL for older rows.
- */
-export const dedupKey = (o: {
-  readonly make: string
-  readonly model: string
-  readonly year: number | null
-  readonly mileage: number | null
-  readonly price: number
-  readonly currency: string
-}): string =>
-  [
-    o.make.toLowerCase(),
-    o.model.toLowerCase(),
-    o.year ?? "",
-    o.mileage ?? "",
-    Math.round(o.price),
-    o.currency
-  ].join("|")
+/** The de-duplication key (its one definition, with its SQL twin, is in Dedup.ts). */
+export { dedupKey }
 
 class Reject {
   readonly reason: string

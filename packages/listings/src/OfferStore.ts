@@ -1,7 +1,7 @@
 /**
  * Writing offers: batched upserts, expiry of vanished offers, and the `dedup_winner` flags.
  *
- * One batch is one call of `listings.write_offer_batch` (migration 0013) and one transaction: the
+ * One batch is one call of `listings.write_offer_batch` (src/sql/writeOfferBatch.ts) and one transaction: the
  * image rows, the offers and the winner flags of every key it touched commit together, so a reader
  * (one statement, one snapshot) never sees a key with two winners or none. Writers of offers take one
  * transaction-scoped advisory lock first: sources ingest in parallel and may touch the same key, and
@@ -16,10 +16,9 @@
 import { PgTypes } from "@effect/sql-pg"
 import { Context, Effect, Layer, Result } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
+import { DEDUP_LOCK } from "./Dedup.ts"
 import type { FeedImage, OfferRow } from "./Normalize.ts"
 
-/** The writers' lock; `write_offer_batch` takes the same one. */
-const DEDUP_LOCK = "listings.dedup_winner"
 
 /**
  * A column of values as one typed array parameter. Batches travel as one array per column, which

@@ -28,6 +28,7 @@ import {
 } from "@svc/schema"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { ranksAboveSql } from "./Dedup.ts"
 import { toPrefixQuery } from "./SearchWords.ts"
 import { hash } from "node:crypto"
 import { ListingsConfig } from "./ListingsConfig.ts"
@@ -63,6 +64,9 @@ const columns = `id, source_id, title, make, model, price, currency, fuel, trans
 type OfferDbRow =
   & Omit<OfferRow, "native_id" | "updated_at" | "expires_at" | "dedup_key" | "search" | "content_hash">
   & { readonly updated_at: Date | null; readonly expires_at: Date | null }
+
+/** A duplicate `d` ranks above the candidate `o` (Dedup.ts). */
+const RANKS_ABOVE = ranksAboveSql("d", "o")
 
 /** "a, B,,c" -> ["a", "b", "c"] (lowercased, blanks dropped). */
 export const splitList = (value: string | undefined): Array<string> =>
@@ -257,7 +261,7 @@ export class Offers extends Context.Service<Offers, {
           ? sql`${filter} AND NOT EXISTS (
               SELECT 1 FROM listings.offers d
               WHERE d.dedup_key = o.dedup_key AND d.id <> o.id AND ${filter}
-                AND (d.updated_at > o.updated_at OR (d.updated_at = o.updated_at AND d.id < o.id)))`
+                AND ${sql.literal(RANKS_ABOVE)})`
           : filter
         const order = sql.literal(orderBy(search.sort ?? "NEWEST"))
         const answerOf = (rows: ReadonlyArray<OfferDbRow>, count: number): OffersAnswer => {

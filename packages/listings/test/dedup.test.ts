@@ -7,6 +7,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { winnerOrderSql } from "../src/Dedup.ts"
 import { OfferStore } from "../src/OfferStore.ts"
 import { record, seed, services, TestDatabase } from "./support.ts"
 
@@ -30,7 +31,7 @@ const disagreements = Effect.gen(function*() {
     FROM listings.offers o
     LEFT JOIN (
       SELECT DISTINCT ON (dedup_key) id FROM listings.offers
-      WHERE removed_at IS NULL ORDER BY dedup_key, updated_at DESC, id
+      WHERE removed_at IS NULL ORDER BY dedup_key, ${sql.literal(winnerOrderSql())}
     ) w USING (id)
     WHERE o.dedup_winner <> (w.id IS NOT NULL)`
   return rows.map((row) => `${row.id}: ${row.dedup_winner}`)
