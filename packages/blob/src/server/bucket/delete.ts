@@ -1,0 +1,111 @@
+/**
+ * `del`: one path (DeleteObject), a list of paths (DeleteObjects, batches of 1000), or every object
+ * under a prefix (listed page by page). The shape of a target and `partial_delete` are the same for every
+ * layer (`makeDel`); the S3 calls are `makeS3Delete`.
+ *
+ * @module
+ */
+import { DeleteObjectCommand, DeleteObjectsCommand } from "@aws-sdk/client-s3"
+import { Effect } from "effect"
+import { BlobError } from "../../shared/BlobError.ts"
+import type { S3Context } from "./client.ts"
+import { readOnlyRefusal, requirePath } from "./keys.ts"
+import type { DeleteResult, DeleteTarget, ListOptions, ListResult } from "./types.ts"
+
+/** What `del` is built on. */
+export interface DeletePrimitives {
+  readonly readOnly: boolean
+  readonly deleteOne: (path: string) => Effect.Effect<unknown, BlobError>
+  /** deletes what it can; `failed` lists the paths left behind */
+  readonly deleteMany: (
+    paths: ReadonlyArray<string>
+  ) => Effect.Effect<{ readonly deleted: number; readonly failed: ReadonlyArray<string> }, BlobError>
+  readonly list: (options: ListOptions) => Effect.Effect<ListResult, BlobError>
+}
+
+export const makeS3Delete = (s3: S3Context) => {
+  const { Bucket, send, retried } = s3
+
+  const deleteOne = (path: string) =>
+    retried(send(path, (client, signal) =>
+      client.send(new DeleteObjectCommand({ Bucket, Key: path }), { abortSignal: signal })
+    ))
+
+  const deleteMany = (paths: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const failed: Array<string> = []
+      let deleted = 0
+      for (let i = 0; i < paths.length; i += 1000) {
+        const batch = paths.slice(i, i + 1000)
+        const out = yield* retried(send(undefined, (client, signal) =>
+          client.send(
+            new DeleteObjectsCommand({
+              Bucket,
+              Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true }
+            }),
+            { abortSignal: signal }
+          ))).pipe(
+            Effect.map((o) => o.Errors ?? []),
+            Effect.catch(() => Effect.succeed(batch.map((Key) => ({ Key }))))
+          )
+        const errors = out.map((e) => e.Key).filter((k): k is string => k !== undefined)
+        failed.push(...errors)
+        deleted += batch.length - errors.length
+      }
+      return { deleted, failed }
+    })
+
+  return { deleteOne, deleteMany }
+}
+
+export const makeDel = (store: DeletePrimitives) => {
+  const { deleteOne, deleteMany, list } = store
+
+  const partialDelete = (failed: ReadonlyArray<string>, deleted: number) =>
+    new BlobError("partial_delete", {
+      message: `${failed.length} of ${failed.length + deleted} paths were not deleted`,
+      failed
+    })
+
+  const del = Effect.fn("Bucket.del")(function*(target: DeleteTarget) {
+    if (store.readOnly) return yield* readOnlyRefusal("Deleting")
+    if (typeof target === "string") {
+      yield* requirePath(target)
+      yield* deleteOne(target)
+      return { deleted: 1 } satisfies DeleteResult
+    }
+    if (Array.isArray(target)) {
+      const paths = target as ReadonlyArray<unknown>
+      for (const p of paths) yield* requirePath(p)
+      const { deleted, failed } = yield* deleteMany(paths as ReadonlyArray<string>)
+      if (failed.length > 0) return yield* partialDelete(failed, deleted)
+      return { deleted } satisfies DeleteResult
+    }
+    if (typeof target === "object" && target !== null && typeof (target as { prefix?: unknown }).prefix === "string") {
+      const { prefix, everything } = target as { prefix: string; everything?: boolean }
+      if (prefix === "" && everything !== true) {
+        return yield* new BlobError("invalid_input", {
+          message: "An empty prefix means every object in the bucket",
+          hint: "Pass { prefix: \"\", everything: true } to delete everything"
+        })
+      }
+      let cursor: string | undefined
+      let deleted = 0
+      const failed: Array<string> = []
+      do {
+        const page = yield* list({ prefix, cursor, limit: 1000 })
+        const result = yield* deleteMany(page.objects.map((o) => o.path))
+        deleted += result.deleted
+        failed.push(...result.failed)
+        cursor = page.cursor
+      } while (cursor !== undefined)
+      if (failed.length > 0) return yield* partialDelete(failed, deleted)
+      return { deleted } satisfies DeleteResult
+    }
+    return yield* new BlobError("invalid_input", {
+      message: "del takes a path, an array of paths, or { prefix }"
+    })
+  })
+
+  return del
+}
