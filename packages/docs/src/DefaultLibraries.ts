@@ -25,8 +25,9 @@
  * Two instances starting on one empty database may both index: that costs work, not correctness.
  */
 import { Config, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import { Indexer, type ResolvedSource } from "./Indexer.ts"
+import { Indexer } from "./Indexer.ts"
+import { IndexStore } from "./IndexStore.ts"
+import type { ResolvedSource } from "./sources/Source.ts"
 
 export const DEFAULT_PACKAGES = [
   "effect",
@@ -79,12 +80,8 @@ export const resume = Effect.fn("DefaultLibraries.resume")(function*() {
  * ({@link resume}); returns the library ids indexed.
  */
 export const seed = Effect.fn("DefaultLibraries.seed")(function*(packages: ReadonlyArray<string>) {
-  const sql = yield* SqlClient.SqlClient
   const indexer = yield* Indexer
-  const [{ count }] = (yield* sql<{ readonly count: number }>`SELECT count(*)::int AS count FROM docs.libraries`) as unknown as [
-    { readonly count: number }
-  ]
-  if (count === 0 && packages.length > 0) {
+  if (packages.length > 0 && (yield* (yield* IndexStore).isEmpty)) {
     // Resolving an npm package reads its package.json only (the scope would hold a git clone).
     const resolved = yield* Effect.scoped(Effect.forEach(packages, (name) =>
       indexer.resolve(`npm:${name}`).pipe(
@@ -103,7 +100,7 @@ export const seed = Effect.fn("DefaultLibraries.seed")(function*(packages: Reado
   return yield* resume()
 })
 
-/** Seeds and resumes in a background fiber tied to the service's life. Needs Indexer and SqlClient. */
+/** Seeds and resumes in a background fiber tied to the service's life. Needs Indexer and IndexStore. */
 export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const packages = yield* DefaultPackages
   yield* Effect.forkScoped(seed(packages).pipe(

@@ -5,7 +5,8 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
 import { DefaultPackages, seed } from "../src/DefaultLibraries.ts"
-import { Indexer, packageLibraryId } from "../src/Indexer.ts"
+import { Indexer } from "../src/Indexer.ts"
+import { packageLibraryId } from "../src/sources/Source.ts"
 import { stack } from "./support.ts"
 
 layer(stack, { timeout: 120_000 })("default libraries", (it) => {

@@ -12,7 +12,9 @@ import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { gitLibraryId, type IndexFailed, type IndexProgress, Indexer, withoutCredentials } from "../src/Indexer.ts"
+import { type IndexProgress, Indexer } from "../src/Indexer.ts"
+import { gitLibraryId, withoutCredentials } from "../src/sources/Git.ts"
+import type { IndexFailed } from "../src/sources/Source.ts"
 import { stack } from "./support.ts"
 
 /** Identity from the environment, and no global or system configuration read (or changed). */

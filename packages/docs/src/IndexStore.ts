@@ -1,0 +1,302 @@
+/**
+ * `IndexStore`: the index writer, the one service that writes libraries, versions and snippets (and
+ * reads back what the indexer needs: a library's stored source, the unfinished versions, the listing).
+ * Search.ts reads the same tables for the API.
+ *
+ * Atomic re-index: the snippets are written as a new *generation*; one transaction then points the
+ * version at it and deletes the previous one. Readers (Search.ts) read pointer and snippets in one
+ * statement, so an answer is entirely from one generation. A failed run leaves the live generation
+ * (if any) in place; its version says `failed` with an error category.
+ *
+ * Refresh states of a version: `queued` (registered, nothing read yet) → `indexing` (a run has
+ * started) → `ready` | `failed`. A run that is interrupted puts its version back to `queued`.
+ */
+import { DEFAULT_TRUST_SCORE } from "@svc/schema"
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import type { ErrorCategory, ResolvedSource } from "./sources/Source.ts"
+import type { Snippet } from "./Splitter.ts"
+
+export interface LibraryListing {
+  readonly id: string
+  readonly title: string
+  readonly source: string
+  readonly defaultVersion: string
+  readonly versions: ReadonlyArray<{
+    readonly version: string
+    readonly state: string
+    readonly errorCategory: string | null
+    readonly snippets: number
+    readonly tokens: number
+    readonly lastUpdate: Date | null
+  }>
+}
+
+/** A version whose refresh has not finished (see `IndexStore.unfinished`). */
+export interface UnfinishedVersion {
+  /** `/owner/repo/version`. */
+  readonly libraryId: string
+  readonly version: string
+  readonly state: "queued" | "indexing"
+}
+
+/** What is stored of a source: everything but the folder it was read from. */
+export type SourceRecord = Omit<ResolvedSource, "root">
+
+/** A library's stored source, for `refresh`. */
+export interface StoredLibrary {
+  readonly location: string
+  readonly defaultVersion: string
+}
+
+const INSERT_BATCH = 500
+
+export class IndexStore extends Context.Service<IndexStore, {
+  /**
+   * Creates or updates the library and its version, in `state`; the version's row id. `queued` does
+   * not take back a version another run is indexing right now. `makeDefault`: the version becomes the
+   * library's default. `trust`: the library's trust score (a new library without it gets 5, an
+   * existing one keeps its own).
+   */
+  readonly register: (
+    source: SourceRecord,
+    state: "queued" | "indexing",
+    options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+  ) => Effect.Effect<string>
+  /** Registers sources `queued`, each version its library's default: all or none. */
+  readonly enqueue: (sources: ReadonlyArray<SourceRecord>) => Effect.Effect<void>
+  /** The library `/owner/repo`: its stored source and default version. */
+  readonly library: (id: string) => Effect.Effect<Option.Option<StoredLibrary>>
+  /** Puts an existing version in state `indexing` (a refresh starts); its row id, if it exists. */
+  readonly startIndexing: (id: string, version: string) => Effect.Effect<Option.Option<string>>
+  /**
+   * Writes the snippets as a new generation and makes it the version's live one (state `ready`);
+   * the tokens stored. Nothing half-written stays behind on failure.
+   */
+  readonly write: (versionId: string, snippets: ReadonlyArray<Snippet>) => Effect.Effect<number>
+  /** An interrupted run: back to `queued` (if it is still `indexing`). */
+  readonly requeue: (versionId: string) => Effect.Effect<void>
+  /** `failed`, unless another run finished the version meanwhile (then that run's state stands). */
+  readonly markFailed: (versionId: string, category: ErrorCategory) => Effect.Effect<void>
+  /** Versions `queued` or `indexing`, oldest registration first. */
+  readonly unfinished: Effect.Effect<ReadonlyArray<UnfinishedVersion>>
+  /** Removes a library (no `version`) or one version; false if unknown. */
+  readonly remove: (id: string, version: string | undefined) => Effect.Effect<boolean>
+  /** Libraries by id, each with its versions in registration order. */
+  readonly list: Effect.Effect<ReadonlyArray<LibraryListing>>
+  /** No library at all. */
+  readonly isEmpty: Effect.Effect<boolean>
+}>()("@svc/docs/IndexStore") {
+  /** On Postgres (the `docs` schema migrated). */
+  static readonly layer = Layer.effect(
+    IndexStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const register = Effect.fnUntraced(function*(
+        source: SourceRecord,
+        state: "queued" | "indexing",
+        options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+      ) {
+        const { makeDefault, trust } = options
+        const [version] = yield* sql<{ readonly id: string }>`
+          WITH library AS (
+            INSERT INTO docs.libraries (id, title, description, source_kind, source_location, default_version, trust_score)
+            VALUES (${source.libraryId}, ${source.title}, ${source.description}, ${source.kind}, ${source.location}, ${source.version},
+              ${trust ?? DEFAULT_TRUST_SCORE})
+            ON CONFLICT (id) DO UPDATE SET
+              title = excluded.title, description = excluded.description, source_kind = excluded.source_kind,
+              source_location = excluded.source_location, updated_at = now()
+              ${makeDefault ? sql`, default_version = excluded.default_version` : sql``}
+              ${trust === undefined ? sql`` : sql`, trust_score = excluded.trust_score`}
+            RETURNING id
+          )
+          INSERT INTO docs.versions AS v (library_id, version, state)
+          SELECT id, ${source.version}, ${state} FROM library
+          ON CONFLICT (library_id, version) DO UPDATE SET
+            state = ${state === "queued" ? sql`CASE WHEN v.state = 'indexing' THEN 'indexing' ELSE 'queued' END` : sql`'indexing'`},
+            error_category = NULL, updated_at = now()
+          RETURNING id`
+        return version!.id
+      })
+
+      // All or none: a crash while registering leaves nothing half-queued.
+      const enqueue = (sources: ReadonlyArray<SourceRecord>) =>
+        sql.withTransaction(Effect.forEach(sources, (source) => register(source, "queued", { makeDefault: true }), { discard: true }))
+
+      const library = (id: string) =>
+        sql<{ readonly source_location: string; readonly default_version: string }>`
+          SELECT source_location, default_version FROM docs.libraries WHERE id = ${id}`.pipe(
+          Effect.map((rows) =>
+            Option.map(Option.fromNullishOr(rows[0]), (row): StoredLibrary => ({
+              location: row.source_location,
+              defaultVersion: row.default_version
+            }))
+          )
+        )
+
+      const startIndexing = (id: string, version: string) =>
+        sql<{ readonly id: string }>`
+          UPDATE docs.versions SET state = 'indexing', error_category = NULL, updated_at = now()
+          WHERE library_id = ${id} AND version = ${version} RETURNING id`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.id))
+        )
+
+      /**
+       * Library search reads `docs.libraries` through its trigram index only while the planner knows
+       * how many libraries there are: after a bulk add, until autovacuum analyzed the table (a minute
+       * or more), it scanned all 10,000 (4 ms a search instead of 0.07 ms). So a run that leaves 10%
+       * (and 20) more libraries than the statistics know analyzes that small table (10,000 rows: ~20 ms).
+       */
+      const refreshLibraryStatistics = Effect.gen(function*() {
+        const [known] = yield* sql<{ readonly stale: boolean }>`
+          SELECT (SELECT count(*) FROM docs.libraries) > 1.1 * greatest(c.reltuples, 0) + 20 AS stale
+          FROM pg_class c WHERE c.oid = 'docs.libraries'::regclass`
+        if (known?.stale === true) yield* sql`ANALYZE docs.libraries`
+      }).pipe(
+        // the run's version is live already: statistics are a speed matter, never the run's failure
+        Effect.catch((error) => Effect.logWarning(`Could not analyze docs.libraries: ${error.message}`))
+      )
+
+      const write = Effect.fnUntraced(function*(versionId: string, snippets: ReadonlyArray<Snippet>) {
+        // Generations of earlier runs that never went live (a crash between write and switch).
+        yield* sql`
+          DELETE FROM docs.generations g USING docs.versions v
+          WHERE g.version_id = ${versionId} AND v.id = g.version_id AND g.id IS DISTINCT FROM v.generation_id
+            AND g.created_at < now() - interval '1 hour'`
+        const [generation] = yield* sql<{ readonly id: string }>`
+          INSERT INTO docs.generations (version_id) VALUES (${versionId}) RETURNING id`
+        const generationId = generation!.id
+        const switched = Effect.gen(function*() {
+          for (let start = 0; start < snippets.length; start += INSERT_BATCH) {
+            const rows = snippets.slice(start, start + INSERT_BATCH).map((snippet, index) => ({
+              generation_id: generationId,
+              ordinal: start + index,
+              kind: snippet.kind,
+              title: snippet.title,
+              heading_path: snippet.headingPath,
+              heading: snippet.headingPath.join(" > "),
+              description: snippet.description,
+              language: snippet.language,
+              body: snippet.body,
+              source_path: snippet.sourcePath,
+              tokens: snippet.tokens
+            }))
+            yield* sql`INSERT INTO docs.snippets ${sql.insert(rows as any)}`
+          }
+          // what the docs are about, for library search (migration 0003)
+          yield* sql`
+            UPDATE docs.generations SET topics = (
+              SELECT to_tsvector('english'::regconfig, left(string_agg(s.title || ' ' || s.heading || ' ' || s.description, ' '), 500000))
+              FROM docs.snippets s WHERE s.generation_id = ${generationId}
+            ) WHERE id = ${generationId}`
+          const tokens = snippets.reduce((sum, snippet) => sum + snippet.tokens, 0)
+          yield* sql.withTransaction(Effect.gen(function*() {
+            const [current] = yield* sql<{ readonly generation_id: string | null }>`
+              SELECT generation_id FROM docs.versions WHERE id = ${versionId} FOR UPDATE`
+            yield* sql`
+              UPDATE docs.versions
+              SET generation_id = ${generationId}, state = 'ready', error_category = NULL,
+                  snippet_count = ${snippets.length}, token_count = ${tokens}, last_update = now(), updated_at = now()
+              WHERE id = ${versionId}`
+            if (current?.generation_id != null) {
+              yield* sql`DELETE FROM docs.generations WHERE id = ${current.generation_id}`
+            }
+          }))
+          return tokens
+        })
+        // Never leave a half-written generation behind.
+        const tokens = yield* switched.pipe(
+          Effect.onError(() => sql`DELETE FROM docs.generations WHERE id = ${generationId}`.pipe(Effect.ignore))
+        )
+        yield* refreshLibraryStatistics
+        return tokens
+      })
+
+      /**
+       * Best effort: a process that dies leaves the version `indexing`, which the next start picks up
+       * too (DefaultLibraries.ts).
+       */
+      const requeue = (versionId: string) =>
+        sql`UPDATE docs.versions SET state = 'queued', updated_at = now() WHERE id = ${versionId} AND state = 'indexing'`
+          .pipe(Effect.ignore)
+
+      const markFailed = (versionId: string, category: ErrorCategory) =>
+        sql`UPDATE docs.versions SET state = 'failed', error_category = ${category}, updated_at = now()
+            WHERE id = ${versionId} AND state = 'indexing'`.pipe(Effect.asVoid)
+
+      const unfinished = sql<{
+        readonly library_id: string
+        readonly version: string
+        readonly state: "queued" | "indexing"
+      }>`SELECT library_id, version, state
+         FROM docs.versions WHERE state IN ('queued', 'indexing') ORDER BY id`.pipe(
+        Effect.map((rows) =>
+          rows.map((row): UnfinishedVersion => ({
+            libraryId: `${row.library_id}/${row.version}`,
+            version: row.version,
+            state: row.state
+          }))
+        )
+      )
+
+      const remove = Effect.fnUntraced(function*(id: string, version: string | undefined) {
+        const deleted = version === undefined
+          ? yield* sql`DELETE FROM docs.libraries WHERE id = ${id} RETURNING id`
+          : yield* sql`DELETE FROM docs.versions WHERE library_id = ${id} AND version = ${version} RETURNING id`
+        return deleted.length > 0
+      })
+
+      const list = Effect.gen(function*() {
+        const libraries = yield* sql<{
+          readonly id: string
+          readonly title: string
+          readonly source_location: string
+          readonly default_version: string
+        }>`SELECT id, title, source_location, default_version FROM docs.libraries ORDER BY id`
+        const versions = yield* sql<{
+          readonly library_id: string
+          readonly version: string
+          readonly state: string
+          readonly error_category: string | null
+          readonly snippet_count: number
+          readonly token_count: number
+          readonly last_update: Date | null
+        }>`SELECT library_id, version, state, error_category, snippet_count, token_count, last_update
+           FROM docs.versions ORDER BY library_id, created_at`
+        return libraries.map((library): LibraryListing => ({
+          id: library.id,
+          title: library.title,
+          source: library.source_location,
+          defaultVersion: library.default_version,
+          versions: versions.filter((version) => version.library_id === library.id).map((version) => ({
+            version: version.version,
+            state: version.state,
+            errorCategory: version.error_category,
+            snippets: version.snippet_count,
+            tokens: version.token_count,
+            lastUpdate: version.last_update
+          }))
+        }))
+      })
+
+      const isEmpty = sql<{ readonly count: number }>`SELECT count(*)::int AS count FROM docs.libraries`.pipe(
+        Effect.map((rows) => rows[0]?.count === 0)
+      )
+
+      return IndexStore.of({
+        register: (source, state, options) => Effect.orDie(register(source, state, options)),
+        enqueue: (sources) => Effect.orDie(enqueue(sources)),
+        library: (id) => Effect.orDie(library(id)),
+        startIndexing: (id, version) => Effect.orDie(startIndexing(id, version)),
+        write: (versionId, snippets) => Effect.orDie(write(versionId, snippets)),
+        requeue,
+        markFailed: (versionId, category) => Effect.orDie(markFailed(versionId, category)),
+        unfinished: Effect.orDie(unfinished),
+        remove: (id, version) => Effect.orDie(remove(id, version)),
+        list: Effect.orDie(list),
+        isEmpty: Effect.orDie(isEmpty)
+      })
+    })
+  )
+}

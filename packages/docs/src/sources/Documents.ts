@@ -1,0 +1,90 @@
+/**
+ * The documents of a resolved source: the documentation files under its folder, read and split into
+ * snippets (Splitter.ts), the same for every kind of source.
+ *
+ * Read: `.md`, `.mdx`, `.markdown`, `.rst`, `.txt`. Skipped: `node_modules`, `.git` and every hidden
+ * folder, `dist`, `build`, `coverage`; files over 1 MB; licence, changelog, notice and code-of-conduct
+ * files. The root README comes first (it opens a version's snippets).
+ */
+import { Effect, FileSystem, Path } from "effect"
+import { formatOf, type Snippet, split } from "../Splitter.ts"
+import { IndexFailed, type ResolvedSource } from "./Source.ts"
+
+/** Files bigger than this are generated or vendored, not documentation. */
+export const MAX_FILE_BYTES = 1_000_000
+/** Folders never read. */
+const SKIPPED_DIRECTORIES = new Set(["node_modules", ".git", "dist", "build", "coverage"])
+/** Legal text and release notes match every question and answer none. */
+const SKIPPED_FILES = /^(licen[cs]e|copying|changelog|history|notice|code_of_conduct)([.-]|$)/i
+
+/** One file read: its path relative to the root, its snippets, and how far the reading is. */
+export interface FileRead {
+  readonly path: string
+  readonly snippets: number
+  readonly filesRead: number
+  readonly totalFiles: number
+}
+
+export const make = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+
+  /** Documentation files under `root`, relative and sorted (deterministic snippet order). */
+  const listFiles = (root: string) => {
+    const walk = (relative: string): Effect.Effect<ReadonlyArray<string>, IndexFailed> =>
+      fs.readDirectoryEntries(path.join(root, relative)).pipe(
+        Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot list ${path.join(root, relative)}: ${error.message}` })),
+        Effect.flatMap((entries) =>
+          Effect.forEach(
+            [...entries].sort((a, b) => a.name.localeCompare(b.name)),
+            (entry) => {
+              const child = relative === "" ? entry.name : `${relative}/${entry.name}`
+              if (entry.type === "Directory") {
+                return SKIPPED_DIRECTORIES.has(entry.name) || entry.name.startsWith(".") ? Effect.succeed([]) : walk(child)
+              }
+              return Effect.succeed(
+                entry.type === "File" && formatOf(child) !== undefined && !SKIPPED_FILES.test(entry.name) ? [child] : []
+              )
+            }
+          )
+        ),
+        Effect.map((lists) => lists.flat())
+      )
+    // The root README first: it opens a version's snippets (the context answer without a question).
+    return Effect.map(walk(""), (files) => [
+      ...files.filter((file) => /^readme\./i.test(file)),
+      ...files.filter((file) => !/^readme\./i.test(file))
+    ])
+  }
+
+  /** Reads and splits every file, reporting each to `onFile`. */
+  const collect = Effect.fnUntraced(function*(
+    source: ResolvedSource,
+    onFile?: ((file: FileRead) => Effect.Effect<void>) | undefined
+  ) {
+    const files = yield* listFiles(source.root)
+    const snippets: Array<Snippet> = []
+    let filesRead = 0
+    for (const file of files) {
+      const full = path.join(source.root, file)
+      const size = yield* fs.stat(full).pipe(Effect.map((info) => Number(info.size)), Effect.orElseSucceed(() => Infinity))
+      if (size > MAX_FILE_BYTES) continue
+      const content = yield* fs.readFileString(full).pipe(
+        Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot read ${full}: ${error.message}` }))
+      )
+      const found = split(content, file)
+      snippets.push(...found)
+      filesRead++
+      if (onFile) yield* onFile({ path: file, snippets: found.length, filesRead, totalFiles: files.length })
+    }
+    if (snippets.length === 0) {
+      return yield* new IndexFailed({
+        category: "no_documents",
+        message: `No documentation found in ${source.root} (.md, .mdx, .rst, .txt outside node_modules and .git)`
+      })
+    }
+    return { files: filesRead, snippets }
+  })
+
+  return collect
+})

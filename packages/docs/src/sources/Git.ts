@@ -1,0 +1,232 @@
+/**
+ * A git repository: a clone URL (`https://…`, `ssh://…`, `git@host:owner/repo.git`, `git://…`,
+ * `file://…`, `git+https://…`), a path ending in `.git` or a path to a bare repository, optionally with
+ * `#<branch or tag>`. Cloned with the system `git` (`clone --depth 1`) into a temporary folder that is
+ * removed when the scope closes, then read like a folder. Id from the URL's last two path segments,
+ * version from the tag at HEAD else the short commit hash. Credentials in the URL are used for that
+ * clone only: never stored, logged or shown.
+ */
+import { Config, Duration, Effect, FileSystem, Path, Stream } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import {
+  checkLibraryId,
+  IndexFailed,
+  invalidSource,
+  readPackageJson,
+  repositoryId,
+  type ResolvedSource,
+  type Source,
+  type SourceOptions,
+  VERSION
+} from "./Source.ts"
+
+/** A clone URL: a URL of a git transport, or scp-like `user@host:path`. */
+export const GIT_URL = /^((git|ssh|file|https?|git\+(ssh|https?|file)):\/\/|[\w.-]+@[\w.-]+:)/i
+/** A branch or tag after `#`: no option look-alikes, no `..`. */
+const GIT_REF = /^\w[\w.\/+-]*$/
+
+/** Where the system `git` is, and how long a clone may take (`DOCS_GIT`, `DOCS_GIT_CLONE_TIMEOUT`). */
+export const GitSettings = Config.all({
+  binary: Config.String("DOCS_GIT").pipe(Config.withDefault("git")),
+  cloneTimeout: Config.Duration("DOCS_GIT_CLONE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(5)))
+})
+
+/**
+ * Never waits for a person: no terminal prompt for a password (fails instead), no Git Credential
+ * Manager dialog; LFS pointers stay pointers (docs are not in LFS, and it would download).
+ */
+const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", GIT_LFS_SKIP_SMUDGE: "1" }
+
+const URL_USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/i
+const isSsh = (scheme: string) => /ssh/i.test(scheme)
+
+/**
+ * The URL without its credentials: `https://user:token@host/x.git` → `https://host/x.git`. An ssh URL
+ * keeps its user name (`ssh://git@host/x.git`: not a secret, and needed) and loses a password.
+ */
+export const withoutCredentials = (url: string): string =>
+  url.replace(URL_USERINFO, (_all, scheme: string, userinfo: string) =>
+    isSsh(scheme) ? `${scheme}${userinfo.split(":")[0]}@` : scheme)
+
+/** The secrets of a URL (what {@link withoutCredentials} removes), raw and decoded. */
+const credentialsOf = (url: string): ReadonlyArray<string> => {
+  const match = URL_USERINFO.exec(url)
+  if (match === null) return []
+  const userinfo = match[2]!
+  const secret = isSsh(match[1]!) ? userinfo.split(":").slice(1).join(":") : userinfo
+  const parts = [secret, ...secret.split(":")].filter((part) => part.length > 0)
+  const decoded = parts.map((part) => {
+    try {
+      return decodeURIComponent(part)
+    } catch {
+      return part
+    }
+  })
+  return [...new Set([...parts, ...decoded])].sort((a, b) => b.length - a.length)
+}
+
+/** Text (git's error output) with the credentials of `url` and of any URL in it removed. */
+const redact = (text: string, url: string): string =>
+  credentialsOf(url).reduce(
+    (out, secret) => out.split(secret).join("***"),
+    text.replace(/([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@'"]*)@/gi, (_all, scheme: string, userinfo: string) =>
+      isSsh(scheme) ? `${scheme}${userinfo.split(":")[0]}@` : scheme)
+  )
+
+/** `/owner/repo` from the last two path segments of a clone URL or repository path, `.git` dropped. */
+export const gitLibraryId = (url: string): string | undefined => {
+  const clean = withoutCredentials(url).replace(/^git\+/i, "")
+  const repositoryPath = /^[a-z][a-z0-9+.-]*:\/\//i.test(clean)
+    ? clean.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").replace(/[?#].*$/, "")
+    : /^[\w.-]+@[\w.-]+:/.test(clean)
+    ? clean.slice(clean.indexOf(":") + 1)
+    : clean
+  const segments = repositoryPath.split(/[/\\]+/).filter((segment) => segment !== "")
+  const repo = segments.at(-1)?.replace(/\.git$/i, "")
+  const owner = segments.at(-2)
+  return owner === undefined || repo === undefined || repo === "" ? undefined : repositoryId(`${owner}/${repo}`)
+}
+
+/** The first line of git's error output that says what went wrong, without git's `fatal: ` prefix. */
+const gitReason = (stderr: string): string => {
+  const lines = stderr.split("\n").map((line) => line.trim()).filter((line) => line !== "")
+  const line = lines.find((l) => /^(fatal|error):/i.test(l)) ?? lines.find((l) => !/^(warning|hint|Cloning into)\b/i.test(l))
+  return line === undefined ? "no error output" : line.replace(/^(fatal|error):\s*/i, "")
+}
+
+interface GitSource {
+  /** What git clones: as given (credentials included), `git+` dropped; a local path made absolute. */
+  readonly url: string
+  /** `url` without credentials, plus `#ref`: the stored location and what messages show. */
+  readonly location: string
+  readonly shown: string
+  readonly ref: string | undefined
+}
+
+export const make = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
+
+  const isDirectory = (dir: string) =>
+    fs.stat(dir).pipe(Effect.map((info) => info.type === "Directory"), Effect.orElseSucceed(() => false))
+
+  /** A bare repository: `HEAD`, `objects/` and `refs/` at its top. */
+  const isBareRepository = Effect.fnUntraced(function*(dir: string) {
+    return (yield* fs.exists(path.join(dir, "HEAD")).pipe(Effect.orElseSucceed(() => false))) &&
+      (yield* isDirectory(path.join(dir, "objects"))) && (yield* isDirectory(path.join(dir, "refs")))
+  })
+
+  /** The source as a git source, if it is one: a clone URL, or a path ending in `.git` or to a bare repository. */
+  const gitSource = Effect.fnUntraced(function*(source: string) {
+    const hash = source.lastIndexOf("#")
+    const base = hash === -1 ? source : source.slice(0, hash)
+    const ref = hash === -1 ? undefined : source.slice(hash + 1)
+    const isUrl = GIT_URL.test(base)
+    if (!isUrl && !/\.git\/?$/i.test(base) && !(yield* isBareRepository(path.resolve(base)))) {
+      return undefined
+    }
+    const url = isUrl ? base.replace(/^git\+/i, "") : path.resolve(base)
+    const shown = withoutCredentials(url)
+    if (ref !== undefined && (!GIT_REF.test(ref) || ref.includes(".."))) {
+      return yield* new IndexFailed({ category: "invalid_source", message: `"${ref}" after # in ${shown} is not a branch or tag name` })
+    }
+    return { url, shown, ref, location: ref === undefined ? shown : `${shown}#${ref}` } satisfies GitSource
+  })
+
+  /** Runs git and collects its output; `timeout` stops it (the process group is killed). */
+  const runGit = (
+    settings: { readonly binary: string; readonly cloneTimeout: Duration.Duration },
+    args: ReadonlyArray<string>,
+    onTimeout: () => IndexFailed,
+    onSpawnFailure: (reason: string) => IndexFailed
+  ) =>
+    Effect.scoped(Effect.gen(function*() {
+      const handle = yield* spawner.spawn(ChildProcess.make(settings.binary, args, {
+        env: GIT_ENV,
+        extendEnv: true,
+        stdin: "ignore",
+        forceKillAfter: "2 seconds"
+      }))
+      const [stdout, stderr, exitCode] = yield* Effect.all(
+        [
+          handle.stdout.pipe(Stream.decodeText(), Stream.mkString),
+          handle.stderr.pipe(Stream.decodeText(), Stream.mkString),
+          handle.exitCode
+        ],
+        { concurrency: "unbounded" }
+      )
+      return { exitCode: Number(exitCode), stdout, stderr }
+    })).pipe(
+      // The error's own message quotes the command line, URL and credentials included: never shown.
+      Effect.mapError((error) =>
+        onSpawnFailure(
+          error.reason._tag === "NotFound" && error.reason.method === "spawn"
+            ? `git is not installed (no "${settings.binary}" command found; install git, or set DOCS_GIT to its path)`
+            : `could not run ${settings.binary} (${error.reason._tag}${"syscall" in error.reason && error.reason.syscall ? `, ${error.reason.syscall}` : ""})`
+        )
+      ),
+      Effect.timeoutOrElse({ duration: settings.cloneTimeout, orElse: () => Effect.fail(onTimeout()) })
+    )
+
+  /** Clones into a temporary folder (removed when the scope closes); the checkout and its version. */
+  const clone = Effect.fnUntraced(function*(git: GitSource, version: string | undefined) {
+    const cloneFailed = (message: string) => new IndexFailed({ category: "clone_failed", message: redact(message, git.url) })
+    const settings = yield* GitSettings.pipe(
+      Effect.mapError((error) => cloneFailed(`git settings (DOCS_GIT, DOCS_GIT_CLONE_TIMEOUT): ${error.message}`))
+    )
+    const dir = yield* fs.makeTempDirectoryScoped({ prefix: "svc-docs-git-" }).pipe(
+      Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot create a temporary folder for the clone: ${error.message}` }))
+    )
+    const checkout = path.join(dir, "checkout")
+    const git_ = (args: ReadonlyArray<string>) =>
+      runGit(
+        settings,
+        args,
+        () => cloneFailed(`git could not clone ${git.location}: no result within ${Duration.format(settings.cloneTimeout)} (DOCS_GIT_CLONE_TIMEOUT)`),
+        (reason) => cloneFailed(`${reason}: cannot clone ${git.location}`)
+      )
+    const cloned = yield* git_([
+      "clone", "--quiet", "--depth", "1", ...(git.ref === undefined ? [] : ["--branch", git.ref]), "--", git.url, checkout
+    ])
+    if (cloned.exitCode !== 0) {
+      return yield* cloneFailed(`git could not clone ${git.location}: ${gitReason(cloned.stderr)}`)
+    }
+    if (version !== undefined) return { root: checkout, version }
+    // The tag at HEAD (the highest if several name a valid version), else the short commit hash.
+    const tags = yield* git_(["-C", checkout, "tag", "--points-at", "HEAD", "--sort=-version:refname"])
+    const tag = tags.stdout.split("\n").map((line) => line.trim()).find((line) => line !== "" && VERSION.test(line))
+    if (tag !== undefined) return { root: checkout, version: tag }
+    const head = yield* git_(["-C", checkout, "rev-parse", "--short", "HEAD"])
+    if (head.exitCode !== 0 || head.stdout.trim() === "") {
+      return yield* cloneFailed(`git cloned ${git.location} but cannot read its HEAD: ${gitReason(head.stderr)}`)
+    }
+    return { root: checkout, version: head.stdout.trim() }
+  })
+
+  const resolve = Effect.fnUntraced(function*(source: string, options: SourceOptions) {
+    const git = yield* gitSource(source)
+    if (git === undefined) return undefined
+    const libraryId = (options.id ?? gitLibraryId(git.url) ?? "").replace(/\/+$/, "")
+    if (libraryId === "") {
+      return yield* invalidSource(`Cannot tell a library id (/owner/repo) from ${git.location}: pass --id /owner/repo`)
+    }
+    yield* checkLibraryId(libraryId)
+    if (options.version !== undefined && !VERSION.test(options.version)) {
+      return yield* invalidSource(`"${options.version}" is not a version (no spaces or slashes)`)
+    }
+    const { root, version } = yield* clone(git, options.version)
+    const pkg = yield* readPackageJson(root).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
+    return {
+      kind: "git",
+      location: git.location,
+      root,
+      libraryId,
+      title: pkg.name ?? libraryId.split("/")[2]!,
+      description: pkg.description ?? "",
+      version
+    } satisfies ResolvedSource
+  })
+
+  return { kind: "git", resolve } satisfies Source
+})

@@ -1,0 +1,127 @@
+/**
+ * The shape every source of documentation has (folder, npm package, git repository): it recognises the
+ * sources it handles and resolves one into a folder to read plus the library's metadata (id, title,
+ * description, version). Reading the folder's documents is the same for all of them (Documents.ts).
+ *
+ * Also here: the failure every source and the reading share (`IndexFailed` and its categories), and
+ * what a `package.json` tells about a library (folder and npm sources read it; git for the title).
+ */
+import { LibraryIdPattern, type SourceKind } from "@svc/schema"
+import { Effect, FileSystem, Option, Path, Schema, type Scope } from "effect"
+
+export const ErrorCategory = Schema.Literals([
+  "invalid_source",
+  "unsupported_source",
+  "source_not_found",
+  "no_documents",
+  "read_failed",
+  "clone_failed",
+  "source_not_allowed"
+])
+export type ErrorCategory = typeof ErrorCategory.Type
+
+/** Indexing could not run or produced nothing; the message is meant for the operator. */
+export class IndexFailed extends Schema.TaggedError<IndexFailed>()("IndexFailed", {
+  category: ErrorCategory,
+  message: Schema.String
+}) {}
+
+/** Where a library's docs come from, resolved. */
+export interface ResolvedSource {
+  readonly kind: SourceKind
+  /** What `refresh` reads again: the folder path, `npm:<name>`, or the git URL (without credentials). */
+  readonly location: string
+  /** The folder to read (for git, the temporary clone: it lives as long as `resolve`'s scope). */
+  readonly root: string
+  readonly libraryId: string
+  readonly title: string
+  readonly description: string
+  readonly version: string
+}
+
+/** What the operator chose instead of what the source says. */
+export interface SourceOptions {
+  /** `/owner/repo`, instead of the one derived from the source. */
+  readonly id?: string | undefined
+  /** Instead of package.json's version (or `latest`); for git, instead of the tag at HEAD or the commit. */
+  readonly version?: string | undefined
+}
+
+/**
+ * One kind of source. `resolve` answers `undefined` for a source of another kind; a git source's
+ * clone lives as long as the scope.
+ */
+export interface Source {
+  readonly kind: SourceKind
+  readonly resolve: (source: string, options: SourceOptions) => Effect.Effect<ResolvedSource | undefined, IndexFailed, Scope.Scope>
+}
+
+/** A version label: no spaces, no slashes. */
+export const VERSION = /^[^/\s]+$/
+
+export const invalidSource = (message: string) => new IndexFailed({ category: "invalid_source", message })
+
+/** Refuses anything but `/owner/repo`. */
+export const checkLibraryId = (libraryId: string): Effect.Effect<string, IndexFailed> =>
+  LibraryIdPattern.test(libraryId) && libraryId.split("/").length === 3
+    ? Effect.succeed(libraryId)
+    : Effect.fail(invalidSource(`"${libraryId}" is not a library id like /owner/repo`))
+
+/** Refuses a version label with spaces or slashes. */
+export const checkVersion = (version: string): Effect.Effect<string, IndexFailed> =>
+  VERSION.test(version)
+    ? Effect.succeed(version)
+    : Effect.fail(invalidSource(`"${version}" is not a version (no spaces or slashes)`))
+
+// -----------------------------------------------------------------------------
+// package.json
+// -----------------------------------------------------------------------------
+
+export const PackageJson = Schema.Struct({
+  name: Schema.optional(Schema.String),
+  version: Schema.optional(Schema.String),
+  description: Schema.optional(Schema.String),
+  repository: Schema.optional(Schema.Unknown)
+})
+export type PackageJson = typeof PackageJson.Type
+
+/** The folder's `package.json`, or an empty one when it has none (or an unreadable one). */
+export const readPackageJson = Effect.fnUntraced(function*(dir: string) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const pkg = yield* fs.readFileString(path.join(dir, "package.json")).pipe(
+    Effect.flatMap(Schema.decodeUnknownEffect(Schema.fromJsonString(PackageJson))),
+    Effect.option
+  )
+  return Option.getOrElse(pkg, (): PackageJson => ({}))
+})
+
+/** `/owner/repo` from a package.json `repository` field, if it names a hosted repository. */
+export const repositoryId = (repository: unknown): string | undefined => {
+  const raw = typeof repository === "string"
+    ? repository
+    : typeof repository === "object" && repository !== null && typeof (repository as { url?: unknown }).url === "string"
+    ? (repository as { url: string }).url
+    : undefined
+  if (raw === undefined) return undefined
+  // "owner/repo", "github:owner/repo", then URLs: "git+https://github.com/owner/repo.git",
+  // "git@github.com:owner/repo.git", "https://github.com/owner/repo/tree/main" (owner and repo follow the host).
+  const match = /^(?:(?:github|gitlab|bitbucket):)?([\w.-]+)\/([\w.-]+?)(?:\.git)?$/i.exec(raw) ??
+    /[/:@][^/:@]+\.[a-z]+[/:]([\w.-]+)\/([\w.-]+?)(?:\.git)?(?:[/#].*)?$/i.exec(raw)
+  return match ? `/${match[1]}/${match[2]}`.toLowerCase() : undefined
+}
+
+/**
+ * The library id of an installed package: its repository's `/owner/repo`, except for a package of a
+ * monorepo (its `repository.directory` is set), which is `/owner/<package name without scope>`:
+ * `effect`, `@effect/vitest` and `@effect/sql-pg` share one repository but are three libraries.
+ */
+export const packageLibraryId = (pkg: { readonly name?: string | undefined; readonly repository?: unknown }): string | undefined => {
+  const repoId = repositoryId(pkg.repository)
+  const directory = typeof pkg.repository === "object" && pkg.repository !== null
+    ? (pkg.repository as { directory?: unknown }).directory
+    : undefined
+  if (repoId === undefined || typeof directory !== "string" || directory === "" || pkg.name === undefined) return repoId
+  const owner = repoId.split("/")[1]!
+  return `/${owner}/${pkg.name.replace(/^@[^/]+\//, "")}`.toLowerCase()
+}

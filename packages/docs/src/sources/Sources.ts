@@ -1,0 +1,60 @@
+/**
+ * `Sources`: where a library's documentation comes from. `resolve` tells what a source is and where
+ * its folder is (Git.ts clones, Npm.ts finds the installed package, Folder.ts takes any path; tried in
+ * that order, after the roots of a remote caller confined it: Roots.ts); `read` reads that folder's
+ * documents into snippets (Documents.ts). Nothing here touches the index.
+ */
+import { NodeServices } from "@effect/platform-node"
+import { Context, Effect, Layer, type Scope } from "effect"
+import type { Snippet } from "../Splitter.ts"
+import * as Documents from "./Documents.ts"
+import * as Folder from "./Folder.ts"
+import * as Git from "./Git.ts"
+import * as Npm from "./Npm.ts"
+import * as Roots from "./Roots.ts"
+import type { IndexFailed, ResolvedSource, Source, SourceOptions } from "./Source.ts"
+
+export interface ResolveOptions extends SourceOptions {
+  /**
+   * Set when the source comes from a remote caller (the docs RPC): a folder, a local git repository
+   * (path or `file://` URL) must lie under one of these folders, real paths compared (symlinks
+   * resolved), and is read through its real path. Empty: no local source at all. Unset (the local
+   * `svc docs add`): anything the process can read. npm packages and remote git URLs are not affected.
+   */
+  readonly roots?: ReadonlyArray<string> | undefined
+}
+
+export class Sources extends Context.Service<Sources, {
+  /** Resolves a source (`npm:<pkg>`, a folder path, a git URL); a git clone is removed when the scope closes. */
+  readonly resolve: (source: string, options?: ResolveOptions) => Effect.Effect<ResolvedSource, IndexFailed, Scope.Scope>
+  /** The documents of a resolved source as snippets, each file reported to `onFile`; `no_documents` when there are none. */
+  readonly read: (
+    source: ResolvedSource,
+    onFile?: ((file: Documents.FileRead) => Effect.Effect<void>) | undefined
+  ) => Effect.Effect<{ readonly files: number; readonly snippets: ReadonlyArray<Snippet> }, IndexFailed>
+}>()("@svc/docs/Sources") {
+  /** Needs the file system, paths and a process spawner (for git). */
+  static readonly layerNoDeps = Layer.effect(
+    Sources,
+    Effect.gen(function*() {
+      const confine = yield* Roots.make
+      const recognised: ReadonlyArray<Source> = [yield* Git.make, yield* Npm.make]
+      const folder = yield* Folder.make
+      const read = yield* Documents.make
+
+      const resolve = Effect.fnUntraced(function*(source: string, options: ResolveOptions = {}) {
+        const trimmed = options.roots === undefined ? source.trim() : yield* confine(source.trim(), options.roots)
+        for (const kind of recognised) {
+          const resolved = yield* kind.resolve(trimmed, options)
+          if (resolved !== undefined) return resolved
+        }
+        return yield* folder.resolve(trimmed, options)
+      })
+
+      return Sources.of({ resolve, read })
+    })
+  )
+
+  /** With the Node file system and processes. */
+  static readonly layer = Sources.layerNoDeps.pipe(Layer.provide(NodeServices.layer))
+}
