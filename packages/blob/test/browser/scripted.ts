@@ -9,6 +9,8 @@ export interface PutRequest {
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
   readonly size: number
+  /** the bytes sent (a fake store keeps them) */
+  readonly body: Blob
   /** 1-based count of PUTs to this URL's part (ignoring the query) */
   readonly attempt: number
 }
@@ -59,7 +61,7 @@ export const scriptedStorage = (storage: (request: PutRequest) => PutScript): Sc
       const key = withoutQuery(this.url)
       const attempt = (attempts.get(key) ?? 0) + 1
       attempts.set(key, attempt)
-      const request: PutRequest = { url: this.url, headers: { ...this.headers }, size: body.size, attempt }
+      const request: PutRequest = { url: this.url, headers: { ...this.headers }, size: body.size, body, attempt }
       state.puts.push(request)
       state.inFlight++
       state.maxInFlight = Math.max(state.maxInFlight, state.inFlight)
