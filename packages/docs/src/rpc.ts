@@ -13,7 +13,7 @@
  * everyone. `Refresh` reads the (real) path an add stored again. npm packages and remote git URLs are
  * not affected; the local `svc docs add` (no `DOCS_URL`) neither.
  */
-import { BearerAuth } from "@svc/platform"
+import { BearerAuth, RpcDefects } from "@svc/platform"
 import { type IndexEvent, IndexingFailed, DocsRpcs } from "@svc/schema"
 import { Config, Effect, Layer, Queue, Stream } from "effect"
 import { HttpRouter } from "effect/http"
@@ -85,4 +85,4 @@ export const RpcRoute = HttpRouter.use((router) =>
     const httpEffect = yield* RpcServer.toHttpEffect(DocsRpcs)
     yield* router.add("POST", "/rpc", auth.route(httpEffect))
   })
-).pipe(Layer.provide([RpcHandlers, RpcSerialization.layerNdjson]))
+).pipe(Layer.provide([RpcHandlers, RpcDefects.layer, RpcSerialization.layerNdjson]))

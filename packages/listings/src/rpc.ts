@@ -3,6 +3,7 @@
  * `TriggerIngest` streams: one `Run` event per source, then, with `wait`, `Progress` events about
  * every 500 ms and one `Finished` event per started run.
  */
+import { RpcDefects } from "@svc/platform"
 import { type IngestEvent, ListingsRpcs } from "@svc/schema"
 import { Duration, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { HttpRouter } from "effect/http"
@@ -52,4 +53,4 @@ export const RpcRoute = HttpRouter.use((router) =>
     const httpEffect = yield* RpcServer.toHttpEffect(ListingsRpcs)
     yield* router.add("POST", "/rpc", auth.route(httpEffect))
   })
-).pipe(Layer.provide([RpcHandlers, RpcSerialization.layerNdjson]))
+).pipe(Layer.provide([RpcHandlers, RpcDefects.layer, RpcSerialization.layerNdjson]))

@@ -8,6 +8,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { Rpc, RpcGroup } from "effect/rpc"
 import { ApiConventions, ApiError, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
+import { RpcDefects } from "./RpcDefects.ts"
 import { IdParam, isNulFree, MAX_ID_LENGTH, MAX_NAME_LENGTH, NameParam, QuestionParam, RequestString, UrlParam } from "./Limits.ts"
 
 // -----------------------------------------------------------------------------
@@ -334,4 +335,4 @@ export const ListLibraries = Rpc.make("List", {
  * What `svc docs add|refresh|remove|list` do against a running docs-api (`DOCS_URL`). A missing or
  * wrong DOCS_ADMIN_TOKEN is refused before the RPC (HTTP 401/503), as on the listings RPC.
  */
-export class DocsRpcs extends RpcGroup.make(AddLibrary, RefreshLibrary, RemoveLibrary, ListLibraries) {}
+export class DocsRpcs extends RpcGroup.make(AddLibrary, RefreshLibrary, RemoveLibrary, ListLibraries).middleware(RpcDefects) {}

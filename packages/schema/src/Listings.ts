@@ -11,6 +11,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { Rpc, RpcGroup } from "effect/rpc"
 import { ApiConventions, ApiError, ServiceUnavailable, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
+import { RpcDefects } from "./RpcDefects.ts"
 import {
   BoundedArray,
   BoundedInt,
@@ -320,4 +321,4 @@ export const TriggerIngest = Rpc.make("TriggerIngest", {
 
 export const SourceHealthRpc = Rpc.make("SourceHealth", { success: SourcesResponse })
 
-export class ListingsRpcs extends RpcGroup.make(TriggerIngest, SourceHealthRpc) {}
+export class ListingsRpcs extends RpcGroup.make(TriggerIngest, SourceHealthRpc).middleware(RpcDefects) {}

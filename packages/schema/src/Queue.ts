@@ -12,6 +12,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
 import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
+import { RpcDefects } from "./RpcDefects.ts"
 import { BoundedInt, IdParam, Int4, NameParam, RequestString, UrlParam } from "./Limits.ts"
 
 // -----------------------------------------------------------------------------
@@ -370,4 +371,4 @@ export class QueueRpcs extends RpcGroup.make(
   GetTopicRpc,
   DeleteTopicRpc,
   UpsertEndpointsRpc
-).middleware(QueueRpcAuth) {}
+).middleware(RpcDefects).middleware(QueueRpcAuth) {}
