@@ -8,10 +8,12 @@
  * names it afterwards. Authenticating is one lookup of the hash in a unique index: nothing is compared
  * character by character, so there is no timing signal to protect against.
  */
-import { API_KEY_PREFIX, LibraryFilterPattern, type SourceKind, type TeamSettings } from "@svc/schema"
+import { API_KEY_PREFIX, LibraryFilterPattern, SourceKind, type TeamSettings } from "@svc/schema"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { createHash, randomBytes } from "node:crypto"
+import { atBoundary } from "./boundary.ts"
+import { RowId, Timestamp } from "./Rows.ts"
 
 /** Characters of the random part shown in the prefix. */
 const PREFIX_CHARS = 8
@@ -65,19 +67,20 @@ export const prefixOf = (key: string): string => key.slice(0, API_KEY_PREFIX.len
 export const isWellFormedKey = (key: string): boolean =>
   key.startsWith(API_KEY_PREFIX) && /^[A-Za-z0-9_-]{43}$/.test(key.slice(API_KEY_PREFIX.length))
 
-interface KeyRow {
-  readonly id: string
-  readonly name: string
-  readonly team: string | null
-  readonly prefix: string
-  readonly libraries: ReadonlyArray<string>
-  readonly sources: ReadonlyArray<SourceKind>
-  readonly created_at: Date
-  readonly revoked_at: Date | null
-}
+const KeyRow = Schema.Struct({
+  id: RowId,
+  name: Schema.String,
+  team: Schema.NullOr(Schema.String),
+  prefix: Schema.String,
+  libraries: Schema.Array(Schema.String),
+  sources: Schema.Array(SourceKind),
+  created_at: Timestamp,
+  revoked_at: Schema.NullOr(Timestamp)
+})
+type KeyRow = typeof KeyRow.Type
 
 const toRecord = (row: KeyRow): ApiKeyRecord => ({
-  id: String(row.id),
+  id: row.id,
   name: row.name,
   team: row.team,
   prefix: row.prefix,
@@ -86,7 +89,8 @@ const toRecord = (row: KeyRow): ApiKeyRecord => ({
   revokedAt: row.revoked_at
 })
 
-const SOURCE_KINDS: ReadonlyArray<string> = ["folder", "npm", "git"]
+const SOURCE_KINDS: ReadonlyArray<string> = SourceKind.literals
+const isSourceKind = Schema.is(SourceKind)
 
 /** Normalises and checks the settings of a new key. */
 const validateSettings = (options: CreateApiKeyOptions): Effect.Effect<TeamSettings, InvalidApiKeyOptions> => {
@@ -100,13 +104,13 @@ const validateSettings = (options: CreateApiKeyOptions): Effect.Effect<TeamSetti
     )
   }
   const sources = [...new Set((options.sources ?? []).map((entry) => entry.trim().toLowerCase()).filter((e) => e !== ""))]
-  const badSource = sources.find((entry) => !SOURCE_KINDS.includes(entry))
+  const badSource = sources.find((entry) => !isSourceKind(entry))
   if (badSource !== undefined) {
     return Effect.fail(
       new InvalidApiKeyOptions({ message: `Source "${badSource}" is not one of ${SOURCE_KINDS.join(", ")}` })
     )
   }
-  return Effect.succeed({ libraries, sources: sources as Array<SourceKind> })
+  return Effect.succeed({ libraries, sources: sources.filter(isSourceKind) })
 }
 
 export class ApiKeys extends Context.Service<ApiKeys, {
@@ -134,7 +138,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         // A prefix collision (1 in 2^48 per pair) only costs another draw.
         for (let attempt = 0;; attempt++) {
           const key = generateKey()
-          const rows = yield* sql<KeyRow>`
+          const created = yield* SqlSchema.findOneOption({ Request: Schema.Void, Result: KeyRow, execute: () => sql`
             INSERT INTO docs.api_keys ${
             sql.insert({
               name,
@@ -146,19 +150,19 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             })
           }
             ON CONFLICT DO NOTHING
-            RETURNING id, name, team, prefix, libraries, sources, created_at, revoked_at`.pipe(Effect.orDie)
-          if (rows[0] !== undefined) return { record: toRecord(rows[0]), key }
+            RETURNING id, name, team, prefix, libraries, sources, created_at, revoked_at` })()
+          if (Option.isSome(created)) return { record: toRecord(created.value), key }
           if (attempt >= 3) return yield* Effect.die(new Error("Could not draw a unique API key prefix"))
         }
       })
 
-      const list = sql<KeyRow>`
-        SELECT id, name, team, prefix, libraries, sources, created_at, revoked_at
-        FROM docs.api_keys ORDER BY created_at DESC, id DESC`.pipe(
-        Effect.map((rows) => rows.map(toRecord)),
-        Effect.orDie,
-        Effect.withSpan("ApiKeys.list")
-      )
+      const list = SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: KeyRow,
+        execute: () =>
+          sql`SELECT id, name, team, prefix, libraries, sources, created_at, revoked_at
+              FROM docs.api_keys ORDER BY created_at DESC, id DESC`
+      })().pipe(Effect.map((rows) => rows.map(toRecord)), Effect.withSpan("ApiKeys.list"))
 
       const revoke = Effect.fn("ApiKeys.revoke")(function*(prefixOrId: string) {
         const wanted = prefixOrId.trim()
@@ -168,28 +172,33 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           : isWellFormedKey(wanted)
           ? sql`key_hash = ${hashKey(wanted)}`
           : sql`prefix = ${wanted}`
-        const rows = yield* sql<KeyRow>`
+        const revoked = yield* SqlSchema.findOneOption({ Request: Schema.Void, Result: KeyRow, execute: () => sql`
           UPDATE docs.api_keys SET revoked_at = coalesce(revoked_at, now())
           WHERE ${condition}
-          RETURNING id, name, team, prefix, libraries, sources, created_at, revoked_at`.pipe(Effect.orDie)
-        if (rows[0] === undefined) {
+          RETURNING id, name, team, prefix, libraries, sources, created_at, revoked_at` })()
+        if (Option.isNone(revoked)) {
           return yield* new ApiKeyNotFound({
             // never echo a whole key back
             message: `No API key ${byId ? `with id ${wanted}` : isWellFormedKey(wanted) ? "matches that key" : wanted} (svc docs keys list shows them)`
           })
         }
-        return toRecord(rows[0])
+        return toRecord(revoked.value)
       })
 
       const authenticate = Effect.fn("ApiKeys.authenticate")(function*(key: string) {
         if (!isWellFormedKey(key)) return Option.none<ApiKeyRecord>()
-        const rows = yield* sql<KeyRow>`
+        const found = yield* SqlSchema.findOneOption({ Request: Schema.Void, Result: KeyRow, execute: () => sql`
           SELECT id, name, team, prefix, libraries, sources, created_at, revoked_at
-          FROM docs.api_keys WHERE key_hash = ${hashKey(key)} AND revoked_at IS NULL`.pipe(Effect.orDie)
-        return Option.map(Option.fromNullishOr(rows[0]), toRecord)
+          FROM docs.api_keys WHERE key_hash = ${hashKey(key)} AND revoked_at IS NULL` })()
+        return Option.map(found, toRecord)
       })
 
-      return ApiKeys.of({ create, list, revoke, authenticate })
+      return ApiKeys.of({
+        create: (options) => atBoundary(create(options)),
+        list: atBoundary(list),
+        revoke: (prefixOrId) => atBoundary(revoke(prefixOrId)),
+        authenticate: (key) => atBoundary(authenticate(key))
+      })
     })
   )
 }

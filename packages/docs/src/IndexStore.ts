@@ -11,9 +11,11 @@
  * Refresh states of a version: `queued` (registered, nothing read yet) → `indexing` (a run has
  * started) → `ready` | `failed`. A run that is interrupted puts its version back to `queued`.
  */
-import { DEFAULT_TRUST_SCORE } from "@svc/schema"
-import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import { DEFAULT_TRUST_SCORE, IndexState } from "@svc/schema"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { atBoundary } from "./boundary.ts"
+import { IdRow, RowId, Timestamp } from "./Rows.ts"
 import type { ErrorCategory, ResolvedSource } from "./sources/Source.ts"
 import type { Snippet } from "./Splitter.ts"
 
@@ -50,6 +52,27 @@ export interface StoredLibrary {
 }
 
 const INSERT_BATCH = 500
+
+const LibraryRow = Schema.Struct({ source_location: Schema.String, default_version: Schema.String })
+const GenerationPointer = Schema.Struct({ generation_id: Schema.NullOr(RowId) })
+const StaleStatistics = Schema.Struct({ stale: Schema.Boolean })
+const UnfinishedRow = Schema.Struct({ library_id: Schema.String, version: Schema.String, state: Schema.Literals(["queued", "indexing"]) })
+const ListedLibrary = Schema.Struct({
+  id: Schema.String,
+  title: Schema.String,
+  source_location: Schema.String,
+  default_version: Schema.String
+})
+const ListedVersion = Schema.Struct({
+  library_id: Schema.String,
+  version: Schema.String,
+  state: IndexState,
+  error_category: Schema.NullOr(Schema.String),
+  snippet_count: Schema.Number,
+  token_count: Schema.Number,
+  last_update: Schema.NullOr(Timestamp)
+})
+const Count = Schema.Struct({ count: Schema.Number })
 
 export class IndexStore extends Context.Service<IndexStore, {
   /**
@@ -99,7 +122,7 @@ export class IndexStore extends Context.Service<IndexStore, {
         options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
       ) {
         const { makeDefault, trust } = options
-        const [version] = yield* sql<{ readonly id: string }>`
+        const version = yield* SqlSchema.findOne({ Request: Schema.Void, Result: IdRow, execute: () => sql`
           WITH library AS (
             INSERT INTO docs.libraries (id, title, description, source_kind, source_location, default_version, trust_score)
             VALUES (${source.libraryId}, ${source.title}, ${source.description}, ${source.kind}, ${source.location}, ${source.version},
@@ -116,8 +139,8 @@ export class IndexStore extends Context.Service<IndexStore, {
           ON CONFLICT (library_id, version) DO UPDATE SET
             state = ${state === "queued" ? sql`CASE WHEN v.state = 'indexing' THEN 'indexing' ELSE 'queued' END` : sql`'indexing'`},
             error_category = NULL, updated_at = now()
-          RETURNING id`
-        return version!.id
+          RETURNING id` })()
+        return version.id
       })
 
       // All or none: a crash while registering leaves nothing half-queued.
@@ -125,22 +148,23 @@ export class IndexStore extends Context.Service<IndexStore, {
         sql.withTransaction(Effect.forEach(sources, (source) => register(source, "queued", { makeDefault: true }), { discard: true }))
 
       const library = (id: string) =>
-        sql<{ readonly source_location: string; readonly default_version: string }>`
-          SELECT source_location, default_version FROM docs.libraries WHERE id = ${id}`.pipe(
-          Effect.map((rows) =>
-            Option.map(Option.fromNullishOr(rows[0]), (row): StoredLibrary => ({
-              location: row.source_location,
-              defaultVersion: row.default_version
-            }))
-          )
+        SqlSchema.findOneOption({
+          Request: Schema.Void,
+          Result: LibraryRow,
+          execute: () => sql`SELECT source_location, default_version FROM docs.libraries WHERE id = ${id}`
+        })().pipe(
+          Effect.map(Option.map((row): StoredLibrary => ({ location: row.source_location, defaultVersion: row.default_version })))
         )
 
       const startIndexing = (id: string, version: string) =>
-        sql<{ readonly id: string }>`
-          UPDATE docs.versions SET state = 'indexing', error_category = NULL, updated_at = now()
-          WHERE library_id = ${id} AND version = ${version} RETURNING id`.pipe(
-          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.id))
-        )
+        SqlSchema.findOneOption({
+          Request: Schema.Void,
+          Result: IdRow,
+          execute: () =>
+            sql`
+              UPDATE docs.versions SET state = 'indexing', error_category = NULL, updated_at = now()
+              WHERE library_id = ${id} AND version = ${version} RETURNING id`
+        })().pipe(Effect.map(Option.map((row) => row.id)))
 
       /**
        * Library search reads `docs.libraries` through its trigram index only while the planner knows
@@ -149,10 +173,15 @@ export class IndexStore extends Context.Service<IndexStore, {
        * (and 20) more libraries than the statistics know analyzes that small table (10,000 rows: ~20 ms).
        */
       const refreshLibraryStatistics = Effect.gen(function*() {
-        const [known] = yield* sql<{ readonly stale: boolean }>`
-          SELECT (SELECT count(*) FROM docs.libraries) > 1.1 * greatest(c.reltuples, 0) + 20 AS stale
-          FROM pg_class c WHERE c.oid = 'docs.libraries'::regclass`
-        if (known?.stale === true) yield* sql`ANALYZE docs.libraries`
+        const known = yield* SqlSchema.findOneOption({
+          Request: Schema.Void,
+          Result: StaleStatistics,
+          execute: () =>
+            sql`
+              SELECT (SELECT count(*) FROM docs.libraries) > 1.1 * greatest(c.reltuples, 0) + 20 AS stale
+              FROM pg_class c WHERE c.oid = 'docs.libraries'::regclass`
+        })()
+        if (Option.isSome(known) && known.value.stale) yield* sql`ANALYZE docs.libraries`
       }).pipe(
         // the run's version is live already: statistics are a speed matter, never the run's failure
         Effect.catch((error) => Effect.logWarning(`Could not analyze docs.libraries: ${error.message}`))
@@ -164,9 +193,11 @@ export class IndexStore extends Context.Service<IndexStore, {
           DELETE FROM docs.generations g USING docs.versions v
           WHERE g.version_id = ${versionId} AND v.id = g.version_id AND g.id IS DISTINCT FROM v.generation_id
             AND g.created_at < now() - interval '1 hour'`
-        const [generation] = yield* sql<{ readonly id: string }>`
-          INSERT INTO docs.generations (version_id) VALUES (${versionId}) RETURNING id`
-        const generationId = generation!.id
+        const { id: generationId } = yield* SqlSchema.findOne({
+          Request: Schema.Void,
+          Result: IdRow,
+          execute: () => sql`INSERT INTO docs.generations (version_id) VALUES (${versionId}) RETURNING id`
+        })()
         const switched = Effect.gen(function*() {
           for (let start = 0; start < snippets.length; start += INSERT_BATCH) {
             const rows = snippets.slice(start, start + INSERT_BATCH).map((snippet, index) => ({
@@ -192,15 +223,18 @@ export class IndexStore extends Context.Service<IndexStore, {
             ) WHERE id = ${generationId}`
           const tokens = snippets.reduce((sum, snippet) => sum + snippet.tokens, 0)
           yield* sql.withTransaction(Effect.gen(function*() {
-            const [current] = yield* sql<{ readonly generation_id: string | null }>`
-              SELECT generation_id FROM docs.versions WHERE id = ${versionId} FOR UPDATE`
+            const current = yield* SqlSchema.findOneOption({
+              Request: Schema.Void,
+              Result: GenerationPointer,
+              execute: () => sql`SELECT generation_id FROM docs.versions WHERE id = ${versionId} FOR UPDATE`
+            })()
             yield* sql`
               UPDATE docs.versions
               SET generation_id = ${generationId}, state = 'ready', error_category = NULL,
                   snippet_count = ${snippets.length}, token_count = ${tokens}, last_update = now(), updated_at = now()
               WHERE id = ${versionId}`
-            if (current?.generation_id != null) {
-              yield* sql`DELETE FROM docs.generations WHERE id = ${current.generation_id}`
+            if (Option.isSome(current) && current.value.generation_id !== null) {
+              yield* sql`DELETE FROM docs.generations WHERE id = ${current.value.generation_id}`
             }
           }))
           return tokens
@@ -225,12 +259,11 @@ export class IndexStore extends Context.Service<IndexStore, {
         sql`UPDATE docs.versions SET state = 'failed', error_category = ${category}, updated_at = now()
             WHERE id = ${versionId} AND state = 'indexing'`.pipe(Effect.asVoid)
 
-      const unfinished = sql<{
-        readonly library_id: string
-        readonly version: string
-        readonly state: "queued" | "indexing"
-      }>`SELECT library_id, version, state
-         FROM docs.versions WHERE state IN ('queued', 'indexing') ORDER BY id`.pipe(
+      const unfinished = SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: UnfinishedRow,
+        execute: () => sql`SELECT library_id, version, state FROM docs.versions WHERE state IN ('queued', 'indexing') ORDER BY id`
+      })().pipe(
         Effect.map((rows) =>
           rows.map((row): UnfinishedVersion => ({
             libraryId: `${row.library_id}/${row.version}`,
@@ -248,22 +281,18 @@ export class IndexStore extends Context.Service<IndexStore, {
       })
 
       const list = Effect.gen(function*() {
-        const libraries = yield* sql<{
-          readonly id: string
-          readonly title: string
-          readonly source_location: string
-          readonly default_version: string
-        }>`SELECT id, title, source_location, default_version FROM docs.libraries ORDER BY id`
-        const versions = yield* sql<{
-          readonly library_id: string
-          readonly version: string
-          readonly state: string
-          readonly error_category: string | null
-          readonly snippet_count: number
-          readonly token_count: number
-          readonly last_update: Date | null
-        }>`SELECT library_id, version, state, error_category, snippet_count, token_count, last_update
-           FROM docs.versions ORDER BY library_id, created_at`
+        const libraries = yield* SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: ListedLibrary,
+          execute: () => sql`SELECT id, title, source_location, default_version FROM docs.libraries ORDER BY id`
+        })()
+        const versions = yield* SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: ListedVersion,
+          execute: () =>
+            sql`SELECT library_id, version, state, error_category, snippet_count, token_count, last_update
+                FROM docs.versions ORDER BY library_id, created_at`
+        })()
         return libraries.map((library): LibraryListing => ({
           id: library.id,
           title: library.title,
@@ -280,22 +309,24 @@ export class IndexStore extends Context.Service<IndexStore, {
         }))
       })
 
-      const isEmpty = sql<{ readonly count: number }>`SELECT count(*)::int AS count FROM docs.libraries`.pipe(
-        Effect.map((rows) => rows[0]?.count === 0)
-      )
+      const isEmpty = SqlSchema.findOne({
+        Request: Schema.Void,
+        Result: Count,
+        execute: () => sql`SELECT count(*)::int AS count FROM docs.libraries`
+      })().pipe(Effect.map(({ count }) => count === 0))
 
       return IndexStore.of({
-        register: (source, state, options) => Effect.orDie(register(source, state, options)),
-        enqueue: (sources) => Effect.orDie(enqueue(sources)),
-        library: (id) => Effect.orDie(library(id)),
-        startIndexing: (id, version) => Effect.orDie(startIndexing(id, version)),
-        write: (versionId, snippets) => Effect.orDie(write(versionId, snippets)),
+        register: (source, state, options) => atBoundary(register(source, state, options)),
+        enqueue: (sources) => atBoundary(enqueue(sources)),
+        library: (id) => atBoundary(library(id)),
+        startIndexing: (id, version) => atBoundary(startIndexing(id, version)),
+        write: (versionId, snippets) => atBoundary(write(versionId, snippets)),
         requeue,
-        markFailed: (versionId, category) => Effect.orDie(markFailed(versionId, category)),
-        unfinished: Effect.orDie(unfinished),
-        remove: (id, version) => Effect.orDie(remove(id, version)),
-        list: Effect.orDie(list),
-        isEmpty: Effect.orDie(isEmpty)
+        markFailed: (versionId, category) => atBoundary(markFailed(versionId, category)),
+        unfinished: atBoundary(unfinished),
+        remove: (id, version) => atBoundary(remove(id, version)),
+        list: atBoundary(list),
+        isEmpty: atBoundary(isEmpty)
       })
     })
   )

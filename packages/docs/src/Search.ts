@@ -8,13 +8,15 @@
 import {
   type ContextSnippet,
   DEFAULT_CONTEXT_TOKENS,
-  type IndexState,
+  IndexState,
   LibraryNotFound,
   type LibrarySearchResult,
   type TeamSettings
 } from "@svc/schema"
-import { Context, Effect, Layer } from "effect"
-import { type Statement, SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { atBoundary } from "./boundary.ts"
+import { RowId, Timestamp } from "./Rows.ts"
 
 /** Results of one library search. */
 export const SEARCH_LIMIT = 10
@@ -85,16 +87,38 @@ export const fitBudget = <A extends { readonly tokens: number }>(ranked: Readonl
   return { picked, used }
 }
 
-interface SnippetRow {
-  readonly kind: "code" | "prose"
-  readonly title: string
-  readonly heading_path: ReadonlyArray<string>
-  readonly description: string
-  readonly language: string | null
-  readonly body: string
-  readonly source_path: string
-  readonly tokens: number
-}
+const SnippetRow = Schema.Struct({
+  kind: Schema.Literals(["code", "prose"]),
+  title: Schema.String,
+  heading_path: Schema.Array(Schema.String),
+  description: Schema.String,
+  language: Schema.NullOr(Schema.String),
+  body: Schema.String,
+  source_path: Schema.String,
+  tokens: Schema.Number
+})
+
+/** A library found by name, with its default version's figures (null: the version is missing). */
+const LibraryRow = Schema.Struct({
+  id: Schema.String,
+  title: Schema.String,
+  description: Schema.String,
+  trust_score: Schema.Number,
+  state: Schema.NullOr(IndexState),
+  snippet_count: Schema.NullOr(Schema.Number),
+  token_count: Schema.NullOr(Schema.Number),
+  last_update: Schema.NullOr(Timestamp),
+  versions: Schema.NullOr(Schema.Array(Schema.String))
+})
+
+/** The library a context question is about, and the version asked (null: no such version). */
+const TargetRow = Schema.Struct({
+  default_version: Schema.String,
+  version: Schema.NullOr(Schema.String),
+  state: Schema.NullOr(IndexState),
+  generation_id: Schema.NullOr(RowId),
+  versions: Schema.NullOr(Schema.Array(Schema.String))
+})
 
 export class Search extends Context.Service<Search, {
   /** `access`: the caller's team settings; libraries outside them are not found. */
@@ -128,17 +152,7 @@ export class Search extends Context.Service<Search, {
         // millisecond: a single statement holding both (a UNION of CTEs) took 1 to 4 ms to plan, more
         // than running it, and its look-alike branch had to be planned for every search.
         const ranked = (matching: Statement.Fragment) =>
-          sql<{
-            readonly id: string
-            readonly title: string
-            readonly description: string
-            readonly trust_score: number
-            readonly state: IndexState | null
-            readonly snippet_count: number | null
-            readonly token_count: number | null
-            readonly last_update: Date | null
-            readonly versions: ReadonlyArray<string> | null
-          }>`
+          SqlSchema.findAll({ Request: Schema.Void, Result: LibraryRow, execute: () => sql`
             WITH shortlist AS (
               SELECT l.id, l.title, l.description, l.trust_score, l.default_version,
                 greatest(
@@ -176,7 +190,7 @@ export class Search extends Context.Service<Search, {
           }
             ORDER BY s.name_score ${tsquery === undefined ? sql`` : sql`+ least(coalesce(r.rank, 0), 1)`} DESC,
                      s.trust_score DESC, s.id
-            LIMIT ${SEARCH_LIMIT}`
+            LIMIT ${SEARCH_LIMIT}` })()
         // Names that contain what was asked come from the trigram index (a LIKE on the indexed
         // expression). Only when there are none are look-alike names searched: similarity has to be
         // computed for every library (74 ms per search at 10,000 libraries), which a typo may need but
@@ -196,7 +210,7 @@ export class Search extends Context.Service<Search, {
           state: row.state ?? "queued",
           lastUpdateDate: row.last_update?.toISOString() ?? null
         }))
-      }, Effect.orDie)
+      })
 
       const context = Effect.fn("Search.context")(function*(options: {
         readonly libraryId: string
@@ -205,18 +219,12 @@ export class Search extends Context.Service<Search, {
         readonly access?: TeamSettings | undefined
       }) {
         const { id, version: asked } = parseLibraryId(options.libraryId)
-        const found = yield* sql<{
-          readonly default_version: string
-          readonly version: string | null
-          readonly state: IndexState | null
-          readonly generation_id: string | null
-          readonly versions: ReadonlyArray<string> | null
-        }>`
+        const found = yield* SqlSchema.findAll({ Request: Schema.Void, Result: TargetRow, execute: () => sql`
           SELECT l.default_version, v.version, v.state, v.generation_id,
             (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = l.id) AS versions
           FROM docs.libraries l
           LEFT JOIN docs.versions v ON v.library_id = l.id AND v.version = coalesce(${asked ?? null}, l.default_version)
-          WHERE l.id = ${id} AND ${accessCondition(sql, options.access)}`.pipe(Effect.orDie)
+          WHERE l.id = ${id} AND ${accessCondition(sql, options.access)}` })()
         const library = found[0]
         if (library === undefined) return yield* new LibraryNotFound({ libraryId: options.libraryId })
         if (library.version === null) {
@@ -245,7 +253,7 @@ export class Search extends Context.Service<Search, {
         // statistics) and read 100,000 index entries for a common word: 29 ms instead of 0.3 ms,
         // p99 0.9 s at 16 clients. A library's own snippets are few enough to match one by one.
         const select = (ranked: boolean) =>
-          sql<SnippetRow>`
+          SqlSchema.findAll({ Request: Schema.Void, Result: SnippetRow, execute: () => sql`
             SELECT s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.tokens
             FROM (
               SELECT s.* FROM docs.versions v
@@ -256,10 +264,10 @@ export class Search extends Context.Service<Search, {
             ) s
             ${ranked ? sql`WHERE s.search @@ to_tsquery('english', ${tsquery!})` : sql``}
             ORDER BY ${ranked ? sql`ts_rank(s.search, to_tsquery('english', ${tsquery!}), 1) * (CASE WHEN s.kind = 'code' THEN 2 ELSE 1 END) DESC,` : sql``} s.ordinal
-            LIMIT ${CANDIDATES}`
+            LIMIT ${CANDIDATES}` })()
         // A question no snippet matches still gets the version's opening snippets.
-        let rows = tsquery === undefined ? [] : yield* select(true).pipe(Effect.orDie)
-        if (rows.length === 0) rows = yield* select(false).pipe(Effect.orDie)
+        let rows = tsquery === undefined ? [] : yield* select(true)
+        if (rows.length === 0) rows = yield* select(false)
         const { picked, used } = fitBudget(rows, budget)
         return {
           _tag: "Found",
@@ -279,7 +287,10 @@ export class Search extends Context.Service<Search, {
         } as const
       })
 
-      return Search.of({ libraries, context })
+      return Search.of({
+        libraries: (libraryName, query, access) => atBoundary(libraries(libraryName, query, access)),
+        context: (options) => atBoundary(context(options))
+      })
     })
   )
 }
