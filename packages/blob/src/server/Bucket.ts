@@ -29,6 +29,7 @@ import { makeCopy, makeMove } from "./bucket/copy.ts"
 import { makeCors } from "./bucket/cors.ts"
 import { makeDel, makeS3Delete } from "./bucket/delete.ts"
 import { makeList } from "./bucket/list.ts"
+import { makeMemoryBucket, type MemoryBucketOptions } from "./bucket/memory.ts"
 import { makeMultipart } from "./bucket/multipart.ts"
 import { makePresign } from "./bucket/presign.ts"
 import { type PromiseBucket, promiseBucket } from "./bucket/promise.ts"
@@ -40,6 +41,7 @@ import { parseBlobToken } from "./token.ts"
 
 export type * from "./bucket/types.ts"
 export type { PromiseBucket } from "./bucket/promise.ts"
+export { memoryFetch, type MemoryBucketOptions } from "./bucket/memory.ts"
 
 /** Builds a bucket client. Synchronous; `close` releases it. Throws TypeError for bad options. */
 export const makeBucketUnsafe = (options: BucketOptions): BucketApi => {
@@ -92,6 +94,14 @@ export class Bucket extends Context.Service<Bucket, BucketApi>()("@svc/blob/Buck
 
   /** The `Bucket` service from explicit options. */
   static readonly layer = (options: BucketOptions): Layer.Layer<Bucket> => Layer.effect(Bucket, Bucket.make(options))
+
+  /**
+   * The `Bucket` service over an in-memory store (tests only), fresh per layer build: the same verbs,
+   * conditional writes, multipart and errors as `layer` (see `bucket/memory.ts`; signed URLs are served by
+   * `memoryFetch`, not by the network).
+   */
+  static readonly layerMemory = (options: MemoryBucketOptions = {}): Layer.Layer<Bucket> =>
+    Layer.effect(Bucket, Effect.acquireRelease(Effect.sync(() => makeMemoryBucket(options)), (bucket) => bucket.close))
 
   /**
    * The `Bucket` service from `SVC_BLOB_TOKEN` (a `Config.Redacted`, read once at layer build). A missing

@@ -1,0 +1,505 @@
+/**
+ * `Bucket.layerMemory`: the same `BucketApi` over objects held in memory, for tests (never the product's
+ * path). Built fresh per layer build; nothing is shared between two builds.
+ *
+ * What it shares with the S3 layer: the put plan (`putPlan.ts`: path, token, metadata, size, type and
+ * sniffing checks), `del`'s targets, `move`, `updateJson`'s loop, and the refusals of conditional writes
+ * (`conditional.ts`). Storage's own answers (404 NoSuchKey, 412, 400 InvalidPart, ...) go through
+ * `normalizeStorageError`, the table the S3 layer uses, so both layers fail with the same codes; the
+ * contract suite (`test/contracts/Bucket.ts`) holds them to it.
+ *
+ * Conditional writes are atomic here (check and set in one synchronous step). Etags are S3's: the MD5 of
+ * the bytes, or for a multipart object the MD5 of the parts' MD5s and `-<parts>`.
+ *
+ * Presigned URLs are `http://<store id>.memory.invalid/<bucket>/<path>?X-Memory-Grant=…`: nothing answers
+ * them over the network; `memoryFetch(request)` serves them in process, as storage would (the signed
+ * content type, length and `if-none-match` enforced, 403 after expiry, 412 onto an occupied path).
+ * `configureCors` is accepted and does nothing (no browser reaches memory).
+ *
+ * @module
+ */
+import { Clock, Effect } from "effect"
+import { createHash, randomBytes } from "node:crypto"
+import { BlobError } from "../../shared/BlobError.ts"
+import type { PresignedPart } from "../../shared/protocol.ts"
+import { parseSize, type SizeInput } from "../../shared/size.ts"
+import { normalizeStorageError } from "../normalize.ts"
+import { readAll } from "./body.ts"
+import { makeConditional } from "./conditional.ts"
+import { makeMove } from "./copy.ts"
+import { makeDel } from "./delete.ts"
+import { bare, encodePath, MiB, readOnlyRefusal, requirePath } from "./keys.ts"
+import { listLimit } from "./list.ts"
+import { planPut, type WriteHeaders } from "./putPlan.ts"
+import type {
+  BucketApi,
+  CopyOptions,
+  GetResult,
+  LandedPart,
+  ListOptions,
+  ListResult,
+  ObjectInfo,
+  PutBody,
+  PutOptions,
+  PutResult,
+  SignedMultipartUpload,
+  SignedReadOptions,
+  SignedUpload,
+  SignedUploadOptions
+} from "./types.ts"
+import { makeUpdateJson } from "./updateJson.ts"
+
+export interface MemoryBucketOptions {
+  /** the bucket's name (default "memory") */
+  readonly name?: string | undefined
+  /** as a token with `access=readonly`: writes and upload URLs answer forbidden */
+  readonly readOnly?: boolean | undefined
+  /** above this, put goes multipart (default 100 MiB): only the etag's form tells */
+  readonly multipartThreshold?: SizeInput | undefined
+  /** multipart part size of put (default 8 MiB, at least 5 MiB) */
+  readonly partSize?: SizeInput | undefined
+  /** the largest single PUT (default 5 GiB) */
+  readonly maxSinglePut?: SizeInput | undefined
+}
+
+interface StoredObject {
+  readonly bytes: Uint8Array
+  readonly etag: string
+  readonly contentType: string
+  readonly lastModified: Date
+  readonly cacheControl: string | undefined
+  readonly metadata: Readonly<Record<string, string>>
+}
+
+interface Upload {
+  readonly path: string
+  readonly contentType: string
+  readonly parts: Map<number, { readonly bytes: Uint8Array; readonly etag: string }>
+}
+
+type Grant =
+  | {
+    readonly kind: "read"
+    readonly path: string
+    readonly expiresAt: number
+    readonly disposition: string | undefined
+  }
+  | {
+    readonly kind: "put"
+    readonly path: string
+    readonly expiresAt: number
+    readonly contentType: string
+    readonly size: number
+    readonly ifNoneMatch: boolean
+  }
+  | {
+    readonly kind: "part"
+    readonly path: string
+    readonly expiresAt: number
+    readonly uploadId: string
+    readonly partNumber: number
+    readonly size: number
+  }
+
+interface MemoryStore {
+  readonly name: string
+  readonly objects: Map<string, StoredObject>
+  readonly uploads: Map<string, Upload>
+  readonly grants: Map<string, Grant>
+}
+
+/** Live memory stores by URL host, for `memoryFetch`; a store leaves when its bucket closes. */
+const stores = new Map<string, MemoryStore>()
+
+const GRANT = "X-Memory-Grant"
+const MIN_PART = 5 * MiB
+
+const md5 = (bytes: Uint8Array) => createHash("md5").update(bytes).digest("hex")
+const etagOf = (bytes: Uint8Array) => `"${md5(bytes)}"`
+const multipartEtag = (partEtags: ReadonlyArray<string>) =>
+  `"${md5(Buffer.concat(partEtags.map((etag) => Buffer.from(bare(etag), "hex"))))}-${partEtags.length}"`
+
+/** Storage's answer, normalized as the S3 layer normalizes it. */
+const storageAnswer = (status: number, code: string, path?: string, message = code) =>
+  normalizeStorageError({ $metadata: { httpStatusCode: status }, Code: code, message }, { path })
+
+const concat = (chunks: ReadonlyArray<Uint8Array>) => new Uint8Array(Buffer.concat(chunks))
+
+/** Builds a memory bucket. Synchronous; `close` forgets its signed URLs. Throws TypeError for bad options. */
+export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi => {
+  const name = options.name ?? "memory"
+  const readOnly = options.readOnly === true
+  const multipartThreshold = parseSize(options.multipartThreshold ?? 100 * MiB, "multipartThreshold")
+  const partSize = parseSize(options.partSize ?? 8 * MiB, "partSize")
+  if (partSize < MIN_PART) throw new TypeError("partSize must be at least 5 MiB (the S3 minimum)")
+  const maxSinglePut = parseSize(options.maxSinglePut ?? 5 * 1024 * MiB, "maxSinglePut")
+  const host = `${randomBytes(6).toString("hex")}.memory.invalid`
+  const store: MemoryStore = { name, objects: new Map(), uploads: new Map(), grants: new Map() }
+  stores.set(host, store)
+  const { objects, uploads, grants } = store
+
+  const url = (path: string) => `http://${host}/${name}/${encodePath(path)}`
+  const infoOf = (path: string, object: StoredObject): ObjectInfo => ({
+    path,
+    url: url(path),
+    size: object.bytes.length,
+    etag: object.etag,
+    contentType: object.contentType,
+    lastModified: object.lastModified,
+    cacheControl: object.cacheControl,
+    metadata: { ...object.metadata }
+  })
+  const lookup = (path: string) =>
+    Effect.suspend(() => {
+      const object = objects.get(path)
+      return object === undefined ? Effect.fail(storageAnswer(404, "NoSuchKey", path)) : Effect.succeed(object)
+    })
+
+  const head = (path: string) => Effect.map(lookup(path), (object) => infoOf(path, object))
+  const info = (path: string) => Effect.flatMap(requirePath(path), head)
+  const exists = (path: string) =>
+    info(path).pipe(Effect.as(true), Effect.catchIf(BlobError.hasCode("not_found"), () => Effect.succeed(false)))
+  const { alreadyExists, conditionalFailure } = makeConditional({ head })
+
+  /** Stores `object` if the conditions hold (one synchronous step), else storage's 412 as the S3 layer refuses it. */
+  const write = (path: string, object: Omit<StoredObject, "lastModified">, conditions: Pick<WriteHeaders, "ifNoneMatch" | "ifMatch">) =>
+    Effect.suspend(() => {
+      const current = objects.get(path)
+      const refused = conditions.ifNoneMatch
+        ? current !== undefined
+        : conditions.ifMatch !== undefined && (current === undefined || bare(current.etag) !== bare(conditions.ifMatch))
+      if (refused) return Effect.fail(storageAnswer(412, "PreconditionFailed", path))
+      objects.set(path, { ...object, lastModified: new Date() })
+      return Effect.succeed(object.etag)
+    }).pipe(
+      Effect.catch(conditionalFailure(path, conditions.ifNoneMatch ? "create" : conditions.ifMatch === undefined ? undefined : "match"))
+    )
+
+  // --- put, get ---
+
+  const put = Effect.fn("Bucket.put")(function*(path: string, body: PutBody, options: PutOptions = {}) {
+    const plan = yield* planPut(path, body, options, { readOnly, multipartThreshold, maxSinglePut })
+    const bytes = plan.bytes ?? (yield* readAll(plan.stream!, { max: plan.maxSize, exact: plan.length }))
+    let etag = etagOf(bytes)
+    if (plan.useMultipart) {
+      const parts: Array<string> = []
+      for (let offset = 0; offset < bytes.length || parts.length === 0; offset += partSize) {
+        parts.push(etagOf(bytes.subarray(offset, offset + partSize)))
+      }
+      etag = multipartEtag(parts)
+    }
+    yield* write(path, {
+      bytes,
+      etag,
+      contentType: plan.contentType,
+      cacheControl: plan.headers.cacheControl,
+      metadata: plan.headers.metadata ?? {}
+    }, plan.headers)
+    return { path, url: url(path), etag, size: bytes.length, contentType: plan.contentType } satisfies PutResult
+  })
+
+  const getBytes = (path: string) => Effect.flatMap(requirePath(path), () => Effect.map(lookup(path), (o) => o.bytes.slice()))
+  const get = Effect.fn("Bucket.get")(function*(path: string) {
+    yield* requirePath(path)
+    const object = yield* lookup(path)
+    return { ...infoOf(path, object), body: new Blob([object.bytes.slice()]).stream() } satisfies GetResult
+  })
+  const getText = (path: string) => Effect.map(getBytes(path), (bytes) => new TextDecoder().decode(bytes))
+
+  // --- list, copy, move, del ---
+
+  const list = (options: ListOptions = {}) =>
+    Effect.gen(function*() {
+      const limit = yield* listLimit(options)
+      const prefix = options.prefix ?? ""
+      let after = ""
+      if (options.cursor !== undefined) {
+        after = Buffer.from(options.cursor, "base64url").toString("utf8")
+        if (after === "") return yield* storageAnswer(400, "InvalidArgument", undefined, "invalid continuation token")
+      }
+      // one entry per object, or per sub-folder when folded (S3's delimiter), in key order
+      const entries: Array<{ readonly key: string; readonly folder: boolean }> = []
+      const seen = new Set<string>()
+      for (const key of [...objects.keys()].filter((k) => k.startsWith(prefix)).sort()) {
+        const slash = options.mode === "folded" ? key.indexOf("/", prefix.length) : -1
+        const entry = slash === -1 ? { key, folder: false } : { key: key.slice(0, slash + 1), folder: true }
+        if (seen.has(entry.key)) continue
+        seen.add(entry.key)
+        entries.push(entry)
+      }
+      const rest = entries.filter((entry) => entry.key > after)
+      const page = rest.slice(0, limit)
+      const hasMore = rest.length > limit
+      const last = page.at(-1)
+      return {
+        objects: page.filter((e) => !e.folder).map((e) => {
+          const object = objects.get(e.key)!
+          return { path: e.key, size: object.bytes.length, etag: object.etag, lastModified: object.lastModified }
+        }),
+        folders: page.filter((e) => e.folder).map((e) => e.key),
+        cursor: hasMore && last !== undefined ? Buffer.from(last.key, "utf8").toString("base64url") : undefined,
+        hasMore
+      } satisfies ListResult
+    })
+
+  const copyObject = (from: string, to: string, options: CopyOptions) =>
+    Effect.gen(function*() {
+      yield* requirePath(from)
+      yield* requirePath(to)
+      if (readOnly) return yield* readOnlyRefusal("Copying")
+      if (options.allowOverwrite !== true && (yield* exists(to))) return yield* alreadyExists(to)
+      const source = yield* lookup(from)
+      // a new content type replaces the metadata too (S3's MetadataDirective: REPLACE)
+      objects.set(to, {
+        ...source,
+        lastModified: new Date(),
+        ...(options.contentType === undefined ? {} : { contentType: options.contentType, metadata: {}, cacheControl: undefined })
+      })
+      return yield* head(to)
+    })
+  const copy = Effect.fn("Bucket.copy")(function*(from: string, to: string, options: CopyOptions = {}) {
+    return yield* copyObject(from, to, options)
+  })
+  const deleteOne = (path: string) => Effect.sync(() => objects.delete(path))
+  const move = makeMove({ info, copyObject, deleteOne })
+  const del = makeDel({
+    readOnly,
+    deleteOne,
+    deleteMany: (paths) =>
+      Effect.sync(() => {
+        for (const path of paths) objects.delete(path)
+        return { deleted: paths.length, failed: [] }
+      }),
+    list
+  })
+
+  const updateJson = makeUpdateJson({
+    readOnly,
+    read: (path) =>
+      Effect.sync(() => {
+        const object = objects.get(path)
+        return object === undefined ? undefined : { text: new TextDecoder().decode(object.bytes), etag: object.etag }
+      }),
+    write: (path, bytes, etag) =>
+      write(path, { bytes, etag: etagOf(bytes), contentType: "application/json", cacheControl: undefined, metadata: {} }, {
+        ifNoneMatch: etag === undefined,
+        ifMatch: etag
+      })
+  })
+
+  // --- signed URLs, multipart ---
+
+  const grant = (g: Grant) => {
+    const id = randomBytes(12).toString("base64url")
+    grants.set(id, g)
+    return `${url(g.path)}?${GRANT}=${id}`
+  }
+  const expiry = (expiresIn: number) => Effect.map(Clock.currentTimeMillis, (now) => now + Math.max(1, expiresIn) * 1000)
+
+  const signedReadUrl = Effect.fn("Bucket.signedReadUrl")(function*(path: string, options: SignedReadOptions = {}) {
+    yield* requirePath(path)
+    const disposition = options.download === undefined || options.download === false
+      ? undefined
+      : options.download === true
+      ? "attachment"
+      : `attachment; filename="${options.download.replace(/["\\\r\n]/g, "_")}"`
+    return grant({ kind: "read", path, expiresAt: yield* expiry(options.expiresIn ?? 3600), disposition })
+  })
+
+  const signedUploadUrl = Effect.fn("Bucket.signedUploadUrl")(function*(path: string, options: SignedUploadOptions) {
+    yield* requirePath(path)
+    if (readOnly) return yield* readOnlyRefusal("An upload URL")
+    const allowOverwrite = options.allowOverwrite === true
+    const expiresAt = yield* expiry(options.expiresIn ?? 600)
+    return {
+      url: grant({ kind: "put", path, expiresAt, contentType: options.contentType, size: options.size, ifNoneMatch: !allowOverwrite }),
+      method: "PUT",
+      headers: { "content-type": options.contentType, ...(allowOverwrite ? {} : { "if-none-match": "*" }) },
+      expiresAt
+    } satisfies SignedUpload
+  })
+
+  const signParts = (
+    path: string,
+    uploadId: string,
+    parts: ReadonlyArray<{ readonly partNumber: number; readonly size: number }>,
+    expiresIn: number
+  ) =>
+    Effect.map(expiry(expiresIn), (expiresAt) => ({
+      parts: parts.map(({ partNumber, size }): PresignedPart => ({
+        partNumber,
+        size,
+        url: `${grant({ kind: "part", path, expiresAt, uploadId, partNumber, size })}&partNumber=${partNumber}`
+      })),
+      expiresAt
+    }))
+
+  const signedMultipartUpload = Effect.fn("Bucket.signedMultipartUpload")(function*(
+    path: string,
+    options: SignedUploadOptions & { readonly partSize?: number | undefined }
+  ) {
+    yield* requirePath(path)
+    if (readOnly) return yield* readOnlyRefusal("An upload URL")
+    const size = options.size
+    const chosen = Math.max(options.partSize ?? partSize, MIN_PART, Math.ceil(size / 10_000))
+    const uploadId = randomBytes(16).toString("hex")
+    uploads.set(uploadId, { path, contentType: options.contentType, parts: new Map() })
+    const count = Math.max(1, Math.ceil(size / chosen))
+    const signed = yield* signParts(
+      path,
+      uploadId,
+      Array.from({ length: count }, (_, i) => ({ partNumber: i + 1, size: i + 1 < count ? chosen : size - chosen * (count - 1) })),
+      options.expiresIn ?? 3600
+    )
+    return { uploadId, partSize: chosen, parts: signed.parts, headers: {}, expiresAt: signed.expiresAt } satisfies SignedMultipartUpload
+  })
+
+  const signedUploadParts = Effect.fn("Bucket.signedUploadParts")(function*(
+    path: string,
+    uploadId: string,
+    parts: ReadonlyArray<{ readonly partNumber: number; readonly size: number }>,
+    options: { readonly expiresIn?: number | undefined } = {}
+  ) {
+    yield* requirePath(path)
+    if (readOnly) return yield* readOnlyRefusal("An upload URL")
+    return yield* signParts(path, uploadId, parts, options.expiresIn ?? 3600)
+  })
+
+  const uploadOf = (path: string, uploadId: string) =>
+    Effect.suspend(() => {
+      const upload = uploads.get(uploadId)
+      return upload === undefined || upload.path !== path
+        ? Effect.fail(storageAnswer(404, "NoSuchUpload", path))
+        : Effect.succeed(upload)
+    })
+
+  const listParts = Effect.fn("Bucket.listParts")(function*(path: string, uploadId: string) {
+    yield* requirePath(path)
+    const upload = yield* uploadOf(path, uploadId)
+    return [...upload.parts.entries()].sort(([a], [b]) => a - b).map(([partNumber, part]): LandedPart => ({
+      partNumber,
+      etag: part.etag,
+      size: part.bytes.length
+    }))
+  })
+
+  const abortMultipartUpload = (_path: string, uploadId: string) => Effect.sync(() => void uploads.delete(uploadId))
+
+  const completeMultipartUpload = Effect.fn("Bucket.completeMultipartUpload")(function*(
+    path: string,
+    uploadId: string,
+    parts: ReadonlyArray<{ readonly partNumber: number; readonly etag: string }>,
+    options: { readonly allowOverwrite?: boolean | undefined } = {}
+  ) {
+    yield* requirePath(path)
+    const ifNoneMatch = options.allowOverwrite !== true
+    if (ifNoneMatch && (yield* exists(path))) {
+      yield* abortMultipartUpload(path, uploadId)
+      return yield* alreadyExists(path)
+    }
+    const upload = yield* uploadOf(path, uploadId)
+    const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber)
+    if (sorted.length === 0) return yield* storageAnswer(400, "MalformedXML", path)
+    const chosen = sorted.map(({ partNumber, etag }) => {
+      const part = upload.parts.get(partNumber)
+      return part !== undefined && bare(part.etag) === bare(etag) ? part : undefined
+    })
+    if (chosen.some((part) => part === undefined)) {
+      return yield* storageAnswer(400, "InvalidPart", path, "One or more of the specified parts could not be found")
+    }
+    const found = chosen as ReadonlyArray<{ readonly bytes: Uint8Array; readonly etag: string }>
+    if (found.slice(0, -1).some((part) => part.bytes.length < MIN_PART)) {
+      return yield* storageAnswer(400, "EntityTooSmall", path, "Your proposed upload is smaller than the minimum allowed object size")
+    }
+    uploads.delete(uploadId)
+    const etag = multipartEtag(found.map((part) => part.etag))
+    objects.set(path, {
+      bytes: concat(found.map((part) => part.bytes)),
+      etag,
+      contentType: upload.contentType,
+      lastModified: new Date(),
+      cacheControl: undefined,
+      metadata: {}
+    })
+    return { etag }
+  })
+
+  return {
+    name,
+    endpoint: `http://${host}`,
+    url,
+    put: (path, body, options) => put(path, body, options),
+    get,
+    getBytes,
+    getText,
+    info,
+    exists,
+    copy: (from, to, options) => copy(from, to, options),
+    move: (from, to, options) => move(from, to, options),
+    del,
+    list,
+    updateJson,
+    signedReadUrl: (path, options) => signedReadUrl(path, options),
+    signedUploadUrl,
+    signedMultipartUpload,
+    completeMultipartUpload: (path, uploadId, parts, options) => completeMultipartUpload(path, uploadId, parts, options),
+    abortMultipartUpload,
+    listParts,
+    signedUploadParts: (path, uploadId, parts, options) => signedUploadParts(path, uploadId, parts, options),
+    configureCors: () => Effect.void,
+    close: Effect.sync(() => {
+      stores.delete(host)
+      grants.clear()
+    })
+  }
+}
+
+const xml = (status: number, code: string, message = code) =>
+  new Response(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`, {
+    status,
+    headers: { "content-type": "application/xml" }
+  })
+
+/**
+ * Serves a memory bucket's presigned URL as storage would: `GET` a signed read URL, `PUT` a signed upload
+ * or part URL with exactly the signed headers. An unknown, expired or mismatched signature is 403, a PUT
+ * onto an occupied path signed with `if-none-match: *` 412, a part of an upload no longer known 404.
+ * Any other URL is refused with a TypeError (it is not a memory bucket's).
+ */
+export const memoryFetch = async (request: Request): Promise<Response> => {
+  const target = new URL(request.url)
+  const store = stores.get(target.host)
+  if (store === undefined) throw new TypeError(`memoryFetch: ${target.host} is not a live memory bucket`)
+  const signed = store.grants.get(target.searchParams.get(GRANT) ?? "")
+  const path = target.pathname.split("/").slice(2).map(decodeURIComponent).join("/")
+  if (signed === undefined || signed.path !== path) return xml(403, "AccessDenied", "signature does not match")
+  if (signed.expiresAt <= Date.now()) return xml(403, "AccessDenied", "request has expired")
+  if (signed.kind === "read") {
+    if (request.method !== "GET" && request.method !== "HEAD") return xml(403, "AccessDenied", "signature does not match")
+    const object = store.objects.get(path)
+    if (object === undefined) return xml(404, "NoSuchKey")
+    return new Response(request.method === "HEAD" ? null : object.bytes.slice(), {
+      headers: {
+        "content-type": object.contentType,
+        etag: object.etag,
+        ...(signed.disposition === undefined ? {} : { "content-disposition": signed.disposition })
+      }
+    })
+  }
+  if (request.method !== "PUT") return xml(403, "AccessDenied", "signature does not match")
+  const bytes = new Uint8Array(await request.arrayBuffer())
+  if (bytes.length !== signed.size) return xml(403, "AccessDenied", "signature does not match")
+  if (signed.kind === "part") {
+    const upload = store.uploads.get(signed.uploadId)
+    if (upload === undefined) return xml(404, "NoSuchUpload")
+    const etag = etagOf(bytes)
+    upload.parts.set(signed.partNumber, { bytes, etag })
+    return new Response(null, { headers: { etag } })
+  }
+  if (request.headers.get("content-type") !== signed.contentType) return xml(403, "AccessDenied", "signature does not match")
+  if (signed.ifNoneMatch && request.headers.get("if-none-match") !== "*") return xml(403, "AccessDenied", "signature does not match")
+  if (signed.ifNoneMatch && store.objects.has(path)) return xml(412, "PreconditionFailed")
+  const etag = etagOf(bytes)
+  store.objects.set(path, { bytes, etag, contentType: signed.contentType, lastModified: new Date(), cacheControl: undefined, metadata: {} })
+  return new Response(null, { headers: { etag } })
+}
