@@ -3,9 +3,9 @@
  * on the scripted route and storage.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { createUploadQueue, createUploadTask, type UploadStatus } from "../../src/browser/record.ts"
-import { BlobError } from "../../src/shared/BlobError.ts"
-import { completed, fileOf, MiB, multipartBegin, scriptedRoute, scriptedStorage, singleBegin } from "./scripted.ts"
+import { createUploadQueue, createUploadTask, type UploadStatus } from "../../../src/browser/record.ts"
+import { BlobError } from "../../../src/shared/BlobError.ts"
+import { completed, fileOf, MiB, multipartBegin, scriptedRoute, scriptedStorage, singleBegin } from "../../browser/scripted.ts"
 
 const fast = { retryDelay: { base: 1, cap: 5 }, resume: false } as const
 

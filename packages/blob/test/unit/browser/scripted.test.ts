@@ -4,8 +4,8 @@
  * rules of the spec, cancel, and resuming a multipart upload.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { PLATFORM_CAP_HINT, RETRY_HINT, upload, type UploadOptions } from "../../src/browser/upload.ts"
-import { BlobError } from "../../src/shared/BlobError.ts"
+import { PLATFORM_CAP_HINT, RETRY_HINT, upload, type UploadOptions } from "../../../src/browser/upload.ts"
+import { BlobError } from "../../../src/shared/BlobError.ts"
 import {
   completed,
   fileOf,
@@ -16,7 +16,7 @@ import {
   scriptedRoute,
   scriptedStorage,
   singleBegin
-} from "./scripted.ts"
+} from "../../browser/scripted.ts"
 
 const fast = { retryDelay: { base: 1, cap: 5 }, resume: false } as const
 
@@ -323,7 +323,7 @@ describe("upload: resuming a multipart upload", () => {
     const store = memoryStore()
     const file = fileOf(2 * MiB)
     const options: UploadOptions = { route: "/u", resume: store, retryDelay: { base: 1 }, XMLHttpRequest: scriptedStorage(() => ({ status: 200, etag: "\"e\"" })).Xhr }
-    const { fingerprint } = await import("../../src/browser/upload.ts")
+    const { fingerprint } = await import("../../../src/browser/upload.ts")
     store.setItem(fingerprint(file, options, file.name, file.type), JSON.stringify({ completionToken: "old", savedAt: 0 }))
     const route = scriptedRoute((body) =>
       body.type === "resume"
