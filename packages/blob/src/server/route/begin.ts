@@ -1,0 +1,102 @@
+/**
+ * `begin`: `onBeforeUpload`, then the path, type and size checks, then a presigned PUT (one URL, or one
+ * per part above the route's multipart threshold) and a completion token.
+ *
+ * @module
+ */
+import { BlobError } from "../../shared/BlobError.ts"
+import { checkContentTypePatterns, contentTypeRefusal } from "../../shared/contentTypes.ts"
+import { pathProblem } from "../../shared/paths.ts"
+import type { BeginUploadRequest, BeginUploadResponse } from "../../shared/protocol.ts"
+import { formatBytes, parseOptionalSize } from "../../shared/size.ts"
+import { signCompletionToken } from "./completionToken.ts"
+import { type PreparedRoute, run } from "./prepare.ts"
+import type { BeforeUploadResult } from "./types.ts"
+
+export const begin = async (secret: Uint8Array, route: PreparedRoute, request: Request, body: BeginUploadRequest): Promise<Response> => {
+  const problem = pathProblem(body.pathname)
+  if (problem !== undefined) throw new BlobError("invalid_input", { message: `Invalid path: ${problem}` })
+  if (body.size === 0) throw new BlobError("empty_body", { message: "The file is empty" })
+  const decided = await route.options.onBeforeUpload({
+    request,
+    pathname: body.pathname,
+    contentType: body.contentType,
+    size: body.size,
+    clientPayload: body.clientPayload ?? null,
+    route: route.name
+  })
+  if (decided === false) throw new BlobError("unauthorized", { message: "The upload was refused" })
+  const result: BeforeUploadResult = typeof decided === "object" && decided !== null ? decided : {}
+  const path = result.path ?? body.pathname
+  const pathCheck = pathProblem(path)
+  if (pathCheck !== undefined) throw new BlobError("invalid_input", { message: `Invalid path: ${pathCheck}` })
+  let contentTypes = route.contentTypes
+  if (result.contentTypes !== undefined) {
+    const checked = checkContentTypePatterns(result.contentTypes)
+    if (BlobError.is(checked)) throw checked
+    contentTypes = checked
+  }
+  const refusal = contentTypeRefusal(body.contentType, contentTypes)
+  if (refusal !== undefined) throw refusal
+  const maxSize = parseOptionalSize(result.maxSize, "maxSize") ?? route.maxSize
+  if (maxSize !== undefined && body.size > maxSize) {
+    throw new BlobError("too_large", {
+      message: `The file is ${formatBytes(body.size)}, over the limit of ${formatBytes(maxSize)}`
+    })
+  }
+  const allowOverwrite = result.allowOverwrite ?? route.options.allowOverwrite ?? false
+  const now = Date.now()
+  if (body.size > route.multipartThreshold) {
+    const multipart = await run(route.bucket.signedMultipartUpload(path, {
+      contentType: body.contentType,
+      size: body.size,
+      expiresIn: route.expiresIn,
+      allowOverwrite,
+      ...(route.partSize === undefined ? {} : { partSize: route.partSize })
+    }))
+    const completionToken = signCompletionToken(secret, {
+      r: route.name,
+      p: path,
+      s: body.size,
+      ct: body.contentType,
+      e: Math.min(multipart.expiresAt, now + route.expiresIn * 1000),
+      o: allowOverwrite,
+      u: multipart.uploadId,
+      ps: multipart.partSize,
+      ...(result.tokenPayload === undefined ? {} : { tp: result.tokenPayload })
+    })
+    return Response.json({
+      type: "begin",
+      path,
+      method: "PUT",
+      headers: multipart.headers,
+      expiresAt: multipart.expiresAt,
+      completionToken,
+      multipart: { uploadId: multipart.uploadId, partSize: multipart.partSize, parts: multipart.parts }
+    } satisfies BeginUploadResponse)
+  }
+  const signed = await run(route.bucket.signedUploadUrl(path, {
+    contentType: body.contentType,
+    size: body.size,
+    expiresIn: route.expiresIn,
+    allowOverwrite
+  }))
+  const completionToken = signCompletionToken(secret, {
+    r: route.name,
+    p: path,
+    s: body.size,
+    ct: body.contentType,
+    e: signed.expiresAt,
+    o: allowOverwrite,
+    ...(result.tokenPayload === undefined ? {} : { tp: result.tokenPayload })
+  })
+  return Response.json({
+    type: "begin",
+    path,
+    method: "PUT",
+    url: signed.url,
+    headers: signed.headers,
+    expiresAt: signed.expiresAt,
+    completionToken
+  } satisfies BeginUploadResponse)
+}

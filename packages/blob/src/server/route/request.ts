@@ -1,0 +1,76 @@
+/**
+ * Reading an upload request: the body capped at the route's `maxBodySize` (refused unread when its
+ * Content-Length says it is over, cut off as soon as a chunked body goes over), the JSON message decoded
+ * with the protocol's schema, and the route named by the last path segment.
+ *
+ * @module
+ */
+import { Effect, Schema } from "effect"
+import { BlobError } from "../../shared/BlobError.ts"
+import { UploadRequest } from "../../shared/protocol.ts"
+import { formatBytes } from "../../shared/size.ts"
+
+export const bodyTooLarge = (limit: number) =>
+  new BlobError("too_large", {
+    message: `The upload request is larger than ${formatBytes(limit)}`,
+    hint: "Upload requests are small JSON messages; the file itself goes straight to storage"
+  })
+
+/**
+ * The request's body as text, refusing (`too_large`) a body over `limit` bytes without reading past it:
+ * a declared Content-Length over the limit is refused unread, a chunked body is cut off (its stream
+ * cancelled) as soon as it goes over.
+ */
+export const readCappedBody = async (request: Request, limit: number): Promise<string> => {
+  const declared = request.headers.get("content-length")
+  if (declared !== null && /^\s*\d+\s*$/.test(declared) && Number(declared) > limit) {
+    await request.body?.cancel().catch(() => undefined)
+    throw bodyTooLarge(limit)
+  }
+  if (request.body === null) return ""
+  const reader = request.body.getReader()
+  const chunks: Array<Uint8Array> = []
+  let total = 0
+  while (true) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.length
+    if (total > limit) {
+      await reader.cancel().catch(() => undefined)
+      throw bodyTooLarge(limit)
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks, total).toString("utf8")
+}
+
+const decodeRequest = Schema.decodeUnknownEffect(UploadRequest)
+
+/** The body's JSON decoded as an upload message; `invalid_input` when it is not JSON or not a message. */
+export const decodeUploadRequest = async (text: string) => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    throw new BlobError("invalid_input", { message: "The upload request body is not JSON" })
+  }
+  const decoded = await Effect.runPromise(Effect.result(decodeRequest(json)))
+  if (decoded._tag === "Failure") {
+    throw new BlobError("invalid_input", {
+      message: "Malformed upload request",
+      hint: "Send { type: \"begin\", pathname, contentType, size }, { type: \"complete\", completionToken } or { type: \"resume\", completionToken }",
+      cause: decoded.failure
+    })
+  }
+  return decoded.success
+}
+
+/** The last segment of the request path, decoded ("" when there is none or it cannot be decoded). */
+export const pathSegmentName = (request: Request): string => {
+  const last = new URL(request.url).pathname.split("/").filter((s) => s !== "").pop() ?? ""
+  try {
+    return decodeURIComponent(last)
+  } catch {
+    return last
+  }
+}
