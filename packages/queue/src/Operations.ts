@@ -1,5 +1,5 @@
 /**
- * What the HTTP API (`http.ts`) and the internal RPC (`rpc.ts`) both do beyond a single `Store` call:
+ * What the HTTP API (`http.ts`) and the internal RPC (`rpc.ts`) both do beyond a single store call:
  * one implementation, two transports. Each transport only reads its request (URL, headers, body or
  * RPC payload) into these inputs and answers with what comes back.
  *
@@ -9,13 +9,15 @@
 import type { DefaultHeaders, DlqPage, Endpoint, PublishResult, RequestIssue, Topic } from "@svc/schema"
 import { InvalidRequest, MessageTooLarge, TopicNotFound } from "@svc/schema"
 import { Effect, Option } from "effect"
-import type { SqlError } from "effect/sql"
 import { refusal } from "./Destinations.ts"
 import type { PublishInput } from "./Publish.ts"
 import { checkUrl, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
-import type { NewMessage } from "./Store.ts"
-import { Store } from "./Store.ts"
+import { Groups } from "./store/Groups.ts"
+import { Messages } from "./store/Messages.ts"
+import type { DlqQuery } from "./store/Model.ts"
+import { Dlq } from "./store/Dlq.ts"
+import type { NewMessage } from "./store/Model.ts"
 
 const GROUP_NAME = /^[A-Za-z0-9._-]{1,100}$/
 
@@ -94,7 +96,6 @@ interface Target {
 // Untraced: the hot path, as the HTTP route was.
 export const publish = Effect.fnUntraced(function*<E, R>(request: PublishRequest<E, R>) {
   const settings = yield* QueueConfig
-  const store = yield* Store
   const issues: Array<RequestIssue> = []
   const destinationIssue = (problem: string) => issues.push({ in: "path", parameter: "destination", problem })
 
@@ -113,7 +114,7 @@ export const publish = Effect.fnUntraced(function*<E, R>(request: PublishRequest
       targets = [{ url: url.toString() }]
     }
   } else if (GROUP_NAME.test(request.destination)) {
-    const topic = yield* store.getTopic(request.destination)
+    const topic = yield* Groups.use((groups) => groups.get(request.destination))
     if (Option.isNone(topic)) destinationIssue(`no URL group is named ${JSON.stringify(request.destination)}`)
     else if (topic.value.endpoints.length === 0) destinationIssue(`the URL group ${request.destination} has no endpoints`)
     else {
@@ -171,7 +172,7 @@ export const publish = Effect.fnUntraced(function*<E, R>(request: PublishRequest
     callerIp: request.callerIp,
     dedupId: parsed.settings.deduplicationId
   }))
-  const published = yield* store.publish(messages, parsed.settings.deduplicationId)
+  const published = yield* Messages.use((store) => store.publish(messages, parsed.settings.deduplicationId))
   const isGroup = targets.some((target) => target.topicName !== undefined)
   const result: PublishResult = isGroup ? published : published[0]!
   return result
@@ -181,17 +182,10 @@ export const publish = Effect.fnUntraced(function*<E, R>(request: PublishRequest
 // Dead-letter queue
 // -----------------------------------------------------------------------------
 
-export interface DlqQuery {
-  readonly cursor?: string | undefined
-  readonly limit?: number | undefined
-  readonly url?: string | undefined
-  readonly topicName?: string | undefined
-  readonly responseStatus?: number | undefined
-  readonly messageId?: string | undefined
-}
+export type { DlqQuery }
 
 /** A page of the DLQ; a cursor must come from an earlier page, a limit is 1-100. */
-export const listDlq = (query: DlqQuery): Effect.Effect<DlqPage, InvalidRequest | SqlError.SqlError, Store> =>
+export const listDlq = (query: DlqQuery): Effect.Effect<DlqPage, InvalidRequest, Dlq> =>
   Effect.gen(function*() {
     const issues: Array<RequestIssue> = []
     if (query.cursor !== undefined && !/^\d{1,18}$/.test(query.cursor)) {
@@ -207,18 +201,16 @@ export const listDlq = (query: DlqQuery): Effect.Effect<DlqPage, InvalidRequest 
       issues.push({ in: "query", parameter: "responseStatus", problem: `must be an HTTP status from 100 to 599, got ${query.responseStatus}` })
     }
     if (issues.length > 0) return yield* invalid(issues)
-    const store = yield* Store
-    return yield* store.listDlq(query)
+    return yield* Dlq.use((dlq) => dlq.list(query))
   })
 
 // -----------------------------------------------------------------------------
 // URL groups
 // -----------------------------------------------------------------------------
 
-export const getTopic = (name: string): Effect.Effect<Topic, TopicNotFound | SqlError.SqlError, Store> =>
+export const getTopic = (name: string): Effect.Effect<Topic, TopicNotFound, Groups> =>
   Effect.gen(function*() {
-    const store = yield* Store
-    const topic = yield* store.getTopic(name)
+    const topic = yield* Groups.use((groups) => groups.get(name))
     if (Option.isNone(topic)) return yield* new TopicNotFound({ name })
     return topic.value
   })
@@ -232,7 +224,7 @@ export const getTopic = (name: string): Effect.Effect<Topic, TopicNotFound | Sql
 export const upsertEndpoints = (
   name: string,
   endpoints: ReadonlyArray<Endpoint>
-): Effect.Effect<Topic, InvalidRequest | SqlError.SqlError, Store | QueueConfig> =>
+): Effect.Effect<Topic, InvalidRequest, Groups | QueueConfig> =>
   Effect.gen(function*() {
     const settings = yield* QueueConfig
     const issues: Array<RequestIssue> = []
@@ -273,8 +265,8 @@ export const upsertEndpoints = (
     )
     for (const issue of refused) if (issue !== undefined) issues.push(issue)
     if (issues.length > 0) return yield* invalid(issues)
-    const store = yield* Store
-    return yield* store.upsertEndpoints(name, checkedEndpoints.map(({ endpoint }) => endpoint), MAX_GROUP_ENDPOINTS).pipe(
+    const groups = yield* Groups
+    return yield* groups.upsertEndpoints(name, checkedEndpoints.map(({ endpoint }) => endpoint), MAX_GROUP_ENDPOINTS).pipe(
       Effect.catchTag("GroupFull", (full) =>
         invalid([{
           in: "body",
@@ -291,10 +283,9 @@ export const upsertEndpoints = (
 export const setTopicHeaders = (
   name: string,
   headers: DefaultHeaders
-): Effect.Effect<Topic, InvalidRequest | TopicNotFound | SqlError.SqlError, Store | QueueConfig> =>
+): Effect.Effect<Topic, InvalidRequest | TopicNotFound, Groups | QueueConfig> =>
   Effect.gen(function*() {
     const { issues } = yield* checkConfiguration({ headers: {}, query: [], defaults: headers })
     if (issues.length > 0) return yield* invalid(issues)
-    const store = yield* Store
-    return yield* store.setTopicHeaders(name, headers)
+    return yield* Groups.use((groups) => groups.setHeaders(name, headers))
   })

@@ -9,7 +9,7 @@ import { Config, Effect, Layer } from "effect"
 import { routes } from "./http.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { RpcRoute } from "./rpc.ts"
-import { Store } from "./Store.ts"
+import * as Stores from "./store/Stores.ts"
 import * as Worker from "./Worker.ts"
 
 export const Port = Config.Port("QUEUE_PORT").pipe(Config.withDefault(8788))
@@ -19,7 +19,7 @@ export const WorkerIfEnabled = Layer.unwrap(
   Effect.map(QueueConfig, (settings) => settings.worker ? Worker.layer : Layer.empty)
 )
 
-/** HTTP and worker on the given (or configured) port, with `Store` and `QueueConfig` built by the caller. */
+/** HTTP and worker on the given (or configured) port, with the stores and `QueueConfig` built by the caller. */
 export const layerNoDeps = (options?: { readonly port?: number | Config.Config<number>; readonly host?: string }) =>
   Layer.mergeAll(
     serve(Layer.mergeAll(routes, RpcRoute), {
@@ -32,4 +32,4 @@ export const layerNoDeps = (options?: { readonly port?: number | Config.Config<n
   )
 
 /** The whole service; needs `PgClient` (e.g. `Database.layer`). */
-export const layer = layerNoDeps().pipe(Layer.provide(Store.layer), Layer.provideMerge(QueueConfig.layer))
+export const layer = layerNoDeps().pipe(Layer.provide(Stores.layer), Layer.provideMerge(QueueConfig.layer))

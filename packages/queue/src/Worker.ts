@@ -27,8 +27,12 @@ import { makeSender, retryAfterMs } from "./Delivery.ts"
 import { headerSyntaxProblem } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { sign } from "./Signature.ts"
-import type { ClaimedMessage, DeliveredResult, NewMessage } from "./Store.ts"
-import { CHANNEL, Store } from "./Store.ts"
+import { SqlError } from "effect/sql"
+import * as Crypto from "node:crypto"
+import { CHANNEL } from "./store/Enqueue.ts"
+import { Messages } from "./store/Messages.ts"
+import type { ClaimedMessage, DeliveredResult, NewMessage } from "./store/Model.ts"
+import { SigningKeys } from "./store/SigningKeys.ts"
 
 /** The delay before retry number `attempt + 1` (attempt 0 = the first retry), from the schedule. */
 export const scheduleDelay = (
@@ -160,7 +164,8 @@ const origin = (url: string) => {
 /** The worker, as a layer: runs for the life of the layer. */
 export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* QueueConfig
-  const store = yield* Store
+  const store = yield* Messages
+  const signingKeys = yield* SigningKeys
   const sql = yield* PgClient.PgClient
   const sender = makeSender({
     maxSockets: config.concurrency,
@@ -183,14 +188,15 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const currentKey = Effect.suspend(() =>
     keyCache !== undefined && Date.now() - keyCache.at < 1000
       ? Effect.succeed(keyCache.key)
-      : Effect.map(store.signingKeys, (keys) => {
+      : Effect.map(signingKeys.get, (keys) => {
         keyCache = { key: keys.current, at: Date.now() }
         return keys.current
       })
   )
 
-  const logSqlError = (what: string) => (error: unknown) =>
-    Effect.logWarning(`Queue worker: ${what} failed: ${postgresReason(error)}`)
+  // The stores die on a database failure (their boundary): the worker logs it and carries on.
+  const logSqlError = (what: string) => (defect: unknown) =>
+    Effect.logWarning(`Queue worker: ${what} failed: ${postgresReason(defect)}`)
 
   const finish = Effect.fnUntraced(function*(message: ClaimedMessage, outcome: DeliveryOutcome) {
     const status = outcome._tag === "Response" ? outcome.status : undefined
@@ -222,28 +228,28 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     yield* Effect.logInfo(
       `Message ${message.id} to ${origin(message.url)} failed after ${message.retried} retries (${error}); moved to the dead-letter queue`
     )
-    yield* store.exhaust(
-      message,
-      {
-        status,
-        headers: outcome._tag === "Response" ? outcome.headers : undefined,
-        body: outcome._tag === "Response" ? outcome.body : undefined,
-        error
-      },
-      (dlqId) => {
-        const callbacks: Array<NewMessage> = []
-        if (message.kind !== "message") return callbacks
-        if (message.callback !== null && outcome._tag === "Response") {
-          const body = callbackBody(message, outcome, config.maxMessageBytes)
-          callbacks.push(callbackMessage("callback", message.callback, message, body))
-        }
-        if (message.failureCallback !== null) {
-          const body = callbackBody(message, outcome, config.maxMessageBytes, dlqId)
-          callbacks.push(callbackMessage("failure_callback", message.failureCallback, message, body))
-        }
-        return callbacks
+    // Everything the transaction writes is decided here, as data: the DLQ entry's id and the
+    // callbacks naming it.
+    const dlqId = Crypto.randomUUID()
+    const callbacks: Array<NewMessage> = []
+    if (message.kind === "message") {
+      if (message.callback !== null && outcome._tag === "Response") {
+        const body = callbackBody(message, outcome, config.maxMessageBytes)
+        callbacks.push(callbackMessage("callback", message.callback, message, body))
       }
-    )
+      if (message.failureCallback !== null) {
+        const body = callbackBody(message, outcome, config.maxMessageBytes, dlqId)
+        callbacks.push(callbackMessage("failure_callback", message.failureCallback, message, body))
+      }
+    }
+    yield* store.exhaust(message, {
+      dlqId,
+      status,
+      headers: outcome._tag === "Response" ? outcome.headers : undefined,
+      body: outcome._tag === "Response" ? outcome.body : undefined,
+      error,
+      callbacks
+    })
   })
 
   const attempt = Effect.fnUntraced(function*(message: ClaimedMessage) {
@@ -275,12 +281,13 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     const outcome = yield* attempt(message).pipe(failedOnDefect(message))
     // A failed completion statement leaves the claim to expire: the message is delivered again.
     yield* finish(message, outcome).pipe(
-      Effect.catch(logSqlError(`recording the outcome of ${message.id}`)),
       Effect.catchDefect((defect) =>
-        Effect.logError(`Queue worker: recording the outcome of ${message.id} failed`, defect)
+        SqlError.isSqlError(defect)
+          ? logSqlError(`recording the outcome of ${message.id}`)(defect)
+          : Effect.logError(`Queue worker: recording the outcome of ${message.id} failed`, defect)
       )
     )
-  }, Effect.catch(logSqlError("reading the signing key")))
+  }, Effect.catchDefect(logSqlError("reading the signing key")))
 
   // Deliveries run in this set: interrupted last, after the graceful stop below had its chance.
   const deliveries = yield* FiberSet.make()
@@ -292,9 +299,9 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
       Queue.offerUnsafe(notified, undefined)
       yield* FiberSet.awaitEmpty(deliveries).pipe(Effect.timeoutOption("5 seconds"))
       const pending = yield* Queue.clear(delivered)
-      yield* store.markDelivered(pending).pipe(Effect.catch(logSqlError("recording deliveries")))
+      yield* store.markDelivered(pending).pipe(Effect.catchDefect(logSqlError("recording deliveries")))
       const leftover = [...inFlight].map(([id, claimId]) => ({ id, claimId }))
-      yield* store.release(leftover).pipe(Effect.catch(logSqlError("releasing claims")))
+      yield* store.release(leftover).pipe(Effect.catchDefect(logSqlError("releasing claims")))
       if (leftover.length > 0) yield* Effect.logInfo(`Queue worker: released ${leftover.length} unfinished claims`)
     })
   )
@@ -304,6 +311,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     while (true) {
       const batch = yield* Queue.takeBetween(delivered, 1, 2000)
       yield* store.markDelivered(batch).pipe(
+        Effect.catchDefect(Effect.fail),
         Effect.retry({ schedule: Schedule.exponential("100 millis"), times: 3 }),
         Effect.catch(logSqlError("recording deliveries"))
       )
@@ -339,7 +347,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
       saturated = false
       const limit = Math.min(config.batchSize, free)
       const claimed = yield* store.claim(limit).pipe(
-        Effect.catch((error) => Effect.as(Effect.andThen(logSqlError("claiming")(error), Effect.sleep(pollMs)), []))
+        Effect.catchDefect((defect) => Effect.as(Effect.andThen(logSqlError("claiming")(defect), Effect.sleep(pollMs)), []))
       )
       for (const message of claimed) {
         inFlight.set(message.id, message.claimId)
@@ -353,7 +361,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
       }
       if (claimed.length === 0 && !stopping) {
         // Idle: until a notification, the earliest due message (delays, retries, expired leases) or the poll.
-        const due = yield* store.nextDue.pipe(Effect.catch(() => Effect.succeed(Option.none<number>())))
+        const due = yield* store.nextDue.pipe(Effect.catchDefect(() => Effect.succeed(Option.none<number>())))
         const wait = Math.max(5, Math.min(pollMs, Option.getOrElse(due, () => pollMs)))
         yield* Queue.take(notified).pipe(Effect.timeoutOption(wait))
       } else if (claimed.length < limit && !stopping) {

@@ -1,7 +1,7 @@
 /**
  * The queue's HTTP routes: `POST /v2/publish/<destination>` (a raw route: open-ended header
  * families, any body) and the `QueueApi` groups (messages, DLQ, URL groups, signing keys). What
- * they share with the internal RPC (`rpc.ts`) beyond a `Store` call lives in `Operations.ts`.
+ * they share with the internal RPC (`rpc.ts`) beyond a single store call lives in `Operations.ts`.
  */
 import { MessageTooLarge, QueueApi, QueueAuth } from "@svc/schema"
 import { apiRoutes, BearerAuth } from "@svc/platform"
@@ -11,7 +11,10 @@ import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import * as Operations from "./Operations.ts"
 import { QueueConfig, type QueueSettings } from "./QueueConfig.ts"
-import { Store } from "./Store.ts"
+import { Dlq } from "./store/Dlq.ts"
+import { Groups } from "./store/Groups.ts"
+import { Messages } from "./store/Messages.ts"
+import { SigningKeys } from "./store/SigningKeys.ts"
 
 // -----------------------------------------------------------------------------
 // Authentication
@@ -111,52 +114,45 @@ export const PublishRoute = HttpRouter.add(
 // -----------------------------------------------------------------------------
 
 const MessagesHandlers = HttpApiBuilder.group(QueueApi, "messages", Effect.fn(function*(handlers) {
-  const store = yield* Store
+  const messages = yield* Messages
   return handlers
-    .handle("get", ({ params }) => store.getMessage(params.messageId).pipe(Effect.catchTag("SqlError", Effect.die)))
-    .handle("cancel", ({ params }) => store.cancel(params.messageId).pipe(Effect.catchTag("SqlError", Effect.die)))
+    .handle("get", ({ params }) => messages.get(params.messageId))
+    .handle("cancel", ({ params }) => messages.cancel(params.messageId))
 }))
 
 const DlqHandlers = HttpApiBuilder.group(QueueApi, "dlq", Effect.fn(function*(handlers) {
-  const store = yield* Store
+  const dlq = yield* Dlq
   return handlers
-    .handle("list", ({ query }) => Operations.listDlq(query).pipe(Effect.catchTag("SqlError", Effect.die)))
-    .handle("get", ({ params }) => store.getDlq(params.dlqId).pipe(Effect.catchTag("SqlError", Effect.die)))
-    .handle("retry", ({ params }) => store.retryDlq(params.dlqId).pipe(Effect.catchTag("SqlError", Effect.die)))
-    .handle("delete", ({ params }) => store.deleteDlq(params.dlqId).pipe(Effect.catchTag("SqlError", Effect.die)))
+    .handle("list", ({ query }) => Operations.listDlq(query))
+    .handle("get", ({ params }) => dlq.get(params.dlqId))
+    .handle("retry", ({ params }) => dlq.retry(params.dlqId))
+    .handle("delete", ({ params }) => dlq.delete(params.dlqId))
 }))
 
 const TopicsHandlers = HttpApiBuilder.group(QueueApi, "topics", Effect.fn(function*(handlers) {
-  const store = yield* Store
+  const groups = yield* Groups
   return handlers
-    .handle("list", () => Effect.map(store.listTopics, (topics) => ({ topics })).pipe(Effect.catchTag("SqlError", Effect.die)))
-    .handle("get", ({ params }) => Operations.getTopic(params.name).pipe(Effect.catchTag("SqlError", Effect.die)))
-    .handle("upsertEndpoints", ({ params, payload }) =>
-      Operations.upsertEndpoints(params.name, payload.endpoints).pipe(Effect.catchTag("SqlError", Effect.die)))
-    .handle("removeEndpoints", ({ params, payload }) =>
-      store.removeEndpoints(params.name, payload.endpoints).pipe(Effect.catchTag("SqlError", Effect.die)))
+    .handle("list", () => Effect.map(groups.list, (topics) => ({ topics })))
+    .handle("get", ({ params }) => Operations.getTopic(params.name))
+    .handle("upsertEndpoints", ({ params, payload }) => Operations.upsertEndpoints(params.name, payload.endpoints))
+    .handle("removeEndpoints", ({ params, payload }) => groups.removeEndpoints(params.name, payload.endpoints))
     .handle("setHeaders", ({ params, payload }) =>
       // Checked by the rules of a publish (Operations.checkConfiguration): nothing stored when refused.
-      Operations.setTopicHeaders(params.name, payload.headers).pipe(Effect.catchTag("SqlError", Effect.die)))
-    .handle("delete", ({ params }) => store.deleteTopic(params.name).pipe(Effect.catchTag("SqlError", Effect.die)))
+      Operations.setTopicHeaders(params.name, payload.headers))
+    .handle("delete", ({ params }) => groups.delete(params.name))
 }))
 
-
 const KeysHandlers = HttpApiBuilder.group(QueueApi, "keys", Effect.fn(function*(handlers) {
-  const store = yield* Store
+  const keys = yield* SigningKeys
   return handlers
-    .handle("get", () => store.signingKeys.pipe(Effect.catchTag("SqlError", Effect.die)))
-    .handle("rotate", () =>
-      store.rotateKeys.pipe(
-        Effect.tap(() => Effect.logInfo("Signing keys rotated")),
-        Effect.catchTag("SqlError", Effect.die)
-      ))
+    .handle("get", () => keys.get)
+    .handle("rotate", () => keys.rotate.pipe(Effect.tap(() => Effect.logInfo("Signing keys rotated"))))
 }))
 
 const HealthHandlers = HttpApiBuilder.group(QueueApi, "health", (handlers) =>
   handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))
 
-/** Every route of the queue; needs `Store` and `QueueConfig`. */
+/** Every route of the queue; needs the stores (`Stores.layer` or `Stores.layerMemory`) and `QueueConfig`. */
 export const routes = Layer.mergeAll(
   apiRoutes({
     api: QueueApi,

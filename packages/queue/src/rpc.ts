@@ -1,10 +1,11 @@
 /**
  * The internal RPC group (`QueueRpcs`) at POST /rpc (NDJSON over HTTP), behind `QUEUE_TOKEN`.
  *
- * The handlers are the HTTP API's: the same `Store` calls and `Operations` (publish, DLQ page, URL
+ * The handlers are the HTTP API's: the same store calls and `Operations` (publish, DLQ page, URL
  * groups). The token check is the HTTP API's `queueAuth`, run by the `QueueRpcAuth` middleware for
  * every procedure, so a refusal reaches the client as a typed `Unauthorized` / `ServiceUnavailable`.
  */
+import { RpcDefects } from "@svc/platform"
 import { InvalidRequest, QueueRpcAuth, QueueRpcs } from "@svc/schema"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
@@ -12,7 +13,9 @@ import { RpcSerialization, RpcServer } from "effect/rpc"
 import { queueAuth } from "./http.ts"
 import * as Operations from "./Operations.ts"
 import { QueueConfig } from "./QueueConfig.ts"
-import { Store } from "./Store.ts"
+import { Dlq } from "./store/Dlq.ts"
+import { Groups } from "./store/Groups.ts"
+import { Messages } from "./store/Messages.ts"
 
 /**
  * The shared operations name parameters as the HTTP API carries them (path, query); in an RPC
@@ -23,9 +26,11 @@ const inPayload = <E>(error: E): E =>
     ? new InvalidRequest({ issues: error.issues.map((issue) => issue.in === "header" ? issue : { ...issue, in: "body" }) }) as E
     : error
 
-// A database failure is a defect here as on the HTTP API: logged in full, never sent.
+// A database failure is a defect of the stores (their boundary) here as on the HTTP API: logged in full, never sent.
 export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
-  const store = yield* Store
+  const messages = yield* Messages
+  const dlq = yield* Dlq
+  const groups = yield* Groups
   return QueueRpcs.of({
     Publish: ({ destination, body, headers }) =>
       Operations.publish({
@@ -33,17 +38,15 @@ export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
         // Header names as node gives them, lowercase, which is what the publish parser reads.
         headers: Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value])),
         body: Effect.succeed(body ?? new Uint8Array())
-      }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.mapError(inPayload)),
-    GetMessage: ({ messageId }) => store.getMessage(messageId).pipe(Effect.catchTag("SqlError", Effect.die)),
-    ListDlq: (query) =>
-      Operations.listDlq(query).pipe(Effect.catchTag("SqlError", Effect.die), Effect.mapError(inPayload)),
-    RetryDlq: ({ dlqId }) => store.retryDlq(dlqId).pipe(Effect.catchTag("SqlError", Effect.die)),
-    DeleteDlq: ({ dlqId }) => store.deleteDlq(dlqId).pipe(Effect.catchTag("SqlError", Effect.die)),
-    ListTopics: () => Effect.map(store.listTopics, (topics) => ({ topics })).pipe(Effect.catchTag("SqlError", Effect.die)),
-    GetTopic: ({ name }) => Operations.getTopic(name).pipe(Effect.catchTag("SqlError", Effect.die)),
-    DeleteTopic: ({ name }) => store.deleteTopic(name).pipe(Effect.catchTag("SqlError", Effect.die)),
-    UpsertEndpoints: ({ name, endpoints }) =>
-      Operations.upsertEndpoints(name, endpoints).pipe(Effect.catchTag("SqlError", Effect.die), Effect.mapError(inPayload))
+      }).pipe(Effect.mapError(inPayload)),
+    GetMessage: ({ messageId }) => messages.get(messageId),
+    ListDlq: (query) => Operations.listDlq(query).pipe(Effect.mapError(inPayload)),
+    RetryDlq: ({ dlqId }) => dlq.retry(dlqId),
+    DeleteDlq: ({ dlqId }) => dlq.delete(dlqId),
+    ListTopics: () => Effect.map(groups.list, (topics) => ({ topics })),
+    GetTopic: ({ name }) => Operations.getTopic(name),
+    DeleteTopic: ({ name }) => groups.delete(name),
+    UpsertEndpoints: ({ name, endpoints }) => Operations.upsertEndpoints(name, endpoints).pipe(Effect.mapError(inPayload))
   })
 }))
 
@@ -56,10 +59,10 @@ export const RpcAuthLive = Layer.effect(
   })
 )
 
-/** POST /rpc: the RPC server of `QueueRpcs`. Needs `Store` and `QueueConfig`. */
+/** POST /rpc: the RPC server of `QueueRpcs`. Needs the stores and `QueueConfig`. */
 export const RpcRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const httpEffect = yield* RpcServer.toHttpEffect(QueueRpcs)
     yield* router.add("POST", "/rpc", httpEffect)
   })
-).pipe(Layer.provide([RpcHandlers, RpcAuthLive, RpcSerialization.layerNdjson]))
+).pipe(Layer.provide([RpcHandlers, RpcAuthLive, RpcDefects.layer, RpcSerialization.layerNdjson]))

@@ -9,7 +9,7 @@ import * as Http from "node:http"
 import type { QueueSettings } from "../src/QueueConfig.ts"
 import { QueueConfig } from "../src/QueueConfig.ts"
 import * as Service from "../src/Service.ts"
-import { Store } from "../src/Store.ts"
+import * as Stores from "../src/store/Stores.ts"
 
 export interface Received {
   readonly method: string
@@ -112,7 +112,7 @@ export const testSettings: Partial<QueueSettings> = {
 /** The queue's base URL (HTTP on an ephemeral port). */
 export class QueueUrl extends Context.Service<QueueUrl, string>()("test/QueueUrl") {}
 
-/** A running queue on a fresh database, its base URL, its Store, and a destination server. */
+/** A running queue on a fresh database, its base URL, its stores, and a destination server. */
 export const queueLayer = (overrides: Partial<QueueSettings> = {}) => {
   const config = QueueConfig.layerWith({ ...testSettings, ...overrides })
   const running = Service.layerNoDeps({ port: 0, host: "127.0.0.1" })
@@ -122,7 +122,7 @@ export const queueLayer = (overrides: Partial<QueueSettings> = {}) => {
       `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`)
   ).pipe(Layer.provide(running))
   return Layer.mergeAll(url, Destination.layer).pipe(
-    Layer.provideMerge(Store.layer),
+    Layer.provideMerge(Stores.layer),
     Layer.provideMerge(config),
     Layer.provideMerge(TestDatabase.layer())
   )
@@ -177,3 +177,4 @@ export const poll = <A, E, R>(
       yield* Effect.sleep("20 millis")
     }
   })
+
