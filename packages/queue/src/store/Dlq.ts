@@ -1,0 +1,206 @@
+/**
+ * The dead-letter queue (`queue.dlq`, one entry per message whose retries were used up; the
+ * message row stays, state `failed`): pages with filters, one entry, retry (the message is queued
+ * again with its retries starting over) and delete. Entries are added by `Messages.exhaust`, in
+ * the transaction that fails the message.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { dieOnSqlError } from "@svc/platform"
+import type { DlqMessage, DlqPage, PublishedMessage } from "@svc/schema"
+import { DlqMessageNotFound } from "@svc/schema"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlSchema } from "effect/sql"
+import { Enqueue } from "./Enqueue.ts"
+import { atNow, MemoryTables } from "./MemoryTables.ts"
+import type { DlqQuery } from "./Model.ts"
+import { CURSOR, isUuid, toDlqMessage } from "./Model.ts"
+import { dieOnSchemaError, DlqRow, toStoredDlqEntry, toStoredMessage } from "./Rows.ts"
+
+/** The cursor of a page whose entries were cut after `limit`: the `seq` of its last entry. */
+const page = <A extends { readonly seq: bigint }>(
+  rows: ReadonlyArray<A>,
+  limit: number,
+  view: (row: A) => DlqMessage
+): DlqPage => {
+  const shown = rows.slice(0, limit)
+  const last = shown[shown.length - 1]
+  return {
+    messages: shown.map(view),
+    ...(rows.length > limit && last !== undefined ? { cursor: String(last.seq) } : {})
+  }
+}
+
+export class Dlq extends Context.Service<Dlq, {
+  /** A page in failure order, 50 unless `limit`; an unknown cursor starts at the beginning. */
+  readonly list: (query: DlqQuery) => Effect.Effect<DlqPage>
+  readonly get: (dlqId: string) => Effect.Effect<DlqMessage, DlqMessageNotFound>
+  /** The entry goes; its message is queued again, due now, its retries starting over. */
+  readonly retry: (dlqId: string) => Effect.Effect<PublishedMessage, DlqMessageNotFound>
+  readonly delete: (dlqId: string) => Effect.Effect<void, DlqMessageNotFound>
+}>()("@svc/queue/store/Dlq") {
+  static readonly layerNoDeps = Layer.effect(
+    Dlq,
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const { wake } = yield* Enqueue
+
+      const pageRows = SqlSchema.findAll({
+        Request: Schema.Struct({
+          after: Schema.String,
+          limit: Schema.Number,
+          url: Schema.NullOr(Schema.String),
+          topicName: Schema.NullOr(Schema.String),
+          responseStatus: Schema.NullOr(Schema.Number),
+          messageId: Schema.NullOr(Schema.String)
+        }),
+        Result: DlqRow,
+        execute: (query) =>
+          sql`
+            SELECT m.*, d.id AS dlq_id, d.seq, d.failed_at, d.response_status, d.response_headers, d.response_body,
+              d.last_error AS dlq_error
+            FROM queue.dlq d JOIN queue.messages m ON m.id = d.message_id
+            WHERE d.seq > ${query.after}::int8
+              AND (${query.url}::text IS NULL OR m.url = ${query.url}::text)
+              AND (${query.topicName}::text IS NULL OR m.topic_name = ${query.topicName}::text)
+              AND (${query.responseStatus}::int4 IS NULL OR d.response_status = ${query.responseStatus}::int4)
+              AND (${query.messageId}::uuid IS NULL OR m.id = ${query.messageId}::uuid)
+            ORDER BY d.seq
+            LIMIT ${query.limit + 1}`
+      })
+
+      const oneRow = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: DlqRow,
+        execute: (dlqId) =>
+          sql`
+            SELECT m.*, d.id AS dlq_id, d.seq, d.failed_at, d.response_status, d.response_headers, d.response_body,
+              d.last_error AS dlq_error
+            FROM queue.dlq d JOIN queue.messages m ON m.id = d.message_id
+            WHERE d.id = ${dlqId}`
+      })
+
+      const view = (row: typeof DlqRow.Type) => toDlqMessage(toStoredMessage(row), toStoredDlqEntry(row))
+
+      const list = (query: DlqQuery) => {
+        const limit = query.limit ?? 50
+        return Effect.map(
+          pageRows({
+            after: query.cursor !== undefined && CURSOR.test(query.cursor) ? query.cursor : "0",
+            limit,
+            url: query.url ?? null,
+            topicName: query.topicName ?? null,
+            responseStatus: query.responseStatus ?? null,
+            messageId: query.messageId === undefined
+              ? null
+              : isUuid(query.messageId)
+              ? query.messageId
+              : "00000000-0000-0000-0000-000000000000"
+          }),
+          (rows) => page(rows, limit, view)
+        )
+      }
+
+      const get = (dlqId: string) =>
+        Effect.gen(function*() {
+          if (!isUuid(dlqId)) return yield* new DlqMessageNotFound({ dlqId })
+          const row = yield* oneRow(dlqId)
+          if (Option.isNone(row)) return yield* new DlqMessageNotFound({ dlqId })
+          return view(row.value)
+        })
+
+      const deletedMessageId = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: Schema.Struct({ message_id: Schema.String }),
+        execute: (dlqId) => sql`DELETE FROM queue.dlq WHERE id = ${dlqId} RETURNING message_id`
+      })
+
+      const retry = (dlqId: string) =>
+        sql.withTransaction(Effect.gen(function*() {
+          if (!isUuid(dlqId)) return yield* new DlqMessageNotFound({ dlqId })
+          const row = yield* deletedMessageId(dlqId)
+          if (Option.isNone(row)) return yield* new DlqMessageNotFound({ dlqId })
+          yield* sql`
+            UPDATE queue.messages
+            SET state = 'queued', retried = 0, not_before = now(), claim_id = NULL, last_error = NULL
+            WHERE id = ${row.value.message_id}`
+          return { messageId: row.value.message_id }
+        })).pipe(Effect.tap(() => wake))
+
+      const remove = (dlqId: string) =>
+        Effect.gen(function*() {
+          if (!isUuid(dlqId)) return yield* new DlqMessageNotFound({ dlqId })
+          const deleted = yield* sql`DELETE FROM queue.dlq WHERE id = ${dlqId} RETURNING id`
+          if (deleted.length === 0) return yield* new DlqMessageNotFound({ dlqId })
+        })
+
+      // The boundary: a database failure (or a row that does not decode) is a defect from here on.
+      const boundary = <A, E, R>(effect: Effect.Effect<A, E, R>) => dieOnSqlError(dieOnSchemaError(effect))
+      return Dlq.of({
+        list: (query) => boundary(list(query)),
+        get: (dlqId) => boundary(get(dlqId)),
+        retry: (dlqId) => boundary(retry(dlqId)),
+        delete: (dlqId) => boundary(remove(dlqId))
+      })
+    })
+  )
+
+  /** Postgres; needs `PgClient`. */
+  static readonly layer = Dlq.layerNoDeps.pipe(Layer.provide(Enqueue.layer))
+
+  /** In memory, on the `MemoryTables` shared with `Messages.layerMemory` (tests only). */
+  static readonly layerMemory = Layer.effect(
+    Dlq,
+    Effect.gen(function*() {
+      const tables = yield* MemoryTables
+      const entryOf = (dlqId: string) => isUuid(dlqId) ? tables.dlq.get(dlqId) : undefined
+      const view = (entry: NonNullable<ReturnType<typeof entryOf>>) => toDlqMessage(tables.messages.get(entry.messageId)!, entry)
+      return Dlq.of({
+        list: (query) =>
+          atNow(tables, () => {
+            const limit = query.limit ?? 50
+            const after = BigInt(query.cursor !== undefined && CURSOR.test(query.cursor) ? query.cursor : "0")
+            const rows = [...tables.dlq.values()]
+              .filter((entry) => {
+                const message = tables.messages.get(entry.messageId)!
+                return entry.seq > after &&
+                  (query.url === undefined || message.url === query.url) &&
+                  (query.topicName === undefined || message.topicName === query.topicName) &&
+                  (query.responseStatus === undefined || entry.responseStatus === query.responseStatus) &&
+                  (query.messageId === undefined || message.id === query.messageId)
+              })
+              .sort((a, b) => a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0)
+              .slice(0, limit + 1)
+            return page(rows, limit, view)
+          }),
+        get: (dlqId) =>
+          Effect.suspend(() => {
+            const entry = entryOf(dlqId)
+            return entry === undefined ? Effect.fail(new DlqMessageNotFound({ dlqId })) : Effect.succeed(view(entry))
+          }),
+        retry: (dlqId) =>
+          Effect.flatten(atNow(tables, (now) => {
+            const entry = entryOf(dlqId)
+            if (entry === undefined) return Effect.fail(new DlqMessageNotFound({ dlqId }))
+            tables.dlq.delete(entry.id)
+            const message = tables.messages.get(entry.messageId)!
+            tables.messages.set(message.id, {
+              ...message,
+              state: "queued",
+              retried: 0,
+              notBefore: new Date(now),
+              claimId: null,
+              lastError: null
+            })
+            return Effect.succeed({ messageId: message.id })
+          })),
+        delete: (dlqId) =>
+          Effect.suspend(() => {
+            const entry = entryOf(dlqId)
+            if (entry === undefined) return Effect.fail(new DlqMessageNotFound({ dlqId }))
+            tables.dlq.delete(entry.id)
+            return Effect.void
+          })
+      })
+    })
+  )
+}

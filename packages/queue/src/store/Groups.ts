@@ -1,0 +1,205 @@
+/**
+ * URL groups (`queue.topics`, `queue.topic_endpoints`): a name, default headers and up to a cap of
+ * endpoints (a URL, optionally named; in the order they were added). The checks of what a request
+ * may store (URLs, names, headers) are `Operations.ts`'s; this store keeps the cap, atomically.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { dieOnSqlError } from "@svc/platform"
+import type { DefaultHeaders, Endpoint, Topic } from "@svc/schema"
+import { TopicNotFound } from "@svc/schema"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlSchema } from "effect/sql"
+import { atNow, type MemoryTopic, MemoryTables } from "./MemoryTables.ts"
+import { GroupFull } from "./Model.ts"
+import { dieOnSchemaError, TopicRow } from "./Rows.ts"
+
+export type EndpointRef = { readonly name?: string | undefined; readonly url?: string | undefined }
+
+const toTopic = (topic: MemoryTopic): Topic => ({
+  name: topic.name,
+  headers: topic.headers,
+  createdAt: topic.createdAt,
+  updatedAt: topic.updatedAt,
+  endpoints: topic.endpoints.map((endpoint) =>
+    endpoint.name === null ? { url: endpoint.url } : { name: endpoint.name, url: endpoint.url }
+  )
+})
+
+export class Groups extends Context.Service<Groups, {
+  /** Every group, by name. */
+  readonly list: Effect.Effect<ReadonlyArray<Topic>>
+  readonly get: (name: string) => Effect.Effect<Option.Option<Topic>>
+  /**
+   * Adds endpoints (creating the group): a known URL takes the given name, a named endpoint given a
+   * new URL moves there. Fails with {@link GroupFull}, nothing stored, past `maxEndpoints`.
+   */
+  readonly upsertEndpoints: (
+    name: string,
+    endpoints: ReadonlyArray<Endpoint>,
+    maxEndpoints: number
+  ) => Effect.Effect<Topic, GroupFull>
+  /** Removes the endpoints matching a URL or a name. */
+  readonly removeEndpoints: (name: string, endpoints: ReadonlyArray<EndpointRef>) => Effect.Effect<Topic, TopicNotFound>
+  readonly setHeaders: (name: string, headers: DefaultHeaders) => Effect.Effect<Topic, TopicNotFound>
+  readonly delete: (name: string) => Effect.Effect<void, TopicNotFound>
+}>()("@svc/queue/store/Groups") {
+  static readonly layer = Layer.effect(
+    Groups,
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+
+      const select = SqlSchema.findAll({
+        Request: Schema.NullOr(Schema.String),
+        Result: TopicRow,
+        execute: (name) =>
+          sql`
+            SELECT t.name, t.headers, t.created_at, t.updated_at,
+              coalesce((SELECT jsonb_agg(jsonb_build_object('name', e.name, 'url', e.url) ORDER BY e.position)
+                        FROM queue.topic_endpoints e WHERE e.topic_name = t.name), '[]'::jsonb) AS endpoints
+            FROM queue.topics t
+            WHERE (${name}::text IS NULL OR t.name = ${name}::text)
+            ORDER BY t.name`
+      })
+      const topics = (name: string | null) =>
+        Effect.map(select(name), (rows) =>
+          rows.map((row) =>
+            toTopic({
+              name: row.name,
+              headers: row.headers,
+              createdAt: row.created_at.getTime(),
+              updatedAt: row.updated_at.getTime(),
+              endpoints: row.endpoints
+            })
+          ))
+
+      const get = (name: string) => Effect.map(topics(name), (found) => Option.fromUndefinedOr(found[0]))
+      const mustGet = (name: string) =>
+        Effect.flatMap(get(name), Option.match({
+          onNone: () => Effect.fail(new TopicNotFound({ name })),
+          onSome: Effect.succeed
+        }))
+
+      const count = SqlSchema.findAll({
+        Request: Schema.String,
+        Result: Schema.Struct({ n: Schema.Number }),
+        execute: (name) => sql`SELECT count(*)::int4 AS n FROM queue.topic_endpoints WHERE topic_name = ${name}`
+      })
+
+      const upsertEndpoints = (name: string, endpoints: ReadonlyArray<Endpoint>, maxEndpoints: number) =>
+        sql.withTransaction(Effect.gen(function*() {
+          // The topic row is locked from here on: concurrent upserts of one group count in turn.
+          yield* sql`
+            INSERT INTO queue.topics (name) VALUES (${name})
+            ON CONFLICT (name) DO UPDATE SET updated_at = now()`
+          for (const endpoint of endpoints) {
+            const endpointName = endpoint.name ?? null
+            if (endpointName !== null) {
+              // A named endpoint given a new URL moves there.
+              yield* sql`DELETE FROM queue.topic_endpoints
+                WHERE topic_name = ${name} AND name = ${endpointName} AND url <> ${endpoint.url}`
+            }
+            yield* sql`
+              INSERT INTO queue.topic_endpoints (topic_name, url, name) VALUES (${name}, ${endpoint.url}, ${endpointName})
+              ON CONFLICT (topic_name, url) DO UPDATE SET name = EXCLUDED.name`
+          }
+          const [held] = yield* count(name)
+          const n = held?.n ?? 0
+          // Failing rolls the transaction back: nothing of this request stays.
+          if (n > maxEndpoints) return yield* new GroupFull({ name, endpoints: n, max: maxEndpoints })
+          return yield* Effect.orDie(mustGet(name))
+        }))
+
+      const removeEndpoints = (name: string, endpoints: ReadonlyArray<EndpointRef>) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* mustGet(name)
+          for (const endpoint of endpoints) {
+            yield* sql`
+              DELETE FROM queue.topic_endpoints
+              WHERE topic_name = ${name}
+                AND ((${endpoint.url ?? null}::text IS NOT NULL AND url = ${endpoint.url ?? null}::text)
+                  OR (${endpoint.name ?? null}::text IS NOT NULL AND name = ${endpoint.name ?? null}::text))`
+          }
+          yield* sql`UPDATE queue.topics SET updated_at = now() WHERE name = ${name}`
+          return yield* mustGet(name)
+        }))
+
+      const setHeaders = (name: string, headers: DefaultHeaders) =>
+        Effect.gen(function*() {
+          const updated = yield* sql`
+            UPDATE queue.topics SET headers = ${sql.json(headers)}::jsonb, updated_at = now()
+            WHERE name = ${name} RETURNING name`
+          if (updated.length === 0) return yield* new TopicNotFound({ name })
+          return yield* mustGet(name)
+        })
+
+      const remove = (name: string) =>
+        Effect.gen(function*() {
+          const deleted = yield* sql`DELETE FROM queue.topics WHERE name = ${name} RETURNING name`
+          if (deleted.length === 0) return yield* new TopicNotFound({ name })
+        })
+
+      // The boundary: a database failure (or a row that does not decode) is a defect from here on.
+      const boundary = <A, E, R>(effect: Effect.Effect<A, E, R>) => dieOnSqlError(dieOnSchemaError(effect))
+      return Groups.of({
+        list: boundary(topics(null)),
+        get: (name) => boundary(get(name)),
+        upsertEndpoints: (name, endpoints, maxEndpoints) => boundary(upsertEndpoints(name, endpoints, maxEndpoints)),
+        removeEndpoints: (name, endpoints) => boundary(removeEndpoints(name, endpoints)),
+        setHeaders: (name, headers) => boundary(setHeaders(name, headers)),
+        delete: (name) => boundary(remove(name))
+      })
+    })
+  )
+
+  /** In memory (tests only). */
+  static readonly layerMemory = Layer.effect(
+    Groups,
+    Effect.gen(function*() {
+      const tables = yield* MemoryTables
+      const found = (name: string) => {
+        const topic = tables.topics.get(name)
+        return topic === undefined ? Effect.fail(new TopicNotFound({ name })) : Effect.succeed(toTopic(topic))
+      }
+      return Groups.of({
+        list: Effect.sync(() => [...tables.topics.values()].sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0).map(toTopic)),
+        get: (name) => Effect.sync(() => Option.map(Option.fromUndefinedOr(tables.topics.get(name)), toTopic)),
+        upsertEndpoints: (name, endpoints, maxEndpoints) =>
+          Effect.flatten(atNow(tables, (now) => {
+            const before = tables.topics.get(name)
+            let list = [...(before?.endpoints ?? [])]
+            for (const endpoint of endpoints) {
+              const endpointName = endpoint.name ?? null
+              if (endpointName !== null) list = list.filter((e) => !(e.name === endpointName && e.url !== endpoint.url))
+              const at = list.findIndex((e) => e.url === endpoint.url)
+              if (at >= 0) list[at] = { name: endpointName, url: endpoint.url }
+              else list.push({ name: endpointName, url: endpoint.url })
+            }
+            // Nothing is stored past the cap (the transaction's rollback).
+            if (list.length > maxEndpoints) return Effect.fail(new GroupFull({ name, endpoints: list.length, max: maxEndpoints }))
+            const topic: MemoryTopic = before === undefined
+              ? { name, headers: {}, createdAt: now, updatedAt: now, endpoints: list }
+              : { ...before, updatedAt: now, endpoints: list }
+            tables.topics.set(name, topic)
+            return Effect.succeed(toTopic(topic))
+          })),
+        removeEndpoints: (name, endpoints) =>
+          Effect.flatten(atNow(tables, (now) => {
+            const topic = tables.topics.get(name)
+            if (topic === undefined) return found(name)
+            const gone = (e: MemoryTopic["endpoints"][number]) =>
+              endpoints.some((ref) => (ref.url !== undefined && e.url === ref.url) || (ref.name !== undefined && e.name === ref.name))
+            tables.topics.set(name, { ...topic, updatedAt: now, endpoints: topic.endpoints.filter((e) => !gone(e)) })
+            return found(name)
+          })),
+        setHeaders: (name, headers) =>
+          Effect.flatten(atNow(tables, (now) => {
+            const topic = tables.topics.get(name)
+            if (topic !== undefined) tables.topics.set(name, { ...topic, headers, updatedAt: now })
+            return found(name)
+          })),
+        delete: (name) =>
+          Effect.suspend(() => tables.topics.delete(name) ? Effect.void : Effect.fail(new TopicNotFound({ name })))
+      })
+    })
+  )
+}

@@ -1,0 +1,80 @@
+/**
+ * The queue's tables in memory, for the stores' `layerMemory`: one value per layer build, shared by
+ * the stores that share tables in Postgres (messages and the DLQ). Each store operation reads the
+ * clock (`Clock`, so `TestClock` drives it) and then changes these maps in one synchronous step,
+ * which is what a transaction is here.
+ */
+import type { DefaultHeaders, PublishedMessage } from "@svc/schema"
+import { Clock, Context, Effect, Layer } from "effect"
+import * as Crypto from "node:crypto"
+import type { NewMessage, StoredDlqEntry, StoredMessage } from "./Model.ts"
+
+export interface MemoryTopic {
+  readonly name: string
+  readonly headers: DefaultHeaders
+  readonly createdAt: number
+  readonly updatedAt: number
+  /** In insertion order (`position` in Postgres). */
+  readonly endpoints: ReadonlyArray<{ readonly name: string | null; readonly url: string }>
+}
+
+export interface Tables {
+  readonly messages: Map<string, StoredMessage>
+  /** By DLQ id. */
+  readonly dlq: Map<string, StoredDlqEntry>
+  readonly dedup: Map<string, { readonly result: ReadonlyArray<PublishedMessage>; readonly expiresAt: number }>
+  readonly topics: Map<string, MemoryTopic>
+  keys: { readonly current: string; readonly next: string } | undefined
+  /** The DLQ's `seq` (a bigserial in Postgres). */
+  seq: bigint
+}
+
+export class MemoryTables extends Context.Service<MemoryTables, Tables>()("@svc/queue/store/MemoryTables") {
+  /** Fresh, empty tables per build. */
+  static readonly layer = Layer.sync(MemoryTables, (): Tables => ({
+    messages: new Map(),
+    dlq: new Map(),
+    dedup: new Map(),
+    topics: new Map(),
+    keys: undefined,
+    seq: 0n
+  }))
+}
+
+/** Runs `f` on the tables at the clock's current time (ms), in one synchronous step. */
+export const atNow = <A>(tables: Tables, f: (now: number, tables: Tables) => A): Effect.Effect<A> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => f(now, tables)))
+
+/** The rows an INSERT of `messages` at `now` adds (`not_before` = now + the delay); returns the ids. */
+export const insertMessages = (tables: Tables, now: number, messages: ReadonlyArray<NewMessage>): Array<string> =>
+  messages.map((message) => {
+    const id = Crypto.randomUUID()
+    const due = new Date(now + message.delivery.delayMs)
+    tables.messages.set(id, {
+      id,
+      kind: message.kind,
+      state: "queued",
+      url: message.url,
+      method: message.delivery.method,
+      headers: message.delivery.headers,
+      body: message.body,
+      timeoutMs: message.delivery.timeoutMs,
+      maxRetries: message.delivery.retries,
+      retried: 0,
+      notBefore: due,
+      scheduledAt: due,
+      createdAt: new Date(now),
+      claimId: null,
+      deliveredAt: null,
+      lastStatus: null,
+      lastError: null,
+      callback: message.callback ?? null,
+      failureCallback: message.failureCallback ?? null,
+      topicName: message.topicName ?? null,
+      endpointName: message.endpointName ?? null,
+      callerIp: message.callerIp ?? null,
+      dedupId: message.dedupId ?? null,
+      sourceMessageId: message.sourceMessageId ?? null
+    })
+    return id
+  })

@@ -1,0 +1,249 @@
+/**
+ * The messages store (`queue.messages`, `queue.dedup`): publish (with deduplication ids), the
+ * worker's claims and their completions (delivered, retry, exhausted into the DLQ, released), and a
+ * message's state and cancellation. Every completion of a claimed message is guarded by its claim
+ * id: a worker whose lease expired cannot overwrite a later claim's outcome.
+ *
+ * `layer` is Postgres (schema `queue`, see migrations/queue); `layerMemory` keeps the same tables
+ * in memory (`MemoryTables`) for tests.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { dieOnSqlError } from "@svc/platform"
+import type { Message, PublishedMessage } from "@svc/schema"
+import { MessageNotCancellable, MessageNotFound } from "@svc/schema"
+import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { SqlSchema } from "effect/sql"
+import * as Crypto from "node:crypto"
+import { QueueConfig } from "../QueueConfig.ts"
+import { Enqueue } from "./Enqueue.ts"
+import { makeMessagesMemory } from "./MessagesMemory.ts"
+import type { Claim, ClaimedMessage, DeliveredResult, Exhausted, NewMessage } from "./Model.ts"
+import { isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
+import { dieOnSchemaError, MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
+
+export interface MessagesShape {
+  /** Enqueue; with a deduplication id, a repeat within the window enqueues nothing and answers the first. */
+  readonly publish: (
+    messages: ReadonlyArray<NewMessage>,
+    dedupId: string | undefined
+  ) => Effect.Effect<ReadonlyArray<PublishedMessage>>
+  /**
+   * Up to `limit` due messages, leased to one new claim: until now + the message's timeout +
+   * `QUEUE_LEASE_MARGIN` no other claim sees them; then they are due again.
+   */
+  readonly claim: (limit: number) => Effect.Effect<ReadonlyArray<ClaimedMessage>>
+  /** Milliseconds until the earliest queued message is due (0 when one is), for the idle sleep. */
+  readonly nextDue: Effect.Effect<Option.Option<number>>
+  readonly markDelivered: (results: ReadonlyArray<DeliveredResult>) => Effect.Effect<void>
+  /** Delivered, and enqueue its callback in the same transaction. */
+  readonly deliveredWithCallback: (result: DeliveredResult, callback: NewMessage) => Effect.Effect<void>
+  /** A failed attempt with retries left: `retried` + 1, due again after `delayMs`. */
+  readonly scheduleRetry: (
+    message: Claim,
+    delayMs: number,
+    status: number | undefined,
+    error: string | undefined
+  ) => Effect.Effect<void>
+  /** Retries used up: state failed, the DLQ entry and the callbacks, in one transaction. */
+  readonly exhaust: (message: Claim, exhausted: Exhausted) => Effect.Effect<void>
+  /** Give claimed messages back (shutdown): due again now. */
+  readonly release: (claims: ReadonlyArray<Claim>) => Effect.Effect<void>
+  readonly get: (id: string) => Effect.Effect<Message, MessageNotFound>
+  /** A queued message (claimed or not) becomes cancelled; a finished one cannot. */
+  readonly cancel: (id: string) => Effect.Effect<void, MessageNotFound | MessageNotCancellable>
+}
+
+export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/queue/store/Messages") {
+  /** Postgres, with `Enqueue` given by the caller (shared with the DLQ store). */
+  static readonly layerNoDeps = Layer.effect(
+    Messages,
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const { insert, wake } = yield* Enqueue
+      const config = yield* QueueConfig
+      const leaseMarginMs = Duration.toMillis(config.leaseMargin)
+      const dedupWindowMs = Duration.toMillis(config.dedupWindow)
+      const wakeIf = (due: boolean) => due ? wake : Effect.void
+
+      const seenAnswer = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: Schema.Struct({
+          result: Schema.Array(Schema.Struct({
+            messageId: Schema.String,
+            url: Schema.optionalKey(Schema.String),
+            endpointName: Schema.optionalKey(Schema.String)
+          }))
+        }),
+        execute: (dedupId) => sql`SELECT result FROM queue.dedup WHERE id = ${dedupId}`
+      })
+
+      /** With a deduplication id: the id, the messages and the remembered answer commit together. */
+      const publishOnce = (messages: ReadonlyArray<NewMessage>, dedupId: string) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const fresh = yield* sql`
+            INSERT INTO queue.dedup (id, result, expires_at)
+            VALUES (${dedupId}, '[]'::jsonb, now() + ${dedupWindowMs}::float8 * interval '1 millisecond')
+            ON CONFLICT (id) DO UPDATE SET result = '[]'::jsonb, expires_at = EXCLUDED.expires_at
+              WHERE queue.dedup.expires_at < now()
+            RETURNING id`
+          if (fresh.length === 0) {
+            const seen = yield* seenAnswer(dedupId)
+            const first = Option.match(seen, { onNone: () => [], onSome: (row) => row.result })
+            return { result: first.map((entry) => ({ ...entry, deduplicated: true })), due: false }
+          }
+          const { ids, due } = yield* insert(messages)
+          const result = toPublished(messages, ids)
+          yield* sql`UPDATE queue.dedup SET result = ${sql.json(result)}::jsonb WHERE id = ${dedupId}`
+          // Forget long-expired ids.
+          yield* sql`DELETE FROM queue.dedup WHERE expires_at < now() - interval '1 hour'`
+          return { result, due }
+        })).pipe(Effect.tap(({ due }) => wakeIf(due)), Effect.map(({ result }) => result))
+
+      const publish = (messages: ReadonlyArray<NewMessage>, dedupId: string | undefined) =>
+        dedupId === undefined
+          // One INSERT: atomic by itself, no transaction needed.
+          ? Effect.map(insert(messages).pipe(Effect.tap(({ due }) => wakeIf(due))), ({ ids }) => toPublished(messages, ids))
+          : publishOnce(messages, dedupId)
+
+      const claimRows = SqlSchema.findAll({
+        Request: Schema.Struct({ claimId: Schema.String, limit: Schema.Number }),
+        Result: MessageRow,
+        execute: ({ claimId, limit }) =>
+          sql`
+            WITH due AS (
+              SELECT id FROM queue.messages
+              WHERE state = 'queued' AND not_before <= now()
+              ORDER BY not_before
+              LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            )
+            UPDATE queue.messages m
+            SET claim_id = ${claimId}::uuid,
+                not_before = now() + (m.timeout_ms + ${leaseMarginMs}::int4) * interval '1 millisecond'
+            FROM due WHERE m.id = due.id
+            RETURNING m.*`
+      })
+
+      const claim = (limit: number) =>
+        Effect.suspend(() => {
+          const claimId = Crypto.randomUUID()
+          return Effect.map(claimRows({ claimId, limit }), (rows) => rows.map((row) => toClaimed(toStoredMessage(row), claimId)))
+        })
+
+      const dueRow = SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: Schema.Struct({ due: Schema.NullOr(Schema.Date), now: Schema.Date }),
+        execute: () =>
+          sql`SELECT (SELECT min(not_before) FROM queue.messages WHERE state = 'queued') AS due, now() AS now`
+      })
+      const nextDue = Effect.map(dueRow(undefined), ([row]) =>
+        row === undefined || row.due === null
+          ? Option.none<number>()
+          : Option.some(Math.max(0, row.due.getTime() - row.now.getTime())))
+
+      const markDelivered = (results: ReadonlyArray<DeliveredResult>) =>
+        results.length === 0 ? Effect.void : sql`
+          UPDATE queue.messages m
+          SET state = 'delivered', delivered_at = now(), claim_id = NULL, last_status = d.status, last_error = NULL
+          FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.claimId)}::uuid[],
+                      ${results.map((r) => r.status)}::int4[]) AS d(id, claim, status)
+          WHERE m.id = d.id AND m.claim_id = d.claim AND m.state = 'queued'`.pipe(Effect.asVoid)
+
+      const deliveredWithCallback = (result: DeliveredResult, callback: NewMessage) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const updated = yield* sql`
+            UPDATE queue.messages
+            SET state = 'delivered', delivered_at = now(), claim_id = NULL, last_status = ${result.status}, last_error = NULL
+            WHERE id = ${result.id} AND claim_id = ${result.claimId} AND state = 'queued'
+            RETURNING id`
+          return updated.length > 0 ? (yield* insert([callback])).due : false
+        })).pipe(Effect.flatMap(wakeIf))
+
+      const scheduleRetry = (message: Claim, delayMs: number, status: number | undefined, error: string | undefined) =>
+        sql`
+          UPDATE queue.messages
+          SET retried = retried + 1, claim_id = NULL, last_status = ${status ?? null}, last_error = ${error ?? null},
+              not_before = now() + ${delayMs}::float8 * interval '1 millisecond'
+          WHERE id = ${message.id} AND claim_id = ${message.claimId} AND state = 'queued'`.pipe(Effect.asVoid)
+
+      const exhaust = (message: Claim, exhausted: Exhausted) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const updated = yield* sql`
+            UPDATE queue.messages
+            SET state = 'failed', claim_id = NULL, last_status = ${exhausted.status ?? null}, last_error = ${exhausted.error ?? null}
+            WHERE id = ${message.id} AND claim_id = ${message.claimId} AND state = 'queued'
+            RETURNING id`
+          if (updated.length === 0) return false
+          yield* sql`
+            INSERT INTO queue.dlq (id, message_id, response_status, response_headers, response_body, last_error)
+            VALUES (${exhausted.dlqId}, ${message.id}, ${exhausted.status ?? null},
+              ${exhausted.headers === undefined ? null : sql.json(exhausted.headers)}::jsonb,
+              ${exhausted.body ?? null}::bytea, ${exhausted.error ?? null})`
+          return (yield* insert(exhausted.callbacks)).due
+        })).pipe(Effect.flatMap(wakeIf))
+
+      const release = (claims: ReadonlyArray<Claim>) =>
+        claims.length === 0 ? Effect.void : sql`
+          UPDATE queue.messages m SET claim_id = NULL, not_before = now()
+          FROM unnest(${claims.map((c) => c.id)}::uuid[], ${claims.map((c) => c.claimId)}::uuid[]) AS d(id, claim)
+          WHERE m.id = d.id AND m.claim_id = d.claim AND m.state = 'queued'`.pipe(Effect.asVoid)
+
+      const viewRow = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: MessageViewRow,
+        execute: (id) =>
+          sql`
+            SELECT m.*, (m.claim_id IS NOT NULL AND m.not_before > now()) AS in_flight, d.id AS dlq_id
+            FROM queue.messages m LEFT JOIN queue.dlq d ON d.message_id = m.id
+            WHERE m.id = ${id}`
+      })
+
+      const get = (id: string) =>
+        Effect.gen(function*() {
+          if (!isUuid(id)) return yield* new MessageNotFound({ messageId: id })
+          const row = yield* viewRow(id)
+          if (Option.isNone(row)) return yield* new MessageNotFound({ messageId: id })
+          return toMessage(toStoredMessage(row.value), row.value.in_flight, row.value.dlq_id)
+        })
+
+      const stateRow = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: Schema.Struct({ state: Schema.String }),
+        execute: (id) => sql`SELECT state FROM queue.messages WHERE id = ${id}`
+      })
+
+      const cancel = (id: string) =>
+        Effect.gen(function*() {
+          if (!isUuid(id)) return yield* new MessageNotFound({ messageId: id })
+          const updated = yield* sql`
+            UPDATE queue.messages SET state = 'cancelled', claim_id = NULL
+            WHERE id = ${id} AND state = 'queued' RETURNING id`
+          if (updated.length > 0) return
+          const row = yield* stateRow(id)
+          if (Option.isNone(row)) return yield* new MessageNotFound({ messageId: id })
+          return yield* new MessageNotCancellable({ messageId: id, state: row.value.state })
+        })
+
+      // The boundary: a database failure (or a row that does not decode) is a defect from here on.
+      const boundary = <A, E, R>(effect: Effect.Effect<A, E, R>) => dieOnSqlError(dieOnSchemaError(effect))
+      return Messages.of({
+        publish: (messages, dedupId) => boundary(publish(messages, dedupId)),
+        claim: (limit) => boundary(claim(limit)),
+        nextDue: boundary(nextDue),
+        markDelivered: (results) => boundary(markDelivered(results)),
+        deliveredWithCallback: (result, callback) => boundary(deliveredWithCallback(result, callback)),
+        scheduleRetry: (message, delayMs, status, error) => boundary(scheduleRetry(message, delayMs, status, error)),
+        exhaust: (message, exhausted) => boundary(exhaust(message, exhausted)),
+        release: (claims) => boundary(release(claims)),
+        get: (id) => boundary(get(id)),
+        cancel: (id) => boundary(cancel(id))
+      })
+    })
+  )
+
+  /** Postgres; needs `PgClient` and `QueueConfig`. */
+  static readonly layer = Messages.layerNoDeps.pipe(Layer.provide(Enqueue.layer))
+
+  /** In memory, on the shared `MemoryTables` (tests only). */
+  static readonly layerMemory = Layer.effect(Messages, Effect.map(makeMessagesMemory, Messages.of))
+}

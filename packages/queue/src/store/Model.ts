@@ -1,0 +1,232 @@
+/**
+ * What the queue's stores (`Messages`, `Dlq`, `Groups`, `SigningKeys`) hold and hand out, whatever
+ * keeps it (Postgres or memory): a stored message as a record, the inputs of the writes, and the
+ * one conversion of a stored message into the API's `Message` and `DlqMessage`, so both layers
+ * answer alike.
+ */
+import type { CallbackSettings, DlqMessage, Message, MessageState, PublishedMessage } from "@svc/schema"
+import { Data } from "effect"
+import type { DeliverySettings } from "../Publish.ts"
+
+export type MessageKind = "message" | "callback" | "failure_callback"
+
+/** A message as a worker claimed it. */
+export interface ClaimedMessage {
+  readonly id: string
+  readonly claimId: string
+  readonly kind: MessageKind
+  readonly url: string
+  readonly method: string
+  readonly headers: Record<string, string>
+  readonly body: Uint8Array
+  readonly timeoutMs: number
+  readonly maxRetries: number
+  readonly retried: number
+  readonly callback: CallbackSettings | null
+  readonly failureCallback: CallbackSettings | null
+  readonly topicName: string | null
+  readonly endpointName: string | null
+  readonly callerIp: string | null
+  readonly scheduledAt: Date
+  readonly createdAt: Date
+}
+
+/** A message to insert. */
+export interface NewMessage {
+  readonly kind: MessageKind
+  readonly url: string
+  readonly delivery: DeliverySettings
+  readonly body: Uint8Array
+  readonly callback?: CallbackSettings | undefined
+  readonly failureCallback?: CallbackSettings | undefined
+  readonly topicName?: string | undefined
+  readonly endpointName?: string | undefined
+  readonly callerIp?: string | undefined
+  readonly dedupId?: string | undefined
+  readonly sourceMessageId?: string | undefined
+}
+
+export interface DeliveredResult {
+  readonly id: string
+  readonly claimId: string
+  readonly status: number
+}
+
+/** A claim to give back or complete: the message and the claim that holds it. */
+export interface Claim {
+  readonly id: string
+  readonly claimId: string
+}
+
+/**
+ * A message whose retries are used up, as data computed before the storage transaction: the DLQ
+ * row's id and contents, and the callbacks to enqueue with it (their bodies already name `dlqId`).
+ */
+export interface Exhausted {
+  readonly dlqId: string
+  readonly status: number | undefined
+  readonly headers: Record<string, Array<string>> | undefined
+  readonly body: Uint8Array | undefined
+  readonly error: string | undefined
+  readonly callbacks: ReadonlyArray<NewMessage>
+}
+
+export interface DlqQuery {
+  readonly cursor?: string | undefined
+  readonly limit?: number | undefined
+  readonly url?: string | undefined
+  readonly topicName?: string | undefined
+  readonly responseStatus?: number | undefined
+  readonly messageId?: string | undefined
+}
+
+/** An upsert would make a URL group hold more than its cap of endpoints. */
+export class GroupFull extends Data.TaggedError("GroupFull")<{
+  readonly name: string
+  readonly endpoints: number
+  readonly max: number
+}> {}
+
+/** A message as stored (the columns of `queue.messages`, decoded). */
+export interface StoredMessage {
+  readonly id: string
+  readonly kind: MessageKind
+  readonly state: "queued" | "delivered" | "failed" | "cancelled"
+  readonly url: string
+  readonly method: string
+  readonly headers: Record<string, string>
+  readonly body: Uint8Array
+  readonly timeoutMs: number
+  readonly maxRetries: number
+  readonly retried: number
+  readonly notBefore: Date
+  readonly scheduledAt: Date
+  readonly createdAt: Date
+  readonly claimId: string | null
+  readonly deliveredAt: Date | null
+  readonly lastStatus: number | null
+  readonly lastError: string | null
+  readonly callback: CallbackSettings | null
+  readonly failureCallback: CallbackSettings | null
+  readonly topicName: string | null
+  readonly endpointName: string | null
+  readonly callerIp: string | null
+  readonly dedupId: string | null
+  readonly sourceMessageId: string | null
+}
+
+/** A DLQ entry as stored (the columns of `queue.dlq`, decoded). */
+export interface StoredDlqEntry {
+  readonly id: string
+  readonly seq: bigint
+  readonly messageId: string
+  readonly failedAt: Date
+  readonly responseStatus: number | null
+  readonly responseHeaders: { readonly [name: string]: ReadonlyArray<string> } | null
+  readonly responseBody: Uint8Array | null
+  readonly lastError: string | null
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+/** Ids are uuids: anything else names nothing (and never reaches a `::uuid` cast). */
+export const isUuid = (id: string) => UUID.test(id)
+
+/** A DLQ cursor is the `seq` of the last entry of the previous page. */
+export const CURSOR = /^\d{1,18}$/
+
+const b64 = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? new Uint8Array()).toString("base64")
+
+/** Optional keys only when present (exactOptionalPropertyTypes). */
+const defined = <A extends Record<string, unknown>>(record: A): { [K in keyof A]?: Exclude<A[K], undefined | null> } => {
+  const out: { [K in keyof A]?: Exclude<A[K], undefined | null> } = {}
+  for (const key of Object.keys(record) as Array<keyof A>) {
+    const value = record[key]
+    if (value !== undefined && value !== null) out[key] = value as Exclude<A[keyof A], undefined | null>
+  }
+  return out
+}
+
+/** The answer of a publish: the message ids, and for a group each endpoint's URL and name. */
+export const toPublished = (messages: ReadonlyArray<NewMessage>, ids: ReadonlyArray<string>): Array<PublishedMessage> =>
+  messages.map((message, i) => ({
+    messageId: ids[i]!,
+    ...defined({
+      url: message.topicName === undefined ? undefined : message.url,
+      endpointName: message.endpointName
+    })
+  }))
+
+/** The API's view of a message; `inFlight` = claimed with an unexpired lease. */
+export const toMessage = (row: StoredMessage, inFlight: boolean, dlqId: string | null): Message => {
+  const state: MessageState = row.state === "queued" && inFlight ? "delivering" : row.state
+  return {
+    messageId: row.id,
+    state,
+    kind: row.kind,
+    url: row.url,
+    method: row.method,
+    header: row.headers,
+    body: b64(row.body),
+    retried: row.retried,
+    maxRetries: row.maxRetries,
+    timeoutMs: row.timeoutMs,
+    notBefore: row.scheduledAt.getTime(),
+    createdAt: row.createdAt.getTime(),
+    ...defined({
+      topicName: row.topicName,
+      endpointName: row.endpointName,
+      deliveredAt: row.deliveredAt?.getTime(),
+      lastStatus: row.lastStatus,
+      lastError: row.lastError,
+      deduplicationId: row.dedupId,
+      callback: row.callback,
+      failureCallback: row.failureCallback,
+      dlqId,
+      callerIP: row.callerIp
+    })
+  }
+}
+
+/** The API's view of a DLQ entry and its message. */
+export const toDlqMessage = (message: StoredMessage, entry: StoredDlqEntry): DlqMessage => ({
+  dlqId: entry.id,
+  messageId: message.id,
+  url: message.url,
+  method: message.method,
+  header: message.headers,
+  body: b64(message.body),
+  retried: message.retried,
+  maxRetries: message.maxRetries,
+  createdAt: message.createdAt.getTime(),
+  failedAt: entry.failedAt.getTime(),
+  ...defined({
+    topicName: message.topicName,
+    endpointName: message.endpointName,
+    responseStatus: entry.responseStatus,
+    responseHeader: entry.responseHeaders,
+    responseBody: entry.responseBody === null ? undefined : b64(entry.responseBody),
+    lastError: entry.lastError,
+    callerIP: message.callerIp
+  })
+})
+
+/** What a claim hands the worker of a stored message. */
+export const toClaimed = (row: StoredMessage, claimId: string): ClaimedMessage => ({
+  id: row.id,
+  claimId,
+  kind: row.kind,
+  url: row.url,
+  method: row.method,
+  headers: row.headers,
+  body: row.body,
+  timeoutMs: row.timeoutMs,
+  maxRetries: row.maxRetries,
+  retried: row.retried,
+  callback: row.callback,
+  failureCallback: row.failureCallback,
+  topicName: row.topicName,
+  endpointName: row.endpointName,
+  callerIp: row.callerIp,
+  scheduledAt: row.scheduledAt,
+  createdAt: row.createdAt
+})

@@ -1,0 +1,115 @@
+/**
+ * The rows the Postgres stores read, as schemas: every read decodes its rows (`SqlSchema`) and maps
+ * them to the records of `Model.ts`. A row that does not decode is a defect (the schema and the
+ * code disagree), never a value typed by assertion.
+ */
+import { CallbackSettings, DefaultHeaders } from "@svc/schema"
+import { Effect, Schema } from "effect"
+import type { StoredDlqEntry, StoredMessage } from "./Model.ts"
+
+const NullOr = Schema.NullOr
+
+/** Every column of `queue.messages`. */
+export const MessageRow = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.Literals(["message", "callback", "failure_callback"]),
+  state: Schema.Literals(["queued", "delivered", "failed", "cancelled"]),
+  url: Schema.String,
+  method: Schema.String,
+  headers: Schema.Record(Schema.String, Schema.String),
+  body: Schema.Uint8Array,
+  timeout_ms: Schema.Number,
+  max_retries: Schema.Number,
+  retried: Schema.Number,
+  not_before: Schema.Date,
+  scheduled_at: Schema.Date,
+  created_at: Schema.Date,
+  claim_id: NullOr(Schema.String),
+  delivered_at: NullOr(Schema.Date),
+  last_status: NullOr(Schema.Number),
+  last_error: NullOr(Schema.String),
+  callback: NullOr(CallbackSettings),
+  failure_callback: NullOr(CallbackSettings),
+  topic_name: NullOr(Schema.String),
+  endpoint_name: NullOr(Schema.String),
+  caller_ip: NullOr(Schema.String),
+  dedup_id: NullOr(Schema.String),
+  source_message_id: NullOr(Schema.String)
+})
+
+export const toStoredMessage = (row: typeof MessageRow.Type): StoredMessage => ({
+  id: row.id,
+  kind: row.kind,
+  state: row.state,
+  url: row.url,
+  method: row.method,
+  headers: row.headers,
+  body: row.body,
+  timeoutMs: row.timeout_ms,
+  maxRetries: row.max_retries,
+  retried: row.retried,
+  notBefore: row.not_before,
+  scheduledAt: row.scheduled_at,
+  createdAt: row.created_at,
+  claimId: row.claim_id,
+  deliveredAt: row.delivered_at,
+  lastStatus: row.last_status,
+  lastError: row.last_error,
+  callback: row.callback,
+  failureCallback: row.failure_callback,
+  topicName: row.topic_name,
+  endpointName: row.endpoint_name,
+  callerIp: row.caller_ip,
+  dedupId: row.dedup_id,
+  sourceMessageId: row.source_message_id
+})
+
+/** A message with whether its claim is unexpired and its DLQ entry's id (`GET /v2/messages/<id>`). */
+export const MessageViewRow = Schema.Struct({
+  ...MessageRow.fields,
+  in_flight: Schema.Boolean,
+  dlq_id: NullOr(Schema.String)
+})
+
+/** A DLQ entry joined with its message (`m.*` and the `dlq` columns renamed). */
+export const DlqRow = Schema.Struct({
+  ...MessageRow.fields,
+  dlq_id: Schema.String,
+  seq: Schema.BigInt,
+  failed_at: Schema.Date,
+  response_status: NullOr(Schema.Number),
+  response_headers: NullOr(Schema.Record(Schema.String, Schema.Array(Schema.String))),
+  response_body: NullOr(Schema.Uint8Array),
+  dlq_error: NullOr(Schema.String)
+})
+
+export const toStoredDlqEntry = (row: typeof DlqRow.Type): StoredDlqEntry => ({
+  id: row.dlq_id,
+  seq: row.seq,
+  messageId: row.id,
+  failedAt: row.failed_at,
+  responseStatus: row.response_status,
+  responseHeaders: row.response_headers,
+  responseBody: row.response_body,
+  lastError: row.dlq_error
+})
+
+export const TopicRow = Schema.Struct({
+  name: Schema.String,
+  headers: DefaultHeaders,
+  created_at: Schema.Date,
+  updated_at: Schema.Date,
+  endpoints: Schema.Array(Schema.Struct({ name: NullOr(Schema.String), url: Schema.String }))
+})
+
+export const KeysRow = Schema.Struct({ current_key: Schema.String, next_key: Schema.String })
+
+/** A row that does not decode is a bug of this code, not a failure a caller handles. */
+export const dieOnSchemaError = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, Schema.SchemaError>, R> =>
+  Effect.catchIf(effect, (error): error is Extract<E, Schema.SchemaError> => Schema.isSchemaError(error), Effect.die) as Effect.Effect<
+    A,
+    Exclude<E, Schema.SchemaError>,
+    R
+  >

@@ -1,0 +1,21 @@
+/**
+ * Every store of the queue as one layer: `layer` on Postgres (needs `PgClient` and `QueueConfig`),
+ * `layerMemory` on fresh shared in-memory tables (needs `QueueConfig`; tests only).
+ */
+import { Layer } from "effect"
+import { Dlq } from "./Dlq.ts"
+import { Enqueue } from "./Enqueue.ts"
+import { Groups } from "./Groups.ts"
+import { MemoryTables } from "./MemoryTables.ts"
+import { Messages } from "./Messages.ts"
+import { SigningKeys } from "./SigningKeys.ts"
+
+export const layer = Layer.mergeAll(
+  Layer.mergeAll(Messages.layerNoDeps, Dlq.layerNoDeps).pipe(Layer.provide(Enqueue.layer)),
+  Groups.layer,
+  SigningKeys.layer
+)
+
+export const layerMemory = Layer.mergeAll(Messages.layerMemory, Dlq.layerMemory, Groups.layerMemory, SigningKeys.layerMemory).pipe(
+  Layer.provide(MemoryTables.layer)
+)
