@@ -30,7 +30,7 @@ const beginPng = { type: "begin", pathname: "me.png", contentType: "image/png", 
 /** A test over a fresh memory bucket and an avatar route on it. */
 const withRoute = (
   overrides: Partial<UploadRouteOptions>,
-  body: (handler: UploadHandler, bucket: BucketApi) => Effect.Effect<void>
+  body: (handler: UploadHandler, bucket: BucketApi) => Effect.Effect<void, unknown>
 ) =>
   Effect.gen(function*() {
     const bucket = yield* Bucket
