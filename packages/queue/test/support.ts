@@ -10,6 +10,7 @@ import type { QueueSettings } from "../src/QueueConfig.ts"
 import { QueueConfig } from "../src/QueueConfig.ts"
 import * as Service from "../src/Service.ts"
 import * as Stores from "../src/store/Stores.ts"
+import { contractSettings, StoreTime } from "./contracts/StoreTime.ts"
 
 export interface Received {
   readonly method: string
@@ -178,3 +179,11 @@ export const poll = <A, E, R>(
     }
   })
 
+/**
+ * Every store on a fresh migrated database, with a `StoreTime` that moves its stored times (what the
+ * Postgres runs of the store contracts get; a new database per test).
+ */
+export const postgresStores = Layer.merge(Stores.layer, StoreTime.postgres).pipe(
+  Layer.provide(QueueConfig.layerWith(contractSettings)),
+  Layer.provide(TestDatabase.layer())
+)
