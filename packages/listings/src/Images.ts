@@ -22,7 +22,7 @@ import { NodeServices } from "@effect/platform-node"
 import { LocalObjectStorage, type ObjectStorageError, OutboundGuard, startObjectStorage } from "@svc/platform"
 import { Config, Context, Duration, Effect, Layer, Option, Queue, Redacted, Schedule, Schema, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { createHash } from "node:crypto"
 import * as NodePath from "node:path"
 import { Sources } from "./Sources.ts"
@@ -293,7 +293,7 @@ export class ImageCacher extends Context.Service<ImageCacher, {
         const runPass = Effect.gen(function*() {
           let attempted = 0
           while (true) {
-            const batch = yield* sql<{ readonly key: string; readonly original_url: string }>`
+            const batch = yield* SqlSchema.findAll({ Request: Schema.Void, Result: DueImage, execute: () => sql`
               UPDATE listings.images i SET attempts = attempts + 1, last_attempt_at = now()
               FROM (
                 SELECT key FROM listings.images
@@ -303,7 +303,7 @@ export class ImageCacher extends Context.Service<ImageCacher, {
                 ORDER BY first_seen_at LIMIT 100 FOR UPDATE SKIP LOCKED
               ) due
               WHERE i.key = due.key
-              RETURNING i.key, i.original_url`
+              RETURNING i.key, i.original_url` })()
             if (batch.length === 0) return attempted
             attempted += batch.length
             yield* Effect.forEach(batch, cacheOne, { concurrency: options.concurrency, discard: true })
@@ -333,12 +333,16 @@ export class ImageCacher extends Context.Service<ImageCacher, {
   }))
 }
 
+/** An image the cacher claimed. */
+const DueImage = Schema.Struct({ key: Schema.String, original_url: Schema.String })
+
 /** What GET /images/:key needs to know about a key. */
-export interface ImageRecord {
-  readonly key: string
-  readonly original_url: string
-  readonly status: string
-  readonly content_type: string | null
-  readonly size_bytes: number | null
-  readonly etag: string | null
-}
+export const ImageRecord = Schema.Struct({
+  key: Schema.String,
+  original_url: Schema.String,
+  status: Schema.String,
+  content_type: Schema.NullOr(Schema.String),
+  size_bytes: Schema.NullOr(Schema.Number),
+  etag: Schema.NullOr(Schema.String)
+})
+export type ImageRecord = typeof ImageRecord.Type

@@ -34,16 +34,16 @@ import {
   Stream
 } from "effect"
 import { HttpClient } from "effect/http"
-import { SqlClient } from "effect/sql"
 import { adapterFor, FeedError } from "./adapters/index.ts"
 import { ImageCacher } from "./Images.ts"
+import { IngestRuns, type Trigger } from "./IngestRuns.ts"
 import { Leases } from "./Leases.ts"
 import { GuardedHttpClient, ListingsConfig } from "./ListingsConfig.ts"
 import { type FeedImage, normalize, type OfferRow } from "./Normalize.ts"
 import { OfferStore } from "./OfferStore.ts"
 import { type Source, Sources } from "./Sources.ts"
 
-export type Trigger = "scheduled" | "manual"
+export type { Trigger }
 
 export interface Progress {
   readonly offersFetched: number
@@ -77,12 +77,12 @@ export class Ingest extends Context.Service<Ingest, {
   /** Waits until no run of this process is in progress. */
   readonly awaitIdle: Effect.Effect<void>
 }>()("@svc/listings/Ingest") {
-  /** Needs Sources, OfferStore, Leases, ImageCacher, ListingsConfig, SqlClient, HttpClient. */
+  /** Needs Sources, OfferStore, Leases, IngestRuns, ImageCacher, ListingsConfig, HttpClient. */
   static readonly layerNoDeps = Layer.effect(
     Ingest,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
       const sources = yield* Sources
+      const runs = yield* IngestRuns
       const store = yield* OfferStore
       const leases = yield* Leases
       const images = yield* ImageCacher
@@ -97,11 +97,7 @@ export class Ingest extends Context.Service<Ingest, {
       const runSource = (source: Source, trigger: Trigger, progress: { -readonly [K in keyof Progress]: Progress[K] }) =>
         Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
           const startedAt = Date.now()
-          const [{ id: runId }] = (yield* sql<{ readonly id: string }>`
-            INSERT INTO listings.ingest_runs (source_id, trigger, holder)
-            VALUES (${source.id}, ${trigger}, ${leases.holder}) RETURNING id::text AS id`) as unknown as [
-              { readonly id: string }
-            ]
+          const runId = yield* runs.start(source.id, trigger, leases.holder)
           // ids of this run's valid records, as validated: no offer twice in one run, and after a
           // run that read the whole feed, the source's other offers are expired
           const seen = new Set<string>()
@@ -197,11 +193,7 @@ export class Ingest extends Context.Service<Ingest, {
             offersExpired,
             durationMs: Date.now() - startedAt
           }
-          yield* sql`
-            UPDATE listings.ingest_runs SET finished_at = now(), ok = ${ok}, offers_fetched = ${outcome.offersFetched},
-              offers_upserted = ${outcome.offersUpserted}, records_rejected = ${outcome.recordsRejected},
-              offers_expired = ${offersExpired}, failure = ${failure}
-            WHERE id = ${runId}::bigint`
+          yield* runs.finish(runId, { ...outcome, failure })
           yield* Effect.logInfo(
             `Ingest of ${source.id} ${ok ? "done" : "failed"}: ${outcome.offersFetched} read, ` +
               `${outcome.offersUpserted} upserted, ${outcome.recordsRejected} rejected, ${offersExpired} expired, ` +
@@ -217,9 +209,7 @@ export class Ingest extends Context.Service<Ingest, {
       // recorded and its outcome told (analyzing 100,000 offers takes 0.8 s; the data is in already),
       // still in `running`, so awaitIdle and shutdown wait for it.
       const refreshStatistics = (outcome: IngestOutcome) =>
-        outcome.offersUpserted + outcome.offersExpired < ANALYZE_AFTER_CHANGES ? Effect.void : sql`ANALYZE listings.offers`.pipe(
-          Effect.catch((error) => Effect.logWarning(`Could not analyze listings.offers: ${postgresReason(error)}`))
-        )
+        outcome.offersUpserted + outcome.offersExpired < ANALYZE_AFTER_CHANGES ? Effect.void : store.refreshStatistics
 
       const failedOutcome = (progress: Progress): IngestOutcome => ({
         ok: false,
@@ -244,9 +234,10 @@ export class Ingest extends Context.Service<Ingest, {
               return skipped
             }
             const releaseLock = Effect.andThen(lock.release(1), Scope.close(scope, Exit.void))
+            // a database failure is a defect of Leases; here it means no lease, not a failed trigger
             const leased = yield* restore(leases.acquire(source.id, config.leaseTtl)).pipe(
-              Effect.catch((error) =>
-                Effect.as(Effect.logError(`Could not take the ingest lease of ${source.id}: ${postgresReason(error)}`), false)
+              Effect.catchDefect((defect) =>
+                Effect.as(Effect.logError(`Could not take the ingest lease of ${source.id}: ${postgresReason(defect)}`), false)
               ),
               Effect.onInterrupt(() => releaseLock)
             )
@@ -264,7 +255,7 @@ export class Ingest extends Context.Service<Ingest, {
                     ? Effect.void
                     : Effect.logError(`Ingest of ${source.id} could not be recorded`, cause)
                 ),
-                Effect.ensuring(leases.release(source.id).pipe(Effect.ignore)),
+                Effect.ensuring(leases.release(source.id).pipe(Effect.ignoreCause)),
                 Effect.ensuring(releaseLock),
                 // last: whoever waits for the outcome may start the next run at once
                 Effect.onExit((exit) =>
@@ -313,7 +304,7 @@ export class Ingest extends Context.Service<Ingest, {
   )
 
   static readonly layer = Ingest.layerNoDeps.pipe(
-    Layer.provide([OfferStore.layer, Leases.layer, GuardedHttpClient])
+    Layer.provide([OfferStore.layer, Leases.layer, IngestRuns.layer, GuardedHttpClient])
   )
 }
 

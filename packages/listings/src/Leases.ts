@@ -7,17 +7,20 @@
  * - renew: push `expires_at` to now + TTL, only while we still hold it (false: the lease was lost).
  * - release: delete it, only if ours.
  */
-import { Context, Duration, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { Context, Duration, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { atBoundary } from "./boundary.ts"
 import { randomUUID } from "node:crypto"
 import * as os from "node:os"
+
+const Taken = Schema.Struct({ previous: Schema.NullOr(Schema.String) })
 
 export class Leases extends Context.Service<Leases, {
   /** This process's holder id (`host:pid:random`). */
   readonly holder: string
-  readonly acquire: (sourceId: string, ttl: Duration.Duration) => Effect.Effect<boolean, SqlError.SqlError>
-  readonly renew: (sourceId: string, ttl: Duration.Duration) => Effect.Effect<boolean, SqlError.SqlError>
-  readonly release: (sourceId: string) => Effect.Effect<void, SqlError.SqlError>
+  readonly acquire: (sourceId: string, ttl: Duration.Duration) => Effect.Effect<boolean>
+  readonly renew: (sourceId: string, ttl: Duration.Duration) => Effect.Effect<boolean>
+  readonly release: (sourceId: string) => Effect.Effect<void>
 }>()("@svc/listings/Leases") {
   static readonly layer = Layer.effect(
     Leases,
@@ -28,14 +31,14 @@ export class Leases extends Context.Service<Leases, {
 
       const acquire = Effect.fn("Leases.acquire")(function*(sourceId: string, ttl: Duration.Duration) {
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const taken = yield* sql<{ readonly previous: string | null }>`
+          const taken = yield* SqlSchema.findAll({ Request: Schema.Void, Result: Taken, execute: () => sql`
             WITH previous AS (SELECT holder FROM listings.ingest_leases WHERE source_id = ${sourceId})
             INSERT INTO listings.ingest_leases AS l (source_id, holder, acquired_at, expires_at)
             VALUES (${sourceId}, ${holder}, now(), now() + make_interval(secs => ${seconds(ttl)}))
             ON CONFLICT (source_id) DO UPDATE
               SET holder = excluded.holder, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at
               WHERE l.expires_at <= now()
-            RETURNING (SELECT holder FROM previous) AS previous`
+            RETURNING (SELECT holder FROM previous) AS previous` })()
           if (taken.length === 0) return false
           if (taken[0]?.previous != null) {
             yield* sql`
@@ -58,7 +61,12 @@ export class Leases extends Context.Service<Leases, {
         yield* sql`DELETE FROM listings.ingest_leases WHERE source_id = ${sourceId} AND holder = ${holder}`
       })
 
-      return Leases.of({ holder, acquire, renew, release })
+      return Leases.of({
+        holder,
+        acquire: (sourceId, ttl) => atBoundary(acquire(sourceId, ttl)),
+        renew: (sourceId, ttl) => atBoundary(renew(sourceId, ttl)),
+        release: (sourceId) => atBoundary(release(sourceId))
+      })
     })
   )
 }

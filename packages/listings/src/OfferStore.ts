@@ -14,8 +14,10 @@
  * updated again.
  */
 import { PgTypes } from "@effect/sql-pg"
-import { Context, Effect, Layer, Result } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { postgresReason } from "@svc/platform"
+import { Cause, Context, Effect, Layer, Result, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { atBoundary } from "./boundary.ts"
 import { DEDUP_LOCK } from "./Dedup.ts"
 import type { FeedImage, OfferRow } from "./Normalize.ts"
 
@@ -29,15 +31,31 @@ const column = (oid: number, values: ReadonlyArray<unknown>) => Result.getOrThro
 const text = (values: ReadonlyArray<string | null>) => column(PgTypes.OID.text, values)
 const { float8, int4, jsonb, timestamptz } = PgTypes.OID
 
+const UnchangedIds = Schema.Struct({ unchanged: Schema.Array(Schema.String) })
+const Written = Schema.Struct({ written: Schema.Number })
+/** A statement that always answers one row (an aggregate, a function call): none is a defect. */
+const oneRow = <A, E, R>(effect: Effect.Effect<A, E | Cause.NoSuchElementError, R>): Effect.Effect<A, E, R> =>
+  Effect.catchIf(
+    effect,
+    (error): error is Cause.NoSuchElementError => Cause.isNoSuchElementError(error),
+    Effect.die
+  ) as Effect.Effect<A, E, R>
+const ExpiredKey = Schema.Struct({ dedup_key: Schema.String })
+
 export class OfferStore extends Context.Service<OfferStore, {
   /** Upserts one batch (ids unique within it); returns how many rows were inserted or changed. */
   readonly upsertBatch: (
     sourceId: string,
     rows: ReadonlyArray<OfferRow>,
     images: ReadonlyArray<FeedImage>
-  ) => Effect.Effect<number, SqlError.SqlError>
+  ) => Effect.Effect<number>
   /** After a successful full run: marks the source's listed offers not in `seenIds` (or past their expiry) removed. */
-  readonly expireVanished: (sourceId: string, seenIds: ReadonlyArray<string>) => Effect.Effect<number, SqlError.SqlError>
+  readonly expireVanished: (sourceId: string, seenIds: ReadonlyArray<string>) => Effect.Effect<number>
+  /**
+   * Fresh planner statistics after a large change (Ingest calls it after a run that changed 1,000
+   * offers or more); a failure is logged, never raised.
+   */
+  readonly refreshStatistics: Effect.Effect<void>
 }>()("@svc/listings/OfferStore") {
   static readonly layer = Layer.effect(
     OfferStore,
@@ -65,20 +83,27 @@ export class OfferStore extends Context.Service<OfferStore, {
         // One primary-key probe per row (LATERAL ... LIMIT 1 keeps it so): knowing the batch's size,
         // the planner preferred hashing the whole table, 36 ms per batch at 50,000 offers against 2 ms.
         // The answer is the unchanged ids as one array: none at all in a first load.
-        const [{ unchanged: unchangedIds }] = (yield* sql<{ readonly unchanged: ReadonlyArray<string> }>`
+        const { unchanged: unchangedIds } = yield* SqlSchema.findOne({
+          Request: Schema.Void,
+          Result: UnchangedIds,
+          execute: () => sql`
           SELECT coalesce(array_agg(r.id), '{}') AS unchanged
           FROM unnest(${text(rows.map((row) => row.id))}, ${text(rows.map((row) => row.content_hash))}) AS r(id, h)
           JOIN LATERAL (
             SELECT o.content_hash, o.removed_at FROM listings.offers o WHERE o.id = r.id LIMIT 1
           ) o ON true
-          WHERE o.content_hash = r.h AND o.removed_at IS NULL`) as unknown as [{ readonly unchanged: ReadonlyArray<string> }]
+          WHERE o.content_hash = r.h AND o.removed_at IS NULL`
+        })().pipe(oneRow)
         if (unchangedIds.length === rows.length) return 0
         const unchanged = new Set(unchangedIds)
         const changedRows = unchanged.size === 0 ? rows : rows.filter((row) => !unchanged.has(row.id))
         const changedImages = unchanged.size === 0 ? images : images.filter((image) => !unchanged.has(image.offerId))
         const of = <K extends keyof OfferRow>(key: K) => changedRows.map((row) => row[key])
         // Parameters by name: 27 arrays by position would be one slip away from a silent swap.
-        const [{ written }] = (yield* sql<{ readonly written: number }>`
+        const { written } = yield* SqlSchema.findOne({
+          Request: Schema.Void,
+          Result: Written,
+          execute: () => sql`
           SELECT listings.write_offer_batch(
             source => ${sourceId},
             image_keys => ${text(changedImages.map((image) => image.key))},
@@ -94,7 +119,8 @@ export class OfferStore extends Context.Service<OfferStore, {
             thumbnails => ${text(of("thumbnail"))}, update_times => ${column(timestamptz, of("updated_at"))},
             expiry_times => ${column(timestamptz, of("expires_at"))}, dedup_keys => ${text(of("dedup_key"))},
             search_documents => ${text(of("search"))}, content_hashes => ${text(of("content_hash"))}
-          ) AS written`) as unknown as [{ readonly written: number }]
+          ) AS written`
+        })().pipe(oneRow)
         return written
       })
 
@@ -104,7 +130,7 @@ export class OfferStore extends Context.Service<OfferStore, {
       ) {
         return yield* sql.withTransaction(Effect.gen(function*() {
           yield* lockWriters
-          const expired = yield* sql<{ readonly dedup_key: string }>`
+          const expired = yield* SqlSchema.findAll({ Request: Schema.Void, Result: ExpiredKey, execute: () => sql`
             UPDATE listings.offers o
             SET removed_at = now(), dedup_winner = false,
                 expires_at = CASE WHEN o.expires_at IS NULL OR o.expires_at > now() THEN now() ELSE o.expires_at END
@@ -114,14 +140,21 @@ export class OfferStore extends Context.Service<OfferStore, {
                 -- a hashed subplan: one pass over the seen ids
                 OR o.id NOT IN (SELECT unnest(${seenIds}::text[]))
               )
-            RETURNING o.dedup_key`
+            RETURNING o.dedup_key` })()
           yield* recomputeWinners([...new Set(expired.map((row) => row.dedup_key))])
           if (expired.length > 0) yield* bumpVersion
           return expired.length
         }))
       })
 
-      return OfferStore.of({ upsertBatch, expireVanished })
+      return OfferStore.of({
+        upsertBatch: (sourceId, rows, images) => atBoundary(upsertBatch(sourceId, rows, images)),
+        expireVanished: (sourceId, seenIds) => atBoundary(expireVanished(sourceId, seenIds)),
+        refreshStatistics: sql`ANALYZE listings.offers`.pipe(
+          Effect.asVoid,
+          Effect.catch((error) => Effect.logWarning(`Could not analyze listings.offers: ${postgresReason(error)}`))
+        )
+      })
     })
   )
 }

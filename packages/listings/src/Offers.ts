@@ -17,60 +17,31 @@
  * are served from memory, exactly as the database would give them. The remembered JSON's hash is the
  * answer's ETag, so a client can also revalidate with If-None-Match (304).
  */
-import {
-  COMPLETE_LIMIT,
-  DEFAULT_PAGE_SIZE,
-  type CarOffer,
-  OfferNotFound,
-  type OfferSort,
-  type OffersResponse,
-  ResultTooLarge
-} from "@svc/schema"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { COMPLETE_LIMIT, DEFAULT_PAGE_SIZE, type CarOffer, OfferNotFound, type OfferSort, ResultTooLarge } from "@svc/schema"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { atBoundary } from "./boundary.ts"
 import { ranksAboveSql } from "./Dedup.ts"
-import { toPrefixQuery } from "./SearchWords.ts"
-import { hash } from "node:crypto"
 import { ListingsConfig } from "./ListingsConfig.ts"
-import type { OfferRow } from "./Normalize.ts"
+import {
+  answerOf,
+  cleanName,
+  offerColumns,
+  OfferDbRow,
+  type OfferSearch,
+  type OffersAnswer,
+  splitList,
+  toOffer,
+  unknownSourcesWarning
+} from "./OfferAnswers.ts"
+import { Remembered } from "./Remembered.ts"
+import { toPrefixQuery } from "./SearchWords.ts"
 import { Sources } from "./Sources.ts"
 
-export interface OfferSearch {
-  readonly query?: string | undefined
-  readonly make?: string | undefined
-  readonly model?: string | undefined
-  readonly minYear?: number | undefined
-  readonly maxYear?: number | undefined
-  readonly maxMileageKm?: number | undefined
-  readonly fuelTypes?: string | undefined
-  readonly transmissions?: string | undefined
-  readonly regions?: string | undefined
-  readonly sources?: string | undefined
-  readonly sort?: OfferSort | undefined
-  readonly dedup?: boolean | undefined
-  readonly complete?: boolean | undefined
-  readonly limit?: number | undefined
-  readonly offset?: number | undefined
-  // accepted, not applied
-  readonly minPrice?: number | undefined
-  readonly maxPrice?: number | undefined
-}
-
-/** The columns a CarOffer is built from. */
-const columns = `id, source_id, title, make, model, price, currency, fuel, transmission, region, original_url,
-  year, mileage, power, location, latitude, longitude, images, thumbnail, updated_at, expires_at`
-
-/** A stored offer as read back: the written row's columns, timestamps now as dates. */
-type OfferDbRow =
-  & Omit<OfferRow, "native_id" | "updated_at" | "expires_at" | "dedup_key" | "search" | "content_hash">
-  & { readonly updated_at: Date | null; readonly expires_at: Date | null }
+export { type OfferSearch, type OffersAnswer, splitList }
 
 /** A duplicate `d` ranks above the candidate `o` (Dedup.ts). */
 const RANKS_ABOVE = ranksAboveSql("d", "o")
-
-/** "a, B,,c" -> ["a", "b", "c"] (lowercased, blanks dropped). */
-export const splitList = (value: string | undefined): Array<string> =>
-  value === undefined ? [] : value.split(",").map((item) => item.trim().toLowerCase()).filter((item) => item !== "")
 
 const orderBy = (sort: OfferSort): string => {
   switch (sort) {
@@ -84,71 +55,27 @@ const orderBy = (sort: OfferSort): string => {
   }
 }
 
-/**
- * A least-recently-used map bounded by the total weight of its values (entries, or bytes).
- *
- * Its entries carry the `offers_version` they were computed at (see migration 0008): a statement
- * that reads the version sees the offers of the same snapshot, so an entry is exact for as long as
- * the version is unchanged. Entries of an older version are simply replaced when next computed.
- */
-class Remembered<V extends { readonly version: string }> {
-  private readonly entries = new Map<string, V>()
-  private weight = 0
-  private readonly capacity: number
-  private readonly weigh: (key: string, value: V) => number
-  constructor(capacity: number, weigh: (key: string, value: V) => number) {
-    this.capacity = capacity
-    this.weigh = weigh
-  }
-  get(key: string): V | undefined {
-    const entry = this.entries.get(key)
-    if (entry !== undefined) {
-      this.entries.delete(key)
-      this.entries.set(key, entry)
-    }
-    return entry
-  }
-  set(key: string, value: V) {
-    const weight = this.weigh(key, value)
-    if (weight > this.capacity) return
-    this.delete(key)
-    this.entries.set(key, value)
-    this.weight += weight
-    for (const [oldest, entry] of this.entries) {
-      if (this.weight <= this.capacity) break
-      this.entries.delete(oldest)
-      this.weight -= this.weigh(oldest, entry)
-    }
-  }
-  private delete(key: string) {
-    const entry = this.entries.get(key)
-    if (entry === undefined) return
-    this.entries.delete(key)
-    this.weight -= this.weigh(key, entry)
-  }
-}
-
-const utf8 = new TextEncoder()
 /** What a remembered answer costs besides its JSON and key: the entry, its tag, the map's slot. */
 const ENTRY_BYTES = 256
 /** Match counts remembered per filter: paging through one filter then costs only the page. */
 const COUNT_CACHE_ENTRIES = 2_000
 
-/** An answer to GET /offers, as the JSON of its `OffersResponse`. */
-export interface OffersAnswer {
-  /**
-   * UTF-8 JSON of the `OffersResponse` (built as its encoded form already: strings, numbers, nulls).
-   * Bytes rather than a string: a remembered answer is written as it is, not converted again on
-   * every request.
-   */
-  readonly json: Uint8Array
-  /** Identifies `json`: the same request and the same offers give the same tag. */
-  readonly etag: string
-}
+/** A page's rows: the version the statement read, the count (when counted), and the offers or one row of nulls. */
+// `version` is a bigint column: compared as the driver gives it, remembered as text
+const Version = Schema.Union([Schema.String, Schema.BigInt, Schema.Number])
+type Version = typeof Version.Type
+const Versioned = Schema.Struct({ version: Version })
+const Counted = Schema.Struct({ version: Version, total: Schema.Number })
+const NoOffer = Schema.Struct({ id: Schema.Null })
+const pageRows = <F extends Schema.Struct.Fields>(head: Schema.Struct<F>) =>
+  Schema.Union([Schema.Struct({ ...head.fields, ...OfferDbRow.fields }), Schema.Struct({ ...head.fields, ...NoOffer.fields })])
+const VersionedPage = pageRows(Versioned)
+const CountedPage = pageRows(Counted)
+const isOffer = <R extends { readonly id: string | null }>(row: R): row is Extract<R, { readonly id: string }> => row.id !== null
 
 export class Offers extends Context.Service<Offers, {
-  readonly search: (search: OfferSearch) => Effect.Effect<OffersAnswer, ResultTooLarge | SqlError.SqlError>
-  readonly byId: (id: string) => Effect.Effect<CarOffer, OfferNotFound | SqlError.SqlError>
+  readonly search: (search: OfferSearch) => Effect.Effect<OffersAnswer, ResultTooLarge>
+  readonly byId: (id: string) => Effect.Effect<CarOffer, OfferNotFound>
 }>()("@svc/listings/Offers") {
   static readonly layer = Layer.effect(
     Offers,
@@ -156,11 +83,11 @@ export class Offers extends Context.Service<Offers, {
       const sql = yield* SqlClient.SqlClient
       const sources = yield* Sources
       const { answerCacheBytes, publicBaseUrl } = yield* ListingsConfig
-      const imageUrl = (key: string) => `${publicBaseUrl}/images/${key}`
-      const counts = new Remembered<{ readonly version: string; readonly count: number }>(COUNT_CACHE_ENTRIES, () => 1)
+      const offerOf = toOffer(publicBaseUrl)
+      const counts = new Remembered<{ readonly version: Version; readonly count: number }>(COUNT_CACHE_ENTRIES, () => 1)
       // answers remembered per request, weighed by what they hold: the JSON, the request as key (two
       // bytes a character) and the entry itself
-      const answers = new Remembered<{ readonly version: string; readonly answer: OffersAnswer | "too_large" }>(
+      const answers = new Remembered<{ readonly version: Version; readonly answer: OffersAnswer | "too_large" }>(
         answerCacheBytes,
         (key, entry) => key.length * 2 + ENTRY_BYTES + (entry.answer === "too_large" ? 0 : entry.answer.json.byteLength)
       )
@@ -168,33 +95,11 @@ export class Offers extends Context.Service<Offers, {
         const [text, params] = sql`${fragment}`.compile()
         return `${text}\u0000${JSON.stringify(params)}`
       }
-      const versionNow = sql<{ readonly version: string }>`SELECT version FROM listings.offers_version`.pipe(
-        Effect.map((rows) => rows[0]?.version)
-      )
-
-      const toOffer = (row: OfferDbRow): CarOffer => ({
-        sourceId: row.source_id,
-        id: row.id,
-        title: row.title,
-        make: row.make,
-        model: row.model,
-        price: row.price,
-        currency: row.currency,
-        fuel: row.fuel,
-        transmission: row.transmission,
-        region: row.region,
-        originalUrl: row.original_url,
-        year: row.year,
-        mileage: row.mileage,
-        power: row.power,
-        location: row.location,
-        latitude: row.latitude,
-        longitude: row.longitude,
-        images: row.images.map(imageUrl),
-        thumbnail: row.thumbnail === null ? null : imageUrl(row.thumbnail),
-        updatedAt: row.updated_at === null ? null : row.updated_at.toISOString(),
-        expiresAt: row.expires_at === null ? null : row.expires_at.toISOString()
-      })
+      const versionNow = SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: Versioned,
+        execute: () => sql`SELECT version FROM listings.offers_version`
+      })().pipe(Effect.map((rows) => rows[0]?.version))
 
       const search = Effect.fn("Offers.search")(function*(search: OfferSearch) {
         // The same request at the same version: the same answer, without building or running its
@@ -220,9 +125,9 @@ export class Offers extends Context.Service<Offers, {
           // the words as made (SearchWords), not parsed again: they match the documents' words exactly
           where.push(sql`search @@ ${tsquery}::tsquery`)
         }
-        const make = search.make?.replace(/\s+/g, " ").trim()
+        const make = cleanName(search.make)
         if (make) where.push(sql`lower(make) = ${make.toLowerCase()}`)
-        const model = search.model?.replace(/\s+/g, " ").trim()
+        const model = cleanName(search.model)
         if (model) where.push(sql`lower(model) = ${model.toLowerCase()}`)
         if (search.minYear !== undefined) where.push(sql`year >= ${search.minYear}`)
         if (search.maxYear !== undefined) where.push(sql`year <= ${search.maxYear}`)
@@ -244,11 +149,8 @@ export class Offers extends Context.Service<Offers, {
         const sourceIds = splitList(search.sources)
         if (sourceIds.length > 0) {
           keyClosed = false
-          const known = new Set(sources.all.map((source) => source.id.toLowerCase()))
-          const unknown = sourceIds.filter((id) => !known.has(id))
-          if (unknown.length > 0) {
-            warnings.push(`Unknown source id${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`)
-          }
+          const warning = unknownSourcesWarning(sourceIds, sources.all.map((source) => source.id))
+          if (warning !== undefined) warnings.push(warning)
           where.push(sql`source_id IN ${sql.in(sourceIds)}`)
         }
         const dedup = search.dedup ?? true
@@ -264,16 +166,7 @@ export class Offers extends Context.Service<Offers, {
                 AND ${sql.literal(RANKS_ABOVE)})`
           : filter
         const order = sql.literal(orderBy(search.sort ?? "NEWEST"))
-        const answerOf = (rows: ReadonlyArray<OfferDbRow>, count: number): OffersAnswer => {
-          const response: OffersResponse = {
-            offers: rows.map(toOffer),
-            count,
-            warnings: warnings.length > 0 ? warnings : null
-          }
-          // an array of its own (Buffer.from would share an 8 KiB pool slab for a small answer)
-          const json = utf8.encode(JSON.stringify(response))
-          return { json, etag: `"${hash("sha1", json, "base64url")}"` }
-        }
+        const answer = (rows: ReadonlyArray<OfferDbRow>, count: number) => answerOf(rows.map(offerOf), count, warnings)
         const limit = search.limit ?? DEFAULT_PAGE_SIZE
         const offset = search.offset ?? 0
         // The statements of this request run unprepared, so each is planned for its own values: a prepared one
@@ -281,61 +174,80 @@ export class Offers extends Context.Service<Offers, {
         // bound that plan walked every offer newest first (135 ms) where the bound's index reads 5,000
         // rows and sorts them (7.5 ms).
         const statement = search.complete === true
-          ? sql`SELECT ${sql.literal(columns)} FROM listings.offers o WHERE ${matching}
+          ? sql`SELECT ${sql.literal(offerColumns)} FROM listings.offers o WHERE ${matching}
               ORDER BY ${order} LIMIT ${COMPLETE_LIMIT + 1}`
-          : sql`SELECT ${sql.literal(columns)} FROM listings.offers o WHERE ${matching}
+          : sql`SELECT ${sql.literal(offerColumns)} FROM listings.offers o WHERE ${matching}
               ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`
-        const remember = (version: string | undefined, answer: OffersAnswer | "too_large") => {
+        const remember = (version: Version | undefined, answer: OffersAnswer | "too_large") => {
           if (version !== undefined) answers.set(answerKey, { version, answer })
         }
 
         if (search.complete === true) {
-          const rows = yield* sql<OfferDbRow & { readonly version: string }>`
+          const rows = yield* SqlSchema.findAll({
+            Request: Schema.Void,
+            Result: VersionedPage,
+            execute: () => sql`
             SELECT v.version, p.* FROM listings.offers_version v LEFT JOIN LATERAL (${statement}) p ON true`.unprepared
-          const offers = rows.filter((row) => row.id !== null)
+          })()
+          const offers = rows.filter(isOffer)
           if (offers.length > COMPLETE_LIMIT) {
             remember(rows[0]?.version, "too_large")
             return yield* new ResultTooLarge({ limit: COMPLETE_LIMIT })
           }
-          const answer = answerOf(offers, offers.length)
-          remember(rows[0]?.version, answer)
-          return answer
+          const complete = answer(offers, offers.length)
+          remember(rows[0]?.version, complete)
+          return complete
         }
 
         // A count remembered at the version this statement's snapshot reads is exact: only the page.
         const countKey = keyOf(matching)
         const rememberedCount = counts.get(countKey)
         if (rememberedCount !== undefined && (version === undefined || version === rememberedCount.version)) {
-          const rows = yield* sql<OfferDbRow & { readonly version: string }>`
+          const rows = yield* SqlSchema.findAll({
+            Request: Schema.Void,
+            Result: VersionedPage,
+            execute: () => sql`
             SELECT v.version, p.* FROM listings.offers_version v LEFT JOIN LATERAL (${statement}) p ON true`.unprepared
+          })()
           if (rows[0]?.version === rememberedCount.version) {
-            const answer = answerOf(rows.filter((row) => row.id !== null), rememberedCount.count)
-            remember(rows[0].version, answer)
-            return answer
+            const page = answer(rows.filter(isOffer), rememberedCount.count)
+            remember(rows[0].version, page)
+            return page
           }
         }
         // Otherwise count and page in one statement (one snapshot), and remember both.
-        const rows = yield* sql<OfferDbRow & { readonly version: string; readonly total: number }>`
+        const rows = yield* SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: CountedPage,
+          execute: () => sql`
           SELECT v.version, c.total::int AS total, p.*
           FROM listings.offers_version v
           CROSS JOIN (SELECT count(*) AS total FROM listings.offers o WHERE ${matching}) c
           LEFT JOIN LATERAL (${statement}) p ON true`.unprepared
+        })()
         const first = rows[0]
         const count = first?.total ?? 0
         if (first !== undefined) counts.set(countKey, { version: first.version, count })
-        const answer = answerOf(rows.filter((row) => row.id !== null), count)
-        remember(first?.version, answer)
-        return answer
+        const page = answer(rows.filter(isOffer), count)
+        remember(first?.version, page)
+        return page
       })
 
       const byId = Effect.fn("Offers.byId")(function*(id: string) {
-        const rows = yield* sql<OfferDbRow>`SELECT ${sql.literal(columns)} FROM listings.offers WHERE id = ${id}`
+        const rows = yield* SqlSchema.findAll({
+          Request: Schema.String,
+          Result: OfferDbRow,
+          execute: (id) => sql`SELECT ${sql.literal(offerColumns)} FROM listings.offers WHERE id = ${id}`
+        })(id)
         const row = rows[0]
         if (row === undefined) return yield* new OfferNotFound({ id })
-        return toOffer(row)
+        return offerOf(row)
       })
 
-      return Offers.of({ search, byId })
+      return Offers.of({
+        search: (request) => atBoundary(search(request)),
+        byId: (id) => atBoundary(byId(id))
+      })
     })
   )
 }

@@ -9,7 +9,9 @@ import { Config, Layer } from "effect"
 import type { HttpClient } from "effect/http"
 import { ApiHandlers, ImagesRoute } from "./http.ts"
 import { ImageCacher, ImageStore } from "./Images.ts"
+import { ImportServices } from "./ImportServices.ts"
 import { Ingest, IngestScheduler } from "./Ingest.ts"
+import { IngestRuns } from "./IngestRuns.ts"
 import { Leases } from "./Leases.ts"
 import { GuardedHttpClient, ListingsConfig } from "./ListingsConfig.ts"
 import { OfferStore } from "./OfferStore.ts"
@@ -26,8 +28,8 @@ export const makeServices = <E, R>(
   cacher: Layer.Layer<ImageCacher, Config.ConfigError, any> = ImageCacher.layer,
   httpClient: Layer.Layer<HttpClient.HttpClient, never, ListingsConfig> = GuardedHttpClient
 ) =>
-  Layer.mergeAll(Offers.layer, SourceHealthLookup.layer, Ingest.layerNoDeps).pipe(
-    Layer.provideMerge(Layer.mergeAll(OfferStore.layer, Leases.layer)),
+  Layer.mergeAll(Offers.layer, SourceHealthLookup.layer, ImportServices.layer, Ingest.layerNoDeps).pipe(
+    Layer.provideMerge(Layer.mergeAll(OfferStore.layer, Leases.layer, IngestRuns.layer)),
     Layer.provideMerge(cacher as typeof ImageCacher.layer),
     Layer.provide(httpClient),
     Layer.provideMerge(deps)

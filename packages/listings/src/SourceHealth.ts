@@ -5,9 +5,17 @@
  */
 import { postgresReason } from "@svc/platform"
 import type { SourcesResponse } from "@svc/schema"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { Sources } from "./Sources.ts"
+
+const HealthRow = Schema.Struct({
+  id: Schema.String,
+  offer_count: Schema.Number,
+  finished_ms: Schema.NullOr(Schema.Number),
+  ok: Schema.NullOr(Schema.Boolean),
+  offers_upserted: Schema.NullOr(Schema.Number)
+})
 
 export class SourceHealthLookup extends Context.Service<SourceHealthLookup, {
   readonly list: Effect.Effect<SourcesResponse>
@@ -31,13 +39,7 @@ export class SourceHealthLookup extends Context.Service<SourceHealthLookup, {
       }
 
       const list = Effect.gen(function*() {
-        const rows = yield* sql<{
-          readonly id: string
-          readonly offer_count: number
-          readonly finished_ms: number | null
-          readonly ok: boolean | null
-          readonly offers_upserted: number | null
-        }>`
+        const rows = yield* SqlSchema.findAll({ Request: Schema.Void, Result: HealthRow, execute: () => sql`
           SELECT s.id,
             (SELECT count(*)::int FROM listings.offers o WHERE o.source_id = s.id AND o.removed_at IS NULL) AS offer_count,
             (extract(epoch FROM r.finished_at) * 1000)::float8 AS finished_ms, r.ok, r.offers_upserted
@@ -45,7 +47,7 @@ export class SourceHealthLookup extends Context.Service<SourceHealthLookup, {
           LEFT JOIN LATERAL (
             SELECT finished_at, ok, offers_upserted FROM listings.ingest_runs
             WHERE source_id = s.id AND finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1
-          ) r ON true`
+          ) r ON true` })()
         const byId = new Map(rows.map((row) => [row.id, row]))
         return {
           sources: sources.all.map((source) => {

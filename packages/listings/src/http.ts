@@ -2,12 +2,13 @@
  * HTTP: the `ListingsApi` handlers, and GET /images/:key (a raw route: it streams bytes).
  */
 import { ImageNotFound, type IngestResult, ListingsApi } from "@svc/schema"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { AdminAuthLive } from "./Auth.ts"
-import { type ImageRecord, ImageStore } from "./Images.ts"
+import { ImageRecord, ImageStore } from "./Images.ts"
+import { ImportServices } from "./ImportServices.ts"
 import { Ingest } from "./Ingest.ts"
 import { Offers, splitList } from "./Offers.ts"
 import { SourceHealthLookup } from "./SourceHealth.ts"
@@ -37,8 +38,8 @@ const OffersHandlers = HttpApiBuilder.group(
             return HttpServerResponse.empty({ status: 304, headers })
           }
           return HttpServerResponse.uint8Array(answer.json, { contentType: "application/json", headers })
-        }).pipe(Effect.catchTag("SqlError", Effect.die)))
-      .handle("byId", ({ params }) => offers.byId(params.id).pipe(Effect.catchTag("SqlError", Effect.die)))
+        }))
+      .handle("byId", ({ params }) => offers.byId(params.id))
   })
 )
 
@@ -55,27 +56,9 @@ const ImportServicesHandlers = HttpApiBuilder.group(
   ListingsApi,
   "importServices",
   Effect.fn(function*(handlers) {
-    const sql = yield* SqlClient.SqlClient
+    const directory = yield* ImportServices
     return handlers.handle("list", ({ query }) =>
-      Effect.gen(function*() {
-        const region = query.region?.trim()
-        const rows = yield* sql<{
-          readonly id: string
-          readonly name: string
-          readonly region: string
-          readonly city: string | null
-          readonly services: ReadonlyArray<string>
-          readonly website: string | null
-          readonly phone: string | null
-          readonly email: string | null
-          readonly description: string
-        }>`
-          SELECT id, name, region, city, services, website, phone, email, description
-          FROM listings.import_services
-          ${region ? sql`WHERE lower(region) = ${region.toLowerCase()}` : sql``}
-          ORDER BY region, name`
-        return { services: rows.map((row) => ({ ...row, services: [...row.services] })) }
-      }).pipe(Effect.catchTag("SqlError", Effect.die)))
+      Effect.map(directory.list(query.region), (services) => ({ services })))
   })
 )
 
@@ -110,7 +93,7 @@ const AdminHandlers = HttpApiBuilder.group(
   })
 )
 
-/** The API's handlers; they need Offers, SourceHealthLookup, Ingest, ListingsConfig, SqlClient. */
+/** The API's handlers; they need Offers, SourceHealthLookup, ImportServices, Ingest. */
 export const ApiHandlers = Layer.mergeAll(
   HealthHandlers,
   OffersHandlers,
@@ -144,9 +127,12 @@ export const ImagesRoute = HttpRouter.add(
     const request = yield* HttpServerRequest.HttpServerRequest
     const { key } = yield* HttpRouter.params
     if (key === undefined || !KEY.test(key)) return yield* new ImageNotFound({ key: key ?? "" })
-    const rows = yield* sql<ImageRecord>`
-      SELECT key, original_url, status, content_type, size_bytes, etag FROM listings.images WHERE key = ${key}`
-      .pipe(Effect.orDie)
+    const rows = yield* SqlSchema.findAll({
+      Request: Schema.String,
+      Result: ImageRecord,
+      execute: (key) =>
+        sql`SELECT key, original_url, status, content_type, size_bytes, etag FROM listings.images WHERE key = ${key}`
+    })(key).pipe(Effect.orDie)
     const image = rows[0]
     if (image === undefined) return yield* new ImageNotFound({ key })
     const redirect = HttpServerResponse.redirect(image.original_url, {

@@ -1,0 +1,131 @@
+/**
+ * What an answer of GET /offers and GET /offers/:id is made of, for every implementation of
+ * `Offers` (Postgres and memory): the request (`OfferSearch`), a stored offer as read back
+ * (`OfferDbRow`, decoded), the `CarOffer` it becomes, the unknown-sources warning, and the answer's
+ * JSON and ETag.
+ */
+import { type CarOffer, Currency, type OfferSort, type OffersResponse } from "@svc/schema"
+import { Schema } from "effect"
+import { hash } from "node:crypto"
+
+export interface OfferSearch {
+  readonly query?: string | undefined
+  readonly make?: string | undefined
+  readonly model?: string | undefined
+  readonly minYear?: number | undefined
+  readonly maxYear?: number | undefined
+  readonly maxMileageKm?: number | undefined
+  readonly fuelTypes?: string | undefined
+  readonly transmissions?: string | undefined
+  readonly regions?: string | undefined
+  readonly sources?: string | undefined
+  readonly sort?: OfferSort | undefined
+  readonly dedup?: boolean | undefined
+  readonly complete?: boolean | undefined
+  readonly limit?: number | undefined
+  readonly offset?: number | undefined
+  // accepted, not applied
+  readonly minPrice?: number | undefined
+  readonly maxPrice?: number | undefined
+}
+
+/** An answer to GET /offers, as the JSON of its `OffersResponse`. */
+export interface OffersAnswer {
+  /**
+   * UTF-8 JSON of the `OffersResponse` (built as its encoded form already: strings, numbers, nulls).
+   * Bytes rather than a string: a remembered answer is written as it is, not converted again on
+   * every request.
+   */
+  readonly json: Uint8Array
+  /** Identifies `json`: the same request and the same offers give the same tag. */
+  readonly etag: string
+}
+
+/** A stored offer as read back: the columns a CarOffer is built from. */
+export const OfferDbRow = Schema.Struct({
+  id: Schema.String,
+  source_id: Schema.String,
+  title: Schema.String,
+  make: Schema.String,
+  model: Schema.String,
+  price: Schema.Number,
+  currency: Currency,
+  fuel: Schema.String,
+  transmission: Schema.String,
+  region: Schema.String,
+  original_url: Schema.String,
+  year: Schema.NullOr(Schema.Number),
+  mileage: Schema.NullOr(Schema.Number),
+  power: Schema.NullOr(Schema.Number),
+  location: Schema.NullOr(Schema.String),
+  latitude: Schema.NullOr(Schema.Number),
+  longitude: Schema.NullOr(Schema.Number),
+  /** image keys */
+  images: Schema.Array(Schema.String),
+  thumbnail: Schema.NullOr(Schema.String),
+  updated_at: Schema.NullOr(Schema.Date),
+  expires_at: Schema.NullOr(Schema.Date)
+})
+export type OfferDbRow = typeof OfferDbRow.Type
+
+/** The columns of {@link OfferDbRow}, as a select list. */
+export const offerColumns = Object.keys(OfferDbRow.fields).join(", ")
+
+/** "a, B,,c" -> ["a", "b", "c"] (lowercased, blanks dropped). */
+export const splitList = (value: string | undefined): Array<string> =>
+  value === undefined ? [] : value.split(",").map((item) => item.trim().toLowerCase()).filter((item) => item !== "")
+
+/** `make`/`model` filters: whitespace collapsed, "" for none. */
+export const cleanName = (value: string | undefined): string => value?.replace(/\s+/g, " ").trim() ?? ""
+
+/** The warning for requested source ids no source has (lowercased ids), or none. */
+export const unknownSourcesWarning = (
+  requested: ReadonlyArray<string>,
+  known: ReadonlyArray<string>
+): string | undefined => {
+  const knownIds = new Set(known.map((id) => id.toLowerCase()))
+  const unknown = requested.filter((id) => !knownIds.has(id))
+  return unknown.length === 0 ? undefined : `Unknown source id${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`
+}
+
+/** A stored offer as the API's CarOffer; image keys become `{publicBaseUrl}/images/<key>`. */
+export const toOffer = (publicBaseUrl: string) => {
+  const imageUrl = (key: string) => `${publicBaseUrl}/images/${key}`
+  return (row: OfferDbRow): CarOffer => ({
+    sourceId: row.source_id,
+    id: row.id,
+    title: row.title,
+    make: row.make,
+    model: row.model,
+    price: row.price,
+    currency: row.currency,
+    fuel: row.fuel,
+    transmission: row.transmission,
+    region: row.region,
+    originalUrl: row.original_url,
+    year: row.year,
+    mileage: row.mileage,
+    power: row.power,
+    location: row.location,
+    latitude: row.latitude,
+    longitude: row.longitude,
+    images: row.images.map(imageUrl),
+    thumbnail: row.thumbnail === null ? null : imageUrl(row.thumbnail),
+    updatedAt: row.updated_at === null ? null : row.updated_at.toISOString(),
+    expiresAt: row.expires_at === null ? null : row.expires_at.toISOString()
+  })
+}
+
+const utf8 = new TextEncoder()
+
+/** The answer's JSON (an `OffersResponse` built as its encoded form) and its ETag. */
+export const answerOf = (
+  offers: ReadonlyArray<CarOffer>,
+  count: number,
+  warnings: ReadonlyArray<string>
+): OffersAnswer => {
+  const response: OffersResponse = { offers, count, warnings: warnings.length > 0 ? warnings : null }
+  // an array of its own (Buffer.from would share an 8 KiB pool slab for a small answer)
+  const json = utf8.encode(JSON.stringify(response))
+  return { json, etag: `"${hash("sha1", json, "base64url")}"` }
+}
