@@ -9,7 +9,7 @@
  * character by character, so there is no timing signal to protect against.
  */
 import { API_KEY_PREFIX, LibraryFilterPattern, SourceKind, type TeamSettings } from "@svc/schema"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { createHash, randomBytes } from "node:crypto"
 import { atBoundary } from "./boundary.ts"
@@ -199,6 +199,68 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         revoke: (prefixOrId) => atBoundary(revoke(prefixOrId)),
         authenticate: (key) => atBoundary(authenticate(key))
       })
+    })
+  )
+
+  /**
+   * In memory (tests only): the same behaviour as {@link layer} as far as the contract suite
+   * (test/contracts/ApiKeys.ts) tells. Holds hashes, like the table, never a key. Fresh per build.
+   */
+  static readonly layerMemory = Layer.effect(
+    ApiKeys,
+    Effect.gen(function*() {
+      const keys = yield* Ref.make<ReadonlyArray<ApiKeyRecord & { readonly hash: string }>>([])
+      let nextId = 1
+      const record = ({ hash: _hash, ...rest }: ApiKeyRecord & { readonly hash: string }): ApiKeyRecord => rest
+
+      const create = Effect.fnUntraced(function*(options: CreateApiKeyOptions = {}) {
+        const settings = yield* validateSettings(options)
+        const key = generateKey()
+        const created = {
+          id: String(nextId++),
+          name: options.name?.trim() ?? "",
+          team: options.team?.trim() || null,
+          prefix: prefixOf(key),
+          settings,
+          createdAt: new Date(yield* Clock.currentTimeMillis),
+          revokedAt: null,
+          hash: hashKey(key)
+        }
+        yield* Ref.update(keys, (all) => [...all, created])
+        return { record: record(created), key }
+      })
+
+      // newest first: created_at DESC, id DESC
+      const list = Effect.map(Ref.get(keys), (all) =>
+        [...all].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || Number(b.id) - Number(a.id)).map(record))
+
+      const revoke = Effect.fnUntraced(function*(prefixOrId: string) {
+        const wanted = prefixOrId.trim()
+        const byId = /^\d{1,18}$/.test(wanted)
+        const matches = (entry: { readonly id: string; readonly prefix: string; readonly hash: string }) =>
+          byId ? entry.id === String(Number(wanted)) : isWellFormedKey(wanted) ? entry.hash === hashKey(wanted) : entry.prefix === wanted
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const revoked = yield* Ref.modify(keys, (all) => {
+          const found = all.find(matches)
+          if (found === undefined) return [undefined, all]
+          const updated = { ...found, revokedAt: found.revokedAt ?? now }
+          return [updated, all.map((entry) => entry === found ? updated : entry)]
+        })
+        if (revoked === undefined) {
+          return yield* new ApiKeyNotFound({
+            message: `No API key ${byId ? `with id ${wanted}` : isWellFormedKey(wanted) ? "matches that key" : wanted} (svc docs keys list shows them)`
+          })
+        }
+        return record(revoked)
+      })
+
+      const authenticate = (key: string) =>
+        isWellFormedKey(key)
+          ? Effect.map(Ref.get(keys), (all) =>
+            Option.map(Option.fromNullishOr(all.find((entry) => entry.hash === hashKey(key) && entry.revokedAt === null)), record))
+          : Effect.succeed(Option.none<ApiKeyRecord>())
+
+      return ApiKeys.of({ create, list, revoke, authenticate })
     })
   )
 }

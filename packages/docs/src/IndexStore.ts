@@ -12,9 +12,10 @@
  * started) → `ready` | `failed`. A run that is interrupted puts its version back to `queued`.
  */
 import { DEFAULT_TRUST_SCORE, IndexState } from "@svc/schema"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { atBoundary } from "./boundary.ts"
+import { MemoryIndex, type MemoryIndexState, type MemoryVersion } from "./MemoryIndex.ts"
 import { IdRow, RowId, Timestamp } from "./Rows.ts"
 import type { ErrorCategory, ResolvedSource } from "./sources/Source.ts"
 import type { Snippet } from "./Splitter.ts"
@@ -330,4 +331,153 @@ export class IndexStore extends Context.Service<IndexStore, {
       })
     })
   )
+
+  /**
+   * In memory (tests only), the same behaviour as {@link layer} as far as the contract suite
+   * (test/contracts/IndexStore.ts) tells; shares its index with `Search.layerMemory` in one build.
+   */
+  static readonly layerMemory = Layer.effect(
+    IndexStore,
+    Effect.gen(function*() {
+      const index = yield* MemoryIndex
+
+      const updateVersion = (versionId: string, f: (version: MemoryVersion) => MemoryVersion) =>
+        Ref.update(index, (state) => ({
+          ...state,
+          versions: state.versions.map((version) => version.id === versionId ? f(version) : version)
+        }))
+
+      const registerIn = (
+        state: MemoryIndexState,
+        source: SourceRecord,
+        versionState: "queued" | "indexing",
+        options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+      ): [string, MemoryIndexState] => {
+        const existing = state.libraries.get(source.libraryId)
+        const libraries = new Map(state.libraries)
+        libraries.set(source.libraryId, {
+          id: source.libraryId,
+          title: source.title,
+          description: source.description,
+          kind: source.kind,
+          location: source.location,
+          defaultVersion: existing === undefined || options.makeDefault ? source.version : existing.defaultVersion,
+          trustScore: options.trust ?? existing?.trustScore ?? DEFAULT_TRUST_SCORE
+        })
+        const version = state.versions.find((v) => v.libraryId === source.libraryId && v.version === source.version)
+        if (version !== undefined) {
+          const next = versionState === "queued" && version.state === "indexing" ? "indexing" : versionState
+          return [version.id, {
+            ...state,
+            libraries,
+            versions: state.versions.map((v) => v === version ? { ...v, state: next, errorCategory: null } : v)
+          }]
+        }
+        const id = String(state.nextId)
+        const created: MemoryVersion = {
+          id,
+          libraryId: source.libraryId,
+          version: source.version,
+          state: versionState,
+          errorCategory: null,
+          live: null,
+          snippetCount: 0,
+          tokenCount: 0,
+          lastUpdate: null
+        }
+        return [id, { libraries, versions: [...state.versions, created], nextId: state.nextId + 1 }]
+      }
+
+      const register = (
+        source: SourceRecord,
+        state: "queued" | "indexing",
+        options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+      ) => Ref.modify(index, (current) => registerIn(current, source, state, options))
+
+      const enqueue = (sources: ReadonlyArray<SourceRecord>) =>
+        Ref.update(index, (current) =>
+          sources.reduce((state, source) => registerIn(state, source, "queued", { makeDefault: true })[1], current))
+
+      const library = (id: string) =>
+        Effect.map(Ref.get(index), (state) =>
+          Option.map(Option.fromNullishOr(state.libraries.get(id)), (found): StoredLibrary => ({
+            location: found.location,
+            defaultVersion: found.defaultVersion
+          })))
+
+      const startIndexing = (id: string, version: string) =>
+        Ref.modify(index, (state): [Option.Option<string>, MemoryIndexState] => {
+          const found = state.versions.find((v) => v.libraryId === id && v.version === version)
+          if (found === undefined) return [Option.none(), state]
+          return [Option.some(found.id), {
+            ...state,
+            versions: state.versions.map((v) => v === found ? { ...v, state: "indexing", errorCategory: null } : v)
+          }]
+        })
+
+      const write = Effect.fnUntraced(function*(versionId: string, snippets: ReadonlyArray<Snippet>) {
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const tokens = snippets.reduce((sum, snippet) => sum + snippet.tokens, 0)
+        const written = yield* Ref.modify(index, (state): [boolean, MemoryIndexState] => {
+          if (!state.versions.some((v) => v.id === versionId)) return [false, state]
+          return [true, {
+            ...state,
+            versions: state.versions.map((v) =>
+              v.id === versionId
+                ? { ...v, live: [...snippets], state: "ready", errorCategory: null, snippetCount: snippets.length, tokenCount: tokens, lastUpdate: now }
+                : v
+            )
+          }]
+        })
+        // Postgres: the new generation's foreign key to the (removed) version fails, a defect.
+        if (!written) return yield* Effect.die(new Error(`IndexStore.write: no version ${versionId}`))
+        return tokens
+      })
+
+      const requeue = (versionId: string) =>
+        updateVersion(versionId, (v) => v.state === "indexing" ? { ...v, state: "queued" } : v)
+
+      const markFailed = (versionId: string, category: ErrorCategory) =>
+        updateVersion(versionId, (v) => v.state === "indexing" ? { ...v, state: "failed", errorCategory: category } : v)
+
+      const unfinished = Effect.map(Ref.get(index), (state) =>
+        state.versions.flatMap((v): Array<UnfinishedVersion> =>
+          v.state === "queued" || v.state === "indexing"
+            ? [{ libraryId: `${v.libraryId}/${v.version}`, version: v.version, state: v.state }]
+            : []
+        ))
+
+      const remove = (id: string, version: string | undefined) =>
+        Ref.modify(index, (state): [boolean, MemoryIndexState] => {
+          if (version === undefined) {
+            if (!state.libraries.has(id)) return [false, state]
+            const libraries = new Map(state.libraries)
+            libraries.delete(id)
+            return [true, { ...state, libraries, versions: state.versions.filter((v) => v.libraryId !== id) }]
+          }
+          const kept = state.versions.filter((v) => !(v.libraryId === id && v.version === version))
+          return kept.length === state.versions.length ? [false, state] : [true, { ...state, versions: kept }]
+        })
+
+      const list = Effect.map(Ref.get(index), (state) =>
+        [...state.libraries.values()].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0).map((found): LibraryListing => ({
+          id: found.id,
+          title: found.title,
+          source: found.location,
+          defaultVersion: found.defaultVersion,
+          versions: state.versions.filter((v) => v.libraryId === found.id).map((v) => ({
+            version: v.version,
+            state: v.state,
+            errorCategory: v.errorCategory,
+            snippets: v.snippetCount,
+            tokens: v.tokenCount,
+            lastUpdate: v.lastUpdate
+          }))
+        })))
+
+      const isEmpty = Effect.map(Ref.get(index), (state) => state.libraries.size === 0)
+
+      return IndexStore.of({ register, enqueue, library, startIndexing, write, requeue, markFailed, unfinished, remove, list, isEmpty })
+    })
+  ).pipe(Layer.provide(MemoryIndex.layer))
 }

@@ -13,9 +13,10 @@ import {
   type LibrarySearchResult,
   type TeamSettings
 } from "@svc/schema"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { atBoundary } from "./boundary.ts"
+import { MemoryIndex } from "./MemoryIndex.ts"
 import { RowId, Timestamp } from "./Rows.ts"
 
 /** Results of one library search. */
@@ -30,10 +31,18 @@ const CANDIDATES = 400
  * undefined when it has no word. Words only: the user's punctuation never reaches the query parser.
  */
 export const orQuery = (question: string | undefined, ignored: ReadonlyArray<string> = []): string | undefined => {
-  const skip = new Set(ignored.map((word) => word.toLowerCase()))
-  const words = [...new Set(question?.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((word) => !skip.has(word)).slice(0, 32)
+  const words = questionWords(question, ignored)
   return words.length === 0 ? undefined : words.join(" | ")
 }
+
+/** The distinct words of a question (letters and digits), lower-cased, `ignored` left out; at most 32. */
+export const questionWords = (question: string | undefined, ignored: ReadonlyArray<string> = []): ReadonlyArray<string> => {
+  const skip = new Set(ignored.map((word) => word.toLowerCase()))
+  return [...new Set(question?.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((word) => !skip.has(word)).slice(0, 32)
+}
+
+/** The words of a library's own name, left out of a question within it (see `context`). */
+const nameWords = (id: string) => id.split("/").slice(1).flatMap((part) => part.split(/[^\p{L}\p{N}]+/u))
 
 /**
  * The SQL condition on `docs.libraries l` for a caller's team settings (ApiKeys.ts): the library's
@@ -57,6 +66,12 @@ export const accessCondition = (sql: SqlClient.SqlClient, access: TeamSettings |
   }
   return conditions.length === 0 ? sql`true` : sql.and(conditions)
 }
+
+/** What {@link accessCondition} says, for one library in memory (`Search.layerMemory`). */
+const allows = (access: TeamSettings | undefined, library: { readonly id: string; readonly kind: string }): boolean =>
+  (access === undefined || access.libraries.length === 0 ||
+    access.libraries.some((entry) => entry.endsWith("*") ? library.id.startsWith(entry.slice(0, -1)) : library.id === entry)) &&
+  (access === undefined || access.sources.length === 0 || access.sources.some((kind) => kind === library.kind))
 
 export type ContextAnswer =
   | {
@@ -112,6 +127,8 @@ const LibraryRow = Schema.Struct({
 })
 
 /** The library a context question is about, and the version asked (null: no such version). */
+const byId = (a: { readonly id: string }, b: { readonly id: string }) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+
 const TargetRow = Schema.Struct({
   default_version: Schema.String,
   version: Schema.NullOr(Schema.String),
@@ -240,8 +257,7 @@ export class Search extends Context.Service<Search, {
         const budget = options.tokens ?? DEFAULT_CONTEXT_TOKENS
         // Within a library its own name says nothing ("effect" is in every snippet of effect's docs):
         // left in, it ranks whatever repeats the name most over what answers the question.
-        const tsquery = orQuery(options.query, id.split("/").slice(1).flatMap((part) => part.split(/[^\p{L}\p{N}]+/u)))
-          ?? orQuery(options.query)
+        const tsquery = orQuery(options.query, nameWords(id)) ?? orQuery(options.query)
         // One statement each, joined through the version's pointer (see the module comment). A code
         // snippet ranks double: the questions agents ask are how-to questions, and an example with its
         // description answers one better than prose using the same words (bench:docs: Hit@1 0.63 ->
@@ -293,4 +309,110 @@ export class Search extends Context.Service<Search, {
       })
     })
   )
+
+  /**
+   * In memory (tests only), over the index `IndexStore.layerMemory` writes (one build shares it).
+   * Same answers as {@link layer} where the contract suite (test/contracts/Search.ts) says they must
+   * agree; the ranking is simpler and need not equal Postgres's:
+   * - libraries: those whose `id + " " + title` contains the name (no look-alike names); score 1 for
+   *   an exact name, 0.5 for a prefix, 0.25 otherwise, plus (with a question) the share of its words
+   *   found in the live snippets' titles, headings and descriptions; ties by trust, then id;
+   * - context: a snippet's score is the number of the question's words (its library's name left out)
+   *   its title, heading path, description or body contains (a substring: "switch" finds
+   *   "switching"), doubled for code; best first, then document order; no word found: the
+   *   version's snippets in document order.
+   */
+  static readonly layerMemory = Layer.effect(
+    Search,
+    Effect.gen(function*() {
+      const index = yield* MemoryIndex
+
+      const libraries = Effect.fnUntraced(function*(libraryName: string, query?: string, access?: TeamSettings) {
+        const state = yield* Ref.get(index)
+        const name = libraryName.trim().toLowerCase()
+        const words = questionWords(query)
+        const scored = [...state.libraries.values()].flatMap((library) => {
+          const repo = library.id.split("/")[2]!.toLowerCase()
+          const title = library.title.toLowerCase()
+          if (!allows(access, library) || !`${library.id} ${library.title}`.toLowerCase().includes(name)) return []
+          const nameScore = repo === name || title === name || library.id.toLowerCase() === name
+            ? 1
+            : repo.startsWith(name) || title.startsWith(name) ? 0.5 : 0.25
+          const versions = state.versions.filter((v) => v.libraryId === library.id)
+          const current = versions.find((v) => v.version === library.defaultVersion)
+          const topics = (current?.live ?? []).map((s) => `${s.title} ${s.headingPath.join(" ")} ${s.description}`.toLowerCase()).join(" ")
+          const questionScore = words.length === 0 ? 0 : words.filter((word) => topics.includes(word)).length / words.length
+          return [{ library, versions, current, score: nameScore + questionScore }]
+        })
+        scored.sort((a, b) => b.score - a.score || b.library.trustScore - a.library.trustScore || byId(a.library, b.library))
+        return scored.slice(0, SEARCH_LIMIT).map(({ current, library, versions }): LibrarySearchResult => ({
+          id: library.id,
+          title: library.title,
+          description: library.description,
+          totalSnippets: current?.snippetCount ?? 0,
+          totalTokens: current?.tokenCount ?? 0,
+          trustScore: library.trustScore,
+          versions: versions.map((v) => v.version),
+          state: current?.state ?? "queued",
+          lastUpdateDate: current?.lastUpdate?.toISOString() ?? null
+        }))
+      })
+
+      const context = Effect.fnUntraced(function*(options: {
+        readonly libraryId: string
+        readonly query?: string | undefined
+        readonly tokens?: number | undefined
+        readonly access?: TeamSettings | undefined
+      }) {
+        const state = yield* Ref.get(index)
+        const { id, version: asked } = parseLibraryId(options.libraryId)
+        const library = state.libraries.get(id)
+        if (library === undefined || !allows(options.access, library)) {
+          return yield* new LibraryNotFound({ libraryId: options.libraryId })
+        }
+        const versions = state.versions.filter((v) => v.libraryId === id)
+        const found = versions.find((v) => v.version === (asked ?? library.defaultVersion))
+        if (found === undefined) {
+          return yield* new LibraryNotFound({
+            libraryId: options.libraryId,
+            message: `Library ${id} has no version ${asked}; indexed versions: ${versions.map((v) => v.version).join(", ") || "none"}`
+          })
+        }
+        if (found.live === null) {
+          return { _tag: "Indexing", libraryId: `${id}/${found.version}`, version: found.version, state: found.state } as const
+        }
+        const withoutName = questionWords(options.query, nameWords(id))
+        const words = withoutName.length > 0 ? withoutName : questionWords(options.query)
+        const ranked = found.live
+          .map((snippet, ordinal) => {
+            const text = `${snippet.title} ${snippet.headingPath.join(" ")} ${snippet.description} ${snippet.body}`.toLowerCase()
+            const matches = words.filter((word) => text.includes(word)).length
+            return { snippet, ordinal, score: matches * (snippet.kind === "code" ? 2 : 1) }
+          })
+          .filter((entry) => entry.score > 0)
+          .sort((a, b) => b.score - a.score || a.ordinal - b.ordinal)
+          .map((entry) => entry.snippet)
+        const candidates = (ranked.length > 0 ? ranked : found.live).slice(0, CANDIDATES)
+        const { picked, used } = fitBudget(candidates, options.tokens ?? DEFAULT_CONTEXT_TOKENS)
+        return {
+          _tag: "Found",
+          libraryId: `${id}/${found.version}`,
+          version: found.version,
+          totalTokens: used,
+          snippets: picked.map((snippet): ContextSnippet => ({
+            kind: snippet.kind,
+            title: snippet.title,
+            headingPath: snippet.headingPath,
+            description: snippet.description,
+            language: snippet.language,
+            content: snippet.body,
+            sourcePath: snippet.sourcePath,
+            tokens: snippet.tokens
+          }))
+        } as const
+      })
+
+      return Search.of({ libraries, context })
+    })
+  ).pipe(Layer.provide(MemoryIndex.layer))
 }
