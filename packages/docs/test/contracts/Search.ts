@@ -1,0 +1,121 @@
+/**
+ * The contract of `Search`, run against `layerMemory` (test/unit) and Postgres
+ * (test/Search.contract.test.ts), the index filled through `IndexStore`. Only what both rankings
+ * must agree on: a snippet with the question's words is found; answers stay within their library
+ * and version; the token budget holds; a name that matches nothing finds nothing; a library is
+ * found by its name; team settings hide libraries exactly like missing ones; a version without an
+ * index yet is "indexing". Each test builds a fresh layer.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, type Layer } from "effect"
+import { IndexStore } from "../../src/IndexStore.ts"
+import { type ContextAnswer, Search } from "../../src/Search.ts"
+import { greeterDocs, indexed, source, widgetsDocs } from "./fixtures.ts"
+
+const found = (answer: ContextAnswer) => {
+  assert.strictEqual(answer._tag, "Found")
+  return answer as Extract<ContextAnswer, { readonly _tag: "Found" }>
+}
+
+export const searchContract = (name: string, layer: Layer.Layer<Search | IndexStore, unknown>) =>
+  describe(`Search contract (${name})`, () => {
+    const test = (title: string, body: () => Effect.Effect<void, unknown, Search | IndexStore>) =>
+      it.effect(title, () => Effect.provide(body(), layer))
+
+    test("context: the snippet with the question's words comes first, from the asked library only", () =>
+      Effect.gen(function*() {
+        yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        yield* indexed(source("/acme/widgets", "1.0"), widgetsDocs)
+        const search = yield* Search
+        const answer = found(yield* search.context({ libraryId: "/acme/greeter", query: "withLanguage polish" }))
+        assert.strictEqual(answer.libraryId, "/acme/greeter/1.0.0")
+        assert.strictEqual(answer.version, "1.0.0")
+        assert.include(answer.snippets[0]!.content, "withLanguage")
+        assert.isTrue(answer.snippets.every((snippet) => !snippet.content.includes("gauge")))
+        const gauges = found(yield* search.context({ libraryId: "/acme/widgets", query: "gauge thresholds" }))
+        assert.isTrue(gauges.snippets.length > 0)
+        assert.isTrue(gauges.snippets.every((snippet) => !/greet/i.test(snippet.content)))
+      }))
+
+    test("context: /owner/repo/version answers from that version; an unknown version or library is LibraryNotFound", () =>
+      Effect.gen(function*() {
+        yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        yield* indexed(source("/acme/greeter", "2.0.0"), widgetsDocs, { makeDefault: false })
+        const search = yield* Search
+        const old = found(yield* search.context({ libraryId: "/acme/greeter/2.0.0", query: "gauge" }))
+        assert.strictEqual(old.libraryId, "/acme/greeter/2.0.0")
+        assert.include(old.snippets[0]!.content, "gauge")
+        const current = found(yield* search.context({ libraryId: "/acme/greeter" }))
+        assert.strictEqual(current.version, "1.0.0")
+        const noVersion = yield* Effect.flip(search.context({ libraryId: "/acme/greeter/9.9" }))
+        assert.strictEqual(noVersion._tag, "LibraryNotFound")
+        assert.include(noVersion.message, "1.0.0, 2.0.0")
+        const noLibrary = yield* Effect.flip(search.context({ libraryId: "/nobody/nothing" }))
+        assert.strictEqual(noLibrary._tag, "LibraryNotFound")
+        assert.strictEqual(noLibrary.libraryId, "/nobody/nothing")
+      }))
+
+    test("context: the token budget holds, and totalTokens is what the snippets hold", () =>
+      Effect.gen(function*() {
+        const snippets = yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        const search = yield* Search
+        const smallest = Math.min(...snippets.map((s) => s.tokens))
+        const budget = smallest + 1
+        const answer = found(yield* search.context({ libraryId: "/acme/greeter", query: "greeter language farewell", tokens: budget }))
+        assert.isAtMost(answer.totalTokens, budget)
+        assert.strictEqual(answer.totalTokens, answer.snippets.reduce((sum, s) => sum + s.tokens, 0))
+        assert.isTrue(answer.snippets.length >= 1)
+        const all = found(yield* search.context({ libraryId: "/acme/greeter", tokens: 50_000 }))
+        assert.strictEqual(all.snippets.length, snippets.length)
+        const none = found(yield* search.context({ libraryId: "/acme/greeter", tokens: smallest - 1 }))
+        assert.deepStrictEqual([none.snippets.length, none.totalTokens], [0, 0])
+      }))
+
+    test("context: a version registered but not indexed yet answers Indexing with its state", () =>
+      Effect.gen(function*() {
+        yield* (yield* IndexStore).enqueue([source("/acme/later", "1.0")])
+        const answer = yield* (yield* Search).context({ libraryId: "/acme/later" })
+        assert.deepStrictEqual(answer, { _tag: "Indexing", libraryId: "/acme/later/1.0", version: "1.0", state: "queued" })
+      }))
+
+    test("libraries: found by name with the default version's figures; a name that matches nothing finds nothing", () =>
+      Effect.gen(function*() {
+        const snippets = yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs, { trust: 7 })
+        yield* indexed(source("/acme/widgets", "1.0"), widgetsDocs)
+        const search = yield* Search
+        const [first] = yield* search.libraries("greeter")
+        assert.deepStrictEqual(
+          { ...first!, lastUpdateDate: typeof first!.lastUpdateDate },
+          {
+            id: "/acme/greeter",
+            title: "greeter",
+            description: "The docs of /acme/greeter",
+            totalSnippets: snippets.length,
+            totalTokens: snippets.reduce((sum, s) => sum + s.tokens, 0),
+            trustScore: 7,
+            versions: ["1.0.0"],
+            state: "ready",
+            lastUpdateDate: "string"
+          }
+        )
+        assert.strictEqual((yield* search.libraries("widgets", "gauges"))[0]!.id, "/acme/widgets")
+        assert.deepStrictEqual(yield* search.libraries("qqxxzzvvkk"), [])
+      }))
+
+    test("team settings: libraries outside them are neither listed nor answered (LibraryNotFound, like a missing one)", () =>
+      Effect.gen(function*() {
+        yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        yield* indexed(source("/other/widgets", "1.0", "npm"), widgetsDocs)
+        const search = yield* Search
+        const acmeOnly = { libraries: ["/acme/*"], sources: [] }
+        assert.deepStrictEqual((yield* search.libraries("widgets", undefined, acmeOnly)).map((l) => l.id), [])
+        assert.deepStrictEqual((yield* search.libraries("greeter", undefined, acmeOnly)).map((l) => l.id), ["/acme/greeter"])
+        const hidden = yield* Effect.flip(search.context({ libraryId: "/other/widgets", access: acmeOnly }))
+        assert.strictEqual(hidden._tag, "LibraryNotFound")
+        const npmOnly = { libraries: [], sources: ["npm" as const] }
+        assert.deepStrictEqual((yield* search.libraries("widgets", undefined, npmOnly)).map((l) => l.id), ["/other/widgets"])
+        assert.strictEqual((yield* Effect.flip(search.context({ libraryId: "/acme/greeter", access: npmOnly })))._tag, "LibraryNotFound")
+        const exact = { libraries: ["/other/widgets"], sources: [] }
+        assert.strictEqual(found(yield* search.context({ libraryId: "/other/widgets", access: exact })).libraryId, "/other/widgets/1.0")
+      }))
+  })

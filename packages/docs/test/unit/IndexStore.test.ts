@@ -1,0 +1,4 @@
+import { IndexStore } from "../../src/IndexStore.ts"
+import { indexStoreContract } from "../contracts/IndexStore.ts"
+
+indexStoreContract("memory", IndexStore.layerMemory)
