@@ -1,0 +1,221 @@
+/**
+ * The QueueApi routes and the publish route over the memory stores, through an in-memory web
+ * handler (`toWebHandler`: no socket, no database, no worker): the main answers and the errors
+ * (bad destination 400, missing or wrong token 401, unknown ids 404, finished message 409).
+ * A DLQ entry is made as the worker would, through the `Messages` store the handler shares.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { OutboundGuard } from "@svc/platform"
+import { toWebHandler } from "@svc/platform"
+import { Effect, Layer, Option, Redacted } from "effect"
+import type { HttpRouter } from "effect/http"
+import * as Crypto from "node:crypto"
+import { Resolver } from "../../src/Destinations.ts"
+import { routes } from "../../src/http.ts"
+import { QueueConfig } from "../../src/QueueConfig.ts"
+import { Messages } from "../../src/store/Messages.ts"
+import * as Stores from "../../src/store/Stores.ts"
+
+const TOKEN = "unit-token-0123456789"
+
+/** No DNS: names under example.com resolve to a public address, others do not resolve. */
+const resolve: OutboundGuard.Resolve = async (hostname) => {
+  if (/(^|\.)example\.com$/i.test(hostname)) return [{ address: "93.184.215.14", family: 4 }]
+  throw Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: "ENOTFOUND" })
+}
+
+// The private-address guard on (as in production), with the resolver above.
+const stores = Stores.layerMemory.pipe(
+  Layer.provideMerge(QueueConfig.layerWith({ token: Option.some(Redacted.make(TOKEN)), allowPrivate: false })),
+  Layer.merge(Layer.succeed(Resolver, resolve))
+)
+
+interface Answer {
+  readonly status: number
+  readonly body: any
+}
+
+/** A fresh queue (memory stores) behind a web handler; `call` sends a request with the token unless `token: null`. */
+const withQueue = <A, E>(
+  test: (call: (path: string, init?: RequestInit & { readonly token?: string | null }) => Effect.Effect<Answer>) => Effect.Effect<A, E, Messages>
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const context = yield* Layer.build(stores)
+    const app = routes.pipe(Layer.provideMerge(Layer.succeedContext(context)))
+    // The raw publish route's per-request needs (HttpRouter's `Request<"Requires", …>` markers) are in
+    // `context`, merged above; the platform's `toWebHandler` types only the router's own needs.
+    const { handler, dispose } = toWebHandler(app as Layer.Layer<Layer.Success<typeof app>, never, HttpRouter.HttpRouter>, {
+      name: "queue"
+    })
+    yield* Effect.addFinalizer(() => Effect.promise(dispose))
+    const call = (path: string, init: RequestInit & { readonly token?: string | null } = {}) =>
+      Effect.promise(async () => {
+        const headers = new Headers(init.headers)
+        if (init.token !== null) headers.set("authorization", `Bearer ${init.token ?? TOKEN}`)
+        const response = await handler(new Request(`http://queue.test${path}`, { ...init, headers }))
+        const text = await response.text()
+        let body: unknown = text
+        try {
+          body = text === "" ? undefined : JSON.parse(text)
+        } catch {
+          // not JSON: the text
+        }
+        return { status: response.status, body }
+      })
+    return yield* test(call).pipe(Effect.provideContext(context))
+  }))
+
+const json = (method: string, payload: unknown): RequestInit => ({
+  method,
+  body: JSON.stringify(payload),
+  headers: { "content-type": "application/json" }
+})
+
+describe("QueueApi over the memory stores (no socket, no database)", () => {
+  it.live("publish: 201 with the message id, then GET /v2/messages/<id> reads it back", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const published = yield* call("/v2/publish/https://example.com/orders", {
+          method: "POST",
+          body: "{\"order\":42}",
+          headers: { "content-type": "application/json", "svc-retries": "5", "svc-forward-x-api-key": "abc" }
+        })
+        assert.strictEqual(published.status, 201, JSON.stringify(published.body))
+        const id = published.body.messageId
+        const message = yield* call(`/v2/messages/${id}`)
+        assert.strictEqual(message.status, 200)
+        assert.strictEqual(message.body.state, "queued")
+        assert.strictEqual(message.body.url, "https://example.com/orders")
+        assert.strictEqual(message.body.maxRetries, 5)
+        assert.strictEqual(message.body.header["x-api-key"], "abc")
+        assert.strictEqual(Buffer.from(message.body.body, "base64").toString(), "{\"order\":42}")
+        // Deduplicated: the first id again.
+        const first = yield* call("/v2/publish/https://example.com/once", { method: "POST", body: "x", headers: { "svc-deduplication-id": "d1" } })
+        const again = yield* call("/v2/publish/https://example.com/once", { method: "POST", body: "x", headers: { "svc-deduplication-id": "d1" } })
+        assert.deepStrictEqual(again.body, { messageId: first.body.messageId, deduplicated: true })
+      })
+    ))
+
+  it.live("publish refusals: 400 naming the destination or header, 401 without or with a wrong token", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        for (const destination of ["ftp:nothing", "no-such-group", "http://127.0.0.1:9/private"]) {
+          const refused = yield* call(`/v2/publish/${destination}`, { method: "POST", body: "x" })
+          assert.strictEqual(refused.status, 400, destination)
+          assert.strictEqual(refused.body.code, "invalid_request")
+          assert.deepInclude(refused.body.issues.map((i: any) => i.parameter), "destination")
+        }
+        const badHeader = yield* call("/v2/publish/https://example.com/x", { method: "POST", body: "x", headers: { "svc-retries": "many" } })
+        assert.strictEqual(badHeader.status, 400)
+        assert.deepStrictEqual(badHeader.body.issues.map((i: any) => i.parameter), ["Svc-Retries"])
+        assert.strictEqual((yield* call("/v2/publish/https://example.com/x", { method: "POST", body: "x", token: null })).status, 401)
+        assert.strictEqual((yield* call("/v2/publish/https://example.com/x", { method: "POST", body: "x", token: "wrong" })).status, 401)
+        assert.strictEqual((yield* call("/v2/dlq", { token: null })).status, 401)
+        assert.strictEqual((yield* call("/v2/topics", { token: "wrong" })).status, 401)
+      })
+    ))
+
+  it.live("messages: unknown ids are 404; cancel is 204, then 409 once finished", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        assert.strictEqual((yield* call(`/v2/messages/${Crypto.randomUUID()}`)).status, 404)
+        assert.strictEqual((yield* call(`/v2/messages/${Crypto.randomUUID()}`, { method: "DELETE" })).status, 404)
+        const { body } = yield* call("/v2/publish/https://example.com/later", { method: "POST", body: "x", headers: { "svc-delay": "1h" } })
+        assert.strictEqual((yield* call(`/v2/messages/${body.messageId}`, { method: "DELETE" })).status, 204)
+        assert.strictEqual((yield* call(`/v2/messages/${body.messageId}`)).body.state, "cancelled")
+        assert.strictEqual((yield* call(`/v2/messages/${body.messageId}`, { method: "DELETE" })).status, 409)
+      })
+    ))
+
+  it.live("DLQ: list, get, retry (the message queued again), delete; unknown ids 404, a bad limit 400", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const { body } = yield* call("/v2/publish/https://example.com/fails", { method: "POST", body: "x" })
+        // What the worker does on the final failure.
+        const messages = yield* Messages
+        const [claimed] = yield* messages.claim(10)
+        const dlqId = Crypto.randomUUID()
+        yield* messages.exhaust(claimed!, {
+          dlqId,
+          status: 503,
+          headers: {},
+          body: new TextEncoder().encode("down"),
+          error: "The destination answered 503",
+          callbacks: []
+        })
+        const page = yield* call("/v2/dlq?limit=10&url=https://example.com/fails")
+        assert.strictEqual(page.status, 200)
+        assert.deepStrictEqual(page.body.messages.map((m: any) => [m.dlqId, m.messageId, m.responseStatus]), [[dlqId, body.messageId, 503]])
+        assert.strictEqual((yield* call("/v2/dlq?limit=0")).status, 400)
+        const entry = yield* call(`/v2/dlq/${dlqId}`)
+        assert.strictEqual(entry.status, 200)
+        assert.strictEqual(Buffer.from(entry.body.responseBody, "base64").toString(), "down")
+        assert.strictEqual((yield* call(`/v2/messages/${body.messageId}`)).body.state, "failed")
+        const retried = yield* call(`/v2/dlq/${dlqId}/retry`, { method: "POST" })
+        assert.strictEqual(retried.status, 200)
+        assert.deepStrictEqual(retried.body, { messageId: body.messageId })
+        const queued = (yield* call(`/v2/messages/${body.messageId}`)).body
+        assert.strictEqual(queued.state, "queued")
+        assert.strictEqual(queued.retried, 0)
+        assert.strictEqual((yield* call(`/v2/dlq/${dlqId}`)).status, 404)
+        assert.strictEqual((yield* call(`/v2/dlq/${dlqId}/retry`, { method: "POST" })).status, 404)
+        assert.strictEqual((yield* call(`/v2/dlq/${dlqId}`, { method: "DELETE" })).status, 404)
+        // Fails again, and is deleted this time.
+        const [again] = yield* messages.claim(10)
+        const second = Crypto.randomUUID()
+        yield* messages.exhaust(again!, { dlqId: second, status: 500, headers: undefined, body: undefined, error: "x", callbacks: [] })
+        assert.strictEqual((yield* call(`/v2/dlq/${second}`, { method: "DELETE" })).status, 204)
+        assert.deepStrictEqual((yield* call("/v2/dlq")).body.messages, [])
+      })
+    ))
+
+  it.live("URL groups: upsert, list, get, default headers, publish to the group, remove, delete; errors 400 and 404", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const created = yield* call("/v2/topics/orders/endpoints", json("POST", {
+          endpoints: [{ name: "billing", url: "https://billing.example.com/in" }, { url: "https://audit.example.com/in" }]
+        }))
+        assert.strictEqual(created.status, 200, JSON.stringify(created.body))
+        assert.deepStrictEqual(created.body.endpoints, [
+          { name: "billing", url: "https://billing.example.com/in" },
+          { url: "https://audit.example.com/in" }
+        ])
+        const inward = yield* call("/v2/topics/orders/endpoints", json("POST", { endpoints: [{ url: "http://10.0.0.1/x" }] }))
+        assert.strictEqual(inward.status, 400)
+        assert.deepStrictEqual(inward.body.issues.map((i: any) => i.parameter), ["endpoints[0].url"])
+        const headers = yield* call("/v2/topics/orders", json("PATCH", { headers: { "Svc-Retries": "6", "X-Team": "payments" } }))
+        assert.strictEqual(headers.status, 200)
+        assert.strictEqual((yield* call("/v2/topics/orders", json("PATCH", { headers: { "Svc-Retries": "lots" } }))).status, 400)
+        assert.strictEqual((yield* call("/v2/topics/nope", json("PATCH", { headers: {} }))).status, 404)
+        const published = yield* call("/v2/publish/orders", { method: "POST", body: "order 42" })
+        assert.strictEqual(published.status, 201)
+        assert.deepStrictEqual(published.body.map((p: any) => [p.url, p.endpointName]), [
+          ["https://billing.example.com/in", "billing"],
+          ["https://audit.example.com/in", undefined]
+        ])
+        const message = (yield* call(`/v2/messages/${published.body[0].messageId}`)).body
+        assert.strictEqual(message.maxRetries, 6)
+        assert.strictEqual(message.header["x-team"], "payments")
+        assert.strictEqual(message.topicName, "orders")
+        assert.deepStrictEqual((yield* call("/v2/topics")).body.topics.map((t: any) => t.name), ["orders"])
+        const removed = yield* call("/v2/topics/orders/endpoints", json("DELETE", { endpoints: [{ name: "billing" }] }))
+        assert.strictEqual(removed.status, 200)
+        assert.deepStrictEqual(removed.body.endpoints, [{ url: "https://audit.example.com/in" }])
+        assert.strictEqual((yield* call("/v2/topics/orders", { method: "DELETE" })).status, 204)
+        assert.strictEqual((yield* call("/v2/topics/orders")).status, 404)
+        assert.strictEqual((yield* call("/v2/topics/orders", { method: "DELETE" })).status, 404)
+      })
+    ))
+
+  it.live("signing keys: read, rotate (next becomes current)", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const keys = (yield* call("/v2/keys")).body
+        assert.match(keys.current, /^sig_/)
+        const rotated = yield* call("/v2/keys/rotate", { method: "POST" })
+        assert.strictEqual(rotated.status, 200)
+        assert.strictEqual(rotated.body.current, keys.next)
+        assert.deepStrictEqual((yield* call("/v2/keys")).body, rotated.body)
+      })
+    ))
+})
