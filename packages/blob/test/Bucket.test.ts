@@ -1,6 +1,9 @@
 /**
 * Runs with live services (excludeTestServices): these tests wait on real I/O and real time.
- * Bucket against the test run's real radosgw.
+ * Bucket against the test run's real radosgw: what only the S3 layer has (put of Requests and node
+ * streams, bucket policies, signed URL expiry, CORS, read-only tokens, the Promise API). Conditional
+ * writes, updateJson, multipart, copy/move, list and del are the contract's (test/contracts/Bucket.ts),
+ * run on radosgw by Bucket.contract.test.ts and on memory by unit/Bucket.test.ts.
  */
 import { PutBucketPolicyCommand } from "@aws-sdk/client-s3"
 import { assert, describe, layer } from "@effect/vitest"
@@ -126,118 +129,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("Bucket (radosgw)", (it)
       }))
   })
 
-  describe("conditional writes", () => {
-    it.effect("allowOverwrite false answers already_exists with the occupant's etag and size", () =>
-      Effect.gen(function*() {
-        const bucket = yield* freshBucket("cond")
-        const first = yield* bucket.put("k.txt", "first")
-        const e = yield* failure(bucket.put("k.txt", "second!"))
-        assert.strictEqual(e.code, "already_exists")
-        assert.strictEqual(e.status, 409)
-        assert.strictEqual(e.etag, first.etag)
-        assert.strictEqual(e.size, 5)
-        assert.strictEqual(yield* bucket.getText("k.txt"), "first")
-        const over = yield* bucket.put("k.txt", "second!", { allowOverwrite: true })
-        assert.notStrictEqual(over.etag, first.etag)
-        assert.strictEqual(yield* bucket.getText("k.txt"), "second!")
-      }))
-
-    it.effect("ifUnchanged writes only over the etag that was read, else conflict", () =>
-      Effect.gen(function*() {
-        const bucket = yield* freshBucket("ifmatch")
-        const v1 = yield* bucket.put("doc.json", "{\"v\":1}")
-        const v2 = yield* bucket.put("doc.json", "{\"v\":2}", { ifUnchanged: v1.etag })
-        const stale = yield* failure(bucket.put("doc.json", "{\"v\":3}", { ifUnchanged: v1.etag }))
-        assert.strictEqual(stale.code, "conflict")
-        assert.strictEqual(stale.status, 409)
-        assert.strictEqual(yield* bucket.getText("doc.json"), "{\"v\":2}")
-        yield* bucket.put("doc.json", "{\"v\":3}", { ifUnchanged: v2.etag })
-        assert.strictEqual(yield* bucket.getText("doc.json"), "{\"v\":3}")
-      }))
-
-    it.effect("updateJson under concurrent writers loses no update", () =>
-      Effect.gen(function*() {
-        const bucket = yield* freshBucket("counter")
-        const writers = 8
-        const results = yield* Effect.forEach(
-          Array.from({ length: writers }, (_, i) => i),
-          (i) =>
-            bucket.updateJson<{ count: number; by: Array<number> }>(
-              "counter.json",
-              (current) => ({ count: (current?.count ?? 0) + 1, by: [...(current?.by ?? []), i] }),
-              { maxAttempts: 40 }
-            ),
-          { concurrency: "unbounded" }
-        )
-        assert.strictEqual(results.length, writers)
-        const final = JSON.parse(yield* bucket.getText("counter.json")) as { count: number; by: Array<number> }
-        assert.strictEqual(final.count, writers)
-        assert.deepStrictEqual([...final.by].sort((a, b) => a - b), Array.from({ length: writers }, (_, i) => i))
-      }))
-
-    it.effect("updateJson gives up with conflict after maxAttempts rounds", () =>
-      Effect.gen(function*() {
-        const bucket = yield* freshBucket("giveup")
-        yield* bucket.put("x.json", "{\"n\":0}")
-        let rounds = 0
-        const e = yield* failure(bucket.updateJson<{ n: number }>("x.json", (current) =>
-          // a rival writes between our read and our write, every round
-          bucket.put("x.json", JSON.stringify({ n: (current?.n ?? 0) + 100 }), { allowOverwrite: true }).pipe(
-            Effect.map(() => {
-              rounds++
-              return { n: -1 }
-            })
-          )))
-        assert.strictEqual(e.code, "conflict")
-        assert.strictEqual(rounds, 6)
-        assert.match(e.message, /6 attempts/)
-      }))
-  })
-
-  describe("multipart", () => {
-    it.effect("uploads a large stream in parts and completes it", () =>
-      Effect.gen(function*() {
-        const bucket = yield* freshBucket("multi", { multipartThreshold: 6 * 1024 * 1024, partSize: 5 * 1024 * 1024 })
-        const size = 12 * 1024 * 1024 + 17
-        const data = new Uint8Array(size)
-        for (let i = 0; i < size; i++) data[i] = (i * 31) & 0xff
-        const source = (async function*() {
-          for (let o = 0; o < size; o += 1_000_003) yield data.subarray(o, Math.min(size, o + 1_000_003))
-        })()
-        const out = yield* bucket.put("big.bin", source, { size })
-        assert.strictEqual(out.size, size)
-        assert.match(out.etag, /-3"$/) // three parts
-        const back = yield* bucket.getBytes("big.bin")
-        assert.strictEqual(back.length, size)
-        assert.isTrue(Buffer.from(back).equals(Buffer.from(data)))
-        // multipart with allowOverwrite false onto the occupied path
-        const again = yield* failure(bucket.put("big.bin", data, { multipart: true }))
-        assert.strictEqual(again.code, "already_exists")
-        assert.strictEqual(again.size, size)
-        // maxSize without size: streamed in parts, cut off past the limit
-        const over = yield* failure(bucket.put("over.bin", (async function*() {
-          for (let i = 0; i < 3; i++) yield data.subarray(0, 5 * 1024 * 1024)
-        })(), { maxSize: 12 * 1024 * 1024 }))
-        assert.strictEqual(over.code, "too_large")
-        assert.isFalse(yield* bucket.exists("over.bin"))
-      }))
-  })
-
-  describe("copy, move, del, list", () => {
-    it.effect("copies and moves", () =>
-      Effect.gen(function*() {
-        const bucket = yield* freshBucket("move")
-        yield* bucket.put("src.txt", "payload")
-        const copied = yield* bucket.copy("src.txt", "copy.txt")
-        assert.strictEqual(copied.size, 7)
-        assert.strictEqual((yield* failure(bucket.copy("src.txt", "copy.txt"))).code, "already_exists")
-        assert.strictEqual((yield* failure(bucket.copy("missing.txt", "x.txt"))).code, "not_found")
-        const moved = yield* bucket.move("src.txt", "dir/moved.txt")
-        assert.strictEqual(moved.path, "dir/moved.txt")
-        assert.isFalse(yield* bucket.exists("src.txt"))
-        assert.strictEqual(yield* bucket.getText("dir/moved.txt"), "payload")
-      }))
-
+  describe("move, del: refusals radosgw enforces (bucket policies)", () => {
     it.effect("move_left_a_copy when the source cannot be deleted; the destination is kept", () =>
       Effect.gen(function*() {
         const storage = yield* LocalObjectStorage
@@ -267,49 +159,6 @@ layer(TestObjectStorage, { excludeTestServices: true })("Bucket (radosgw)", (it)
         assert.isDefined(e.cause)
         assert.strictEqual(yield* bucket.getText("dst.txt"), "payload")
         assert.isTrue(yield* bucket.exists("src.txt"))
-      }))
-
-    it.effect("lists in pages and deletes by path, array and prefix", () =>
-      Effect.gen(function*() {
-        const bucket = yield* freshBucket("del")
-        const paths = [
-          ...Array.from({ length: 7 }, (_, i) => `logs/2024/${i}.txt`),
-          "logs/top.txt",
-          "keep/a.txt",
-          "keep/b.txt",
-          "root.txt"
-        ]
-        yield* Effect.forEach(paths, (p) => bucket.put(p, p), { concurrency: 8 })
-        // pagination
-        const seen: Array<string> = []
-        let cursor: string | undefined
-        let pages = 0
-        do {
-          const page = yield* bucket.list({ prefix: "logs/", limit: 3, cursor })
-          seen.push(...page.objects.map((o) => o.path))
-          assert.strictEqual(page.hasMore, page.cursor !== undefined)
-          cursor = page.cursor
-          pages++
-        } while (cursor !== undefined)
-        assert.strictEqual(pages, 3)
-        assert.deepStrictEqual(seen.sort(), paths.filter((p) => p.startsWith("logs/")).sort())
-        const folded = yield* bucket.list({ prefix: "logs/", mode: "folded" })
-        assert.deepStrictEqual(folded.folders, ["logs/2024/"])
-        assert.deepStrictEqual(folded.objects.map((o) => o.path), ["logs/top.txt"])
-
-        const empty = yield* failure(bucket.del({ prefix: "" }))
-        assert.strictEqual(empty.code, "invalid_input")
-        assert.match(empty.message, /every object/)
-        assert.strictEqual((yield* failure(bucket.del(42 as never))).code, "invalid_input")
-
-        const byPrefix = yield* bucket.del({ prefix: "logs/" })
-        assert.strictEqual(byPrefix.deleted, 8)
-        assert.deepStrictEqual((yield* bucket.list()).objects.map((o) => o.path).sort(), ["keep/a.txt", "keep/b.txt", "root.txt"])
-        assert.strictEqual((yield* bucket.del(["keep/a.txt", "keep/b.txt"])).deleted, 2)
-        yield* bucket.del("root.txt")
-        yield* bucket.put("last.txt", "x")
-        assert.strictEqual((yield* bucket.del({ prefix: "", everything: true })).deleted, 1)
-        assert.strictEqual((yield* bucket.list()).objects.length, 0)
       }))
 
     it.effect("partial_delete lists the survivors", () =>

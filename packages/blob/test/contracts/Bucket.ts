@@ -152,7 +152,7 @@ export const bucketContract = (name: string, layer: Layer.Layer<Bucket, unknown>
       )
 
       test(
-        "updateJson gives up with conflict after maxAttempts rounds",
+        "updateJson gives up with conflict after maxAttempts (default 6) rounds",
         Effect.gen(function*() {
           const bucket = yield* Bucket
           yield* bucket.put("x.json", "{\"n\":0}")
@@ -163,17 +163,17 @@ export const bucketContract = (name: string, layer: Layer.Layer<Bucket, unknown>
                 rounds++
                 return { n: -1 }
               })
-            ), { maxAttempts: 3 }))
+            )))
           assert.strictEqual(e.code, "conflict")
-          assert.strictEqual(rounds, 3)
-          assert.match(e.message, /3 attempts/)
+          assert.strictEqual(rounds, 6) // the default maxAttempts
+          assert.match(e.message, /6 attempts/)
         })
       )
     })
 
     describe("multipart", () => {
       test(
-        "put of a large stream goes in parts (etag -3), reads back equal; onto an occupied path: already_exists",
+        "put of a large stream goes in parts (etag -3), reads back equal; onto an occupied path: already_exists; past maxSize: too_large",
         Effect.gen(function*() {
           const bucket = yield* Bucket
           const size = 12 * MiB + 17
@@ -190,6 +190,12 @@ export const bucketContract = (name: string, layer: Layer.Layer<Bucket, unknown>
           const again = yield* failure(bucket.put("big.bin", data, { multipart: true }))
           assert.strictEqual(again.code, "already_exists")
           assert.strictEqual(again.size, size)
+          // maxSize without size: streamed in parts, cut off past the limit, nothing stored
+          const over = yield* failure(bucket.put("over.bin", (async function*() {
+            for (let i = 0; i < 3; i++) yield data.subarray(0, 5 * MiB)
+          })(), { maxSize: 12 * MiB }))
+          assert.strictEqual(over.code, "too_large")
+          assert.isFalse(yield* bucket.exists("over.bin"))
         }),
         60_000
       )

@@ -30,7 +30,9 @@ import { makeMove } from "./copy.ts"
 import { makeDel } from "./delete.ts"
 import { bare, encodePath, MiB, readOnlyRefusal, requirePath } from "./keys.ts"
 import { listLimit } from "./list.ts"
+import { makeCompleteMultipartUpload } from "./multipart.ts"
 import { planPut, type WriteHeaders } from "./putPlan.ts"
+import { contentDisposition, planParts, uploadHeaders } from "./signing.ts"
 import type {
   BucketApi,
   CopyOptions,
@@ -298,11 +300,7 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
 
   const signedReadUrl = Effect.fn("Bucket.signedReadUrl")(function*(path: string, options: SignedReadOptions = {}) {
     yield* requirePath(path)
-    const disposition = options.download === undefined || options.download === false
-      ? undefined
-      : options.download === true
-      ? "attachment"
-      : `attachment; filename="${options.download.replace(/["\\\r\n]/g, "_")}"`
+    const disposition = contentDisposition(options.download)
     return grant({ kind: "read", path, expiresAt: yield* expiry(options.expiresIn ?? 3600), disposition })
   })
 
@@ -314,7 +312,7 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
     return {
       url: grant({ kind: "put", path, expiresAt, contentType: options.contentType, size: options.size, ifNoneMatch: !allowOverwrite }),
       method: "PUT",
-      headers: { "content-type": options.contentType, ...(allowOverwrite ? {} : { "if-none-match": "*" }) },
+      headers: uploadHeaders(options.contentType, allowOverwrite),
       expiresAt
     } satisfies SignedUpload
   })
@@ -340,18 +338,11 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
   ) {
     yield* requirePath(path)
     if (readOnly) return yield* readOnlyRefusal("An upload URL")
-    const size = options.size
-    const chosen = Math.max(options.partSize ?? partSize, MIN_PART, Math.ceil(size / 10_000))
+    const planned = planParts(options.size, options.partSize ?? partSize)
     const uploadId = randomBytes(16).toString("hex")
     uploads.set(uploadId, { path, contentType: options.contentType, parts: new Map() })
-    const count = Math.max(1, Math.ceil(size / chosen))
-    const signed = yield* signParts(
-      path,
-      uploadId,
-      Array.from({ length: count }, (_, i) => ({ partNumber: i + 1, size: i + 1 < count ? chosen : size - chosen * (count - 1) })),
-      options.expiresIn ?? 3600
-    )
-    return { uploadId, partSize: chosen, parts: signed.parts, headers: {}, expiresAt: signed.expiresAt } satisfies SignedMultipartUpload
+    const signed = yield* signParts(path, uploadId, planned.parts, options.expiresIn ?? 3600)
+    return { uploadId, partSize: planned.partSize, parts: signed.parts, headers: {}, expiresAt: signed.expiresAt } satisfies SignedMultipartUpload
   })
 
   const signedUploadParts = Effect.fn("Bucket.signedUploadParts")(function*(
@@ -385,44 +376,37 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
 
   const abortMultipartUpload = (_path: string, uploadId: string) => Effect.sync(() => void uploads.delete(uploadId))
 
-  const completeMultipartUpload = Effect.fn("Bucket.completeMultipartUpload")(function*(
-    path: string,
-    uploadId: string,
-    parts: ReadonlyArray<{ readonly partNumber: number; readonly etag: string }>,
-    options: { readonly allowOverwrite?: boolean | undefined } = {}
-  ) {
-    yield* requirePath(path)
-    const ifNoneMatch = options.allowOverwrite !== true
-    if (ifNoneMatch && (yield* exists(path))) {
-      yield* abortMultipartUpload(path, uploadId)
-      return yield* alreadyExists(path)
-    }
-    const upload = yield* uploadOf(path, uploadId)
-    const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber)
-    if (sorted.length === 0) return yield* storageAnswer(400, "MalformedXML", path)
-    const chosen = sorted.map(({ partNumber, etag }) => {
-      const part = upload.parts.get(partNumber)
-      return part !== undefined && bare(part.etag) === bare(etag) ? part : undefined
+  /** CompleteMultipartUpload as storage answers it (the occupied-path check is makeCompleteMultipartUpload's) */
+  const complete = (path: string, uploadId: string, parts: ReadonlyArray<{ readonly partNumber: number; readonly etag: string }>) =>
+    Effect.gen(function*() {
+      const upload = yield* uploadOf(path, uploadId)
+      const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber)
+      if (sorted.length === 0) return yield* storageAnswer(400, "MalformedXML", path)
+      const chosen = sorted.map(({ partNumber, etag }) => {
+        const part = upload.parts.get(partNumber)
+        return part !== undefined && bare(part.etag) === bare(etag) ? part : undefined
+      })
+      if (chosen.some((part) => part === undefined)) {
+        return yield* storageAnswer(400, "InvalidPart", path, "One or more of the specified parts could not be found")
+      }
+      const found = chosen as ReadonlyArray<{ readonly bytes: Uint8Array; readonly etag: string }>
+      if (found.slice(0, -1).some((part) => part.bytes.length < MIN_PART)) {
+        return yield* storageAnswer(400, "EntityTooSmall", path, "Your proposed upload is smaller than the minimum allowed object size")
+      }
+      uploads.delete(uploadId)
+      const etag = multipartEtag(found.map((part) => part.etag))
+      objects.set(path, {
+        bytes: concat(found.map((part) => part.bytes)),
+        etag,
+        contentType: upload.contentType,
+        lastModified: new Date(),
+        cacheControl: undefined,
+        metadata: {}
+      })
+      return { etag }
     })
-    if (chosen.some((part) => part === undefined)) {
-      return yield* storageAnswer(400, "InvalidPart", path, "One or more of the specified parts could not be found")
-    }
-    const found = chosen as ReadonlyArray<{ readonly bytes: Uint8Array; readonly etag: string }>
-    if (found.slice(0, -1).some((part) => part.bytes.length < MIN_PART)) {
-      return yield* storageAnswer(400, "EntityTooSmall", path, "Your proposed upload is smaller than the minimum allowed object size")
-    }
-    uploads.delete(uploadId)
-    const etag = multipartEtag(found.map((part) => part.etag))
-    objects.set(path, {
-      bytes: concat(found.map((part) => part.bytes)),
-      etag,
-      contentType: upload.contentType,
-      lastModified: new Date(),
-      cacheControl: undefined,
-      metadata: {}
-    })
-    return { etag }
-  })
+
+  const completeMultipartUpload = makeCompleteMultipartUpload({ exists, alreadyExists, abort: abortMultipartUpload, complete })
 
   return {
     name,

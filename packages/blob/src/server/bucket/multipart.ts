@@ -24,6 +24,38 @@ import type { WriteHeaders } from "./putPlan.ts"
 import type { Reads } from "./reads.ts"
 import type { LandedPart } from "./types.ts"
 
+type PartList = ReadonlyArray<{ readonly partNumber: number; readonly etag: string }>
+
+/**
+ * `completeMultipartUpload`, the same for every layer: with `allowOverwrite` false an occupied path aborts
+ * the upload and answers already_exists, checked first (radosgw ignores If-None-Match on completion).
+ */
+export const makeCompleteMultipartUpload = (store: {
+  readonly exists: (path: string) => Effect.Effect<boolean, BlobError>
+  readonly alreadyExists: (path: string) => Effect.Effect<never, BlobError>
+  readonly abort: (path: string, uploadId: string) => Effect.Effect<void, BlobError>
+  readonly complete: (
+    path: string,
+    uploadId: string,
+    parts: PartList,
+    ifNoneMatch: boolean
+  ) => Effect.Effect<{ readonly etag: string }, BlobError>
+}) =>
+  Effect.fn("Bucket.completeMultipartUpload")(function*(
+    path: string,
+    uploadId: string,
+    parts: PartList,
+    options: { readonly allowOverwrite?: boolean | undefined } = {}
+  ) {
+    yield* requirePath(path)
+    const ifNoneMatch = options.allowOverwrite !== true
+    if (ifNoneMatch && (yield* store.exists(path))) {
+      yield* store.abort(path, uploadId)
+      return yield* store.alreadyExists(path)
+    }
+    return yield* store.complete(path, uploadId, parts, ifNoneMatch)
+  })
+
 export const makeMultipart = (
   s3: S3Context,
   { exists, head }: Pick<Reads, "exists" | "head">,
@@ -154,19 +186,11 @@ export const makeMultipart = (
     return landed
   })
 
-  const completeMultipartUpload = Effect.fn("Bucket.completeMultipartUpload")(function*(
-    path: string,
-    uploadId: string,
-    parts: ReadonlyArray<{ readonly partNumber: number; readonly etag: string }>,
-    options: { readonly allowOverwrite?: boolean | undefined } = {}
-  ) {
-    yield* requirePath(path)
-    const ifNoneMatch = options.allowOverwrite !== true
-    if (ifNoneMatch && (yield* exists(path))) {
-      yield* abortUpload(path, uploadId)
-      return yield* alreadyExists(path)
-    }
-    return yield* complete(path, uploadId, parts, { ifNoneMatch, ifMatch: undefined })
+  const completeMultipartUpload = makeCompleteMultipartUpload({
+    exists,
+    alreadyExists,
+    abort: abortUpload,
+    complete: (path, uploadId, parts, ifNoneMatch) => complete(path, uploadId, parts, { ifNoneMatch, ifMatch: undefined })
   })
 
   return { abortUpload, putMultipart, listParts, completeMultipartUpload }

@@ -13,8 +13,9 @@ import type { PresignedPart } from "../../shared/protocol.ts"
 import type { StorageCredentials } from "../credentials.ts"
 import { normalizeStorageError } from "../normalize.ts"
 import type { S3Context } from "./client.ts"
-import { MiB, readOnlyRefusal, requirePath } from "./keys.ts"
+import { readOnlyRefusal, requirePath } from "./keys.ts"
 import type { Multipart } from "./multipart.ts"
+import { contentDisposition, planParts, uploadHeaders } from "./signing.ts"
 import type { SignedMultipartUpload, SignedReadOptions, SignedUpload, SignedUploadOptions } from "./types.ts"
 
 export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abortUpload">) => {
@@ -44,11 +45,7 @@ export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abo
 
   const signedReadUrl = Effect.fn("Bucket.signedReadUrl")(function*(path: string, options: SignedReadOptions = {}) {
     yield* requirePath(path)
-    const disposition = options.download === undefined || options.download === false
-      ? undefined
-      : options.download === true
-      ? "attachment"
-      : `attachment; filename="${options.download.replace(/["\\\r\n]/g, "_")}"`
+    const disposition = contentDisposition(options.download)
     const { url: signed } = yield* presign(
       path,
       new GetObjectCommand({
@@ -60,11 +57,6 @@ export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abo
       []
     )
     return signed
-  })
-
-  const uploadHeaders = (contentType: string, allowOverwrite: boolean) => ({
-    "content-type": contentType,
-    ...(allowOverwrite ? {} : { "if-none-match": "*" })
   })
 
   const signedUploadUrl = Effect.fn("Bucket.signedUploadUrl")(function*(path: string, options: SignedUploadOptions) {
@@ -97,8 +89,7 @@ export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abo
   ) {
     yield* requirePath(path)
     if (token.readOnly) return yield* readOnlyRefusal("An upload URL")
-    const size = options.size
-    const chosen = Math.max(options.partSize ?? partSize, 5 * MiB, Math.ceil(size / 10_000))
+    const planned = planParts(options.size, options.partSize ?? partSize)
     const created = yield* send(path, (client, signal) =>
       client.send(new CreateMultipartUploadCommand({ Bucket, Key: path, ContentType: options.contentType }), {
         abortSignal: signal
@@ -107,16 +98,12 @@ export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abo
     if (uploadId === undefined) {
       return yield* new BlobError("request_failed", { status: 502, message: "Storage started no multipart upload" })
     }
-    const count = Math.max(1, Math.ceil(size / chosen))
-    const signed = yield* signParts(
-      path,
-      uploadId,
-      Array.from({ length: count }, (_, i) => ({ partNumber: i + 1, size: i + 1 < count ? chosen : size - chosen * (count - 1) })),
-      options.expiresIn ?? 3600
-    ).pipe(Effect.onError(() => abortUpload(path, uploadId)))
+    const signed = yield* signParts(path, uploadId, planned.parts, options.expiresIn ?? 3600).pipe(
+      Effect.onError(() => abortUpload(path, uploadId))
+    )
     return {
       uploadId,
-      partSize: chosen,
+      partSize: planned.partSize,
       parts: signed.parts,
       headers: {},
       expiresAt: signed.expiresAt
