@@ -6,6 +6,8 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { atBoundary } from "./boundary.ts"
+import { ListingsMemory } from "./memory/ListingsMemory.ts"
+import { makeMemoryIngestRuns } from "./memory/ingestRuns.ts"
 
 export type Trigger = "scheduled" | "manual"
 
@@ -57,4 +59,10 @@ export class IngestRuns extends Context.Service<IngestRuns, {
       })
     })
   )
+  /** Over ListingsMemory (tests). */
+  static readonly layerMemory = Layer.effect(
+    IngestRuns,
+    Effect.map(ListingsMemory, (tables) => IngestRuns.of(makeMemoryIngestRuns(tables)))
+  )
+
 }

@@ -12,6 +12,8 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { atBoundary } from "./boundary.ts"
 import { randomUUID } from "node:crypto"
 import * as os from "node:os"
+import { ListingsMemory } from "./memory/ListingsMemory.ts"
+import { makeMemoryLeases } from "./memory/leases.ts"
 
 const Taken = Schema.Struct({ previous: Schema.NullOr(Schema.String) })
 
@@ -69,4 +71,10 @@ export class Leases extends Context.Service<Leases, {
       })
     })
   )
+  /** Over ListingsMemory (tests): each build is another holder of the same leases. */
+  static readonly layerMemory = Layer.effect(
+    Leases,
+    Effect.map(ListingsMemory, (tables) => Leases.of(makeMemoryLeases(tables)))
+  )
+
 }

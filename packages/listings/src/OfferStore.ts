@@ -20,6 +20,8 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { atBoundary } from "./boundary.ts"
 import { DEDUP_LOCK } from "./Dedup.ts"
 import type { FeedImage, OfferRow } from "./Normalize.ts"
+import { ListingsMemory } from "./memory/ListingsMemory.ts"
+import { makeMemoryOfferStore } from "./memory/offerStore.ts"
 
 
 /**
@@ -157,4 +159,10 @@ export class OfferStore extends Context.Service<OfferStore, {
       })
     })
   )
+  /** Over ListingsMemory (tests): the same writes, winners and `offers_version` bumps. */
+  static readonly layerMemory = Layer.effect(
+    OfferStore,
+    Effect.map(ListingsMemory, (tables) => OfferStore.of(makeMemoryOfferStore(tables)))
+  )
+
 }

@@ -37,6 +37,8 @@ import {
 import { Remembered } from "./Remembered.ts"
 import { toPrefixQuery } from "./SearchWords.ts"
 import { Sources } from "./Sources.ts"
+import { ListingsMemory } from "./memory/ListingsMemory.ts"
+import { makeMemoryOffers } from "./memory/offers.ts"
 
 export { type OfferSearch, type OffersAnswer, splitList }
 
@@ -250,4 +252,15 @@ export class Offers extends Context.Service<Offers, {
       })
     })
   )
+  /** Over ListingsMemory (tests): the same filters, de-duplication, sorts and paging; nothing remembered. */
+  static readonly layerMemory = Layer.effect(
+    Offers,
+    Effect.gen(function*() {
+      const tables = yield* ListingsMemory
+      const sources = yield* Sources
+      const { publicBaseUrl } = yield* ListingsConfig
+      return Offers.of(makeMemoryOffers(tables, sources.all.map((source) => source.id), publicBaseUrl))
+    })
+  )
+
 }

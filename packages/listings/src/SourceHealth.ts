@@ -8,6 +8,8 @@ import type { SourcesResponse } from "@svc/schema"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Sources } from "./Sources.ts"
+import { ListingsMemory } from "./memory/ListingsMemory.ts"
+import { makeMemorySourceHealth } from "./memory/sourceHealth.ts"
 
 const HealthRow = Schema.Struct({
   id: Schema.String,
@@ -73,4 +75,14 @@ export class SourceHealthLookup extends Context.Service<SourceHealthLookup, {
       return SourceHealthLookup.of({ list })
     })
   )
+  /** Over ListingsMemory (tests). */
+  static readonly layerMemory = Layer.effect(
+    SourceHealthLookup,
+    Effect.gen(function*() {
+      const tables = yield* ListingsMemory
+      const sources = yield* Sources
+      return SourceHealthLookup.of(makeMemorySourceHealth(tables, sources.all))
+    })
+  )
+
 }
