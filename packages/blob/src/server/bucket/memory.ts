@@ -32,7 +32,7 @@ import { bare, encodePath, MiB, readOnlyRefusal, requirePath } from "./keys.ts"
 import { listLimit } from "./list.ts"
 import { makeCompleteMultipartUpload } from "./multipart.ts"
 import { planPut, type WriteHeaders } from "./putPlan.ts"
-import { contentDisposition, planParts, uploadHeaders } from "./signing.ts"
+import { contentDisposition, makeSignedUploadParts, planParts, type SignParts, uploadHeaders } from "./signing.ts"
 import type {
   BucketApi,
   CopyOptions,
@@ -317,12 +317,7 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
     } satisfies SignedUpload
   })
 
-  const signParts = (
-    path: string,
-    uploadId: string,
-    parts: ReadonlyArray<{ readonly partNumber: number; readonly size: number }>,
-    expiresIn: number
-  ) =>
+  const signParts: SignParts = (path, uploadId, parts, expiresIn) =>
     Effect.map(expiry(expiresIn), (expiresAt) => ({
       parts: parts.map(({ partNumber, size }): PresignedPart => ({
         partNumber,
@@ -345,16 +340,7 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
     return { uploadId, partSize: planned.partSize, parts: signed.parts, headers: {}, expiresAt: signed.expiresAt } satisfies SignedMultipartUpload
   })
 
-  const signedUploadParts = Effect.fn("Bucket.signedUploadParts")(function*(
-    path: string,
-    uploadId: string,
-    parts: ReadonlyArray<{ readonly partNumber: number; readonly size: number }>,
-    options: { readonly expiresIn?: number | undefined } = {}
-  ) {
-    yield* requirePath(path)
-    if (readOnly) return yield* readOnlyRefusal("An upload URL")
-    return yield* signParts(path, uploadId, parts, options.expiresIn ?? 3600)
-  })
+  const signedUploadParts = makeSignedUploadParts(readOnly, signParts)
 
   const uploadOf = (path: string, uploadId: string) =>
     Effect.suspend(() => {

@@ -15,7 +15,7 @@ import { normalizeStorageError } from "../normalize.ts"
 import type { S3Context } from "./client.ts"
 import { readOnlyRefusal, requirePath } from "./keys.ts"
 import type { Multipart } from "./multipart.ts"
-import { contentDisposition, planParts, uploadHeaders } from "./signing.ts"
+import { contentDisposition, makeSignedUploadParts, planParts, type SignParts, uploadHeaders } from "./signing.ts"
 import type { SignedMultipartUpload, SignedReadOptions, SignedUpload, SignedUploadOptions } from "./types.ts"
 
 export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abortUpload">) => {
@@ -111,12 +111,7 @@ export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abo
   })
 
   /** Presigned UploadPart PUTs (content length signed per part). */
-  const signParts = (
-    path: string,
-    uploadId: string,
-    parts: ReadonlyArray<{ readonly partNumber: number; readonly size: number }>,
-    expiresIn: number
-  ) =>
+  const signParts: SignParts = (path, uploadId, parts, expiresIn) =>
     Effect.forEach(parts, ({ partNumber, size: partBytes }) =>
       presign(
         path,
@@ -130,16 +125,7 @@ export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abo
         }))
       )
 
-  const signedUploadParts = Effect.fn("Bucket.signedUploadParts")(function*(
-    path: string,
-    uploadId: string,
-    parts: ReadonlyArray<{ readonly partNumber: number; readonly size: number }>,
-    options: { readonly expiresIn?: number | undefined } = {}
-  ) {
-    yield* requirePath(path)
-    if (token.readOnly) return yield* readOnlyRefusal("An upload URL")
-    return yield* signParts(path, uploadId, parts, options.expiresIn ?? 3600)
-  })
+  const signedUploadParts = makeSignedUploadParts(token.readOnly, signParts)
 
   return { signedReadUrl, signedUploadUrl, signedMultipartUpload, signedUploadParts }
 }

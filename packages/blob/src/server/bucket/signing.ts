@@ -5,7 +5,21 @@
  *
  * @module
  */
-import { MiB } from "./keys.ts"
+import { Effect } from "effect"
+import type { BlobError } from "../../shared/BlobError.ts"
+import type { PresignedPart } from "../../shared/protocol.ts"
+import { MiB, readOnlyRefusal, requirePath } from "./keys.ts"
+
+/** Parts to sign: their numbers and the byte length each is signed for. */
+export type PartSizes = ReadonlyArray<{ readonly partNumber: number; readonly size: number }>
+
+/** A layer's signing of part PUTs. */
+export type SignParts = (
+  path: string,
+  uploadId: string,
+  parts: PartSizes,
+  expiresIn: number
+) => Effect.Effect<{ readonly parts: ReadonlyArray<PresignedPart>; readonly expiresAt: number }, BlobError>
 
 /** The headers a presigned PUT is signed with: send exactly these. */
 export const uploadHeaders = (contentType: string, allowOverwrite: boolean) => ({
@@ -30,3 +44,16 @@ export const planParts = (size: number, partSize: number) => {
     parts: Array.from({ length: count }, (_, i) => ({ partNumber: i + 1, size: i + 1 < count ? chosen : size - chosen * (count - 1) }))
   }
 }
+
+/** `signedUploadParts`, the same for every layer: part PUTs of an existing upload signed again. */
+export const makeSignedUploadParts = (readOnly: boolean, signParts: SignParts) =>
+  Effect.fn("Bucket.signedUploadParts")(function*(
+    path: string,
+    uploadId: string,
+    parts: PartSizes,
+    options: { readonly expiresIn?: number | undefined } = {}
+  ) {
+    yield* requirePath(path)
+    if (readOnly) return yield* readOnlyRefusal("An upload URL")
+    return yield* signParts(path, uploadId, parts, options.expiresIn ?? 3600)
+  })
