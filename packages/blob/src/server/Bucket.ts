@@ -41,7 +41,8 @@ import { parseBlobToken } from "./token.ts"
 
 export type * from "./bucket/types.ts"
 export type { PromiseBucket } from "./bucket/promise.ts"
-export { memoryFetch, type MemoryBucketOptions } from "./bucket/memory.ts"
+export type { MemoryBucketOptions } from "./bucket/memory.ts"
+export { memoryFetch } from "./bucket/memoryStore.ts"
 
 /** Builds a bucket client. Synchronous; `close` releases it. Throws TypeError for bad options. */
 export const makeBucketUnsafe = (options: BucketOptions): BucketApi => {

@@ -6,7 +6,8 @@
  * sniffing checks), `del`'s targets, `move`, `updateJson`'s loop, and the refusals of conditional writes
  * (`conditional.ts`). Storage's own answers (404 NoSuchKey, 412, 400 InvalidPart, ...) go through
  * `normalizeStorageError`, the table the S3 layer uses, so both layers fail with the same codes; the
- * contract suite (`test/contracts/Bucket.ts`) holds them to it.
+ * contract suite (`test/contracts/Bucket.ts`) holds them to it. The state and `memoryFetch` are in
+ * `memoryStore.ts`.
  *
  * Conditional writes are atomic here (check and set in one synchronous step). Etags are S3's: the MD5 of
  * the bytes, or for a multipart object the MD5 of the parts' MD5s and `-<parts>`.
@@ -19,7 +20,7 @@
  * @module
  */
 import { Clock, Effect } from "effect"
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { BlobError } from "../../shared/BlobError.ts"
 import type { PresignedPart } from "../../shared/protocol.ts"
 import { parseSize, type SizeInput } from "../../shared/size.ts"
@@ -30,6 +31,7 @@ import { makeMove } from "./copy.ts"
 import { makeDel } from "./delete.ts"
 import { bare, encodePath, MiB, readOnlyRefusal, requirePath } from "./keys.ts"
 import { listLimit } from "./list.ts"
+import { closeStore, etagOf, type Grant, GRANT, multipartEtag, openStore, type StoredObject } from "./memoryStore.ts"
 import { makeCompleteMultipartUpload } from "./multipart.ts"
 import { planPut, type WriteHeaders } from "./putPlan.ts"
 import { contentDisposition, makeSignedUploadParts, planParts, type SignParts, uploadHeaders } from "./signing.ts"
@@ -64,62 +66,7 @@ export interface MemoryBucketOptions {
   readonly maxSinglePut?: SizeInput | undefined
 }
 
-interface StoredObject {
-  readonly bytes: Uint8Array
-  readonly etag: string
-  readonly contentType: string
-  readonly lastModified: Date
-  readonly cacheControl: string | undefined
-  readonly metadata: Readonly<Record<string, string>>
-}
-
-interface Upload {
-  readonly path: string
-  readonly contentType: string
-  readonly parts: Map<number, { readonly bytes: Uint8Array; readonly etag: string }>
-}
-
-type Grant =
-  | {
-    readonly kind: "read"
-    readonly path: string
-    readonly expiresAt: number
-    readonly disposition: string | undefined
-  }
-  | {
-    readonly kind: "put"
-    readonly path: string
-    readonly expiresAt: number
-    readonly contentType: string
-    readonly size: number
-    readonly ifNoneMatch: boolean
-  }
-  | {
-    readonly kind: "part"
-    readonly path: string
-    readonly expiresAt: number
-    readonly uploadId: string
-    readonly partNumber: number
-    readonly size: number
-  }
-
-interface MemoryStore {
-  readonly name: string
-  readonly objects: Map<string, StoredObject>
-  readonly uploads: Map<string, Upload>
-  readonly grants: Map<string, Grant>
-}
-
-/** Live memory stores by URL host, for `memoryFetch`; a store leaves when its bucket closes. */
-const stores = new Map<string, MemoryStore>()
-
-const GRANT = "X-Memory-Grant"
 const MIN_PART = 5 * MiB
-
-const md5 = (bytes: Uint8Array) => createHash("md5").update(bytes).digest("hex")
-const etagOf = (bytes: Uint8Array) => `"${md5(bytes)}"`
-const multipartEtag = (partEtags: ReadonlyArray<string>) =>
-  `"${md5(Buffer.concat(partEtags.map((etag) => Buffer.from(bare(etag), "hex"))))}-${partEtags.length}"`
 
 /** Storage's answer, normalized as the S3 layer normalizes it. */
 const storageAnswer = (status: number, code: string, path?: string, message = code) =>
@@ -135,9 +82,7 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
   const partSize = parseSize(options.partSize ?? 8 * MiB, "partSize")
   if (partSize < MIN_PART) throw new TypeError("partSize must be at least 5 MiB (the S3 minimum)")
   const maxSinglePut = parseSize(options.maxSinglePut ?? 5 * 1024 * MiB, "maxSinglePut")
-  const host = `${randomBytes(6).toString("hex")}.memory.invalid`
-  const store: MemoryStore = { name, objects: new Map(), uploads: new Map(), grants: new Map() }
-  stores.set(host, store)
+  const { host, store } = openStore(name)
   const { objects, uploads, grants } = store
 
   const url = (path: string) => `http://${host}/${name}/${encodePath(path)}`
@@ -417,59 +362,6 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
     listParts,
     signedUploadParts: (path, uploadId, parts, options) => signedUploadParts(path, uploadId, parts, options),
     configureCors: () => Effect.void,
-    close: Effect.sync(() => {
-      stores.delete(host)
-      grants.clear()
-    })
+    close: Effect.sync(() => closeStore(host))
   }
-}
-
-const xml = (status: number, code: string, message = code) =>
-  new Response(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`, {
-    status,
-    headers: { "content-type": "application/xml" }
-  })
-
-/**
- * Serves a memory bucket's presigned URL as storage would: `GET` a signed read URL, `PUT` a signed upload
- * or part URL with exactly the signed headers. An unknown, expired or mismatched signature is 403, a PUT
- * onto an occupied path signed with `if-none-match: *` 412, a part of an upload no longer known 404.
- * Any other URL is refused with a TypeError (it is not a memory bucket's).
- */
-export const memoryFetch = async (request: Request): Promise<Response> => {
-  const target = new URL(request.url)
-  const store = stores.get(target.host)
-  if (store === undefined) throw new TypeError(`memoryFetch: ${target.host} is not a live memory bucket`)
-  const signed = store.grants.get(target.searchParams.get(GRANT) ?? "")
-  const path = target.pathname.split("/").slice(2).map(decodeURIComponent).join("/")
-  if (signed === undefined || signed.path !== path) return xml(403, "AccessDenied", "signature does not match")
-  if (signed.expiresAt <= Date.now()) return xml(403, "AccessDenied", "request has expired")
-  if (signed.kind === "read") {
-    if (request.method !== "GET" && request.method !== "HEAD") return xml(403, "AccessDenied", "signature does not match")
-    const object = store.objects.get(path)
-    if (object === undefined) return xml(404, "NoSuchKey")
-    return new Response(request.method === "HEAD" ? null : object.bytes.slice(), {
-      headers: {
-        "content-type": object.contentType,
-        etag: object.etag,
-        ...(signed.disposition === undefined ? {} : { "content-disposition": signed.disposition })
-      }
-    })
-  }
-  if (request.method !== "PUT") return xml(403, "AccessDenied", "signature does not match")
-  const bytes = new Uint8Array(await request.arrayBuffer())
-  if (bytes.length !== signed.size) return xml(403, "AccessDenied", "signature does not match")
-  if (signed.kind === "part") {
-    const upload = store.uploads.get(signed.uploadId)
-    if (upload === undefined) return xml(404, "NoSuchUpload")
-    const etag = etagOf(bytes)
-    upload.parts.set(signed.partNumber, { bytes, etag })
-    return new Response(null, { headers: { etag } })
-  }
-  if (request.headers.get("content-type") !== signed.contentType) return xml(403, "AccessDenied", "signature does not match")
-  if (signed.ifNoneMatch && request.headers.get("if-none-match") !== "*") return xml(403, "AccessDenied", "signature does not match")
-  if (signed.ifNoneMatch && store.objects.has(path)) return xml(412, "PreconditionFailed")
-  const etag = etagOf(bytes)
-  store.objects.set(path, { bytes, etag, contentType: signed.contentType, lastModified: new Date(), cacheControl: undefined, metadata: {} })
-  return new Response(null, { headers: { etag } })
 }
