@@ -1,0 +1,173 @@
+/**
+ * The ListingsApi handlers (src/http.ts) over the memory layers, in-process through a web handler:
+ * no socket, no database. Offers listed and fetched by id (ETag and 304), filters and warnings, an
+ * invalid query (400 naming the parameter), an unknown id (404), the import directory, and an admin
+ * ingest of a small mock feed (401 without the token) whose run shows in GET /sources.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { apiRoutes, toWebHandler } from "@svc/platform"
+import { CarOffer, ImportServicesResponse, ListingsApi, OffersResponse, SourcesResponse } from "@svc/schema"
+import { Effect, Layer, Option, Redacted, Schema, type Scope } from "effect"
+import { HttpClient, HttpClientError } from "effect/http"
+import { ApiHandlers } from "../../src/http.ts"
+import { ImageCacher } from "../../src/Images.ts"
+import { ImportServices } from "../../src/ImportServices.ts"
+import { Ingest } from "../../src/Ingest.ts"
+import { IngestRuns } from "../../src/IngestRuns.ts"
+import { Leases } from "../../src/Leases.ts"
+import { ListingsConfig } from "../../src/ListingsConfig.ts"
+import { ListingsMemory } from "../../src/memory/ListingsMemory.ts"
+import { Offers } from "../../src/Offers.ts"
+import { OfferStore } from "../../src/OfferStore.ts"
+import { SourceHealthLookup } from "../../src/SourceHealth.ts"
+import { Sources } from "../../src/Sources.ts"
+import { car, minute, write } from "../contracts/fixtures.ts"
+
+const TOKEN = "unit-admin-token"
+
+/** No feed in these tests needs the network: any outbound request is a defect. */
+const noNetwork = Layer.succeed(
+  HttpClient.HttpClient,
+  HttpClient.make((request) =>
+    Effect.fail(new HttpClientError.HttpClientError({ reason: new HttpClientError.TransportError({ request, description: "no network in unit tests" }) }))
+  )
+)
+
+const directory = [
+  { id: "b", name: "Beta Import", region: "slaskie", city: null, services: ["import"], website: null, phone: null, email: null, description: "B" },
+  { id: "a", name: "Alpha Trans", region: "mazowieckie", city: "Warszawa", services: ["transport"], website: null, phone: null, email: null, description: "A" }
+]
+
+/** Every service the handlers need, in memory, over one set of tables. */
+const memoryServices = Layer.mergeAll(
+  Offers.layerMemory,
+  SourceHealthLookup.layerMemory,
+  ImportServices.layerMemory(directory),
+  Ingest.layerNoDeps
+).pipe(
+  Layer.provideMerge(Layer.mergeAll(OfferStore.layerMemory, Leases.layerMemory, IngestRuns.layerMemory)),
+  Layer.provideMerge(ListingsMemory.layer),
+  Layer.provide([ImageCacher.layerDisabled, noNetwork]),
+  Layer.provideMerge(
+    Layer.mergeAll(
+      ListingsConfig.layerTest({ adminToken: Option.some(Redacted.make(TOKEN)), answerCacheBytes: 0 }),
+      Sources.layerStatic([
+        { id: "alpha", adapter: "json", url: "http://127.0.0.1:9/alpha.json" },
+        { id: "mock", adapter: "mock", count: 40 }
+      ])
+    )
+  )
+)
+
+/** The API over the services in the context, as a web `fetch`. */
+const api = Effect.gen(function*() {
+  const services = yield* Effect.context<Offers | SourceHealthLookup | ImportServices | Ingest | ListingsConfig>()
+  const { handler } = yield* Effect.acquireRelease(
+    Effect.sync(() =>
+      toWebHandler(
+        apiRoutes({ api: ListingsApi, handlers: ApiHandlers, openapi: true }).pipe(Layer.provide(Layer.succeedContext(services)))
+      )
+    ),
+    ({ dispose }) => Effect.promise(dispose)
+  )
+  return (path: string, init?: RequestInit) =>
+    Effect.promise(async () => {
+      const response = await handler(new Request(`http://listings.test${path}`, init))
+      const text = await response.text()
+      return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) }
+    })
+})
+
+const test = (
+  title: string,
+  body: () => Effect.Effect<void, unknown, Offers | OfferStore | SourceHealthLookup | ImportServices | Ingest | ListingsConfig | Scope.Scope>
+) => it.live(title, () => Effect.provide(Effect.scoped(body()), memoryServices))
+
+const market = Effect.all([
+  write("alpha", [
+    car({ nativeId: "golf", make: "Volkswagen", model: "Golf", mileage: 90_000, updatedAt: new Date(minute(2)).toISOString() }),
+    car({ nativeId: "polo", make: "Volkswagen", model: "Polo", mileage: 30_000, updatedAt: new Date(minute(1)).toISOString() }),
+    car({ nativeId: "yaris", make: "Toyota", model: "Yaris", fuel: "hybrid", updatedAt: new Date(minute(3)).toISOString() })
+  ])
+])
+
+describe("listings HTTP handlers (memory layers)", () => {
+  test("GET /offers lists newest first with the count; the same answer again is 304 with its ETag", () =>
+    Effect.gen(function*() {
+      yield* market
+      const get = yield* api
+      const list = yield* get("/offers?limit=2")
+      assert.strictEqual(list.status, 200)
+      const body = Schema.decodeUnknownSync(OffersResponse)(list.body)
+      assert.deepStrictEqual([body.count, body.offers.map((offer) => offer.id), body.warnings], [3, ["alpha:yaris", "alpha:golf"], null])
+      const etag = list.headers.get("etag")
+      assert.isNotNull(etag)
+      assert.strictEqual(list.headers.get("cache-control"), "no-cache")
+      const again = yield* get("/offers?limit=2", { headers: { "if-none-match": etag! } })
+      assert.strictEqual(again.status, 304)
+    }))
+
+  test("filters and sorts reach the reads; unknown sources are warned about", () =>
+    Effect.gen(function*() {
+      yield* market
+      const get = yield* api
+      const vw = Schema.decodeUnknownSync(OffersResponse)((yield* get("/offers?make=VOLKSWAGEN&sort=MILEAGE_ASC")).body)
+      assert.deepStrictEqual(vw.offers.map((offer) => offer.id), ["alpha:polo", "alpha:golf"])
+      const hybrid = Schema.decodeUnknownSync(OffersResponse)((yield* get("/offers?fuelTypes=Hybrid&query=yar")).body)
+      assert.deepStrictEqual(hybrid.offers.map((offer) => offer.id), ["alpha:yaris"])
+      const warned = Schema.decodeUnknownSync(OffersResponse)((yield* get("/offers?sources=alpha,nope")).body)
+      assert.deepStrictEqual([warned.count, warned.warnings], [3, ["Unknown source id: nope"]])
+    }))
+
+  test("an invalid query is 400 invalid_request naming the parameter", () =>
+    Effect.gen(function*() {
+      const get = yield* api
+      const bad = yield* get("/offers?limit=-1&sort=CHEAPEST")
+      assert.strictEqual(bad.status, 400)
+      assert.strictEqual(bad.body.code, "invalid_request")
+      assert.include(JSON.stringify(bad.body), "limit")
+      assert.include(JSON.stringify(bad.body), "sort")
+    }))
+
+  test("GET /offers/:id answers the CarOffer; an unknown id is 404 offer_not_found", () =>
+    Effect.gen(function*() {
+      yield* market
+      const get = yield* api
+      const found = yield* get("/offers/alpha:golf")
+      assert.strictEqual(found.status, 200)
+      const offer = Schema.decodeUnknownSync(CarOffer)(found.body)
+      assert.deepStrictEqual([offer.id, offer.make, offer.model, offer.sourceId], ["alpha:golf", "Volkswagen", "Golf", "alpha"])
+      const missing = yield* get("/offers/alpha:nope")
+      assert.strictEqual(missing.status, 404)
+      assert.strictEqual(missing.body.code, "offer_not_found")
+    }))
+
+  test("GET /import-services lists the directory by region, then name; a region filters", () =>
+    Effect.gen(function*() {
+      const get = yield* api
+      const all = Schema.decodeUnknownSync(ImportServicesResponse)((yield* get("/import-services")).body)
+      assert.deepStrictEqual(all.services.map((service) => service.id), ["a", "b"])
+      const one = Schema.decodeUnknownSync(ImportServicesResponse)((yield* get("/import-services?region=SLASKIE")).body)
+      assert.deepStrictEqual(one.services.map((service) => service.id), ["b"])
+    }))
+
+  test("POST /admin/ingest needs the token; a run's statistics show in GET /sources and the offers", () =>
+    Effect.gen(function*() {
+      const get = yield* api
+      const before = Schema.decodeUnknownSync(SourcesResponse)((yield* get("/sources")).body)
+      assert.deepStrictEqual(before.sources.map((source) => [source.id, source.offerCount, source.lastCompletedOk]), [["alpha", 0, null], ["mock", 0, null]])
+      const refused = yield* get("/admin/ingest?sources=mock&wait=true", { method: "POST" })
+      assert.strictEqual(refused.status, 401)
+      const run = yield* get("/admin/ingest?sources=mock&wait=true", { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } })
+      assert.strictEqual(run.status, 200)
+      assert.strictEqual(run.body.runs[0].status, "finished")
+      assert.strictEqual(run.body.runs[0].outcome.offersUpserted, 40)
+      const unknown = yield* get("/admin/ingest?sources=nope", { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } })
+      assert.deepStrictEqual([unknown.status, unknown.body.code], [400, "unknown_sources"])
+      const after = Schema.decodeUnknownSync(SourcesResponse)((yield* get("/sources")).body)
+      const mock = after.sources.find((source) => source.id === "mock")
+      assert.deepStrictEqual([mock?.offerCount, mock?.lastCompletedOk, mock?.lastOffersUpserted], [40, true, 40])
+      const offers = Schema.decodeUnknownSync(OffersResponse)((yield* get("/offers?sources=mock&dedup=false&limit=0")).body)
+      assert.strictEqual(offers.count, 40)
+    }))
+})
