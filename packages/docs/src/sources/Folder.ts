@@ -12,7 +12,7 @@ import {
   IndexFailed,
   packageLibraryId,
   readPackageJson,
-  type ResolvedSource,
+  resolvedSource,
   type Source,
   type SourceOptions
 } from "./Source.ts"
@@ -34,15 +34,7 @@ export const describePackageFolder = Effect.fnUntraced(function*(
   const pkg = yield* readPackageJson(root)
   const libraryId = yield* checkLibraryId((options.id ?? packageLibraryId(pkg) ?? source.fallbackId).replace(/\/+$/, ""))
   const version = yield* checkVersion(options.version ?? pkg.version ?? "latest")
-  return {
-    kind: source.kind,
-    location: source.location,
-    root,
-    libraryId,
-    title: pkg.name ?? libraryId.split("/")[2]!,
-    description: pkg.description ?? "",
-    version
-  } satisfies ResolvedSource
+  return resolvedSource(pkg, { kind: source.kind, location: source.location, root, libraryId, version })
 })
 
 /** Any path: the source of last resort (npm and git sources are recognised first). */

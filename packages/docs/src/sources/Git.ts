@@ -10,11 +10,12 @@ import { Config, Duration, Effect, FileSystem, Path, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import {
   checkLibraryId,
+  checkVersion,
   IndexFailed,
   invalidSource,
   readPackageJson,
   repositoryId,
-  type ResolvedSource,
+  resolvedSource,
   type Source,
   type SourceOptions,
   VERSION
@@ -212,20 +213,10 @@ export const make = Effect.gen(function*() {
       return yield* invalidSource(`Cannot tell a library id (/owner/repo) from ${git.location}: pass --id /owner/repo`)
     }
     yield* checkLibraryId(libraryId)
-    if (options.version !== undefined && !VERSION.test(options.version)) {
-      return yield* invalidSource(`"${options.version}" is not a version (no spaces or slashes)`)
-    }
+    if (options.version !== undefined) yield* checkVersion(options.version)
     const { root, version } = yield* clone(git, options.version)
     const pkg = yield* readPackageJson(root).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
-    return {
-      kind: "git",
-      location: git.location,
-      root,
-      libraryId,
-      title: pkg.name ?? libraryId.split("/")[2]!,
-      description: pkg.description ?? "",
-      version
-    } satisfies ResolvedSource
+    return resolvedSource(pkg, { kind: "git", location: git.location, root, libraryId, version })
   })
 
   return { kind: "git", resolve } satisfies Source

@@ -96,6 +96,13 @@ export const readPackageJson = Effect.fnUntraced(function*(dir: string) {
   return Option.getOrElse(pkg, (): PackageJson => ({}))
 })
 
+/** A resolved source, titled and described by its package.json, else by the repository part of its id. */
+export const resolvedSource = (pkg: PackageJson, source: Omit<ResolvedSource, "title" | "description">): ResolvedSource => ({
+  ...source,
+  title: pkg.name ?? source.libraryId.split("/")[2]!,
+  description: pkg.description ?? ""
+})
+
 /** `/owner/repo` from a package.json `repository` field, if it names a hosted repository. */
 export const repositoryId = (repository: unknown): string | undefined => {
   const raw = typeof repository === "string"
