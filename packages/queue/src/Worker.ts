@@ -252,10 +252,9 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     })
   })
 
-  const attempt = Effect.fnUntraced(function*(message: ClaimedMessage) {
+  const attempt = Effect.fnUntraced(function*(message: ClaimedMessage, key: string) {
     const problem = requestProblem(message)
     if (problem !== undefined) return yield* unsendable(message, problem)
-    const key = yield* currentKey
     const headers: Record<string, string> = {
       "user-agent": "svc-queue",
       ...message.headers,
@@ -277,8 +276,11 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     // Whatever throws while building or sending the request (node refusing a header or a URL, a
     // client bug) is a failed attempt of this message, never a fiber dying with the message left
     // claimed, to be claimed again at every lease, forever. A lost signing-key read is the
-    // database's problem, not the message's: the claim expires and the message is tried again.
-    const outcome = yield* attempt(message).pipe(failedOnDefect(message))
+    // database's problem, not the message's: read outside the attempt (the store dies on a database
+    // failure, which the attempt would take for the message's), the claim expires and the message
+    // is tried again.
+    const key = yield* currentKey
+    const outcome = yield* attempt(message, key).pipe(failedOnDefect(message))
     // A failed completion statement leaves the claim to expire: the message is delivered again.
     yield* finish(message, outcome).pipe(
       Effect.catchDefect((defect) =>
