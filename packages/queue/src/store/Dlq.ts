@@ -44,6 +44,12 @@ export class Dlq extends Context.Service<Dlq, {
       const sql = yield* PgClient.PgClient
       const { wake } = yield* Enqueue
 
+      /** Entries joined with their messages: `m.*` and the `dlq` columns as `DlqRow` names them. */
+      const entries = sql`
+        SELECT m.*, d.id AS dlq_id, d.seq, d.failed_at, d.response_status, d.response_headers, d.response_body,
+          d.last_error AS dlq_error
+        FROM queue.dlq d JOIN queue.messages m ON m.id = d.message_id`
+
       const pageRows = SqlSchema.findAll({
         Request: Schema.Struct({
           after: Schema.String,
@@ -56,9 +62,7 @@ export class Dlq extends Context.Service<Dlq, {
         Result: DlqRow,
         execute: (query) =>
           sql`
-            SELECT m.*, d.id AS dlq_id, d.seq, d.failed_at, d.response_status, d.response_headers, d.response_body,
-              d.last_error AS dlq_error
-            FROM queue.dlq d JOIN queue.messages m ON m.id = d.message_id
+            ${entries}
             WHERE d.seq > ${query.after}::int8
               AND (${query.url}::text IS NULL OR m.url = ${query.url}::text)
               AND (${query.topicName}::text IS NULL OR m.topic_name = ${query.topicName}::text)
@@ -71,12 +75,7 @@ export class Dlq extends Context.Service<Dlq, {
       const oneRow = SqlSchema.findOneOption({
         Request: Schema.String,
         Result: DlqRow,
-        execute: (dlqId) =>
-          sql`
-            SELECT m.*, d.id AS dlq_id, d.seq, d.failed_at, d.response_status, d.response_headers, d.response_body,
-              d.last_error AS dlq_error
-            FROM queue.dlq d JOIN queue.messages m ON m.id = d.message_id
-            WHERE d.id = ${dlqId}`
+        execute: (dlqId) => sql`${entries} WHERE d.id = ${dlqId}`
       })
 
       const view = (row: typeof DlqRow.Type) => toDlqMessage(toStoredMessage(row), toStoredDlqEntry(row))

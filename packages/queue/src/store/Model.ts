@@ -10,25 +10,29 @@ import type { DeliverySettings } from "../Publish.ts"
 
 export type MessageKind = "message" | "callback" | "failure_callback"
 
-/** A message as a worker claimed it. */
-export interface ClaimedMessage {
-  readonly id: string
+/** A message as a worker claimed it: what an attempt and its callbacks need, and the claim. */
+export interface ClaimedMessage extends
+  Pick<
+    StoredMessage,
+    | "id"
+    | "kind"
+    | "url"
+    | "method"
+    | "headers"
+    | "body"
+    | "timeoutMs"
+    | "maxRetries"
+    | "retried"
+    | "callback"
+    | "failureCallback"
+    | "topicName"
+    | "endpointName"
+    | "callerIp"
+    | "scheduledAt"
+    | "createdAt"
+  >
+{
   readonly claimId: string
-  readonly kind: MessageKind
-  readonly url: string
-  readonly method: string
-  readonly headers: Record<string, string>
-  readonly body: Uint8Array
-  readonly timeoutMs: number
-  readonly maxRetries: number
-  readonly retried: number
-  readonly callback: CallbackSettings | null
-  readonly failureCallback: CallbackSettings | null
-  readonly topicName: string | null
-  readonly endpointName: string | null
-  readonly callerIp: string | null
-  readonly scheduledAt: Date
-  readonly createdAt: Date
 }
 
 /** A message to insert. */

@@ -105,11 +105,5 @@ export const TopicRow = Schema.Struct({
 export const KeysRow = Schema.Struct({ current_key: Schema.String, next_key: Schema.String })
 
 /** A row that does not decode is a bug of this code, not a failure a caller handles. */
-export const dieOnSchemaError = <A, E, R>(
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, Schema.SchemaError>, R> =>
-  Effect.catchIf(effect, (error): error is Extract<E, Schema.SchemaError> => Schema.isSchemaError(error), Effect.die) as Effect.Effect<
-    A,
-    Exclude<E, Schema.SchemaError>,
-    R
-  >
+export const dieOnSchemaError = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(effect, (error): error is Extract<E, Schema.SchemaError> => Schema.isSchemaError(error), Effect.die)

@@ -7,16 +7,12 @@
  * the same step, a stale claim moving nothing), list filters and pages, retry (the entry goes, the
  * message is due again with its retries starting over), delete.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import { Dlq } from "../../src/store/Dlq.ts"
-import type { Groups } from "../../src/store/Groups.ts"
 import { Messages } from "../../src/store/Messages.ts"
-import type { SigningKeys } from "../../src/store/SigningKeys.ts"
-import { newMessage } from "./fixtures.ts"
-import type { StoresLayer } from "./Messages.ts"
-import type { StoreTime } from "./StoreTime.ts"
+import { newMessage, storeTest, type StoresLayer } from "./fixtures.ts"
 
 /** Publishes and claims one message per URL, then exhausts each with `status` (undefined: no answer). */
 const failAll = (urls: ReadonlyArray<string>, status: number | undefined, topicName?: string) =>
@@ -46,8 +42,7 @@ const failAll = (urls: ReadonlyArray<string>, status: number | undefined, topicN
   })
 
 export const dlqContract = (name: string, layer: StoresLayer): void => {
-  const test = (title: string, body: Effect.Effect<void, unknown, Messages | Dlq | Groups | SigningKeys | StoreTime>) =>
-    it.live(title, () => body.pipe(Effect.provide(layer)))
+  const test = storeTest(layer)
 
   describe(`Dlq contract (${name})`, () => {
     test(

@@ -6,21 +6,17 @@
  * and a known URL taking a new name; the cap (nothing stored past it); removal by URL or name;
  * default headers; delete; unknown groups.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import type { Dlq } from "../../src/store/Dlq.ts"
 import { Groups } from "../../src/store/Groups.ts"
-import type { Messages } from "../../src/store/Messages.ts"
-import type { SigningKeys } from "../../src/store/SigningKeys.ts"
-import type { StoresLayer } from "./Messages.ts"
+import { storeTest, type StoresLayer } from "./fixtures.ts"
 import { StoreTime } from "./StoreTime.ts"
 
 const endpoints = (topic: { readonly endpoints: ReadonlyArray<{ readonly name?: string; readonly url: string }> }) =>
   topic.endpoints.map((e) => e.name === undefined ? e.url : `${e.name}=${e.url}`)
 
 export const groupsContract = (name: string, layer: StoresLayer): void => {
-  const test = (title: string, body: Effect.Effect<void, unknown, Messages | Dlq | Groups | SigningKeys | StoreTime>) =>
-    it.live(title, () => body.pipe(Effect.provide(layer)))
+  const test = storeTest(layer)
 
   describe(`Groups contract (${name})`, () => {
     test(

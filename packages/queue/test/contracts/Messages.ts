@@ -9,22 +9,16 @@
  * not-before respected); release; deduplication ids within and after the window; cancel;
  * delivered with a callback.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, type Layer, Option } from "effect"
-import type { Dlq } from "../../src/store/Dlq.ts"
-import type { Groups } from "../../src/store/Groups.ts"
+import { assert, describe } from "@effect/vitest"
+import { Effect, Option } from "effect"
 import { Messages } from "../../src/store/Messages.ts"
-import type { SigningKeys } from "../../src/store/SigningKeys.ts"
-import { newMessage } from "./fixtures.ts"
+import { newMessage, storeTest, type StoresLayer } from "./fixtures.ts"
 import { DEDUP_WINDOW_MS, LEASE_MARGIN_MS, StoreTime } from "./StoreTime.ts"
-
-export type StoresLayer = Layer.Layer<Messages | Dlq | Groups | SigningKeys | StoreTime, unknown>
 
 const advance = (ms: number) => StoreTime.use((time) => time.advance(ms))
 
 export const messagesContract = (name: string, layer: StoresLayer): void => {
-  const test = (title: string, body: Effect.Effect<void, unknown, Messages | Dlq | Groups | SigningKeys | StoreTime>) =>
-    it.live(title, () => body.pipe(Effect.provide(layer)))
+  const test = storeTest(layer)
 
   describe(`Messages contract (${name})`, () => {
     test(

@@ -3,18 +3,13 @@
  * and `SigningKeys.layer` on Postgres (test/SigningKeys.contract.test.ts): created once on first
  * read, stable, rotated (next becomes current, a new next).
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Dlq } from "../../src/store/Dlq.ts"
-import type { Groups } from "../../src/store/Groups.ts"
-import type { Messages } from "../../src/store/Messages.ts"
 import { SigningKeys } from "../../src/store/SigningKeys.ts"
-import type { StoresLayer } from "./Messages.ts"
-import type { StoreTime } from "./StoreTime.ts"
+import { storeTest, type StoresLayer } from "./fixtures.ts"
 
 export const signingKeysContract = (name: string, layer: StoresLayer): void => {
-  const test = (title: string, body: Effect.Effect<void, unknown, Messages | Dlq | Groups | SigningKeys | StoreTime>) =>
-    it.live(title, () => body.pipe(Effect.provide(layer)))
+  const test = storeTest(layer)
 
   describe(`SigningKeys contract (${name})`, () => {
     test(
