@@ -12,7 +12,7 @@
  * started) → `ready` | `failed`. A run that is interrupted puts its version back to `queued`.
  */
 import { DEFAULT_TRUST_SCORE, IndexState } from "@svc/schema"
-import { Clock, Context, Effect, Layer, Option, Ref, Schema } from "effect"
+import { Array as Arr, Clock, Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { atBoundary } from "./boundary.ts"
 import { MemoryIndex, type MemoryIndexState, type MemoryVersion } from "./MemoryIndex.ts"
@@ -214,7 +214,7 @@ export class IndexStore extends Context.Service<IndexStore, {
               source_path: snippet.sourcePath,
               tokens: snippet.tokens
             }))
-            yield* sql`INSERT INTO docs.snippets ${sql.insert(rows as any)}`
+            if (Arr.isArrayNonEmpty(rows)) yield* sql`INSERT INTO docs.snippets ${sql.insert(rows)}`
           }
           // what the docs are about, for library search (migration 0003)
           yield* sql`
