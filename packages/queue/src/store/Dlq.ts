@@ -5,7 +5,6 @@
  * the transaction that fails the message.
  */
 import { PgClient } from "@effect/sql-pg"
-import { dieOnSqlError } from "@svc/platform"
 import type { DlqMessage, DlqPage, PublishedMessage } from "@svc/schema"
 import { DlqMessageNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -14,7 +13,7 @@ import { Enqueue } from "./Enqueue.ts"
 import { atNow, MemoryTables } from "./MemoryTables.ts"
 import type { DlqQuery } from "./Model.ts"
 import { CURSOR, isUuid, toDlqMessage } from "./Model.ts"
-import { dieOnSchemaError, DlqRow, toStoredDlqEntry, toStoredMessage } from "./Rows.ts"
+import { atBoundary, DlqRow, toStoredDlqEntry, toStoredMessage } from "./Rows.ts"
 
 /** The cursor of a page whose entries were cut after `limit`: the `seq` of its last entry. */
 const page = <A extends { readonly seq: bigint }>(
@@ -132,13 +131,11 @@ export class Dlq extends Context.Service<Dlq, {
           if (deleted.length === 0) return yield* new DlqMessageNotFound({ dlqId })
         })
 
-      // The boundary: a database failure (or a row that does not decode) is a defect from here on.
-      const boundary = <A, E, R>(effect: Effect.Effect<A, E, R>) => dieOnSqlError(dieOnSchemaError(effect))
       return Dlq.of({
-        list: (query) => boundary(list(query)),
-        get: (dlqId) => boundary(get(dlqId)),
-        retry: (dlqId) => boundary(retry(dlqId)),
-        delete: (dlqId) => boundary(remove(dlqId))
+        list: (query) => atBoundary(list(query)),
+        get: (dlqId) => atBoundary(get(dlqId)),
+        retry: (dlqId) => atBoundary(retry(dlqId)),
+        delete: (dlqId) => atBoundary(remove(dlqId))
       })
     })
   )

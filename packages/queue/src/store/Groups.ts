@@ -4,14 +4,13 @@
  * may store (URLs, names, headers) are `Operations.ts`'s; this store keeps the cap, atomically.
  */
 import { PgClient } from "@effect/sql-pg"
-import { dieOnSqlError } from "@svc/platform"
 import type { DefaultHeaders, Endpoint, Topic } from "@svc/schema"
 import { TopicNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { atNow, type MemoryTopic, MemoryTables } from "./MemoryTables.ts"
 import { GroupFull } from "./Model.ts"
-import { dieOnSchemaError, TopicRow } from "./Rows.ts"
+import { atBoundary, TopicRow } from "./Rows.ts"
 
 export type EndpointRef = { readonly name?: string | undefined; readonly url?: string | undefined }
 
@@ -138,15 +137,13 @@ export class Groups extends Context.Service<Groups, {
           if (deleted.length === 0) return yield* new TopicNotFound({ name })
         })
 
-      // The boundary: a database failure (or a row that does not decode) is a defect from here on.
-      const boundary = <A, E, R>(effect: Effect.Effect<A, E, R>) => dieOnSqlError(dieOnSchemaError(effect))
       return Groups.of({
-        list: boundary(topics(null)),
-        get: (name) => boundary(get(name)),
-        upsertEndpoints: (name, endpoints, maxEndpoints) => boundary(upsertEndpoints(name, endpoints, maxEndpoints)),
-        removeEndpoints: (name, endpoints) => boundary(removeEndpoints(name, endpoints)),
-        setHeaders: (name, headers) => boundary(setHeaders(name, headers)),
-        delete: (name) => boundary(remove(name))
+        list: atBoundary(topics(null)),
+        get: (name) => atBoundary(get(name)),
+        upsertEndpoints: (name, endpoints, maxEndpoints) => atBoundary(upsertEndpoints(name, endpoints, maxEndpoints)),
+        removeEndpoints: (name, endpoints) => atBoundary(removeEndpoints(name, endpoints)),
+        setHeaders: (name, headers) => atBoundary(setHeaders(name, headers)),
+        delete: (name) => atBoundary(remove(name))
       })
     })
   )

@@ -8,7 +8,6 @@
  * in memory (`MemoryTables`) for tests.
  */
 import { PgClient } from "@effect/sql-pg"
-import { dieOnSqlError } from "@svc/platform"
 import type { Message, PublishedMessage } from "@svc/schema"
 import { MessageNotCancellable, MessageNotFound } from "@svc/schema"
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
@@ -19,7 +18,7 @@ import { Enqueue } from "./Enqueue.ts"
 import { makeMessagesMemory } from "./MessagesMemory.ts"
 import type { Claim, ClaimedMessage, DeliveredResult, Exhausted, NewMessage } from "./Model.ts"
 import { isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
-import { dieOnSchemaError, MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
+import { atBoundary, MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
 
 export interface MessagesShape {
   /** Enqueue; with a deduplication id, a repeat within the window enqueues nothing and answers the first. */
@@ -224,19 +223,17 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           return yield* new MessageNotCancellable({ messageId: id, state: row.value.state })
         })
 
-      // The boundary: a database failure (or a row that does not decode) is a defect from here on.
-      const boundary = <A, E, R>(effect: Effect.Effect<A, E, R>) => dieOnSqlError(dieOnSchemaError(effect))
       return Messages.of({
-        publish: (messages, dedupId) => boundary(publish(messages, dedupId)),
-        claim: (limit) => boundary(claim(limit)),
-        nextDue: boundary(nextDue),
-        markDelivered: (results) => boundary(markDelivered(results)),
-        deliveredWithCallback: (result, callback) => boundary(deliveredWithCallback(result, callback)),
-        scheduleRetry: (message, delayMs, status, error) => boundary(scheduleRetry(message, delayMs, status, error)),
-        exhaust: (message, exhausted) => boundary(exhaust(message, exhausted)),
-        release: (claims) => boundary(release(claims)),
-        get: (id) => boundary(get(id)),
-        cancel: (id) => boundary(cancel(id))
+        publish: (messages, dedupId) => atBoundary(publish(messages, dedupId)),
+        claim: (limit) => atBoundary(claim(limit)),
+        nextDue: atBoundary(nextDue),
+        markDelivered: (results) => atBoundary(markDelivered(results)),
+        deliveredWithCallback: (result, callback) => atBoundary(deliveredWithCallback(result, callback)),
+        scheduleRetry: (message, delayMs, status, error) => atBoundary(scheduleRetry(message, delayMs, status, error)),
+        exhaust: (message, exhausted) => atBoundary(exhaust(message, exhausted)),
+        release: (claims) => atBoundary(release(claims)),
+        get: (id) => atBoundary(get(id)),
+        cancel: (id) => atBoundary(cancel(id))
       })
     })
   )

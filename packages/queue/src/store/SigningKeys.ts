@@ -3,12 +3,11 @@
  * one is what a rotation makes current. Created on first read.
  */
 import { PgClient } from "@effect/sql-pg"
-import { dieOnSqlError } from "@svc/platform"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { newSigningKey } from "../Signature.ts"
 import { MemoryTables } from "./MemoryTables.ts"
-import { dieOnSchemaError, KeysRow } from "./Rows.ts"
+import { atBoundary, KeysRow } from "./Rows.ts"
 
 export interface Keys {
   readonly current: string
@@ -59,8 +58,7 @@ export class SigningKeys extends Context.Service<SigningKeys, {
         return toKeys(row)
       })
 
-      // The boundary: a database failure (or a row that does not decode) is a defect from here on.
-      return SigningKeys.of({ get: dieOnSqlError(dieOnSchemaError(get)), rotate: dieOnSqlError(dieOnSchemaError(rotate)) })
+      return SigningKeys.of({ get: atBoundary(get), rotate: atBoundary(rotate) })
     })
   )
 
