@@ -1,5 +1,5 @@
 /**
- * The `Dlq` contract, written once: `Dlq.layerMemory` (test/unit/Dlq.test.ts) and `Dlq.layer` on
+ * The `Dlq` contract, written once: `Dlq.layerMemory` (test/unit/Stores.test.ts) and `Dlq.layer` on
  * Postgres (test/Dlq.contract.test.ts). Entries come from `Messages.exhaust` (the move on final
  * failure), so the layer gives both stores on shared tables, as `Stores.layer(Memory)` does.
  *

@@ -1,5 +1,5 @@
 /**
- * The `Groups` contract, written once: `Groups.layerMemory` (test/unit/Groups.test.ts) and
+ * The `Groups` contract, written once: `Groups.layerMemory` (test/unit/Stores.test.ts) and
  * `Groups.layer` on Postgres (test/Groups.contract.test.ts).
  *
  * Covers: upsert creating a group and keeping endpoint order; a named endpoint moving to a new URL

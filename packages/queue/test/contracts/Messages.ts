@@ -1,5 +1,5 @@
 /**
- * The `Messages` contract, written once: `Messages.layerMemory` (test/unit/Messages.test.ts) and
+ * The `Messages` contract, written once: `Messages.layerMemory` (test/unit/Stores.test.ts) and
  * `Messages.layer` on Postgres (test/Messages.contract.test.ts) must behave alike. The layer gives
  * the stores built with {@link contractSettings} and a `StoreTime`; each test provides it afresh.
  *

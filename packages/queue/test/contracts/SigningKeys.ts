@@ -1,5 +1,5 @@
 /**
- * The `SigningKeys` contract, written once: `SigningKeys.layerMemory` (test/unit/SigningKeys.test.ts)
+ * The `SigningKeys` contract, written once: `SigningKeys.layerMemory` (test/unit/Stores.test.ts)
  * and `SigningKeys.layer` on Postgres (test/SigningKeys.contract.test.ts): created once on first
  * read, stable, rotated (next becomes current, a new next).
  */
