@@ -17,32 +17,8 @@ import { type SourceConfig, Sources } from "../src/Sources.ts"
 
 export const ADMIN_TOKEN = "test-admin-token"
 
-let counter = 0
 /** A valid feed record; override what the test is about. */
-export const record = (overrides: Record<string, unknown> = {}): FeedRecord => {
-  counter++
-  return {
-    nativeId: `n${counter}`,
-    title: `Offer ${counter}`,
-    make: "Toyota",
-    model: "Corolla",
-    price: 50_000 + counter,
-    currency: "PLN",
-    fuel: "petrol",
-    transmission: "manual",
-    region: "mazowieckie",
-    originalUrl: `https://market.example/o/${counter}`,
-    year: 2018,
-    mileage: 100_000 + counter,
-    power: 120,
-    location: "Warszawa",
-    latitude: 52.2,
-    longitude: 21.0,
-    images: [`https://img.example/${counter}/1.jpg`],
-    updatedAt: new Date(Date.UTC(2025, 0, 1) + counter * 60_000).toISOString(),
-    ...overrides
-  }
-}
+export { record } from "./contracts/fixtures.ts"
 
 /** Upserts records as if `sourceId` had sent them (one batch). */
 export const seed = (sourceId: string, records: ReadonlyArray<FeedRecord>) =>

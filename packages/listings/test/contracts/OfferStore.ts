@@ -12,7 +12,7 @@ import { Effect, type Layer } from "effect"
 import type { OfferSearch } from "../../src/OfferAnswers.ts"
 import { Offers } from "../../src/Offers.ts"
 import { OfferStore } from "../../src/OfferStore.ts"
-import { car, decodeAnswer, minute, write } from "./fixtures.ts"
+import { decodeAnswer, minute, record, write } from "./fixtures.ts"
 
 /** Ids shown for a search, in order. */
 export const shown = (search: OfferSearch) =>
@@ -21,7 +21,7 @@ export const shown = (search: OfferSearch) =>
 
 /** The same car (one dedup key), listed at minute `m`. */
 const twin = (nativeId: string, m: number, overrides: Record<string, unknown> = {}) =>
-  car({ nativeId, make: "Skoda", model: "Octavia", year: 2019, mileage: 80_000, price: 60_000, updatedAt: new Date(minute(m)).toISOString(), ...overrides })
+  record({ nativeId, make: "Skoda", model: "Octavia", year: 2019, mileage: 80_000, price: 60_000, updatedAt: new Date(minute(m)).toISOString(), ...overrides })
 
 /** Both read paths: the flag (make only) and NOT EXISTS (a region filter). */
 const bothPaths = (expected: ReadonlyArray<string>) =>
@@ -38,8 +38,8 @@ export const offerStoreContract = (name: string, layer: Layer.Layer<OfferStore |
     test("a batch writes new, changed and revived offers, not unchanged ones", () =>
       Effect.gen(function*() {
         const store = yield* OfferStore
-        const a = car({ nativeId: "a" })
-        const b = car({ nativeId: "b" })
+        const a = record({ nativeId: "a" })
+        const b = record({ nativeId: "b" })
         assert.strictEqual(yield* write("alpha", [a, b]), 2)
         assert.strictEqual(yield* write("alpha", [a, b]), 0, "unchanged")
         assert.strictEqual(yield* write("alpha", [a, { ...b, title: "Edited" }]), 1, "one changed")

@@ -12,7 +12,7 @@ import { Effect, type Layer } from "effect"
 import type { OfferSearch } from "../../src/OfferAnswers.ts"
 import { Offers } from "../../src/Offers.ts"
 import type { OfferStore } from "../../src/OfferStore.ts"
-import { car, decodeAnswer, minute, write } from "./fixtures.ts"
+import { decodeAnswer, minute, record, write } from "./fixtures.ts"
 import { shown } from "./OfferStore.ts"
 
 const answer = (search: OfferSearch) =>
@@ -21,12 +21,12 @@ const answer = (search: OfferSearch) =>
 /** A small market: ids say what they are. */
 const market = Effect.gen(function*() {
   yield* write("alpha", [
-    car({ nativeId: "skoda", title: "Škoda Octavia 1.6 TDI", make: "Škoda", model: "Octavia", year: 2016, mileage: 150_000, fuel: "diesel", updatedAt: new Date(minute(1)).toISOString() }),
-    car({ nativeId: "merc", title: "Mercedes-Benz C 200", make: "Mercedes-Benz", model: "C  Klasse", year: 2020, mileage: 40_000, transmission: "automatic", updatedAt: new Date(minute(5)).toISOString() }),
-    car({ nativeId: "nodata", title: "Fiat Panda", make: "Fiat", model: "Panda", year: null, mileage: null, region: "slaskie", updatedAt: new Date(minute(3)).toISOString() })
+    record({ nativeId: "skoda", title: "Škoda Octavia 1.6 TDI", make: "Škoda", model: "Octavia", year: 2016, mileage: 150_000, fuel: "diesel", updatedAt: new Date(minute(1)).toISOString() }),
+    record({ nativeId: "merc", title: "Mercedes-Benz C 200", make: "Mercedes-Benz", model: "C  Klasse", year: 2020, mileage: 40_000, transmission: "automatic", updatedAt: new Date(minute(5)).toISOString() }),
+    record({ nativeId: "nodata", title: "Fiat Panda", make: "Fiat", model: "Panda", year: null, mileage: null, region: "slaskie", updatedAt: new Date(minute(3)).toISOString() })
   ])
   yield* write("beta", [
-    car({ nativeId: "golf", title: "VW Golf", make: "Volkswagen", model: "Golf", year: 2018, mileage: 90_000, fuel: "LPG", updatedAt: new Date(minute(4)).toISOString() })
+    record({ nativeId: "golf", title: "VW Golf", make: "Volkswagen", model: "Golf", year: 2018, mileage: 90_000, fuel: "LPG", updatedAt: new Date(minute(4)).toISOString() })
   ])
 })
 
@@ -108,7 +108,7 @@ export const offersContract = (name: string, layer: Layer.Layer<OfferStore | Off
     test(`complete: ${COMPLETE_LIMIT} matches answered in full, one more is ResultTooLarge`, () =>
       Effect.gen(function*() {
         const many = (from: number, n: number) =>
-          Array.from({ length: n }, (_, i) => car({ nativeId: `k${from + i}`, make: "Kia", model: `Model ${from + i}` }))
+          Array.from({ length: n }, (_, i) => record({ nativeId: `k${from + i}`, make: "Kia", model: `Model ${from + i}` }))
         yield* write("alpha", many(0, 2500))
         yield* write("beta", many(2500, COMPLETE_LIMIT - 2500))
         const full = yield* answer({ make: "kia", complete: true, limit: 1 })

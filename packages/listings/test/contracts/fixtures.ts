@@ -1,11 +1,12 @@
 /**
- * What the listings contract suites share: offer rows made by the ingest's own normalization, the
- * configuration layers both implementations read, and decoding an `OffersAnswer`.
+ * What the listings contract suites (and the other tests) share: feed records, offer rows made by the
+ * ingest's own normalization, the configuration layers both implementations read, and decoding an
+ * `OffersAnswer`.
  */
 import { OffersResponse } from "@svc/schema"
 import { Effect, Layer, Result, Schema } from "effect"
 import { ListingsConfig } from "../../src/ListingsConfig.ts"
-import { type FeedImage, normalize, type OfferRow } from "../../src/Normalize.ts"
+import { type FeedImage, type FeedRecord, normalize, type OfferRow } from "../../src/Normalize.ts"
 import type { OffersAnswer } from "../../src/OfferAnswers.ts"
 import { OfferStore } from "../../src/OfferStore.ts"
 import { Sources } from "../../src/Sources.ts"
@@ -14,8 +15,8 @@ import { Sources } from "../../src/Sources.ts"
 export const minute = (m: number) => Date.UTC(2025, 0, 1) + m * 60_000
 
 let counter = 0
-/** A valid feed record of a Toyota Corolla; override what the test is about. */
-export const car = (overrides: Record<string, unknown> = {}): Record<string, unknown> => {
+/** A valid feed record (a Toyota Corolla, listed at minute n); override what the test is about. */
+export const record = (overrides: Record<string, unknown> = {}): FeedRecord => {
   counter++
   return {
     nativeId: `n${counter}`,
@@ -30,6 +31,10 @@ export const car = (overrides: Record<string, unknown> = {}): Record<string, unk
     originalUrl: `https://market.example/o/${counter}`,
     year: 2018,
     mileage: 100_000 + counter,
+    power: 120,
+    location: "Warszawa",
+    latitude: 52.2,
+    longitude: 21.0,
     images: [`https://img.example/${counter}/1.jpg`],
     updatedAt: new Date(minute(counter)).toISOString(),
     ...overrides
@@ -37,7 +42,7 @@ export const car = (overrides: Record<string, unknown> = {}): Record<string, unk
 }
 
 /** The rows (and images) the ingest would write for these records of `sourceId`. */
-export const rowsOf = (sourceId: string, records: ReadonlyArray<Record<string, unknown>>) => {
+export const rowsOf = (sourceId: string, records: ReadonlyArray<FeedRecord>) => {
   const rows: Array<OfferRow> = []
   const images: Array<FeedImage> = []
   for (const record of records) {
@@ -50,7 +55,7 @@ export const rowsOf = (sourceId: string, records: ReadonlyArray<Record<string, u
 }
 
 /** Upserts the records as one batch of `sourceId`; returns how many were written. */
-export const write = (sourceId: string, records: ReadonlyArray<Record<string, unknown>>) =>
+export const write = (sourceId: string, records: ReadonlyArray<FeedRecord>) =>
   Effect.gen(function*() {
     const { images, rows } = rowsOf(sourceId, records)
     return yield* (yield* OfferStore).upsertBatch(sourceId, rows, images)

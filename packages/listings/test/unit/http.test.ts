@@ -21,7 +21,7 @@ import { Offers } from "../../src/Offers.ts"
 import { OfferStore } from "../../src/OfferStore.ts"
 import { SourceHealthLookup } from "../../src/SourceHealth.ts"
 import { Sources } from "../../src/Sources.ts"
-import { car, minute, write } from "../contracts/fixtures.ts"
+import { minute, record, write } from "../contracts/fixtures.ts"
 
 const TOKEN = "unit-admin-token"
 
@@ -85,9 +85,9 @@ const test = (
 
 const market = Effect.all([
   write("alpha", [
-    car({ nativeId: "golf", make: "Volkswagen", model: "Golf", mileage: 90_000, updatedAt: new Date(minute(2)).toISOString() }),
-    car({ nativeId: "polo", make: "Volkswagen", model: "Polo", mileage: 30_000, updatedAt: new Date(minute(1)).toISOString() }),
-    car({ nativeId: "yaris", make: "Toyota", model: "Yaris", fuel: "hybrid", updatedAt: new Date(minute(3)).toISOString() })
+    record({ nativeId: "golf", make: "Volkswagen", model: "Golf", mileage: 90_000, updatedAt: new Date(minute(2)).toISOString() }),
+    record({ nativeId: "polo", make: "Volkswagen", model: "Polo", mileage: 30_000, updatedAt: new Date(minute(1)).toISOString() }),
+    record({ nativeId: "yaris", make: "Toyota", model: "Yaris", fuel: "hybrid", updatedAt: new Date(minute(3)).toISOString() })
   ])
 ])
 
