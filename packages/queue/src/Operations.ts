@@ -13,11 +13,10 @@ import { refusal } from "./Destinations.ts"
 import type { PublishInput } from "./Publish.ts"
 import { checkUrl, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
+import { Dlq } from "./store/Dlq.ts"
 import { Groups } from "./store/Groups.ts"
 import { Messages } from "./store/Messages.ts"
-import type { DlqQuery } from "./store/Model.ts"
-import { Dlq } from "./store/Dlq.ts"
-import type { NewMessage } from "./store/Model.ts"
+import type { DlqQuery, NewMessage } from "./store/Model.ts"
 
 const GROUP_NAME = /^[A-Za-z0-9._-]{1,100}$/
 
