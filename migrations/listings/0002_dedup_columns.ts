@@ -6,7 +6,7 @@
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { dedupKeySql, winnerOrderSql } from "./listingsSql.ts"
+import { dedupKeySql, winnerOrderSql } from "../../packages/listings/src/Dedup.ts"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -24,7 +24,7 @@
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { lockWritersSql, winnerOrderSql } from "./listingsSql.ts"
+import { lockWritersSql, winnerOrderSql } from "../../packages/listings/src/Dedup.ts"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -7,7 +7,8 @@
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { recomputeDedupWinners, writeOfferBatch } from "./listingsSql.ts"
+import { recomputeDedupWinners } from "../../packages/listings/src/sql/recomputeDedupWinners.ts"
+import { writeOfferBatch } from "../../packages/listings/src/sql/writeOfferBatch.ts"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -1,7 +1,7 @@
 /**
  * The de-duplication rules, each written once here and used by every writer and reader of them:
  * the ingest (Normalize, OfferStore), the reads (Offers), the live SQL functions (src/sql/), the
- * migrations (0002, 0013, 0014, through migrations/listings/listingsSql.ts) and the memory layers.
+ * migrations (0002, 0013, 0014 import them) and the memory layers.
  *
  * - the key: normalized make, model, year, mileage and price (rounded to whole units) with its
  *   currency, in TypeScript (ingest, memory) and in SQL (migration 0002's backfill of older rows),
