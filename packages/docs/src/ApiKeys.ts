@@ -8,11 +8,11 @@
  * names it afterwards. Authenticating is one lookup of the hash in a unique index: nothing is compared
  * character by character, so there is no timing signal to protect against.
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { API_KEY_PREFIX, LibraryFilterPattern, SourceKind, type TeamSettings } from "@svc/schema"
 import { Clock, Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { createHash, randomBytes } from "node:crypto"
-import { atBoundary } from "./boundary.ts"
 import { RowId, Timestamp } from "./Rows.ts"
 
 /** Characters of the random part shown in the prefix. */
@@ -194,10 +194,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       })
 
       return ApiKeys.of({
-        create: (options) => atBoundary(create(options)),
-        list: atBoundary(list),
-        revoke: (prefixOrId) => atBoundary(revoke(prefixOrId)),
-        authenticate: (key) => atBoundary(authenticate(key))
+        create: (options) => atDatabaseBoundary(create(options)),
+        list: atDatabaseBoundary(list),
+        revoke: (prefixOrId) => atDatabaseBoundary(revoke(prefixOrId)),
+        authenticate: (key) => atDatabaseBoundary(authenticate(key))
       })
     })
   )

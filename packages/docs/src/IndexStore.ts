@@ -11,10 +11,10 @@
  * Refresh states of a version: `queued` (registered, nothing read yet) → `indexing` (a run has
  * started) → `ready` | `failed`. A run that is interrupted puts its version back to `queued`.
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { DEFAULT_TRUST_SCORE, IndexState } from "@svc/schema"
 import { Array as Arr, Clock, Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { atBoundary } from "./boundary.ts"
 import { MemoryIndex, type MemoryIndexState, type MemoryVersion } from "./MemoryIndex.ts"
 import { IdRow, RowId, Timestamp } from "./Rows.ts"
 import type { ErrorCategory, ResolvedSource } from "./sources/Source.ts"
@@ -317,17 +317,17 @@ export class IndexStore extends Context.Service<IndexStore, {
       })().pipe(Effect.map(({ count }) => count === 0))
 
       return IndexStore.of({
-        register: (source, state, options) => atBoundary(register(source, state, options)),
-        enqueue: (sources) => atBoundary(enqueue(sources)),
-        library: (id) => atBoundary(library(id)),
-        startIndexing: (id, version) => atBoundary(startIndexing(id, version)),
-        write: (versionId, snippets) => atBoundary(write(versionId, snippets)),
+        register: (source, state, options) => atDatabaseBoundary(register(source, state, options)),
+        enqueue: (sources) => atDatabaseBoundary(enqueue(sources)),
+        library: (id) => atDatabaseBoundary(library(id)),
+        startIndexing: (id, version) => atDatabaseBoundary(startIndexing(id, version)),
+        write: (versionId, snippets) => atDatabaseBoundary(write(versionId, snippets)),
         requeue,
-        markFailed: (versionId, category) => atBoundary(markFailed(versionId, category)),
-        unfinished: atBoundary(unfinished),
-        remove: (id, version) => atBoundary(remove(id, version)),
-        list: atBoundary(list),
-        isEmpty: atBoundary(isEmpty)
+        markFailed: (versionId, category) => atDatabaseBoundary(markFailed(versionId, category)),
+        unfinished: atDatabaseBoundary(unfinished),
+        remove: (id, version) => atDatabaseBoundary(remove(id, version)),
+        list: atDatabaseBoundary(list),
+        isEmpty: atDatabaseBoundary(isEmpty)
       })
     })
   )

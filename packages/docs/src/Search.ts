@@ -5,6 +5,7 @@
  * Every answer's snippets come from one statement that follows the version's generation pointer
  * itself, so a concurrent re-index (Indexer.ts) is seen entirely or not at all.
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import {
   type ContextSnippet,
   DEFAULT_CONTEXT_TOKENS,
@@ -15,7 +16,6 @@ import {
 } from "@svc/schema"
 import { Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
-import { atBoundary } from "./boundary.ts"
 import { MemoryIndex } from "./MemoryIndex.ts"
 import { RowId, Timestamp } from "./Rows.ts"
 
@@ -304,8 +304,8 @@ export class Search extends Context.Service<Search, {
       })
 
       return Search.of({
-        libraries: (libraryName, query, access) => atBoundary(libraries(libraryName, query, access)),
-        context: (options) => atBoundary(context(options))
+        libraries: (libraryName, query, access) => atDatabaseBoundary(libraries(libraryName, query, access)),
+        context: (options) => atDatabaseBoundary(context(options))
       })
     })
   )

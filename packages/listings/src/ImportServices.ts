@@ -2,10 +2,10 @@
  * GET /import-services: the directory of import and logistics companies (`listings.import_services`,
  * seeded by migration 0006). `region` is case-insensitive equality; no region lists every company.
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { ImportService } from "@svc/schema"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { atBoundary } from "./boundary.ts"
 
 const byRegionThenName = (a: ImportService, b: ImportService) =>
   a.region < b.region ? -1 : a.region > b.region ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0
@@ -28,7 +28,7 @@ export class ImportServices extends Context.Service<ImportServices, {
             ${region ? sql`WHERE lower(region) = ${region.toLowerCase()}` : sql``}
             ORDER BY region, name`
       })
-      return ImportServices.of({ list: (region) => atBoundary(find(region?.trim() ?? "")) })
+      return ImportServices.of({ list: (region) => atDatabaseBoundary(find(region?.trim() ?? "")) })
     })
   )
 

@@ -3,9 +3,9 @@
  * outcome. GET /sources reads the last finished run of each source (SourceHealth); a lease takeover
  * closes the runs a dead holder left unfinished (Leases).
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { atBoundary } from "./boundary.ts"
 import { ListingsMemory } from "./memory/ListingsMemory.ts"
 import { makeMemoryIngestRuns } from "./memory/ingestRuns.ts"
 
@@ -54,8 +54,8 @@ export class IngestRuns extends Context.Service<IngestRuns, {
             offers_expired = ${record.offersExpired}, failure = ${record.failure}
           WHERE id = ${runId}::bigint`.pipe(Effect.asVoid)
       return IngestRuns.of({
-        start: (sourceId, trigger, holder) => atBoundary(start(sourceId, trigger, holder)),
-        finish: (runId, record) => atBoundary(finish(runId, record))
+        start: (sourceId, trigger, holder) => atDatabaseBoundary(start(sourceId, trigger, holder)),
+        finish: (runId, record) => atDatabaseBoundary(finish(runId, record))
       })
     })
   )

@@ -7,9 +7,9 @@
  * - renew: push `expires_at` to now + TTL, only while we still hold it (false: the lease was lost).
  * - release: delete it, only if ours.
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { atBoundary } from "./boundary.ts"
 import { randomUUID } from "node:crypto"
 import * as os from "node:os"
 import { ListingsMemory } from "./memory/ListingsMemory.ts"
@@ -65,9 +65,9 @@ export class Leases extends Context.Service<Leases, {
 
       return Leases.of({
         holder,
-        acquire: (sourceId, ttl) => atBoundary(acquire(sourceId, ttl)),
-        renew: (sourceId, ttl) => atBoundary(renew(sourceId, ttl)),
-        release: (sourceId) => atBoundary(release(sourceId))
+        acquire: (sourceId, ttl) => atDatabaseBoundary(acquire(sourceId, ttl)),
+        renew: (sourceId, ttl) => atDatabaseBoundary(renew(sourceId, ttl)),
+        release: (sourceId) => atDatabaseBoundary(release(sourceId))
       })
     })
   )

@@ -14,10 +14,9 @@
  * updated again.
  */
 import { PgTypes } from "@effect/sql-pg"
-import { postgresReason } from "@svc/platform"
+import { atDatabaseBoundary, postgresReason } from "@svc/platform"
 import { Cause, Context, Effect, Layer, Result, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { atBoundary } from "./boundary.ts"
 import { DEDUP_LOCK } from "./Dedup.ts"
 import type { FeedImage, OfferRow } from "./Normalize.ts"
 import { ListingsMemory } from "./memory/ListingsMemory.ts"
@@ -150,8 +149,8 @@ export class OfferStore extends Context.Service<OfferStore, {
       })
 
       return OfferStore.of({
-        upsertBatch: (sourceId, rows, images) => atBoundary(upsertBatch(sourceId, rows, images)),
-        expireVanished: (sourceId, seenIds) => atBoundary(expireVanished(sourceId, seenIds)),
+        upsertBatch: (sourceId, rows, images) => atDatabaseBoundary(upsertBatch(sourceId, rows, images)),
+        expireVanished: (sourceId, seenIds) => atDatabaseBoundary(expireVanished(sourceId, seenIds)),
         refreshStatistics: sql`ANALYZE listings.offers`.pipe(
           Effect.asVoid,
           Effect.catch((error) => Effect.logWarning(`Could not analyze listings.offers: ${postgresReason(error)}`))

@@ -17,10 +17,10 @@
  * are served from memory, exactly as the database would give them. The remembered JSON's hash is the
  * answer's ETag, so a client can also revalidate with If-None-Match (304).
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { COMPLETE_LIMIT, DEFAULT_PAGE_SIZE, type CarOffer, OfferNotFound, type OfferSort, ResultTooLarge } from "@svc/schema"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
-import { atBoundary } from "./boundary.ts"
 import { ranksAboveSql } from "./Dedup.ts"
 import { ListingsConfig } from "./ListingsConfig.ts"
 import {
@@ -247,8 +247,8 @@ export class Offers extends Context.Service<Offers, {
       })
 
       return Offers.of({
-        search: (request) => atBoundary(search(request)),
-        byId: (id) => atBoundary(byId(id))
+        search: (request) => atDatabaseBoundary(search(request)),
+        byId: (id) => atDatabaseBoundary(byId(id))
       })
     })
   )

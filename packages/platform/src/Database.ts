@@ -4,7 +4,7 @@
  * where the pool points (for a second connection, e.g. LISTEN, or for messages to the operator).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Cause, Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.ts"
 import { awaitReady } from "./PostgresReady.ts"
 
@@ -55,17 +55,21 @@ export const withDatabaseName = (url: Redacted.Redacted<string>, database: strin
 
 export { postgresReason } from "./PostgresReady.ts"
 
+/** What a real layer's caller cannot act on: a database failure, a row that does not decode, a row that is missing where one is certain. */
+type Unexpected = { readonly _tag: "SqlError" } | Schema.SchemaError | Cause.NoSuchElementError
+
+const isUnexpected = (error: unknown): boolean =>
+  Schema.isSchemaError(error) || Cause.isNoSuchElementError(error) ||
+  (typeof error === "object" && error !== null && (error as { readonly _tag?: unknown })._tag === "SqlError")
+
 /**
- * A database failure is a defect at a service's boundary: the caller cannot act on it, the HTTP
- * layer answers 500 `internal_error` and logs it in full, and no public signature carries `SqlError`.
- * Every real (Postgres) layer applies this once to each method it exposes.
+ * A real (Postgres) layer's boundary, applied once to each method it exposes: a database failure
+ * (`SqlError`), a row that does not decode (`SchemaError`: a bug of this code) and a statement that
+ * returned no row where one is certain (`NoSuchElementError`, e.g. an `INSERT … RETURNING`) are
+ * defects from here on. The caller cannot act on any of them; the HTTP layer answers 500
+ * `internal_error` and logs it in full, the RPC layer sends "internal error" (RpcDefects). So no
+ * public service signature carries them.
  */
-export const dieOnSqlError = <A, E, R>(
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, { readonly _tag: "SqlError" }>, R> =>
-  Effect.catchIf(
-    effect,
-    (error): error is Extract<E, { readonly _tag: "SqlError" }> =>
-      typeof error === "object" && error !== null && (error as { readonly _tag?: unknown })._tag === "SqlError",
-    Effect.die
-  ) as Effect.Effect<A, Exclude<E, { readonly _tag: "SqlError" }>, R>
+export const atDatabaseBoundary = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, Unexpected>, R> =>
+  // catchIf's result type cannot see that the refinement removes exactly `Unexpected`
+  Effect.catchIf(effect, isUnexpected, Effect.die) as Effect.Effect<A, Exclude<E, Unexpected>, R>

@@ -4,6 +4,7 @@
  * again with its retries starting over) and delete. Entries are added by `Messages.exhaust`, in
  * the transaction that fails the message.
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { PgClient } from "@effect/sql-pg"
 import type { DlqMessage, DlqPage, PublishedMessage } from "@svc/schema"
 import { DlqMessageNotFound } from "@svc/schema"
@@ -13,7 +14,7 @@ import { Enqueue } from "./Enqueue.ts"
 import { atNow, MemoryTables } from "./MemoryTables.ts"
 import type { DlqQuery } from "./Model.ts"
 import { CURSOR, isUuid, toDlqMessage } from "./Model.ts"
-import { atBoundary, DlqRow, toStoredDlqEntry, toStoredMessage } from "./Rows.ts"
+import { DlqRow, toStoredDlqEntry, toStoredMessage } from "./Rows.ts"
 
 /** The cursor of a page whose entries were cut after `limit`: the `seq` of its last entry. */
 const page = <A extends { readonly seq: bigint }>(
@@ -132,10 +133,10 @@ export class Dlq extends Context.Service<Dlq, {
         })
 
       return Dlq.of({
-        list: (query) => atBoundary(list(query)),
-        get: (dlqId) => atBoundary(get(dlqId)),
-        retry: (dlqId) => atBoundary(retry(dlqId)),
-        delete: (dlqId) => atBoundary(remove(dlqId))
+        list: (query) => atDatabaseBoundary(list(query)),
+        get: (dlqId) => atDatabaseBoundary(get(dlqId)),
+        retry: (dlqId) => atDatabaseBoundary(retry(dlqId)),
+        delete: (dlqId) => atDatabaseBoundary(remove(dlqId))
       })
     })
   )

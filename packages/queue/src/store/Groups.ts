@@ -3,6 +3,7 @@
  * endpoints (a URL, optionally named; in the order they were added). The checks of what a request
  * may store (URLs, names, headers) are `Operations.ts`'s; this store keeps the cap, atomically.
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { PgClient } from "@effect/sql-pg"
 import type { DefaultHeaders, Endpoint, Topic } from "@svc/schema"
 import { TopicNotFound } from "@svc/schema"
@@ -10,7 +11,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { atNow, type MemoryTopic, MemoryTables } from "./MemoryTables.ts"
 import { GroupFull } from "./Model.ts"
-import { atBoundary, TopicRow } from "./Rows.ts"
+import { TopicRow } from "./Rows.ts"
 
 export type EndpointRef = { readonly name?: string | undefined; readonly url?: string | undefined }
 
@@ -138,12 +139,12 @@ export class Groups extends Context.Service<Groups, {
         })
 
       return Groups.of({
-        list: atBoundary(topics(null)),
-        get: (name) => atBoundary(get(name)),
-        upsertEndpoints: (name, endpoints, maxEndpoints) => atBoundary(upsertEndpoints(name, endpoints, maxEndpoints)),
-        removeEndpoints: (name, endpoints) => atBoundary(removeEndpoints(name, endpoints)),
-        setHeaders: (name, headers) => atBoundary(setHeaders(name, headers)),
-        delete: (name) => atBoundary(remove(name))
+        list: atDatabaseBoundary(topics(null)),
+        get: (name) => atDatabaseBoundary(get(name)),
+        upsertEndpoints: (name, endpoints, maxEndpoints) => atDatabaseBoundary(upsertEndpoints(name, endpoints, maxEndpoints)),
+        removeEndpoints: (name, endpoints) => atDatabaseBoundary(removeEndpoints(name, endpoints)),
+        setHeaders: (name, headers) => atDatabaseBoundary(setHeaders(name, headers)),
+        delete: (name) => atDatabaseBoundary(remove(name))
       })
     })
   )

@@ -7,6 +7,7 @@
  * `layer` is Postgres (schema `queue`, see migrations/queue); `layerMemory` keeps the same tables
  * in memory (`MemoryTables`) for tests.
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { PgClient } from "@effect/sql-pg"
 import type { Message, PublishedMessage } from "@svc/schema"
 import { MessageNotCancellable, MessageNotFound } from "@svc/schema"
@@ -18,7 +19,7 @@ import { Enqueue } from "./Enqueue.ts"
 import { makeMessagesMemory } from "./MessagesMemory.ts"
 import type { Claim, ClaimedMessage, DeliveredResult, Exhausted, NewMessage } from "./Model.ts"
 import { isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
-import { atBoundary, MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
+import { MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
 
 export interface MessagesShape {
   /** Enqueue; with a deduplication id, a repeat within the window enqueues nothing and answers the first. */
@@ -224,16 +225,16 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
         })
 
       return Messages.of({
-        publish: (messages, dedupId) => atBoundary(publish(messages, dedupId)),
-        claim: (limit) => atBoundary(claim(limit)),
-        nextDue: atBoundary(nextDue),
-        markDelivered: (results) => atBoundary(markDelivered(results)),
-        deliveredWithCallback: (result, callback) => atBoundary(deliveredWithCallback(result, callback)),
-        scheduleRetry: (message, delayMs, status, error) => atBoundary(scheduleRetry(message, delayMs, status, error)),
-        exhaust: (message, exhausted) => atBoundary(exhaust(message, exhausted)),
-        release: (claims) => atBoundary(release(claims)),
-        get: (id) => atBoundary(get(id)),
-        cancel: (id) => atBoundary(cancel(id))
+        publish: (messages, dedupId) => atDatabaseBoundary(publish(messages, dedupId)),
+        claim: (limit) => atDatabaseBoundary(claim(limit)),
+        nextDue: atDatabaseBoundary(nextDue),
+        markDelivered: (results) => atDatabaseBoundary(markDelivered(results)),
+        deliveredWithCallback: (result, callback) => atDatabaseBoundary(deliveredWithCallback(result, callback)),
+        scheduleRetry: (message, delayMs, status, error) => atDatabaseBoundary(scheduleRetry(message, delayMs, status, error)),
+        exhaust: (message, exhausted) => atDatabaseBoundary(exhaust(message, exhausted)),
+        release: (claims) => atDatabaseBoundary(release(claims)),
+        get: (id) => atDatabaseBoundary(get(id)),
+        cancel: (id) => atDatabaseBoundary(cancel(id))
       })
     })
   )

@@ -3,9 +3,8 @@
  * them to the records of `Model.ts`. A row that does not decode is a defect (the schema and the
  * code disagree), never a value typed by assertion.
  */
-import { dieOnSqlError } from "@svc/platform"
 import { CallbackSettings, DefaultHeaders } from "@svc/schema"
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
 import type { StoredDlqEntry, StoredMessage } from "./Model.ts"
 
 const NullOr = Schema.NullOr
@@ -104,13 +103,3 @@ export const TopicRow = Schema.Struct({
 })
 
 export const KeysRow = Schema.Struct({ current_key: Schema.String, next_key: Schema.String })
-
-/** A row that does not decode is a bug of this code, not a failure a caller handles. */
-const dieOnSchemaError = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.catchIf(effect, (error): error is Extract<E, Schema.SchemaError> => Schema.isSchemaError(error), Effect.die)
-
-/**
- * A real store's boundary, applied once to each method it exposes: a database failure
- * (`dieOnSqlError`) or a row that does not decode is a defect from here on.
- */
-export const atBoundary = <A, E, R>(effect: Effect.Effect<A, E, R>) => dieOnSqlError(dieOnSchemaError(effect))

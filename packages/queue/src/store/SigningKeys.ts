@@ -2,12 +2,13 @@
  * The signing keys (`queue.signing_keys`, one row): the current key signs every delivery, the next
  * one is what a rotation makes current. Created on first read.
  */
+import { atDatabaseBoundary } from "@svc/platform"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { newSigningKey } from "../Signature.ts"
 import { MemoryTables } from "./MemoryTables.ts"
-import { atBoundary, KeysRow } from "./Rows.ts"
+import { KeysRow } from "./Rows.ts"
 
 export interface Keys {
   readonly current: string
@@ -58,7 +59,7 @@ export class SigningKeys extends Context.Service<SigningKeys, {
         return toKeys(row)
       })
 
-      return SigningKeys.of({ get: atBoundary(get), rotate: atBoundary(rotate) })
+      return SigningKeys.of({ get: atDatabaseBoundary(get), rotate: atDatabaseBoundary(rotate) })
     })
   )
 

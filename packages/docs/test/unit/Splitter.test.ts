@@ -1,6 +1,6 @@
 /** The splitter on crafted documents: headings, code blocks, descriptions, rst, text, size bounds. */
 import { assert, describe, it } from "@effect/vitest"
-import { MAX_SNIPPET_CHARS, render, SEPARATOR, split, tokensOf } from "../src/Splitter.ts"
+import { MAX_SNIPPET_CHARS, render, SEPARATOR, split, tokensOf } from "../../src/Splitter.ts"
 
 const markdown = `---
 title: ignored front matter
