@@ -1,6 +1,6 @@
 /** The words of free-text search: one splitting for documents and queries. */
 import { assert, describe, it } from "@effect/vitest"
-import { searchDocument, searchWords, toPrefixQuery } from "../src/SearchWords.ts"
+import { searchDocument, searchWords, toPrefixQuery } from "../../src/SearchWords.ts"
 
 describe("search words", () => {
   it("folds case and accents, also letters NFKD leaves whole, and splits at anything but letters and digits", () => {

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { brandedId } from "../src/Ids.ts"
+import { brandedId } from "../../src/Ids.ts"
 
 const OfferId = brandedId("OfferId", { pattern: /^[a-z0-9-]+:.+$/, example: "mock:123" })
 

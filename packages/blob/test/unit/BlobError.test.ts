@@ -10,11 +10,11 @@ import {
   BlobErrorJsonSchema,
   sanitizeText,
   sentenceCase
-} from "../src/shared/BlobError.ts"
-import * as Browser from "../src/browser/index.ts"
-import * as React from "../src/react/index.ts"
-import * as Server from "../src/server/index.ts"
-import { parseSize } from "../src/shared/size.ts"
+} from "../../src/shared/BlobError.ts"
+import * as Browser from "../../src/browser/index.ts"
+import * as React from "../../src/react/index.ts"
+import * as Server from "../../src/server/index.ts"
+import { parseSize } from "../../src/shared/size.ts"
 
 const specTable: ReadonlyArray<readonly [string, number, string]> = [
   ["not_found", 404, "Not found"],
@@ -207,8 +207,8 @@ describe("BlobError.is", () => {
   })
 
   it("holds across a second ESM instance of the module", async () => {
-    const specifier = new URL("../src/shared/BlobError.ts?copy=2", import.meta.url).href
-    const copy = await import(specifier) as typeof import("../src/shared/BlobError.ts")
+    const specifier = new URL("../../src/shared/BlobError.ts?copy=2", import.meta.url).href
+    const copy = await import(specifier) as typeof import("../../src/shared/BlobError.ts")
     assert.notStrictEqual(copy.BlobError, BlobError)
     const theirs = new copy.BlobError("conflict")
     assert.isFalse(theirs instanceof BlobError) // the reason for the guard
@@ -219,8 +219,8 @@ describe("BlobError.is", () => {
 
   it("holds across a copy loaded with require (Node's own loader, outside vitest)", () => {
     const require = createRequire(import.meta.url)
-    const path = fileURLToPath(new URL("../src/shared/BlobError.ts", import.meta.url))
-    const cjs = require(path) as typeof import("../src/shared/BlobError.ts")
+    const path = fileURLToPath(new URL("../../src/shared/BlobError.ts", import.meta.url))
+    const cjs = require(path) as typeof import("../../src/shared/BlobError.ts")
     assert.notStrictEqual(cjs.BlobError, BlobError)
     const theirs = new cjs.BlobError("forbidden")
     assert.isFalse(theirs instanceof BlobError)

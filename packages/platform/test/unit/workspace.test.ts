@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
-const root = fileURLToPath(new URL("../../../", import.meta.url))
+const root = fileURLToPath(new URL("../../../../", import.meta.url))
 const manifests = [
   path.join(root, "package.json"),
   ...fs.readdirSync(path.join(root, "packages")).map((name) => path.join(root, "packages", name, "package.json"))
