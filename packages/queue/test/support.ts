@@ -2,7 +2,7 @@
  * Test helpers: a real HTTP destination on loopback that records every request, and a running queue
  * (HTTP on an ephemeral port + worker) on a fresh migrated database.
  */
-import { TestDatabase } from "@svc/platform/testing"
+import { readAnswer, TestDatabase } from "@svc/platform/testing"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import * as Http from "node:http"
@@ -135,15 +135,7 @@ export const call = (path: string, init: RequestInit & { readonly token?: string
     const base = yield* QueueUrl
     const headers = new Headers(init.headers)
     if (init.token !== null) headers.set("authorization", `Bearer ${init.token ?? TOKEN}`)
-    const response = yield* Effect.promise(() => fetch(base + path, { ...init, headers }))
-    const text = yield* Effect.promise(() => response.text())
-    let body: any = undefined
-    try {
-      body = text === "" ? undefined : JSON.parse(text)
-    } catch {
-      body = text
-    }
-    return { status: response.status, body, headers: response.headers }
+    return yield* readAnswer(yield* Effect.promise(() => fetch(base + path, { ...init, headers })))
   })
 
 /** Publish to `destination` (a URL or group name) with headers; returns status and JSON body. */

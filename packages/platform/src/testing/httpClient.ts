@@ -9,10 +9,8 @@ export class Client extends Context.Service<Client, {
   readonly fetch: (path: string, init?: RequestInit) => Effect.Effect<Response>
 }>()("@svc/platform/testing/Client") {}
 
-/** Requests `path` from the test's `Client`; `body` is the parsed JSON, or the text when it is not JSON. */
-export const get = Effect.fn(function*(path: string, init?: RequestInit) {
-  const client = yield* Client
-  const response = yield* client.fetch(path, init)
+/** An answer's status, headers, text and `body`: the parsed JSON, or the text when it is not JSON. */
+export const readAnswer = Effect.fn(function*(response: Response) {
   const text = yield* Effect.promise(() => response.text())
   let body: any = undefined
   try {
@@ -21,4 +19,10 @@ export const get = Effect.fn(function*(path: string, init?: RequestInit) {
     body = text
   }
   return { status: response.status, headers: response.headers, text, body }
+})
+
+/** Requests `path` from the test's `Client` and reads the answer ({@link readAnswer}). */
+export const get = Effect.fn(function*(path: string, init?: RequestInit) {
+  const client = yield* Client
+  return yield* readAnswer(yield* client.fetch(path, init))
 })
