@@ -1,0 +1,137 @@
+/**
+ * The held-out evaluation of `npm run bench:docs` (issue 19): indexes every corpus of docs-eval.ts that is
+ * on this machine, asks each labelled question through `GET /api/v2/context` at the default budget, and
+ * reports per corpus and per half (dev / test):
+ *
+ * - Hit@1, Hit@5, MRR: the rank of the first snippet of the answer from a labelled file (under the labelled
+ *   heading, when the question names one); a question whose answer holds none counts 0 (MRR) and a miss;
+ * - contains: the answer holds such a snippet anywhere;
+ * - file: the answer holds any snippet of a labelled file (heading not checked; the outside measurement's
+ *   "expected file anywhere in the answer").
+ *
+ * `--misses=dev` prints the dev half's questions not answered first (tuning reads only those: the test
+ * half's misses are never printed question by question).
+ */
+import { Effect, Option } from "effect"
+import type { Indexer } from "@svc/docs"
+import { corpora, type EvalCorpus, type EvalQuestion, questions } from "./docs-eval.ts"
+import { fmt } from "./support.ts"
+
+type GetJson = (url: string) => Promise<{ status: number; body: any }>
+
+interface Asked {
+  readonly question: EvalQuestion
+  /** 1-based rank of the first matching snippet; undefined: none in the answer. */
+  readonly rank: number | undefined
+  readonly file: boolean
+  readonly first: string
+}
+
+/** The library ids of a corpus's libraries (npm name or corpus name → id), indexing them. */
+const indexCorpus = (indexer: Indexer["Service"], corpus: EvalCorpus, known: ReadonlyMap<string, string>) =>
+  Effect.gen(function*() {
+    const ids = new Map<string, string>()
+    for (const library of corpus.libraries) {
+      const already = known.get(library)
+      if (already !== undefined) {
+        ids.set(library, already)
+        continue
+      }
+      const outcome = yield* (corpus.kind === "npm"
+        ? indexer.add(`npm:${library}`)
+        : indexer.add(corpus.folder, { id: `/bench/${corpus.name}`, version: "eval" })).pipe(Effect.option)
+      if (Option.isSome(outcome)) ids.set(library, outcome.value.libraryId)
+    }
+    return ids
+  })
+
+const matches = (q: EvalQuestion, snippet: any, heading: boolean) =>
+  q.paths.includes(snippet.sourcePath) &&
+  (!heading || q.heading === undefined ||
+    [...snippet.headingPath, snippet.title].some((h: string) => h.toLowerCase().includes(q.heading!.toLowerCase())))
+
+interface Figures {
+  readonly n: number
+  readonly hit1: number
+  readonly hit5: number
+  readonly mrr: number
+  readonly contains: number
+  readonly file: number
+}
+
+const figures = (asked: ReadonlyArray<Asked>): Figures => {
+  const n = asked.length
+  const share = (f: (a: Asked) => boolean) => n === 0 ? 0 : asked.filter(f).length / n
+  return {
+    n,
+    hit1: share((a) => a.rank === 1),
+    hit5: share((a) => a.rank !== undefined && a.rank <= 5),
+    mrr: n === 0 ? 0 : asked.reduce((sum, a) => sum + (a.rank === undefined ? 0 : 1 / a.rank), 0) / n,
+    contains: share((a) => a.rank !== undefined),
+    file: share((a) => a.file)
+  }
+}
+
+const row = (label: string, f: Figures) =>
+  `  ${label.padEnd(18)} ${String(f.n).padStart(4)}  ${fmt(f.hit1, 3)}  ${fmt(f.hit5, 3)}  ${fmt(f.mrr, 3)}   ${fmt(f.contains, 3)}   ${fmt(f.file, 3)}`
+
+/** Runs the evaluation; `known`: ids of libraries the bench indexed already (npm name → id). */
+export const evaluate = (options: {
+  readonly indexer: Indexer["Service"]
+  readonly base: string
+  readonly getJson: GetJson
+  readonly known: ReadonlyMap<string, string>
+  readonly printMisses: boolean
+}) =>
+  Effect.gen(function*() {
+    const all = questions()
+    const asked: Array<Asked> = []
+    const skipped: Array<string> = []
+    for (const corpus of corpora()) {
+      if (!corpus.present) {
+        skipped.push(corpus.name)
+        continue
+      }
+      const ids = yield* indexCorpus(options.indexer, corpus, options.known)
+      for (const q of all.filter((q) => q.corpus === corpus.name)) {
+        const libraryId = ids.get(q.library)
+        if (libraryId === undefined) {
+          asked.push({ question: q, rank: undefined, file: false, first: "(not indexed)" })
+          continue
+        }
+        const url = `${options.base}/api/v2/context?type=json&libraryId=${encodeURIComponent(libraryId)}&query=${encodeURIComponent(q.question)}`
+        const { body } = yield* Effect.promise(() => options.getJson(url))
+        const snippets: ReadonlyArray<any> = body.snippets ?? []
+        const index = snippets.findIndex((s) => matches(q, s, true))
+        asked.push({
+          question: q,
+          rank: index < 0 ? undefined : index + 1,
+          file: snippets.some((s) => matches(q, s, false)),
+          first: snippets[0] === undefined ? "-" : `${snippets[0].sourcePath} # ${snippets[0].title}`
+        })
+      }
+    }
+    console.log(`\nevaluation set (docs-eval.ts, ${asked.length} questions, GET /api/v2/context at the default budget):`)
+    if (skipped.length > 0) console.log(`  not on this machine (see corpora/README.md): ${skipped.join(", ")}`)
+    console.log(`  ${"".padEnd(18)} ${"n".padStart(4)}  Hit@1  Hit@5  MRR     contains file`)
+    for (const half of ["test", "dev"] as const) {
+      const inHalf = asked.filter((a) => a.question.half === half)
+      console.log(row(`${half} (all)`, figures(inHalf)))
+      for (const corpus of corpora()) {
+        const some = inHalf.filter((a) => a.question.corpus === corpus.name)
+        if (some.length > 0) console.log(row(`${half} ${corpus.name}`, figures(some)))
+      }
+    }
+    console.log(row("both halves", figures(asked)))
+    const test = figures(asked.filter((a) => a.question.half === "test"))
+    console.log(`  targets on the test half: Hit@5 >= 0.92 ${test.hit5 >= 0.92 ? "ok" : "MISSED"}, MRR >= 0.80 ${test.mrr >= 0.8 ? "ok" : "MISSED"}, ` +
+      `contains >= 0.97 ${test.contains >= 0.97 ? "ok" : "MISSED"}`)
+    if (options.printMisses) {
+      console.log(`  dev half, not first:`)
+      for (const a of asked.filter((a) => a.question.half === "dev" && a.rank !== 1)) {
+        console.log(`    ${a.rank === undefined ? "miss" : `rank ${a.rank}`} ${a.question.id} "${a.question.question}" -> ` +
+          `${a.question.paths[0]}${a.question.heading ? ` # ${a.question.heading}` : ""} (first: ${a.first})`)
+      }
+    }
+    return asked
+  })
