@@ -114,6 +114,45 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       assert.deepStrictEqual(Object.keys(query!.inputSchema.properties!).sort(), ["libraryId", "query"])
       assert.deepStrictEqual([...query!.inputSchema.required!].sort(), ["libraryId", "query"])
       for (const tool of tools) assert.match(tool.description!, /more than 3 times/)
+      // titles and annotations for the client's UI and its confirmation rules: both tools only read
+      assert.deepStrictEqual(tools.map((tool) => tool.title), ["Resolve library ID", "Query documentation"])
+      for (const tool of tools) {
+        assert.strictEqual(tool.annotations?.readOnlyHint, true, tool.name)
+        assert.strictEqual(tool.annotations?.destructiveHint, false, tool.name)
+        assert.strictEqual(tool.annotations?.openWorldHint, true, tool.name)
+      }
+      // the initialize result's instructions: the order of the calls
+      const instructions = client.getInstructions() ?? ""
+      assert.match(instructions, /1\. Call resolve-library-id[\s\S]*2\. Call query-docs/)
+    }).pipe(Effect.scoped))
+
+  it.effect("get-library-docs (Context7's old name) answers like query-docs and is not listed", () =>
+    Effect.gen(function*() {
+      const client = yield* connect()
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      assert.notInclude(tools.map((tool) => tool.name), "get-library-docs")
+      const result = yield* Effect.promise(() =>
+        client.callTool({
+          name: "get-library-docs",
+          arguments: { context7CompatibleLibraryID: "/acme/http-client", topic: "exponential backoff", tokens: 2000 }
+        })
+      )
+      assert.isUndefined(result.isError)
+      assert.include(textOf(result), "backoff: \"exponential\"")
+    }).pipe(Effect.scoped))
+
+  it.effect("a malformed library id (react) says what is wrong and what to do, and reaches no API", () =>
+    Effect.gen(function*() {
+      const client = yield* connect()
+      const seen = yield* SeenKeys
+      seen.length = 0
+      const result = yield* Effect.promise(() =>
+        client.callTool({ name: "query-docs", arguments: { libraryId: "react", query: "useEffect cleanup" } })
+      )
+      assert.isTrue(result.isError)
+      assert.match(textOf(result), /^"react" is not a library ID: .*\/owner\/repo.*Call resolve-library-id first \(libraryName "react"\)/)
+      assert.notMatch(textOf(result), /try again/i)
+      assert.deepStrictEqual(seen, [], "refused before any API call")
     }).pipe(Effect.scoped))
 
   it.effect("resolve-library-id with canonical arguments and each alias finds the library", () =>
@@ -259,6 +298,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
         yield* Effect.acquireRelease(Effect.promise(() => client.connect(transport)), () => Effect.promise(() => client.close()))
         const { tools } = yield* Effect.promise(() => client.listTools())
         assert.deepStrictEqual(tools.map((tool) => tool.name), ["resolve-library-id", "query-docs"])
+        assert.match(client.getInstructions() ?? "", /Call resolve-library-id/)
         const result = yield* Effect.promise(() =>
           client.callTool({ name: "query-docs", arguments: { libraryName: "/acme/http-client", question: "exponential backoff" } })
         )

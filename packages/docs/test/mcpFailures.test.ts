@@ -65,6 +65,30 @@ describe("MCP tools when the API fails", () => {
       assert.strictEqual(api.requests(), 1)
     }).pipe(Effect.scoped))
 
+  it.live("every 4xx is the request's fault: said with the API's reason, what to fix, never retried or 'try again'", () =>
+    Effect.gen(function*() {
+      for (const [step, expected] of [
+        [json(400, {
+          code: "invalid_request",
+          message: "Invalid request: query parameter \"libraryId\": Expected a library id like \"/owner/repo\"",
+          issues: [{ in: "query", parameter: "libraryId", problem: "Expected a library id" }]
+        }), /refused the request \(400\): Invalid request: query parameter "libraryId".*Fix the arguments/],
+        [json(403, { code: "forbidden", message: "no" }), /refused the API key \(401\)|refused the API key/],
+        [json(404, { code: "not_found", message: "No such route" }), /found nothing for this request \(404\)/],
+        [json(405, { code: "method_not_allowed", message: "no" }), /refused the request \(405\).*Fix the arguments/],
+        [json(413, { code: "payload_too_large", message: "too large" }), /refused the request \(413\).*Fix the arguments/],
+        [json(414, {}), /refused the request \(414\)/],
+        [json(422, { code: "unprocessable", message: "no" }), /refused the request \(422\)/]
+      ] as const) {
+        const api = yield* scriptedApi([step])
+        const result = yield* resolve(api.url)
+        assert.isTrue(result.isError)
+        assert.match(textOf(result), expected)
+        assert.notMatch(textOf(result), /try again shortly/i)
+        assert.strictEqual(api.requests(), 1, "not retried")
+      }
+    }).pipe(Effect.scoped))
+
   it.live("503 then 200: retried, and the answer is used", () =>
     Effect.gen(function*() {
       const api = yield* scriptedApi([json(503, { code: "service_unavailable", message: "busy" }), json(200, searchBody)])

@@ -14,7 +14,7 @@ import { ForwardSecret, forwardingHeaders } from "../ClientAddress.ts"
 
 /** Why a call to the REST API did not give an answer. */
 export class DocsApiFailure extends Schema.TaggedError<DocsApiFailure>()("DocsApiFailure", {
-  kind: Schema.Literals(["unauthorized", "not_found", "rate_limited", "timeout", "unavailable", "failed"]),
+  kind: Schema.Literals(["bad_request", "unauthorized", "not_found", "rate_limited", "timeout", "unavailable", "failed"]),
   /** HTTP status, when the API answered. */
   status: Schema.optional(Schema.Number),
   /** Seconds, from `Retry-After` (rate_limited). */
@@ -57,20 +57,39 @@ const spoken = (duration: Duration.Duration) => {
 const statusOf = (error: unknown): number | undefined =>
   HttpClientError.isHttpClientError(error) ? error.response?.status : undefined
 
-/** Network errors and 5xx are worth another attempt; 401, 404 and 429 are answers. */
+/** Network errors and 5xx are worth another attempt; a 4xx is an answer. */
 const isTransient = (error: unknown): boolean => {
   if (!HttpClientError.isHttpClientError(error)) return false
   const status = error.response?.status
   return status === undefined ? error.reason._tag === "TransportError" : status >= 500
 }
 
-const toFailure = (error: unknown): DocsApiFailure => {
+/**
+ * The `message` of an undeclared 4xx answer's JSON body (the suite's `{code, message}`: a 400 names the
+ * bad parameter), at most 300 characters; undefined when there is none.
+ */
+const messageOf = (error: unknown): Effect.Effect<string | undefined> => {
+  const response = HttpClientError.isHttpClientError(error) ? error.response : undefined
+  if (response === undefined || response.status < 400 || response.status >= 500) return Effect.succeed(undefined)
+  return response.json.pipe(
+    Effect.map((body) =>
+      typeof body === "object" && body !== null && typeof (body as { message?: unknown }).message === "string"
+        ? (body as { message: string }).message.slice(0, 300)
+        : undefined
+    ),
+    Effect.orElseSucceed(() => undefined)
+  )
+}
+
+const toFailure = (error: unknown, bodyMessage?: string | undefined): DocsApiFailure => {
   if (error instanceof DocsApiFailure) return error
   // errors DocsApi declares arrive decoded into their classes (the suite's `{code, message, ...}`)
   const declared = typeof error === "object" && error !== null && "code" in error
     ? error as { readonly code: unknown; readonly message?: unknown; readonly retryAfter?: unknown }
     : undefined
   switch (declared?.code) {
+    case "invalid_request":
+      return new DocsApiFailure({ kind: "bad_request", status: 400, message: String(declared.message) })
     case "library_not_found":
       return new DocsApiFailure({ kind: "not_found", status: 404, message: String(declared.message) })
     case "unauthorized":
@@ -98,6 +117,10 @@ const toFailure = (error: unknown): DocsApiFailure => {
       message: "The documentation API rate limited the request"
     })
   }
+  // any other 4xx (400 undeclared, 413, 414, 431...): the request is at fault, another try is no use
+  if (status !== undefined && status >= 400 && status < 500) {
+    return new DocsApiFailure({ kind: "bad_request", status, message: bodyMessage ?? "no reason given" })
+  }
   if (status !== undefined) {
     return new DocsApiFailure({ kind: "failed", status, message: `The documentation API answered ${status}` })
   }
@@ -115,8 +138,12 @@ export class DocsClient extends Context.Service<DocsClient, {
     libraryName: string,
     query: string | undefined
   ) => Effect.Effect<LibrarySearchResponse, DocsApiFailure>
-  /** The `type=txt` context for a question, or the 202 "still indexing" answer. */
-  readonly context: (libraryId: string, query: string | undefined) => Effect.Effect<ContextAnswer, DocsApiFailure>
+  /** The `type=txt` context for a question (within `tokens`, default the API's), or the 202 "still indexing" answer. */
+  readonly context: (
+    libraryId: string,
+    query: string | undefined,
+    tokens?: number | undefined
+  ) => Effect.Effect<ContextAnswer, DocsApiFailure>
 }>()("@svc/docs/mcp/DocsClient") {
   /** Needs an `HttpClient`. */
   static readonly layerNoDeps = (options: DocsClientOptions) =>
@@ -154,13 +181,20 @@ export class DocsClient extends Context.Service<DocsClient, {
                   message: `The documentation API did not answer within ${spoken(timeout)}`
                 }))
             }),
-            Effect.mapError(toFailure)
+            Effect.catch((error) => Effect.flatMap(messageOf(error), (message) => Effect.fail(toFailure(error, message))))
           )
         return DocsClient.of({
           searchLibraries: (libraryName, query) =>
             call(api.libs.search({ query: { libraryName, ...(query === undefined ? {} : { query }) } })),
-          context: (libraryId, query) =>
-            call(api.context.context({ query: { libraryId, type: "txt", ...(query === undefined ? {} : { query }) } })).pipe(
+          context: (libraryId, query, tokens) =>
+            call(api.context.context({
+              query: {
+                libraryId,
+                type: "txt",
+                ...(query === undefined ? {} : { query }),
+                ...(tokens === undefined ? {} : { tokens })
+              }
+            })).pipe(
               Effect.map((answer): ContextAnswer =>
                 typeof answer === "string"
                   ? { _tag: "Text", text: answer }

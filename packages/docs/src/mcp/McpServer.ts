@@ -12,10 +12,18 @@
  * A server holds no state between requests: the HTTP transport makes one per request.
  */
 import type { LibrarySearchResult } from "@svc/schema"
-import { MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_QUESTION_LENGTH, RequestString } from "@svc/schema"
+import {
+  LibraryIdPattern,
+  MAX_CONTEXT_TOKENS,
+  MAX_ID_LENGTH,
+  MAX_NAME_LENGTH,
+  MAX_QUESTION_LENGTH,
+  MIN_CONTEXT_TOKENS,
+  RequestString
+} from "@svc/schema"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Schema } from "effect"
+import { Effect, Schema, SchemaGetter } from "effect"
 import { CallerAddress, CallerApiKey, type DocsApiFailure, DocsClient } from "./DocsClient.ts"
 
 export const SERVER_INFO = { name: "svc-docs", version: "0.1.0" } as const
@@ -24,10 +32,39 @@ const CALL_LIMIT =
   "Do not call this tool more than 3 times per question. If you cannot find what you need after 3 calls, " +
   "use the best result you have."
 
+/**
+ * Said once in the initialize result: what the server is for and the order of the calls. Clients
+ * that show server instructions to the model (most agents do) need no rule of their own.
+ */
+export const INSTRUCTIONS =
+  "Current documentation and code examples of the libraries indexed on this server. Use it when a question " +
+  "is about a library, framework, SDK or tool: its API, configuration, setup, migration or errors.\n\n" +
+  "1. Call resolve-library-id with the library's name (libraryName) and the user's question (query); pick the " +
+  "best matching Library ID (/owner/repo) from the answer. Skip this when the user gave an ID like /owner/repo " +
+  "or /owner/repo/version.\n" +
+  "2. Call query-docs with that libraryId and a specific question (query). Each snippet names its Source: a " +
+  "URL or path you can open for more.\n\n" +
+  "A failed call says what to fix (a wrong ID, a missing argument, a key refused, a rate limit); follow it " +
+  "rather than repeating the same call. At most 3 calls per tool and question."
+
+/**
+ * How each tool behaves, for clients that ask before calling (MCP tool annotations): both only read,
+ * and both reach an index whose content changes as libraries are added (open world). They are hints,
+ * which is all MCP makes of them.
+ */
+const readOnly = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: true
+} as const
+
 /** The tools as `tools/list` shows them: canonical argument names only. */
 export const tools = [
   {
     name: "resolve-library-id",
+    title: "Resolve library ID",
+    annotations: { title: "Resolve library ID", ...readOnly },
     description:
       "Resolves a package or product name to a library ID that query-docs accepts (`/owner/repo`, or " +
       "`/owner/repo/version` for one version), and lists the best matching libraries with their " +
@@ -50,6 +87,8 @@ export const tools = [
   },
   {
     name: "query-docs",
+    title: "Query documentation",
+    annotations: { title: "Query documentation", ...readOnly },
     description:
       "Retrieves current documentation and code examples of one library for a question: the snippets " +
       "that answer it best, each with its title, source file, description and code.\n\n" +
@@ -72,21 +111,43 @@ export const tools = [
 
 export type ToolName = (typeof tools)[number]["name"]
 
+/**
+ * The name Context7's server gave query-docs before (`get-library-docs`, with `topic` and `tokens`):
+ * agents and saved prompts still call it. Accepted on `tools/call`, never listed by `tools/list`.
+ */
+export const LEGACY_TOOL = "get-library-docs"
+type CallableTool = ToolName | typeof LEGACY_TOOL
+
 /** Accepted alternative names, per tool (spec/2 "Argument aliases"). */
-const aliases: Record<ToolName, Record<string, string>> = {
+const aliases: Record<CallableTool, Record<string, string>> = {
   "resolve-library-id": { userQuery: "query", question: "query" },
   // libraryName is canonical on resolve-library-id, an alias of libraryId here only
   "query-docs": {
     userQuery: "query",
     question: "query",
     svcCompatibleLibraryID: "libraryId",
+    // Context7's name for it, which agents set up for Context7 send
+    context7CompatibleLibraryID: "libraryId",
     libraryID: "libraryId",
     libraryName: "libraryId"
+  },
+  // Context7's get-library-docs: context7CompatibleLibraryID, topic (optional) and tokens
+  [LEGACY_TOOL]: {
+    context7CompatibleLibraryID: "libraryId",
+    svcCompatibleLibraryID: "libraryId",
+    libraryID: "libraryId",
+    libraryName: "libraryId",
+    topic: "query",
+    userQuery: "query",
+    question: "query"
   }
 }
 
 /** Renames aliases to canonical names; a canonical argument given too wins over its alias. */
-export const canonicalArguments = (tool: ToolName, args: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+export const canonicalArguments = (
+  tool: CallableTool,
+  args: Readonly<Record<string, unknown>>
+): Record<string, unknown> => {
   const result: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(args)) {
     const canonical = aliases[tool][name]
@@ -99,10 +160,44 @@ export const canonicalArguments = (tool: ToolName, args: Readonly<Record<string,
 // The API's own limits (@svc/schema Limits.ts): an argument the API would refuse is the agent's to fix,
 // told here, rather than a request the API client cannot even encode.
 const Text = (maxLength: number) => RequestString({ maxLength, minLength: 1 })
+/**
+ * get-library-docs' `tokens`, as Context7 took it: a number or a numeric string, brought into the
+ * API's range (below the minimum asks for the minimum, as Context7 did; above the maximum, the maximum).
+ */
+const Tokens = Schema.Union([Schema.Finite, Schema.FiniteFromString]).pipe(
+  Schema.decodeTo(Schema.Int, {
+    decode: SchemaGetter.transform((n: number) => Math.min(MAX_CONTEXT_TOKENS, Math.max(MIN_CONTEXT_TOKENS, Math.round(n)))),
+    encode: SchemaGetter.transform((n: number) => n)
+  })
+)
 const argumentSchemas = {
   "resolve-library-id": Schema.Struct({ query: Text(MAX_QUESTION_LENGTH), libraryName: Text(MAX_NAME_LENGTH) }),
-  "query-docs": Schema.Struct({ libraryId: Text(MAX_ID_LENGTH), query: Text(MAX_QUESTION_LENGTH) })
+  "query-docs": Schema.Struct({ libraryId: Text(MAX_ID_LENGTH), query: Text(MAX_QUESTION_LENGTH) }),
+  [LEGACY_TOOL]: Schema.Struct({
+    libraryId: Text(MAX_ID_LENGTH),
+    query: Schema.optional(Text(MAX_QUESTION_LENGTH)),
+    tokens: Schema.optional(Tokens)
+  })
 } as const
+const required: Record<CallableTool, ReadonlyArray<string>> = {
+  "resolve-library-id": ["query", "libraryName"],
+  "query-docs": ["libraryId", "query"],
+  [LEGACY_TOOL]: ["libraryId"]
+}
+
+/**
+ * What is wrong with a library ID that does not have the ID's shape, and what to do: the usual case is
+ * a name (`react`) where the ID (`/facebook/react`) belongs.
+ */
+export const malformedLibraryId = (libraryId: string): string | undefined => {
+  if (LibraryIdPattern.test(libraryId)) return undefined
+  const shown = JSON.stringify(libraryId.length > 100 ? `${libraryId.slice(0, 100)}…` : libraryId)
+  const name = libraryId.replace(/^\/+|\/+$/g, "").split("/").at(-1) ?? ""
+  return `${shown} is not a library ID: an ID looks like /owner/repo or /owner/repo/version (a leading slash, ` +
+    "no spaces). Call resolve-library-id first" +
+    (/^[\w@.-]{1,100}$/.test(name) ? ` (libraryName "${name}")` : "") +
+    " and pass the Library ID it answers as libraryId."
+}
 
 const text = (body: string, isError = false): CallToolResult => ({
   content: [{ type: "text", text: body }],
@@ -112,6 +207,10 @@ const text = (body: string, isError = false): CallToolResult => ({
 /** A sentence for the agent about a failed API call. */
 export const describeFailure = (failure: DocsApiFailure, libraryId?: string): string => {
   switch (failure.kind) {
+    case "bad_request":
+      return `The documentation service refused the request (${failure.status ?? 400}): ${failure.message}. ` +
+        "Fix the arguments (a library ID from resolve-library-id, a question under " +
+        `${MAX_QUESTION_LENGTH} characters) rather than retrying the same call.`
     case "unauthorized":
       return "The documentation service refused the API key (401). Check the key: SVC_API_KEY or --api-key " +
         "for stdio; an Authorization: Bearer, X-Svc-API-Key or X-API-Key header over HTTP."
@@ -159,10 +258,12 @@ const resolveLibraryId = (args: { readonly query: string; readonly libraryName: 
     )
   }).pipe(Effect.catchTag("DocsApiFailure", (failure) => Effect.succeed(text(describeFailure(failure), true))))
 
-const queryDocs = (args: { readonly libraryId: string; readonly query: string }) =>
+const queryDocs = (args: { readonly libraryId: string; readonly query?: string | undefined; readonly tokens?: number | undefined }) =>
   Effect.gen(function*() {
+    const malformed = malformedLibraryId(args.libraryId)
+    if (malformed !== undefined) return text(malformed, true)
     const client = yield* DocsClient
-    const answer = yield* client.context(args.libraryId, args.query)
+    const answer = yield* client.context(args.libraryId, args.query, args.tokens)
     if (answer._tag === "Indexing") {
       return text(
         `The documentation of ${args.libraryId} ${
@@ -177,34 +278,39 @@ const queryDocs = (args: { readonly libraryId: string; readonly query: string })
       )
     }
     if (answer.text.trim() === "") {
-      return text(`${args.libraryId} has no documentation that matches "${args.query}". Rephrase the question.`, true)
+      return text(
+        args.query === undefined
+          ? `${args.libraryId} has no documentation yet.`
+          : `${args.libraryId} has no documentation that matches "${args.query}". Rephrase the question.`,
+        true
+      )
     }
     return text(answer.text)
   }).pipe(
     Effect.catchTag("DocsApiFailure", (failure) => Effect.succeed(text(describeFailure(failure, args.libraryId), true)))
   )
 
-/** Runs one `tools/call`: aliases → validation → the tool. */
+/** Runs one `tools/call`: aliases → validation → the tool (`get-library-docs` runs query-docs). */
 export const callTool = (name: string, rawArguments: Readonly<Record<string, unknown>> | undefined) =>
   Effect.gen(function*() {
-    if (name !== "resolve-library-id" && name !== "query-docs") {
+    if (name !== "resolve-library-id" && name !== "query-docs" && name !== LEGACY_TOOL) {
       return text(`Unknown tool "${name}". The tools are resolve-library-id and query-docs.`, true)
     }
     const args = canonicalArguments(name, rawArguments ?? {})
-    const decoded = Schema.decodeUnknownResult(argumentSchemas[name])(args)
+    const decoded = Schema.decodeUnknownResult(argumentSchemas[name] as Schema.Codec<unknown, unknown>)(args)
     if (decoded._tag === "Failure") {
-      const required = tools.find((tool) => tool.name === name)!.inputSchema.required
-      const missing = required.filter((key) => typeof args[key] !== "string" || args[key] === "")
+      const expected = required[name]
+      const missing = expected.filter((key) => typeof args[key] !== "string" || args[key] === "")
       return text(
         `Invalid arguments for ${name}: ${
           missing.length > 0 ? `${missing.join(" and ")} must be a non-empty string` : decoded.failure.message
-        }. Expected: ${required.join(", ")}.`,
+        }. Expected: ${expected.join(", ")}.`,
         true
       )
     }
     return name === "resolve-library-id"
       ? yield* resolveLibraryId(decoded.success as { query: string; libraryName: string })
-      : yield* queryDocs(decoded.success as { libraryId: string; query: string })
+      : yield* queryDocs(decoded.success as { libraryId: string; query?: string; tokens?: number })
   })
 
 /**
@@ -216,7 +322,8 @@ export const make = (apiKey: string | undefined, address?: string | undefined) =
     const context = yield* Effect.context<DocsClient>()
     const server = new Server(SERVER_INFO, {
       // the tool list never changes while the server runs: no list-changed notifications
-      capabilities: { tools: { listChanged: false } }
+      capabilities: { tools: { listChanged: false } },
+      instructions: INSTRUCTIONS
     })
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map((tool) => ({ ...tool })) }))
     server.setRequestHandler(CallToolRequestSchema, (request, extra) =>

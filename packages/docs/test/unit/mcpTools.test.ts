@@ -68,4 +68,42 @@ describe("MCP tools over the memory API", () => {
       )
       assert.isUndefined(served.isError)
     }).pipe(Effect.provide(tools)))
+
+  it.effect("a name where the ID belongs (react): what is wrong and to call resolve-library-id, nothing sent", () =>
+    Effect.gen(function*() {
+      for (const [libraryId, hint] of [["react", `(libraryName "react")`], ["acme/greeter", `(libraryName "greeter")`], ["/acme greeter", ""]] as const) {
+        const result = yield* callTool("query-docs", { libraryId, query: "q" })
+        assert.isTrue(result.isError, libraryId)
+        const said = textOf(result)
+        assert.include(said, `${JSON.stringify(libraryId)} is not a library ID`, libraryId)
+        assert.include(said, `Call resolve-library-id first ${hint}`.trimEnd(), libraryId)
+        assert.notMatch(said, /try again/i, libraryId)
+      }
+    }).pipe(Effect.provide(tools)))
+
+  it.effect("get-library-docs (Context7's old name): context7CompatibleLibraryID, topic and tokens run query-docs", () =>
+    Effect.gen(function*() {
+      const answer = yield* callTool("get-library-docs", {
+        context7CompatibleLibraryID: "/acme/greeter",
+        topic: "withLanguage",
+        tokens: 5000
+      })
+      assert.isUndefined(answer.isError)
+      assert.include(textOf(answer), "withLanguage(\"pl\")")
+      // no topic: the library's first snippets; a budget below the API's minimum is raised to it
+      const overview = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", tokens: "10" })
+      assert.isUndefined(overview.isError)
+      assert.include(textOf(overview), "Friendly greetings")
+      const small = textOf(overview).length
+      const larger = textOf(yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", tokens: 50_000_000 }))
+      assert.isAbove(larger.length, small, "a larger budget (capped at the maximum) answers more")
+      const missing = yield* callTool("get-library-docs", { topic: "withLanguage" })
+      assert.isTrue(missing.isError)
+      assert.include(textOf(missing), "Invalid arguments for get-library-docs: libraryId must be a non-empty string")
+      const malformed = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "greeter" })
+      assert.include(textOf(malformed), "is not a library ID")
+      // Context7's name for the ID works on query-docs too
+      const canonical = yield* callTool("query-docs", { context7CompatibleLibraryID: "/acme/greeter", query: "withLanguage" })
+      assert.isUndefined(canonical.isError)
+    }).pipe(Effect.provide(tools)))
 })
