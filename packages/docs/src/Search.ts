@@ -17,13 +17,15 @@ import {
 import { Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { MemoryIndex } from "./MemoryIndex.ts"
+import { answerPage } from "./ranking/Answer.ts"
+import { rankedIds } from "./ranking/Bm25.ts"
 import { RowId, Timestamp } from "./Rows.ts"
 
 /** Results of one library search. */
 export const SEARCH_LIMIT = 10
 /** Libraries, best names first, whose snippets the question then ranks (name scores differ by 0.25 or more between bands). */
 const SHORTLIST = 50
-/** Snippets considered for one context answer (ranked before the budget is applied). */
+/** Snippets considered for one page of a context answer (ranked before the budget is applied). */
 const CANDIDATES = 400
 
 /**
@@ -90,18 +92,6 @@ export const parseLibraryId = (libraryId: string) => {
   return { id: `/${owner}/${repo}`, version }
 }
 
-/** Picks snippets in rank order while they fit; a big one is skipped for smaller ones after it. */
-export const fitBudget = <A extends { readonly tokens: number }>(ranked: ReadonlyArray<A>, budget: number) => {
-  const picked: Array<A> = []
-  let used = 0
-  for (const snippet of ranked) {
-    if (used + snippet.tokens > budget) continue
-    picked.push(snippet)
-    used += snippet.tokens
-  }
-  return { picked, used }
-}
-
 const SnippetRow = Schema.Struct({
   kind: Schema.Literals(["code", "prose"]),
   title: Schema.String,
@@ -110,7 +100,8 @@ const SnippetRow = Schema.Struct({
   language: Schema.NullOr(Schema.String),
   body: Schema.String,
   source_path: Schema.String,
-  tokens: Schema.Number
+  tokens: Schema.Number,
+  ordinal: Schema.Number
 })
 
 /** A library found by name, with its default version's figures (null: the version is missing). */
@@ -149,6 +140,8 @@ export class Search extends Context.Service<Search, {
     readonly libraryId: string
     readonly query?: string | undefined
     readonly tokens?: number | undefined
+    /** Page of the answer past the budget: 1 (default) to `MAX_PAGE` (ranking/Answer.ts). */
+    readonly page?: number | undefined
     readonly access?: TeamSettings | undefined
   }) => Effect.Effect<ContextAnswer, LibraryNotFound>
 }>()("@svc/docs/Search") {
@@ -233,6 +226,7 @@ export class Search extends Context.Service<Search, {
         readonly libraryId: string
         readonly query?: string | undefined
         readonly tokens?: number | undefined
+        readonly page?: number | undefined
         readonly access?: TeamSettings | undefined
       }) {
         const { id, version: asked } = parseLibraryId(options.libraryId)
@@ -258,47 +252,52 @@ export class Search extends Context.Service<Search, {
         // Within a library its own name says nothing ("effect" is in every snippet of effect's docs):
         // left in, it ranks whatever repeats the name most over what answers the question.
         const tsquery = orQuery(options.query, nameWords(id)) ?? orQuery(options.query)
-        // One statement each, joined through the version's pointer (see the module comment). A code
-        // snippet ranks double: the questions agents ask are how-to questions, and an example with its
-        // description answers one better than prose using the same words (bench:docs: Hit@1 0.63 ->
-        // 0.80, MRR 0.71 -> 0.86 on its labeled questions).
+        // One statement each, joined through the version's pointer (see the module comment). With a
+        // question, the version's snippets are ranked by ranking/Bm25.ts (BM25 with field weights from
+        // the version's own statistics); without one, or when none matches, they come in document order.
         //
         // The version's snippets are read through the generation index and only then matched against
         // the question (OFFSET 0 keeps the planner from merging the two): offered the full-text index
         // over every library's snippets, it combined both indexes after a bulk load (stale
         // statistics) and read 100,000 index entries for a common word: 29 ms instead of 0.3 ms,
         // p99 0.9 s at 16 clients. A library's own snippets are few enough to match one by one.
-        const select = (ranked: boolean) =>
-          SqlSchema.findAll({ Request: Schema.Void, Result: SnippetRow, execute: () => sql`
-            SELECT s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.tokens
-            FROM (
-              SELECT s.* FROM docs.versions v
-              JOIN docs.snippets s ON s.generation_id = v.generation_id
-              WHERE v.library_id = ${id} AND v.version = ${version}
-              -- the fence only where there is a question: the opening snippets are the index's order
-              ${ranked ? sql`OFFSET 0` : sql``}
-            ) s
-            ${ranked ? sql`WHERE s.search @@ to_tsquery('english', ${tsquery!})` : sql``}
-            ORDER BY ${ranked ? sql`ts_rank(s.search, to_tsquery('english', ${tsquery!}), 1) * (CASE WHEN s.kind = 'code' THEN 2 ELSE 1 END) DESC,` : sql``} s.ordinal
-            LIMIT ${CANDIDATES}` })()
+        const words = questionWords(options.query, nameWords(id))
+        const terms = words.length > 0 ? words : questionWords(options.query)
+        const page = options.page ?? 1
+        const columns = sql`s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.tokens, s.ordinal`
+        const ranked = SqlSchema.findAll({ Request: Schema.Void, Result: SnippetRow, execute: () => sql`
+          SELECT ${columns}
+          FROM (${rankedIds(sql, { libraryId: id, version, words: terms.join(" "), tsquery: tsquery!, limit: CANDIDATES * page })}) r
+          JOIN docs.snippets s ON s.id = r.id
+          ORDER BY r.score DESC, r.id` })
+        const inOrder = SqlSchema.findAll({ Request: Schema.Void, Result: SnippetRow, execute: () => sql`
+          SELECT ${columns} FROM docs.versions v
+          JOIN docs.snippets s ON s.generation_id = v.generation_id
+          WHERE v.library_id = ${id} AND v.version = ${version}
+          ORDER BY s.ordinal
+          LIMIT ${CANDIDATES * page}` })
         // A question no snippet matches still gets the version's opening snippets.
-        let rows = tsquery === undefined ? [] : yield* select(true)
-        if (rows.length === 0) rows = yield* select(false)
-        const { picked, used } = fitBudget(rows, budget)
+        let rows = tsquery === undefined ? [] : yield* ranked()
+        if (rows.length === 0) rows = yield* inOrder()
+        const { picked, used } = answerPage(
+          rows.map((row) => ({ ...row, headingPath: row.heading_path, sourcePath: row.source_path })),
+          budget,
+          page
+        )
         return {
           _tag: "Found",
           libraryId: `${id}/${version}`,
           version,
           totalTokens: used,
-          snippets: picked.map((row): ContextSnippet => ({
-            kind: row.kind,
-            title: row.title,
-            headingPath: row.heading_path,
-            description: row.description,
-            language: row.language,
-            content: row.body,
-            sourcePath: row.source_path,
-            tokens: row.tokens
+          snippets: picked.map((snippet): ContextSnippet => ({
+            kind: snippet.kind,
+            title: snippet.title,
+            headingPath: snippet.headingPath,
+            description: snippet.description,
+            language: snippet.language,
+            content: snippet.body,
+            sourcePath: snippet.sourcePath,
+            tokens: snippet.tokens
           }))
         } as const
       })
@@ -362,6 +361,7 @@ export class Search extends Context.Service<Search, {
         readonly libraryId: string
         readonly query?: string | undefined
         readonly tokens?: number | undefined
+        readonly page?: number | undefined
         readonly access?: TeamSettings | undefined
       }) {
         const state = yield* Ref.get(index)
@@ -384,16 +384,19 @@ export class Search extends Context.Service<Search, {
         const withoutName = questionWords(options.query, nameWords(id))
         const words = withoutName.length > 0 ? withoutName : questionWords(options.query)
         const ranked = found.live
-          .map((snippet, ordinal) => {
+          .map((snippet, ordinal) => ({ ...snippet, ordinal }))
+          .map((snippet) => {
             const text = `${snippet.title} ${snippet.headingPath.join(" ")} ${snippet.description} ${snippet.body}`.toLowerCase()
             const matches = words.filter((word) => text.includes(word)).length
-            return { snippet, ordinal, score: matches * (snippet.kind === "code" ? 2 : 1) }
+            return { snippet, ordinal: snippet.ordinal, score: matches * (snippet.kind === "code" ? 2 : 1) }
           })
           .filter((entry) => entry.score > 0)
           .sort((a, b) => b.score - a.score || a.ordinal - b.ordinal)
           .map((entry) => entry.snippet)
-        const candidates = (ranked.length > 0 ? ranked : found.live).slice(0, CANDIDATES)
-        const { picked, used } = fitBudget(candidates, options.tokens ?? DEFAULT_CONTEXT_TOKENS)
+        const page = options.page ?? 1
+        const candidates = (ranked.length > 0 ? ranked : found.live.map((snippet, ordinal) => ({ ...snippet, ordinal })))
+          .slice(0, CANDIDATES * page)
+        const { picked, used } = answerPage(candidates, options.tokens ?? DEFAULT_CONTEXT_TOKENS, page)
         return {
           _tag: "Found",
           libraryId: `${id}/${found.version}`,

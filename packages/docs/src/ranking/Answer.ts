@@ -1,0 +1,85 @@
+/**
+ * From ranked snippets to the answer an agent reads (pure, shared by both Search layers):
+ *
+ * - **No duplicate**: the snippets of one section (same file, same heading path) become one entry, at
+ *   the rank of its best snippet, its parts in document order: a section's prose and code blocks, or
+ *   the parts of a long section, are read together and never twice. A merged section holds its parts
+ *   in the order of their ranks while it stays within {@link SECTION_TOKENS} (its best part always);
+ *   what does not fit is left out of the answer rather than repeated in a second entry.
+ * - **Budget and pages**: entries are taken in rank order while they fit (a big one is skipped for
+ *   smaller ones after it: {@link fitBudget}); page 2 is the same over what page 1 left, and so on.
+ */
+import { type Snippet, tokensOf } from "../Splitter.ts"
+
+/** A merged section's size bound, in tokens (one snippet is at most ~1,000: Splitter.MAX_SNIPPET_CHARS). */
+export const SECTION_TOKENS = 1500
+/** Pages of one answer (`page` of the REST API: 1 to this). */
+export const MAX_PAGE = 10
+
+export type Ranked = Omit<Snippet, "tokens"> & { readonly tokens: number; readonly ordinal: number }
+
+/** Picks in rank order while they fit; a big one is skipped for smaller ones after it. */
+export const fitBudget = <A extends { readonly tokens: number }>(ranked: ReadonlyArray<A>, budget: number) => {
+  const picked: Array<A> = []
+  let used = 0
+  for (const snippet of ranked) {
+    if (used + snippet.tokens > budget) continue
+    picked.push(snippet)
+    used += snippet.tokens
+  }
+  return { picked, used }
+}
+
+const sectionKey = (snippet: Ranked) => `${snippet.sourcePath}\u0000${snippet.headingPath.join("\u0000")}`
+
+/** A code snippet as Markdown inside a merged section. */
+const asMarkdown = (part: Ranked) =>
+  part.kind === "prose"
+    ? part.body
+    : `${part.description === "" ? "" : `${part.description}\n\n`}\`\`\`${part.language ?? ""}\n${part.body}\n\`\`\``
+
+/** One entry from a section's parts (document order): itself for one part, else a prose entry. */
+const merge = (parts: ReadonlyArray<Ranked>): Snippet => {
+  if (parts.length === 1) {
+    const { ordinal: _, ...snippet } = parts[0]!
+    return snippet
+  }
+  const first = parts[0]!
+  const merged = {
+    kind: "prose" as const,
+    title: first.title.replace(/ \(part \d+\)$/, ""),
+    headingPath: first.headingPath,
+    description: "",
+    language: null,
+    body: parts.map(asMarkdown).join("\n\n"),
+    sourcePath: first.sourcePath
+  }
+  return { ...merged, tokens: tokensOf(merged) }
+}
+
+/** Ranked snippets into sections, best first, each file-and-heading pair once. */
+export const sections = (ranked: ReadonlyArray<Ranked>): ReadonlyArray<Snippet> => {
+  const groups = new Map<string, { parts: Array<Ranked>; tokens: number }>()
+  for (const snippet of ranked) {
+    const key = sectionKey(snippet)
+    const group = groups.get(key)
+    if (group === undefined) groups.set(key, { parts: [snippet], tokens: snippet.tokens })
+    else if (group.tokens + snippet.tokens <= SECTION_TOKENS) {
+      group.parts.push(snippet)
+      group.tokens += snippet.tokens
+    }
+  }
+  return [...groups.values()].map((group) => merge([...group.parts].sort((a, b) => a.ordinal - b.ordinal)))
+}
+
+/** Page `page` (1-based) of the answer within `budget` tokens a page. */
+export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page = 1) => {
+  let remaining = sections(ranked)
+  let result = fitBudget(remaining, budget)
+  for (let n = 1; n < page; n++) {
+    const taken = new Set(result.picked)
+    remaining = remaining.filter((entry) => !taken.has(entry))
+    result = fitBudget(remaining, budget)
+  }
+  return result
+}

@@ -1,0 +1,83 @@
+/**
+ * The lexical ranking of one version's snippets for a question (`Search.context`), in one statement:
+ * BM25 with field weights, from the corpus's own statistics (issue 19, "Retrieval that generalises").
+ *
+ * - The question's terms are its words as the english configuration stems them (stop words gone), its
+ *   library's own name left out (Search.ts).
+ * - Only the version's snippets that hold one of the terms are scored (read through the generation
+ *   index, then matched: see the fence in Search.ts); for each, `unnest(search)` gives every term's
+ *   positions and their weights: A the title, B the heading path, C the description and body
+ *   (migration 0001), D identifiers split at camelCase, snake_case and dots (migration 0004).
+ * - Term frequency is field-weighted ({@link FIELD_WEIGHTS}); inverse document frequency counts the
+ *   snippets of this version holding the term (`ln(1 + (N - df + 0.5) / (df + 0.5))`), so a word every
+ *   snippet has ("run", "tests") weighs almost nothing and a rare one (`setTimeout`) decides; the
+ *   snippet's length (its tokens) against the version's average normalises the frequency (k1, b).
+ * - Then, per snippet: a code snippet ranks {@link CODE_BOOST} higher (how-to questions want an example);
+ *   a continuation ("… (part n)") {@link PART_PENALTY} lower (its heading context is the first part's);
+ *   and a share of the question's terms found (coverage) multiplies the sum, so one rare word alone
+ *   does not beat a snippet that holds most of the question.
+ */
+import type { SqlClient, Statement } from "effect/sql"
+
+/** BM25 saturation and length normalisation (the usual values). */
+export const K1 = 1.2
+export const B = 0.75
+/** How much one occurrence of a term counts, by field. */
+export const FIELD_WEIGHTS = { title: 4, heading: 2, body: 1, identifier: 1 } as const
+export const CODE_BOOST = 1.3
+export const PART_PENALTY = 0.85
+/** The score is multiplied by `coverage ^ COVERAGE_POWER` (coverage: the question's terms found / all). */
+export const COVERAGE_POWER = 1
+
+/**
+ * The ids and scores of the best `limit` snippets of the version for `words` (the question's words,
+ * joined by spaces) and `tsquery` (the same words OR-ed, for the match). The caller joins the rows.
+ */
+export const rankedIds = (
+  sql: SqlClient.SqlClient,
+  options: {
+    readonly libraryId: string
+    readonly version: string
+    readonly words: string
+    readonly tsquery: string
+    readonly limit: number
+  }
+): Statement.Fragment => {
+  /** A constant of the formula, inlined (a parameter would be typed by its first use). */
+  const n = (value: number) => sql.literal(`${value}::float8`)
+  return sql`
+  WITH v AS (
+    SELECT v.generation_id, greatest(v.snippet_count, 1)::float8 AS n,
+      greatest(v.token_count::float8 / greatest(v.snippet_count, 1), 1) AS avgdl
+    FROM docs.versions v WHERE v.library_id = ${options.libraryId} AND v.version = ${options.version}
+  ),
+  q AS (
+    SELECT tsvector_to_array(to_tsvector('english', ${options.words})) AS terms
+  ),
+  m AS MATERIALIZED (
+    SELECT s.id, s.tokens, s.kind, s.title, s.search FROM (
+      SELECT s.id, s.tokens, s.kind, s.title, s.search FROM v JOIN docs.snippets s ON s.generation_id = v.generation_id
+      -- the version's snippets first, then the match (Search.ts)
+      OFFSET 0
+    ) s WHERE s.search @@ to_tsquery('english', ${options.tsquery})
+  ),
+  hits AS (
+    SELECT m.id, u.lexeme,
+      ${n(FIELD_WEIGHTS.title)} * cardinality(array_positions(u.weights, 'A'))
+        + ${n(FIELD_WEIGHTS.heading)} * cardinality(array_positions(u.weights, 'B'))
+        + ${n(FIELD_WEIGHTS.body)} * cardinality(array_positions(u.weights, 'C'))
+        + ${n(FIELD_WEIGHTS.identifier)} * cardinality(array_positions(u.weights, 'D')) AS tf
+    FROM m, q, unnest(m.search) u
+    WHERE u.lexeme = ANY (q.terms)
+  ),
+  df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)
+  SELECT h.id,
+    sum(ln(1 + (v.n - df.df + 0.5) / (df.df + 0.5)) * (h.tf * ${n(K1 + 1)}) / (h.tf + ${n(K1)} * (1 - ${n(B)} + ${n(B)} * m.tokens / v.avgdl)))
+      * power(count(*)::float8 / greatest(cardinality((SELECT terms FROM q)), 1), ${n(COVERAGE_POWER)})
+      * (CASE WHEN m.kind = 'code' THEN ${n(CODE_BOOST)} ELSE 1 END)
+      * (CASE WHEN m.title LIKE '% (part %)' THEN ${n(PART_PENALTY)} ELSE 1 END) AS score
+  FROM hits h JOIN df USING (lexeme) JOIN m ON m.id = h.id CROSS JOIN v
+  GROUP BY h.id, m.kind, m.title
+  ORDER BY score DESC, h.id
+  LIMIT ${options.limit}`
+}
