@@ -21,7 +21,11 @@ export const LibraryIdPattern = /^\/[^/\s]+\/[^/\s]+(\/[^/\s]+)?$/
 export const LibraryIdParam = Schema.String.check(
   Schema.isMaxLength(MAX_ID_LENGTH, { message: `must be at most ${MAX_ID_LENGTH} characters long` }).abort(),
   isNulFree,
-  Schema.isPattern(LibraryIdPattern, { message: `Expected a library id like "/owner/repo" or "/owner/repo/1.2.3"` })
+  Schema.isPattern(LibraryIdPattern, {
+    // what Context7's MCP server shows an agent as is: say what to do, not only what is wrong
+    message: `Expected a library id like "/owner/repo" or "/owner/repo/1.2.3" (a leading slash): find it with ` +
+      "GET /api/v2/libs/search?libraryName=<name> or the resolve-library-id tool, then ask again with that id"
+  })
 )
 
 /** Refresh states of an indexed version (DESIGN.md §5). */
