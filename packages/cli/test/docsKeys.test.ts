@@ -75,7 +75,7 @@ describe("svc docs keys", () => {
 
       const bad = yield* run(["docs", "keys", "create", "--sources", "ftp"], env)
       assert.strictEqual(bad.code, 1)
-      assert.include(bad.output, `svc: Source "ftp" is not one of folder, npm, git`)
+      assert.include(bad.output, `svc: Source "ftp" is not one of folder, npm, git, website, openapi`)
 
       // the running API sees keys created and revoked after it started
       const port = yield* freePort()

@@ -21,7 +21,7 @@ export class UnknownLibrary extends Schema.TaggedError<UnknownLibrary>()("Unknow
 
 /** Progress of one run, for the CLI's lines. */
 export type IndexProgress =
-  /** `root`: the folder read; for a git source its URL (without credentials), the clone being temporary. */
+  /** `root`: the folder read; for a git or web source its URL (without credentials), the copy being temporary. */
   | { readonly _tag: "Started"; readonly libraryId: string; readonly version: string; readonly root: string }
   | { readonly _tag: "FileRead"; readonly path: string; readonly snippets: number; readonly filesRead: number; readonly totalFiles: number }
   | { readonly _tag: "Stored"; readonly snippets: number; readonly tokens: number }
@@ -88,7 +88,7 @@ export class Indexer extends Context.Service<Indexer, {
               _tag: "Started",
               libraryId: source.libraryId,
               version: source.version,
-              root: source.kind === "git" ? source.location : source.root
+              root: source.kind === "folder" || source.kind === "npm" ? source.root : source.location
             })
           }
           const onProgress = options.onProgress

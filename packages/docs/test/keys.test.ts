@@ -150,7 +150,7 @@ layer(stack, { timeout: 60_000 })("ApiKeys service", (it) => {
       assert.strictEqual(badLibrary._tag, "InvalidApiKeyOptions")
       assert.include(badLibrary.message, `"acme"`)
       const badSource = yield* Effect.flip(keys.create({ sources: ["ftp" as any] }))
-      assert.include(badSource.message, `"ftp" is not one of folder, npm, git`)
+      assert.include(badSource.message, `"ftp" is not one of folder, npm, git, website, openapi`)
     }))
 })
 

@@ -145,7 +145,7 @@ export class RateLimited extends ApiError<RateLimited>()("RateLimited", {
 export const API_KEY_PREFIX = "svcsk_"
 
 /** Where a library's docs came from; a key's source access names these. */
-export const SourceKind = Schema.Literals(["folder", "npm", "git"]).annotate({ identifier: "SourceKind" })
+export const SourceKind = Schema.Literals(["folder", "npm", "git", "website", "openapi"]).annotate({ identifier: "SourceKind" })
 export type SourceKind = typeof SourceKind.Type
 
 /** A library filter entry: an id `/owner/repo`, or a prefix ending in `*` (`/acme/*`, `/acme/web-*`). */

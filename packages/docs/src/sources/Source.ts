@@ -8,6 +8,7 @@
  */
 import { LibraryIdPattern, type SourceKind } from "@svc/schema"
 import { Effect, FileSystem, Option, Path, Schema, type Scope } from "effect"
+import type { Snippet } from "../Splitter.ts"
 
 export const ErrorCategory = Schema.Literals([
   "invalid_source",
@@ -37,6 +38,11 @@ export interface ResolvedSource {
   readonly title: string
   readonly description: string
   readonly version: string
+  /**
+   * Snippets the source made itself (an OpenAPI document: one per operation), read instead of the
+   * folder's documents; `root` is then only where they came from.
+   */
+  readonly snippets?: ReadonlyArray<Snippet> | undefined
 }
 
 /** What the operator chose instead of what the source says. */

@@ -1,6 +1,6 @@
 /**
  * `Sources`: where a library's documentation comes from. `resolve` tells what a source is and where
- * its folder is (Git.ts clones, Npm.ts finds the installed package, Folder.ts takes any path; tried in
+ * its folder is (OpenApi.ts reads an API description into snippets, Website.ts fetches a site or its llms.txt, Git.ts clones, Npm.ts finds the installed package, Folder.ts takes any path; tried in
  * that order, after the roots of a remote caller confined it: Roots.ts); `read` reads that folder's
  * documents into snippets (Documents.ts). Nothing here touches the index.
  */
@@ -11,7 +11,9 @@ import * as Documents from "./Documents.ts"
 import * as Folder from "./Folder.ts"
 import * as Git from "./Git.ts"
 import * as Npm from "./Npm.ts"
+import * as OpenApi from "./OpenApi.ts"
 import * as Roots from "./Roots.ts"
+import * as Website from "./Website.ts"
 import type { IndexFailed, ResolvedSource, Source, SourceOptions } from "./Source.ts"
 
 export interface ResolveOptions extends SourceOptions {
@@ -38,7 +40,9 @@ export class Sources extends Context.Service<Sources, {
     Sources,
     Effect.gen(function*() {
       const confine = yield* Roots.make
-      const recognised: ReadonlyArray<Source> = [yield* Git.make, yield* Npm.make]
+      // An OpenAPI document (a .json/.yaml URL or file) first; a website before git: an http(s) URL
+      // is a git source only when it names a repository (Website.ts).
+      const recognised: ReadonlyArray<Source> = [yield* OpenApi.make, yield* Website.make, yield* Git.make, yield* Npm.make]
       const folder = yield* Folder.make
       const read = yield* Documents.make
 
@@ -51,7 +55,18 @@ export class Sources extends Context.Service<Sources, {
         return yield* folder.resolve(trimmed, options)
       })
 
-      return Sources.of({ resolve, read })
+      return Sources.of({
+        resolve,
+        read: (source, onFile) =>
+          source.snippets === undefined
+            ? read(source, onFile)
+            : Effect.as(
+              onFile === undefined
+                ? Effect.void
+                : onFile({ path: source.location, snippets: source.snippets.length, filesRead: 1, totalFiles: 1 }),
+              { files: 1, snippets: source.snippets }
+            )
+      })
     })
   )
 

@@ -1,0 +1,159 @@
+/**
+ * OpenAPI documents as a source on a real database: a YAML file and a JSON URL on 127.0.0.1, one
+ * snippet per operation (method, path, summary, description, parameters with `$ref`s resolved, the
+ * request example when the document has one), and documents that are not OpenAPI 3.
+ */
+import { assert, layer } from "@effect/vitest"
+import { ConfigProvider, Effect, Result } from "effect"
+import { SqlClient } from "effect/sql"
+import { Indexer } from "../src/Indexer.ts"
+import type { IndexFailed } from "../src/sources/Source.ts"
+import { docsFolder, stack } from "./support.ts"
+import { siteServer } from "./web/SiteServer.ts"
+
+const allowed = Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ DOCS_ALLOW_PRIVATE: "true" })))
+
+const failureOf = <A>(effect: Effect.Effect<A, IndexFailed>) =>
+  Effect.map(Effect.result(effect), (result) => {
+    if (Result.isSuccess(result)) throw new Error("expected a failure, the run succeeded")
+    return result.failure
+  })
+
+const PETSTORE = `openapi: 3.0.3
+info:
+  title: Pet Store
+  version: 1.4.0
+  description: |
+    Pets to adopt.
+
+    More text.
+paths:
+  /pets/{petId}:
+    parameters:
+      - $ref: '#/components/parameters/PetId'
+    get:
+      operationId: getPet
+      summary: Get a pet
+      tags: [pets]
+      parameters:
+        - name: fields
+          in: query
+          description: Fields to return
+          schema: { type: array, items: { type: string } }
+      responses: { "200": { description: ok } }
+    delete:
+      tags: [pets]
+      responses: { "204": { description: gone } }
+  /pets:
+    post:
+      operationId: createPet
+      summary: Add a pet
+      description: Registers a pet for adoption.
+      requestBody:
+        description: The pet
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/Pet' }
+            examples:
+              rex: { value: { name: Rex, kind: dog } }
+      responses: { "201": { description: created } }
+components:
+  parameters:
+    PetId: { name: petId, in: path, required: true, description: The pet's id, schema: { type: integer, format: int64 } }
+  schemas:
+    Pet: { type: object, properties: { name: { type: string } } }
+`
+
+const snippetsOf = (libraryId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ title: string; heading_path: Array<string>; description: string; body: string; language: string; source_path: string; kind: string }>`
+      SELECT s.title, s.heading_path, s.description, s.body, s.language, s.source_path, s.kind
+      FROM docs.snippets s JOIN docs.versions v ON v.generation_id = s.generation_id
+      WHERE v.library_id = ${libraryId} ORDER BY s.ordinal`
+  })
+
+layer(stack)("OpenAPI sources", (it) => {
+  it.effect("a YAML file: one snippet per operation, parameters resolved, the request example", () =>
+    Effect.gen(function*() {
+      const dir = yield* docsFolder({ "petstore.yaml": PETSTORE })
+      const indexer = yield* Indexer
+      const outcome = yield* indexer.add(`${dir}/petstore.yaml`)
+      assert.deepStrictEqual([outcome.libraryId, outcome.version, outcome.files, outcome.snippets], ["/openapi/pet-store", "1.4.0", 1, 3])
+      const [getPet, deletePet, createPet] = yield* snippetsOf(outcome.libraryId)
+
+      assert.strictEqual(getPet!.title, "Get a pet")
+      assert.deepStrictEqual(getPet!.heading_path, ["Pet Store", "pets", "Get a pet"])
+      assert.strictEqual(getPet!.source_path, "petstore.yaml#getPet")
+      assert.strictEqual(getPet!.body, "GET /pets/{petId}")
+      assert.strictEqual(getPet!.language, "http")
+      assert.include(getPet!.description, "`GET /pets/{petId}`")
+      assert.include(getPet!.description, "- `petId` (path, integer (int64), required): The pet's id")
+      assert.include(getPet!.description, "- `fields` (query, array of string): Fields to return")
+
+      assert.strictEqual(deletePet!.title, "DELETE /pets/{petId}")
+      assert.strictEqual(deletePet!.source_path, "petstore.yaml#DELETE /pets/{petId}")
+
+      assert.strictEqual(createPet!.body, `POST /pets\nContent-Type: application/json\n\n{\n  "name": "Rex",\n  "kind": "dog"\n}`)
+      assert.include(createPet!.description, "Registers a pet for adoption.")
+      assert.include(createPet!.description, "Request body: The pet")
+
+      const library = (yield* indexer.list).find((l) => l.id === "/openapi/pet-store")!
+      assert.strictEqual(library.title, "Pet Store")
+      const sql = yield* SqlClient.SqlClient
+      const [row] = yield* sql<{ description: string; source_kind: string }>`SELECT description, source_kind FROM docs.libraries WHERE id = '/openapi/pet-store'`
+      assert.deepStrictEqual(row, { description: "Pets to adopt.", source_kind: "openapi" })
+    }))
+
+  it.effect("a JSON URL through the outbound guard, refreshed from it; refused without DOCS_ALLOW_PRIVATE", () =>
+    Effect.gen(function*() {
+      const spec = (summary: string) =>
+        JSON.stringify({
+          openapi: "3.1.0",
+          info: { title: "Tiny", version: "2" },
+          paths: { "/ping": { get: { summary, responses: {} } } }
+        })
+      const site = yield* siteServer({ "/api/openapi.json": { type: "application/json", body: spec("Ping the server") } })
+      const indexer = yield* Indexer
+      const refused = yield* failureOf(indexer.add(`${site.base}/api/openapi.json`))
+      assert.strictEqual(refused.category, "source_not_allowed")
+      assert.deepStrictEqual(site.requested, [])
+
+      const outcome = yield* indexer.add(`${site.base}/api/openapi.json`, { id: "/acme/tiny" }).pipe(allowed)
+      assert.deepStrictEqual([outcome.libraryId, outcome.version, outcome.snippets], ["/acme/tiny", "2", 1])
+      assert.strictEqual((yield* snippetsOf("/acme/tiny"))[0]!.title, "Ping the server")
+
+      site.set({ "/api/openapi.json": { type: "application/json", body: spec("Check the server is up") } })
+      yield* indexer.refresh("/acme/tiny").pipe(allowed)
+      assert.strictEqual((yield* snippetsOf("/acme/tiny"))[0]!.title, "Check the server is up")
+    }))
+
+  it.effect("not OpenAPI 3: the field named, Swagger 2 said so, nothing stored", () =>
+    Effect.gen(function*() {
+      const dir = yield* docsFolder({
+        "swagger.json": JSON.stringify({ swagger: "2.0", info: { title: "Old", version: "1" }, paths: {} }),
+        "notitle.yaml": "openapi: 3.0.0\ninfo: { version: '1' }\npaths: {}\n",
+        "v4.yaml": "openapi: 4.0.0\ninfo: { title: T, version: '1' }\npaths: {}\n",
+        "empty.yaml": "openapi: 3.0.0\ninfo: { title: Empty, version: '1' }\npaths: {}\n",
+        "broken.yaml": "openapi: [unclosed\n"
+      })
+      const indexer = yield* Indexer
+      const swagger = yield* failureOf(indexer.add(`${dir}/swagger.json`))
+      assert.strictEqual(swagger.category, "invalid_source")
+      assert.include(swagger.message, "is Swagger 2.0, not OpenAPI 3")
+      const noTitle = yield* failureOf(indexer.add(`${dir}/notitle.yaml`))
+      assert.strictEqual(noTitle.category, "invalid_source")
+      assert.include(noTitle.message, "info")
+      assert.include(noTitle.message, "title")
+      const v4 = yield* failureOf(indexer.add(`${dir}/v4.yaml`))
+      assert.include(v4.message, "openapi")
+      assert.include(v4.message, `must be "3.x"`)
+      const empty = yield* failureOf(indexer.add(`${dir}/empty.yaml`))
+      assert.strictEqual(empty.category, "no_documents")
+      const broken = yield* failureOf(indexer.add(`${dir}/broken.yaml`))
+      assert.strictEqual(broken.category, "invalid_source")
+      assert.include(broken.message, "is not JSON or YAML")
+      assert.isFalse((yield* indexer.list).some((library) => ["/openapi/old", "/openapi/t", "/openapi/empty"].includes(library.id)))
+    }))
+})
+

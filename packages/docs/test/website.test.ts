@@ -1,0 +1,258 @@
+/**
+ * Website and llms.txt sources on a real database, against sites served on 127.0.0.1 (allowed by
+ * DOCS_ALLOW_PRIVATE=true, as a developer would): the crawl's scope, robots.txt, caps, redirects to
+ * another origin, llms.txt and llms-full.txt, and the outbound guard without the setting.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { ConfigProvider, Effect, Result } from "effect"
+import { SqlClient } from "effect/sql"
+import { Indexer } from "../src/Indexer.ts"
+import { htmlToMarkdown } from "../src/sources/Html.ts"
+import { looksLikeLlmsTxt, parseLlmsTxt } from "../src/sources/LlmsTxt.ts"
+import type { IndexFailed } from "../src/sources/Source.ts"
+import { crawlPrefix, isGitHttpUrl, pageFile, websiteLibraryId } from "../src/sources/Website.ts"
+import { stack } from "./support.ts"
+import { page, siteServer } from "./web/SiteServer.ts"
+
+const withSettings = (env: Record<string, string>) => Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
+const allowed = withSettings({ DOCS_ALLOW_PRIVATE: "true" })
+
+const failureOf = <A>(effect: Effect.Effect<A, IndexFailed>) =>
+  Effect.map(Effect.result(effect), (result) => {
+    if (Result.isSuccess(result)) throw new Error("expected a failure, the run succeeded")
+    return result.failure
+  })
+
+const snippetsOf = (libraryId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ source_path: string; title: string; body: string; language: string | null; kind: string }>`
+      SELECT s.source_path, s.title, s.body, s.language, s.kind
+      FROM docs.snippets s JOIN docs.versions v ON v.generation_id = s.generation_id
+      WHERE v.library_id = ${libraryId} ORDER BY s.ordinal`
+  })
+
+const libraryRow = (id: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ title: string; description: string; source_kind: string; source_location: string }>`
+      SELECT title, description, source_kind, source_location FROM docs.libraries WHERE id = ${id}`
+    return rows[0]
+  })
+
+const prose = (words: string) => `<p>${words} This paragraph is long enough to be kept as a snippet of its own page.</p>`
+
+describe("website helpers", () => {
+  it("tells git repositories from websites, names the library and the files", () => {
+    assert.isTrue(isGitHttpUrl(new URL("https://github.com/acme/widgets")))
+    assert.isTrue(isGitHttpUrl(new URL("https://host.example/acme/widgets.git")))
+    assert.isFalse(isGitHttpUrl(new URL("https://github.com/acme/widgets/tree/main/docs")))
+    assert.isFalse(isGitHttpUrl(new URL("https://docs.acme.dev/widgets/")))
+    assert.strictEqual(websiteLibraryId(new URL("https://www.Docs.acme.dev/widgets/")), "/docs.acme.dev/widgets")
+    assert.strictEqual(websiteLibraryId(new URL("https://acme.dev/")), "/acme.dev/docs")
+    assert.strictEqual(crawlPrefix(new URL("https://a.dev/docs/intro")), "/docs/intro/")
+    assert.strictEqual(crawlPrefix(new URL("https://a.dev/docs/intro.html")), "/docs/")
+    assert.strictEqual(pageFile(new URL("https://a.dev/docs/")), "docs/index.md")
+    assert.strictEqual(pageFile(new URL("https://a.dev/docs/a%20b.html?page=2")), "docs/a_b_page_2.md")
+    assert.strictEqual(pageFile(new URL("https://a.dev/.hidden/x.md")), "_hidden/x.md")
+  })
+
+  it("converts HTML without its furniture, keeping code fences and their language", () => {
+    const converted = htmlToMarkdown(
+      page("Guide", "<h1>Intro</h1><p>See <a href='b.html'>b</a>.</p><pre><code class='language-ts'>const x = 1\n</code></pre>", {
+        description: "About &amp; more",
+        nav: "<a href='/docs/a.html'>A</a>"
+      })
+    )
+    assert.strictEqual(converted.title, "Guide")
+    assert.strictEqual(converted.description, "About & more")
+    assert.strictEqual(converted.markdown, "# Intro\n\nSee [b](b.html).\n\n```ts\nconst x = 1\n```")
+    assert.deepStrictEqual(converted.links, ["/docs/a.html", "b.html"])
+  })
+
+  it("reads llms.txt's title, summary and links; an HTML answer is not one", () => {
+    const parsed = parseLlmsTxt("# Kit\n\n> A kit for things.\n> Second line.\n\n## Docs\n\n- [Start](/kit/start.md): first\n- [API](<api.md> \"t\")\n")
+    assert.deepStrictEqual(parsed, { title: "Kit", summary: "A kit for things. Second line.", links: ["/kit/start.md", "api.md"] })
+    assert.isFalse(looksLikeLlmsTxt("text/html", "# x"))
+    assert.isFalse(looksLikeLlmsTxt("text/plain", "<!doctype html><html>"))
+    assert.isTrue(looksLikeLlmsTxt("text/plain; charset=utf-8", "# Kit"))
+  })
+})
+
+layer(stack)("website sources", (it) => {
+  it.effect("crawls same-origin pages under the path: robots.txt, depth, other origins and redirects away never requested", () =>
+    Effect.gen(function*() {
+      const other = yield* siteServer({ "/x": { body: page("Elsewhere", prose("Another origin.")) } })
+      const site = yield* siteServer({
+        "/robots.txt": { type: "text/plain", body: "User-agent: *\nDisallow: /docs/private/\n" },
+        "/docs/": {
+          body: page("Widgets docs", `<h1>Widgets</h1>${prose("Widgets are small reusable parts.")}`, {
+            description: "Everything about widgets",
+            nav: `<a href="/docs/guide.html">Guide</a> <a href="/docs/private/secret.html">Secret</a> <a href="/about.html">About</a>
+              <a href="/docs/away">Away</a> <a href="/docs/moved">Moved</a> <a href="/docs/logo.png">Logo</a> <a href="mailto:a@b.c">Mail</a>
+              <a href="${"http://127.0.0.1:" + 1}/docs/other-port.html">Other</a>`
+          })
+        },
+        "/docs/guide.html": {
+          body: page("Guide", `<h1>Guide</h1>${prose("Install widgets first.")}<h2>Configure</h2><p>Configure with a layer:</p>` +
+            `<pre><code class="language-ts">const widget = Widget.make({ size: 3 })\n</code></pre><a href="deep/1.html#top">deeper</a>`)
+        },
+        "/docs/deep/1.html": { body: page("One", `<h1>One</h1>${prose("Depth two page.")}<a href="2.html">2</a>`) },
+        "/docs/deep/2.html": { body: page("Two", `<h1>Two</h1>${prose("Depth three page.")}<a href="3.html">3</a>`) },
+        "/docs/deep/3.html": { body: page("Three", `<h1>Three</h1>${prose("Depth four page, beyond the cap.")}`) },
+        "/docs/private/secret.html": { body: page("Secret", prose("Must never be fetched.")) },
+        "/about.html": { body: page("About", prose("Outside the path.")) },
+        "/docs/moved": { location: "/docs/moved-here.html" },
+        "/docs/moved-here.html": { body: page("Moved", `<h1>Moved</h1>${prose("Reached through a same-origin redirect.")}`) },
+        "/docs/logo.png": { type: "image/png", body: "PNG" }
+      })
+      site.set({ "/docs/away": { location: `${other.base}/x` } })
+
+      const indexer = yield* Indexer
+      const outcome = yield* indexer.add(`${site.base}/docs/`).pipe(allowed)
+      assert.strictEqual(outcome.libraryId, "/127.0.0.1/docs")
+      assert.strictEqual(outcome.version, "latest")
+
+      const snippets = yield* snippetsOf(outcome.libraryId)
+      const paths = [...new Set(snippets.map((s) => s.source_path))].sort()
+      assert.deepStrictEqual(paths, ["docs/deep/1.md", "docs/deep/2.md", "docs/guide.md", "docs/index.md", "docs/moved-here.md"])
+      const text = snippets.map((s) => s.body).join("\n")
+      for (const furniture of ["NAV-TEXT", "FOOTER-TEXT", "SCRIPT-TEXT", "color: red"]) assert.notInclude(text, furniture)
+      const code = snippets.find((s) => s.kind === "code")!
+      assert.strictEqual(code.language, "ts")
+      assert.include(code.body, "Widget.make")
+
+      assert.notInclude(site.requested, "/docs/private/secret.html", "robots.txt disallows it")
+      assert.notInclude(site.requested, "/about.html", "outside the path")
+      assert.notInclude(site.requested, "/docs/logo.png", "not a page")
+      assert.notInclude(site.requested, "/docs/deep/3.html", "beyond DOCS_CRAWL_MAX_DEPTH (3)")
+      assert.include(site.requested, "/docs/away")
+      assert.deepStrictEqual(other.requested, [], "a redirect to another origin is not followed")
+
+      const library = yield* libraryRow(outcome.libraryId)
+      assert.deepStrictEqual(library, {
+        title: "Widgets docs",
+        description: "Everything about widgets",
+        source_kind: "website",
+        source_location: `${site.base}/docs/`
+      })
+
+      // refresh fetches the site again into the same version
+      site.set({ "/docs/guide.html": { body: page("Guide", `<h1>Guide</h1>${prose("Rewritten guide about gadgets.")}`) } })
+      yield* indexer.refresh(outcome.libraryId).pipe(allowed)
+      const again = (yield* snippetsOf(outcome.libraryId)).map((s) => s.body).join("\n")
+      assert.include(again, "Rewritten guide about gadgets")
+      assert.notInclude(again, "Widget.make")
+    }))
+
+  it.effect("DOCS_CRAWL_MAX_PAGES and DOCS_CRAWL_MAX_DEPTH bound the crawl", () =>
+    Effect.gen(function*() {
+      const links = Array.from({ length: 6 }, (_, i) => `<a href="p${i}.html">p${i}</a>`).join(" ")
+      const routes: Record<string, { body: string }> = {
+        "/site/": { body: page("Site", `<h1>Site</h1>${prose("The start.")}${links}`) }
+      }
+      for (let i = 0; i < 6; i++) routes[`/site/p${i}.html`] = { body: page(`P${i}`, `<h1>P${i}</h1>${prose(`Page ${i}.`)}<a href="q${i}.html">q</a>`) }
+      for (let i = 0; i < 6; i++) routes[`/site/q${i}.html`] = { body: page(`Q${i}`, `<h1>Q${i}</h1>${prose(`Second level ${i}.`)}`) }
+      const site = yield* siteServer(routes)
+      const indexer = yield* Indexer
+
+      const capped = yield* indexer.add(`${site.base}/site/`, { id: "/caps/pages" }).pipe(
+        withSettings({ DOCS_ALLOW_PRIVATE: "true", DOCS_CRAWL_MAX_PAGES: "3" })
+      )
+      assert.strictEqual(capped.files, 3)
+      const pages = site.requested.filter((p) => p.startsWith("/site/") && !p.includes("llms"))
+      assert.deepStrictEqual(pages, ["/site/", "/site/p0.html", "/site/p1.html"])
+
+      site.requested.length = 0
+      const shallow = yield* indexer.add(`${site.base}/site/`, { id: "/caps/depth" }).pipe(
+        withSettings({ DOCS_ALLOW_PRIVATE: "true", DOCS_CRAWL_MAX_DEPTH: "1" })
+      )
+      assert.strictEqual(shallow.files, 7)
+      assert.isFalse(site.requested.some((p) => p.includes("/q")), "second-level pages are two links away")
+
+      const bad = yield* failureOf(indexer.add(`${site.base}/site/`).pipe(withSettings({ DOCS_ALLOW_PRIVATE: "true", DOCS_CRAWL_CONCURRENCY: "0" })))
+      assert.strictEqual(bad.category, "invalid_source")
+      assert.include(bad.message, "DOCS_CRAWL_CONCURRENCY")
+    }))
+
+  it.effect("llms.txt under the path: its title and summary, the same-origin Markdown it links; llms-full.txt at the root", () =>
+    Effect.gen(function*() {
+      const other = yield* siteServer({ "/c.md": { type: "text/markdown", body: "# C\n\nFrom another origin, never fetched here at all." } })
+      const site = yield* siteServer({
+        "/kit/llms.txt": {
+          type: "text/plain; charset=utf-8",
+          body: `# Kit\n\n> A toolkit for building kits.\n\n## Docs\n\n- [Start](/kit/start.md): first steps\n` +
+            `- [API](api.html)\n- [Elsewhere](${other.base}/c.md)\n`
+        },
+        "/kit/start.md": { type: "text/markdown", body: "# Start\n\n## Install\n\nInstall the kit with your package manager before anything else.\n\n```sh\nnpm install kit\n```\n" },
+        "/kit/api.html": { body: page("API", `<h1>API</h1>${prose("The kit's functions, one by one.")}`) }
+      })
+      const indexer = yield* Indexer
+      const outcome = yield* indexer.add(`${site.base}/kit/`).pipe(allowed)
+      assert.strictEqual(outcome.libraryId, "/127.0.0.1/kit")
+      const snippets = yield* snippetsOf(outcome.libraryId)
+      assert.deepStrictEqual([...new Set(snippets.map((s) => s.source_path))].sort(), ["kit/api.md", "kit/start.md"])
+      assert.isTrue(snippets.some((s) => s.language === "sh" && s.body.includes("npm install kit")))
+      assert.deepStrictEqual(other.requested, [])
+      assert.notInclude(site.requested, "/kit/", "no crawl when an llms.txt is there")
+      const library = yield* libraryRow(outcome.libraryId)
+      assert.strictEqual(library!.title, "Kit")
+      assert.strictEqual(library!.description, "A toolkit for building kits.")
+
+      site.set({
+        "/llms-full.txt": {
+          type: "text/plain",
+          body: "# Full\n\n## Everything\n\nThe whole documentation of the product in one single file, all of it.\n"
+        }
+      })
+      const full = yield* indexer.add(`${site.base}/product/`).pipe(allowed)
+      const fullSnippets = yield* snippetsOf(full.libraryId)
+      assert.deepStrictEqual([...new Set(fullSnippets.map((s) => s.source_path))], ["llms-full/part-001.md"])
+      assert.strictEqual((yield* libraryRow(full.libraryId))!.title, "Full")
+    }))
+
+  it.effect("the outbound guard: 127.0.0.1 refused without DOCS_ALLOW_PRIVATE, nothing requested or stored", () =>
+    Effect.gen(function*() {
+      const site = yield* siteServer({ "/docs/": { body: page("Docs", prose("Private docs.")) } })
+      const indexer = yield* Indexer
+      const refused = yield* failureOf(indexer.add(`${site.base}/docs/`, { id: "/guard/refused" }))
+      assert.strictEqual(refused.category, "source_not_allowed")
+      assert.include(refused.message, "127.0.0.1 is in the loopback range (set DOCS_ALLOW_PRIVATE=true to allow it)")
+      assert.deepStrictEqual(site.requested, [])
+      assert.isFalse((yield* indexer.list).some((library) => library.id === "/guard/refused"))
+
+      const local = yield* failureOf(indexer.add("http://docs.localhost/guide/"))
+      assert.strictEqual(local.category, "source_not_allowed")
+    }))
+
+  it.effect("a start URL robots.txt disallows, a missing page, a redirect away and a non-page fail with their category", () =>
+    Effect.gen(function*() {
+      const site = yield* siteServer({
+        "/robots.txt": { type: "text/plain", body: "User-agent: svc-docs\nDisallow: /closed/\n" },
+        "/closed/": { body: page("Closed", prose("Closed to crawlers.")) },
+        "/away/": { location: "http://127.0.0.1:1/elsewhere/" },
+        "/spec.bin": { type: "application/octet-stream", body: "0101" }
+      })
+      const indexer = yield* Indexer
+      const closed = yield* failureOf(indexer.add(`${site.base}/closed/`).pipe(allowed))
+      assert.strictEqual(closed.category, "source_not_allowed")
+      assert.strictEqual(closed.message, `robots.txt of ${site.base} disallows ${site.base}/closed/`)
+      assert.notInclude(site.requested, "/closed/")
+
+      const missing = yield* failureOf(indexer.add(`${site.base}/nothing/`).pipe(allowed))
+      assert.strictEqual(missing.category, "source_not_found")
+      assert.strictEqual(missing.message, `${site.base}/nothing/ answered HTTP 404`)
+
+      const away = yield* failureOf(indexer.add(`${site.base}/away/`).pipe(allowed))
+      assert.strictEqual(away.category, "source_not_found")
+      assert.include(away.message, "redirects to another origin (http://127.0.0.1:1), not followed")
+
+      const binary = yield* failureOf(indexer.add(`${site.base}/spec.bin`).pipe(allowed))
+      assert.strictEqual(binary.category, "unsupported_source")
+
+      const credentials = yield* failureOf(indexer.add(`http://user:pw@127.0.0.1:${site.port}/docs/`).pipe(allowed))
+      assert.strictEqual(credentials.category, "invalid_source")
+      const ids = (yield* indexer.list).map((library) => library.id)
+      for (const id of ["/127.0.0.1/closed", "/127.0.0.1/nothing", "/127.0.0.1/away", "/127.0.0.1/spec"]) assert.notInclude(ids, id)
+    }))
+})
