@@ -89,11 +89,12 @@ interface Target {
 }
 
 /**
- * Validates a publish (destination, configuration, private-address refusals), reads its body and
- * enqueues one message per target: one object for a URL, one entry per endpoint for a URL group.
+ * Validates a publish (destination, configuration, private-address refusals) and reads its body:
+ * the messages to enqueue, one per target, not yet stored. A publish stores them at once
+ * ({@link publish}); a schedule checks its request with this when it is stored and fires through it.
  */
 // Untraced: the hot path, as the HTTP route was.
-export const publish = Effect.fnUntraced(function*<E, R>(request: PublishRequest<E, R>) {
+export const preparePublish = Effect.fnUntraced(function*<E, R>(request: PublishRequest<E, R>) {
   const settings = yield* QueueConfig
   const issues: Array<RequestIssue> = []
   const destinationIssue = (problem: string) => issues.push({ in: "path", parameter: "destination", problem })
@@ -171,8 +172,17 @@ export const publish = Effect.fnUntraced(function*<E, R>(request: PublishRequest
     callerIp: request.callerIp,
     dedupId: parsed.settings.deduplicationId
   }))
-  const published = yield* Messages.use((store) => store.publish(messages, parsed.settings.deduplicationId))
   const isGroup = targets.some((target) => target.topicName !== undefined)
+  return { messages, deduplicationId: parsed.settings.deduplicationId, isGroup }
+})
+
+/**
+ * Validates a publish ({@link preparePublish}) and enqueues one message per target: one object for
+ * a URL, one entry per endpoint for a URL group.
+ */
+export const publish = Effect.fnUntraced(function*<E, R>(request: PublishRequest<E, R>) {
+  const { messages, deduplicationId, isGroup } = yield* preparePublish(request)
+  const published = yield* Messages.use((store) => store.publish(messages, deduplicationId))
   const result: PublishResult = isGroup ? published : published[0]!
   return result
 })

@@ -9,14 +9,15 @@ import { Config, Effect, Layer } from "effect"
 import { routes } from "./http.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { RpcRoute } from "./rpc.ts"
+import * as Scheduler from "./Scheduler.ts"
 import * as Stores from "./store/Stores.ts"
 import * as Worker from "./Worker.ts"
 
 export const Port = Config.Port("QUEUE_PORT").pipe(Config.withDefault(8788))
 
-/** The worker when `QUEUE_WORKER` is not false. */
+/** The worker, and beside it the schedule firing loop, when `QUEUE_WORKER` is not false. */
 export const WorkerIfEnabled = Layer.unwrap(
-  Effect.map(QueueConfig, (settings) => settings.worker ? Worker.layer : Layer.empty)
+  Effect.map(QueueConfig, (settings) => settings.worker ? Layer.merge(Worker.layer, Scheduler.layer) : Layer.empty)
 )
 
 /** HTTP and worker on the given (or configured) port, with the stores and `QueueConfig` built by the caller. */

@@ -81,6 +81,7 @@ export const callbackBody = (
     notBefore: String(message.scheduledAt.getTime()),
     createdAt: String(message.createdAt.getTime()),
     ...(message.callerIp === null ? {} : { callerIP: message.callerIp }),
+    ...(message.scheduleId === null ? {} : { scheduleId: message.scheduleId }),
     ...(outcome._tag === "Failed" ? { error: outcome.error } : {}),
     ...(dlqId === undefined ? {} : { dlqId })
   }
@@ -263,6 +264,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
       "svc-signature": sign(key, { url: message.url, body: message.body })
     }
     if (message.topicName !== null) headers["svc-topic-name"] = message.topicName
+    if (message.scheduleId !== null) headers["svc-schedule-id"] = message.scheduleId
     return yield* sender.send({
       url: message.url,
       method: message.method,

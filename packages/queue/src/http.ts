@@ -10,6 +10,7 @@ import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerResponse } 
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import * as Operations from "./Operations.ts"
+import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig, type QueueSettings } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
 import { Groups } from "./store/Groups.ts"
@@ -33,10 +34,8 @@ export const QueueAuthLive = Layer.effect(
 // Publish
 // -----------------------------------------------------------------------------
 
-const PREFIX = "/v2/publish/"
-
 /** Splits the raw request URL into the destination and the queue's own query parameters. */
-const splitTarget = (rawUrl: string) => {
+const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
   const question = rawUrl.indexOf("?")
   const path = question < 0 ? rawUrl : rawUrl.slice(0, question)
   const search = question < 0 ? "" : rawUrl.slice(question + 1)
@@ -71,16 +70,9 @@ const splitTarget = (rawUrl: string) => {
   return { destination, config, passThrough, token }
 }
 
-export const PublishRoute = HttpRouter.add(
-  "POST",
-  "/v2/publish/*",
-  Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
-    const settings = yield* QueueConfig
-    const target = splitTarget(request.url)
-    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
-
-    // Read only once the publish is valid; the cap holds whether or not Content-Length is declared.
-    const body = Effect.gen(function*() {
+/** The body of a publish (or schedule), read only once the request is valid, under the cap. */
+const cappedBody = (request: HttpServerRequest.HttpServerRequest, settings: QueueSettings) =>
+  Effect.gen(function*() {
       const declared = Number(request.headers["content-length"])
       if (Number.isFinite(declared) && declared > settings.maxMessageBytes) {
         return yield* new MessageTooLarge({ maxBytes: settings.maxMessageBytes })
@@ -96,7 +88,18 @@ export const PublishRoute = HttpRouter.add(
           )
         )
       )
-    })
+  })
+
+export const PublishRoute = HttpRouter.add(
+  "POST",
+  "/v2/publish/*",
+  Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const settings = yield* QueueConfig
+    const target = splitTarget(request.url)
+    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
+
+    // Read only once the publish is valid; the cap holds whether or not Content-Length is declared.
+    const body = cappedBody(request, settings)
     const published = yield* Operations.publish({
       destination: target.destination,
       passThrough: target.passThrough,
@@ -106,6 +109,26 @@ export const PublishRoute = HttpRouter.add(
       callerIp: Option.getOrUndefined(request.remoteAddress)
     })
     return HttpServerResponse.jsonUnsafe(published, { status: 201 })
+  })
+)
+
+/** `POST /v2/schedules/<destination>` with `Svc-Cron`: creates (or, with `Svc-Schedule-Id`, replaces) a schedule. */
+export const CreateScheduleRoute = HttpRouter.add(
+  "POST",
+  "/v2/schedules/*",
+  Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const settings = yield* QueueConfig
+    const target = splitTarget(request.url, "/v2/schedules/")
+    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
+    const created = yield* ScheduleOperations.createSchedule({
+      destination: target.destination,
+      passThrough: target.passThrough,
+      headers: request.headers,
+      query: target.config,
+      body: cappedBody(request, settings),
+      callerIp: Option.getOrUndefined(request.remoteAddress)
+    })
+    return HttpServerResponse.jsonUnsafe(created, { status: 201 })
   })
 )
 
@@ -149,6 +172,14 @@ const KeysHandlers = HttpApiBuilder.group(QueueApi, "keys", Effect.fn(function*(
     .handle("rotate", () => keys.rotate.pipe(Effect.tap(() => Effect.logInfo("Signing keys rotated"))))
 }))
 
+const SchedulesHandlers = HttpApiBuilder.group(QueueApi, "schedules", (handlers) =>
+  handlers
+    .handle("list", () => ScheduleOperations.listSchedules)
+    .handle("get", ({ params }) => ScheduleOperations.getSchedule(params.scheduleId))
+    .handle("delete", ({ params }) => ScheduleOperations.deleteSchedule(params.scheduleId))
+    .handle("pause", ({ params }) => ScheduleOperations.pauseSchedule(params.scheduleId))
+    .handle("resume", ({ params }) => ScheduleOperations.resumeSchedule(params.scheduleId)))
+
 const HealthHandlers = HttpApiBuilder.group(QueueApi, "health", (handlers) =>
   handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))
 
@@ -156,10 +187,11 @@ const HealthHandlers = HttpApiBuilder.group(QueueApi, "health", (handlers) =>
 export const routes = Layer.mergeAll(
   apiRoutes({
     api: QueueApi,
-    handlers: Layer.mergeAll(MessagesHandlers, DlqHandlers, TopicsHandlers, KeysHandlers, HealthHandlers).pipe(
+    handlers: Layer.mergeAll(MessagesHandlers, DlqHandlers, TopicsHandlers, KeysHandlers, HealthHandlers, SchedulesHandlers).pipe(
       Layer.provide(QueueAuthLive)
     ),
     openapi: true
   }),
-  PublishRoute
+  PublishRoute,
+  CreateScheduleRoute
 )

@@ -12,6 +12,7 @@ import { HttpRouter } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { queueAuth } from "./http.ts"
 import * as Operations from "./Operations.ts"
+import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
 import { Groups } from "./store/Groups.ts"
@@ -46,7 +47,26 @@ export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
     ListTopics: () => Effect.map(groups.list, (topics) => ({ topics })),
     GetTopic: ({ name }) => Operations.getTopic(name),
     DeleteTopic: ({ name }) => groups.delete(name),
-    UpsertEndpoints: ({ name, endpoints }) => Operations.upsertEndpoints(name, endpoints).pipe(Effect.mapError(inPayload))
+    UpsertEndpoints: ({ name, endpoints }) => Operations.upsertEndpoints(name, endpoints).pipe(Effect.mapError(inPayload)),
+    AddSchedule: ({ body, cron, destination, headers, scheduleId }) =>
+      ScheduleOperations.createSchedule({
+        destination,
+        headers: {
+          ...Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value])),
+          "svc-cron": cron,
+          ...(scheduleId === undefined ? {} : { "svc-schedule-id": scheduleId })
+        },
+        body: Effect.succeed(body ?? new Uint8Array())
+      }).pipe(
+        // The RPC's one error is InvalidRequest: a body over the cap is an issue of `body`.
+        Effect.catchTag("MessageTooLarge", (error) => Effect.fail(new InvalidRequest({ issues: [{ in: "body", parameter: "body", problem: error.message }] }))),
+        Effect.mapError(inPayload)
+      ),
+    ListSchedules: () => ScheduleOperations.listSchedules,
+    GetSchedule: ({ scheduleId }) => ScheduleOperations.getSchedule(scheduleId),
+    PauseSchedule: ({ scheduleId }) => ScheduleOperations.pauseSchedule(scheduleId),
+    ResumeSchedule: ({ scheduleId }) => ScheduleOperations.resumeSchedule(scheduleId),
+    DeleteSchedule: ({ scheduleId }) => ScheduleOperations.deleteSchedule(scheduleId)
   })
 }))
 

@@ -14,6 +14,7 @@ import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthori
 import { HealthGroup } from "./Health.ts"
 import { RpcDefects } from "./RpcDefects.ts"
 import { BoundedInt, IdParam, Int4, NameParam, RequestString, UrlParam } from "./Limits.ts"
+import * as QueueSchedules from "./QueueSchedules.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -286,6 +287,7 @@ export class QueueApi extends HttpApi.make("queue")
   .add(DlqGroup)
   .add(TopicsGroup)
   .add(KeysGroup)
+  .add(QueueSchedules.SchedulesGroup.middleware(QueueAuth))
   .annotateMerge(ApiConventions)
 {}
 
@@ -370,5 +372,11 @@ export class QueueRpcs extends RpcGroup.make(
   ListTopicsRpc,
   GetTopicRpc,
   DeleteTopicRpc,
-  UpsertEndpointsRpc
+  UpsertEndpointsRpc,
+  QueueSchedules.AddScheduleRpc,
+  QueueSchedules.ListSchedulesRpc,
+  QueueSchedules.GetScheduleRpc,
+  QueueSchedules.PauseScheduleRpc,
+  QueueSchedules.ResumeScheduleRpc,
+  QueueSchedules.DeleteScheduleRpc
 ).middleware(RpcDefects).middleware(QueueRpcAuth) {}

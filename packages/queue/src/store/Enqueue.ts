@@ -53,7 +53,7 @@ export class Enqueue extends Context.Service<Enqueue, {
           message.topicName ?? null
         }::text, ${message.endpointName ?? null}::text, ${message.callerIp ?? null}::text, ${message.dedupId ?? null}::text, ${
           message.sourceMessageId ?? null
-        }::uuid)`
+        }::uuid, ${message.scheduleId ?? null}::text)`
 
       /** `not_before` computed by the database (one clock for all workers). */
       const insert = (messages: ReadonlyArray<NewMessage>) =>
@@ -62,13 +62,13 @@ export class Enqueue extends Context.Service<Enqueue, {
           const ids = messages.map(() => Crypto.randomUUID())
           yield* sql`
             INSERT INTO queue.messages (id, kind, url, method, headers, body, timeout_ms, max_retries, not_before,
-              scheduled_at, callback, failure_callback, topic_name, endpoint_name, caller_ip, dedup_id, source_message_id)
+              scheduled_at, callback, failure_callback, topic_name, endpoint_name, caller_ip, dedup_id, source_message_id, schedule_id)
             SELECT r.id, r.kind, r.url, r.method, r.headers, r.body, r.timeout_ms, r.max_retries,
               now() + r.delay_ms * interval '1 millisecond', now() + r.delay_ms * interval '1 millisecond',
-              r.callback, r.failure_callback, r.topic_name, r.endpoint_name, r.caller_ip, r.dedup_id, r.source_message_id
+              r.callback, r.failure_callback, r.topic_name, r.endpoint_name, r.caller_ip, r.dedup_id, r.source_message_id, r.schedule_id
             FROM (VALUES ${sql.csv(messages.map((message, i) => row(message, ids[i]!)))})
               AS r(id, kind, url, method, headers, body, timeout_ms, max_retries, delay_ms, callback, failure_callback,
-                topic_name, endpoint_name, caller_ip, dedup_id, source_message_id)`
+                topic_name, endpoint_name, caller_ip, dedup_id, source_message_id, schedule_id)`
           return { ids, due: messages.some((message) => message.delivery.delayMs === 0) }
         })
 

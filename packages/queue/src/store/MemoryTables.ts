@@ -8,6 +8,7 @@ import type { DefaultHeaders, PublishedMessage } from "@svc/schema"
 import { Clock, Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 import type { NewMessage, StoredDlqEntry, StoredMessage } from "./Model.ts"
+import type { MemorySchedules } from "./Schedules.ts"
 
 export interface MemoryTopic {
   readonly name: string
@@ -27,6 +28,8 @@ export interface Tables {
   keys: { readonly current: string; readonly next: string } | undefined
   /** The DLQ's `seq` (a bigserial in Postgres). */
   seq: bigint
+  /** Schedules and their fires (store/Schedules.ts). */
+  readonly schedules: MemorySchedules
 }
 
 export class MemoryTables extends Context.Service<MemoryTables, Tables>()("@svc/queue/store/MemoryTables") {
@@ -37,7 +40,8 @@ export class MemoryTables extends Context.Service<MemoryTables, Tables>()("@svc/
     dedup: new Map(),
     topics: new Map(),
     keys: undefined,
-    seq: 0n
+    seq: 0n,
+    schedules: { rows: new Map(), fires: new Map() }
   }))
 }
 
@@ -74,7 +78,8 @@ export const insertMessages = (tables: Tables, now: number, messages: ReadonlyAr
       endpointName: message.endpointName ?? null,
       callerIp: message.callerIp ?? null,
       dedupId: message.dedupId ?? null,
-      sourceMessageId: message.sourceMessageId ?? null
+      sourceMessageId: message.sourceMessageId ?? null,
+      scheduleId: message.scheduleId ?? null
     })
     return id
   })

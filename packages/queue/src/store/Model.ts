@@ -30,6 +30,7 @@ export interface ClaimedMessage extends
     | "callerIp"
     | "scheduledAt"
     | "createdAt"
+    | "scheduleId"
   >
 {
   readonly claimId: string
@@ -48,6 +49,8 @@ export interface NewMessage {
   readonly callerIp?: string | undefined
   readonly dedupId?: string | undefined
   readonly sourceMessageId?: string | undefined
+  /** The schedule whose fire produced the message (store/Schedules.ts). */
+  readonly scheduleId?: string | undefined
 }
 
 export interface DeliveredResult {
@@ -117,6 +120,7 @@ export interface StoredMessage {
   readonly callerIp: string | null
   readonly dedupId: string | null
   readonly sourceMessageId: string | null
+  readonly scheduleId: string | null
 }
 
 /** A DLQ entry as stored (the columns of `queue.dlq`, decoded). */
@@ -232,5 +236,6 @@ export const toClaimed = (row: StoredMessage, claimId: string): ClaimedMessage =
   endpointName: row.endpointName,
   callerIp: row.callerIp,
   scheduledAt: row.scheduledAt,
-  createdAt: row.createdAt
+  createdAt: row.createdAt,
+  scheduleId: row.scheduleId
 })

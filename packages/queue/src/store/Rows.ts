@@ -34,7 +34,8 @@ export const MessageRow = Schema.Struct({
   endpoint_name: NullOr(Schema.String),
   caller_ip: NullOr(Schema.String),
   dedup_id: NullOr(Schema.String),
-  source_message_id: NullOr(Schema.String)
+  source_message_id: NullOr(Schema.String),
+  schedule_id: NullOr(Schema.String)
 })
 
 export const toStoredMessage = (row: typeof MessageRow.Type): StoredMessage => ({
@@ -61,7 +62,8 @@ export const toStoredMessage = (row: typeof MessageRow.Type): StoredMessage => (
   endpointName: row.endpoint_name,
   callerIp: row.caller_ip,
   dedupId: row.dedup_id,
-  sourceMessageId: row.source_message_id
+  sourceMessageId: row.source_message_id,
+  scheduleId: row.schedule_id
 })
 
 /** A message with whether its claim is unexpired and its DLQ entry's id (`GET /v2/messages/<id>`). */

@@ -1,0 +1,105 @@
+/**
+ * The schedule firing loop. It runs beside the delivery worker (every process with
+ * `QUEUE_WORKER` true), any number of them on one database:
+ *
+ * - it reads the active schedules whose next tick has come (`Schedules.due`, up to
+ *   {@link BATCH} at a time) and fires each: the stored request goes through the publish path
+ *   (`Operations.preparePublish`: a URL group's endpoints as they are at fire time, every check of a
+ *   publish), its messages carry the schedule's id, and `Schedules.fire` writes them with the
+ *   (schedule, tick) row and the next tick in one transaction — so of several schedulers racing
+ *   for a tick exactly one fires it;
+ * - a fire whose request is refused now (its URL group deleted, a destination no longer allowed)
+ *   publishes nothing and records why as the schedule's last fire; the schedule carries on;
+ * - the next tick follows the catch-up rule of `Cron.ts` (`QUEUE_SCHEDULE_CATCH_UP`, 10 minutes);
+ * - idle, it sleeps until the earliest next tick or `QUEUE_POLL_INTERVAL`, whichever is sooner.
+ *
+ * Time is effect's `Clock`, so a `TestClock` walks it in tests.
+ */
+import { postgresReason } from "@svc/platform"
+import { Clock, Config, Duration, Effect, Layer, Option } from "effect"
+import { cronOf, tickAfterFire } from "./Cron.ts"
+import * as Operations from "./Operations.ts"
+import { QueueConfig } from "./QueueConfig.ts"
+import { Schedules, type StoredSchedule } from "./store/Schedules.ts"
+
+/** Schedules read per scan. */
+export const BATCH = 100
+/** Fires in flight at once per scheduler. */
+export const FIRE_CONCURRENCY = 16
+
+/** `QUEUE_SCHEDULE_CATCH_UP`: a tick missed by at most this still fires (see `Cron.ts`). */
+export const CatchUp = Config.Duration("QUEUE_SCHEDULE_CATCH_UP").pipe(Config.withDefault(Duration.minutes(10)))
+
+/** Fires one due schedule at `now`: the message ids, or none when another scheduler took the tick. */
+export const fireSchedule = (schedule: StoredSchedule, now: number, catchUpMs: number) =>
+  Effect.gen(function*() {
+    const cron = cronOf(schedule.cron)
+    const next = tickAfterFire(cron, schedule.nextTick, now, catchUpMs)
+    const prepared = yield* Operations.preparePublish({
+      destination: schedule.destination,
+      headers: schedule.headers,
+      body: Effect.succeed(schedule.body),
+      callerIp: schedule.callerIp ?? undefined
+    }).pipe(Effect.result)
+    const fire = prepared._tag === "Success"
+      ? {
+        messages: prepared.success.messages.map((message) => ({ ...message, dedupId: undefined, scheduleId: schedule.id })),
+        error: undefined
+      }
+      : { messages: [], error: prepared.failure.message }
+    const ids = yield* Schedules.use((store) =>
+      store.fire({ id: schedule.id, tick: schedule.nextTick, next, now, messages: fire.messages, error: fire.error })
+    )
+    if (fire.error !== undefined && Option.isSome(ids)) {
+      yield* Effect.logWarning(`Schedule ${schedule.id} fired nothing at ${new Date(schedule.nextTick).toISOString()}: ${fire.error}`)
+    }
+    return ids
+  })
+
+/** One scan: fires every due schedule (up to {@link BATCH}); how many were due and how many this scan fired. */
+export const scan = (catchUpMs: number) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const due = yield* Schedules.use((store) => store.due(now, BATCH))
+    const fired = yield* Effect.forEach(
+      due,
+      (schedule) =>
+        fireSchedule(schedule, now, catchUpMs).pipe(
+          Effect.map(Option.isSome),
+          Effect.catchDefect((defect) =>
+            Effect.as(Effect.logWarning(`Scheduler: firing ${schedule.id} failed: ${postgresReason(defect)}`), false)
+          )
+        ),
+      { concurrency: FIRE_CONCURRENCY }
+    )
+    return { due: due.length, fired: fired.filter(Boolean).length }
+  })
+
+/** The shortest sleep between scans that fired nothing (another scheduler holding the due rows, a failing database). */
+const MIN_SLEEP_MS = 10
+
+/** The scheduler as a layer (runs for the life of the layer); `catchUp` overrides the configuration. */
+export const layerWith = (options: { readonly catchUp?: Duration.Duration } = {}) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const config = yield* QueueConfig
+    const catchUpMs = Duration.toMillis(options.catchUp ?? (yield* CatchUp))
+    const pollMs = Math.max(1, Duration.toMillis(config.pollInterval))
+    yield* Effect.gen(function*() {
+      while (true) {
+        const { fired } = yield* scan(catchUpMs).pipe(
+          Effect.catchDefect((defect) =>
+            Effect.as(Effect.logWarning(`Scheduler: reading due schedules failed: ${postgresReason(defect)}`), { due: 0, fired: 0 })
+          )
+        )
+        const due = yield* Schedules.use((store) => store.nextDue).pipe(Effect.catchDefect(() => Effect.succeed(Option.none<number>())))
+        const now = yield* Clock.currentTimeMillis
+        const wait = Option.match(due, { onNone: () => pollMs, onSome: (at) => Math.min(pollMs, at - now) })
+        // More due (a full batch, a caught-up tick whose successor is due too): at once, unless nothing fired.
+        if (wait <= 0 && fired > 0) continue
+        yield* Effect.sleep(Math.max(fired > 0 ? 1 : MIN_SLEEP_MS, wait))
+      }
+    }).pipe(Effect.forkScoped)
+    yield* Effect.logInfo(`Scheduler started (catch-up window ${Duration.format(Duration.millis(catchUpMs))})`)
+  }))
+
+export const layer = layerWith()

@@ -1,0 +1,219 @@
+/**
+ * Schedules without a database: the store contract on the memory store, the cron rules (`Cron.ts`:
+ * 5 fields, CRON_TZ, daylight saving, the catch-up rule), and the scheduler walked minute by minute
+ * with a `TestClock` over the memory stores.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { parseCron, tickAfterFire } from "../../src/Cron.ts"
+import { QueueConfig } from "../../src/QueueConfig.ts"
+import * as ScheduleOperations from "../../src/ScheduleOperations.ts"
+import * as Scheduler from "../../src/Scheduler.ts"
+import { MemoryTables } from "../../src/store/MemoryTables.ts"
+import { Groups } from "../../src/store/Groups.ts"
+import { type Tables } from "../../src/store/MemoryTables.ts"
+import { Schedules } from "../../src/store/Schedules.ts"
+import { schedulesContract } from "../contracts/Schedules.ts"
+import { memoryStores } from "../contracts/StoreTime.ts"
+
+schedulesContract("memory", memoryStores)
+
+const MINUTE = 60_000
+const iso = (ms: number) => new Date(ms).toISOString()
+const parsed = (text: string) => {
+  const result = parseCron(text)
+  if ("problem" in result) throw new Error(result.problem)
+  return result.cron
+}
+
+describe("Cron", () => {
+  it("refuses what is not 5 fields, an invalid field, an unknown zone, a pattern that never fires; names the problem", () => {
+    const problem = (text: string) => {
+      const result = parseCron(text)
+      return "problem" in result ? result.problem : undefined
+    }
+    assert.match(problem("* * * *")!, /expected 5 cron fields .* got 4/)
+    assert.match(problem("* * * * * *")!, /expected 5 cron fields .* got 6/)
+    assert.match(problem("61 * * * *")!, /invalid cron pattern "61 \* \* \* \*"/)
+    assert.match(problem("every minute please")!, /expected 5 cron fields/)
+    assert.match(problem("CRON_TZ=Mars/Olympus * * * * *")!, /unknown time zone "Mars\/Olympus"/)
+    assert.match(problem("CRON_TZ=Europe/Berlin")!, /zone without a pattern/)
+    assert.match(problem("0 0 30 2 *")!, /never fires/)
+    assert.match(problem("")!, /empty/)
+    assert.match(problem("* ".repeat(150))!, /at most 200 characters/)
+    assert.isUndefined(problem("*/5 * * * *"))
+    assert.isUndefined(problem("CRON_TZ=America/New_York 0 9 * * 1-5"))
+  })
+
+  it("walks UTC by default and the CRON_TZ zone otherwise", () => {
+    assert.deepStrictEqual(parsed("0 9 * * *").cron.nextRuns(1, new Date("2026-01-15T00:00:00Z")).map((d) => d.toISOString()), [
+      "2026-01-15T09:00:00.000Z"
+    ])
+    assert.deepStrictEqual(
+      parsed("CRON_TZ=America/New_York 0 9 * * *").cron.nextRuns(1, new Date("2026-01-15T00:00:00Z")).map((d) => d.toISOString()),
+      ["2026-01-15T14:00:00.000Z"]
+    )
+  })
+
+  it("spring-forward day (Europe/Berlin, 29 March 2026, 02:00 → 03:00): 02:30 does not exist and fires once, at 03:00 local", () => {
+    const cron = parsed("CRON_TZ=Europe/Berlin 30 2 * * *")
+    assert.deepStrictEqual(cron.cron.nextRuns(3, new Date("2026-03-28T00:00:00Z")).map((d) => d.toISOString()), [
+      "2026-03-28T01:30:00.000Z", // 02:30 CET
+      "2026-03-29T01:00:00.000Z", // the gap: 03:00 CEST, once
+      "2026-03-30T00:30:00.000Z" //  02:30 CEST
+    ])
+    // An interval pattern keeps real time through the gap: every 30 minutes of elapsed time.
+    const every = parsed("CRON_TZ=Europe/Berlin */30 * * * *")
+    assert.deepStrictEqual(every.cron.nextRuns(4, new Date("2026-03-29T00:00:00Z")).map((d) => d.toISOString()), [
+      "2026-03-29T00:30:00.000Z",
+      "2026-03-29T01:00:00.000Z",
+      "2026-03-29T01:30:00.000Z",
+      "2026-03-29T02:00:00.000Z"
+    ])
+  })
+
+  it("fall-back day (Europe/Berlin, 25 October 2026, 03:00 → 02:00): 02:30 happens twice and fires once, at the first", () => {
+    const cron = parsed("CRON_TZ=Europe/Berlin 30 2 * * *")
+    assert.deepStrictEqual(cron.cron.nextRuns(3, new Date("2026-10-24T00:00:00Z")).map((d) => d.toISOString()), [
+      "2026-10-24T00:30:00.000Z", // 02:30 CEST
+      "2026-10-25T00:30:00.000Z", // 02:30 CEST, the first of the two; not again at 01:30Z (02:30 CET)
+      "2026-10-26T01:30:00.000Z" //  02:30 CET
+    ])
+  })
+
+  it("catch-up rule: a tick missed within the window is followed by the next tick; one missed by longer skips to after now", () => {
+    const cron = parsed("* * * * *")
+    const tick = Date.UTC(2026, 0, 1, 12, 0)
+    const window = 10 * MINUTE
+    // On time, or 5 minutes late (a restart): the next minute, so every missed minute still fires.
+    assert.strictEqual(iso(tickAfterFire(cron, tick, tick + 20, window)!), "2026-01-01T12:01:00.000Z")
+    assert.strictEqual(iso(tickAfterFire(cron, tick, tick + 5 * MINUTE, window)!), "2026-01-01T12:01:00.000Z")
+    // Two hours late: this was the one catch-up fire; the next is the first tick after now.
+    assert.strictEqual(iso(tickAfterFire(cron, tick, tick + 120 * MINUTE + 30_000, window)!), "2026-01-01T14:01:00.000Z")
+  })
+})
+
+// -----------------------------------------------------------------------------
+// The scheduler, walked with a TestClock
+// -----------------------------------------------------------------------------
+
+/** The stores the scheduler and the schedule operations use, with their tables exposed. */
+const stores = Layer.mergeAll(Groups.layerMemory, Schedules.layerMemory).pipe(
+  Layer.provideMerge(MemoryTables.layer),
+  Layer.provideMerge(QueueConfig.layerWith({ allowPrivate: true, pollInterval: Duration.seconds(1) }))
+)
+/** `effect` with a scheduler running (built when it starts, stopped when it ends: a process's life). */
+const running = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(Effect.provide(Scheduler.layerWith({ catchUp: Duration.minutes(10) })))
+
+/** The messages the schedule produced, as the minute of their tick's fire (from their creation time). */
+const firedMinutes = Effect.map(MemoryTables, (tables: Tables) =>
+  [...tables.messages.values()]
+    .filter((message) => message.scheduleId === "every-minute")
+    .map((message) => iso(message.createdAt.getTime()))
+    .sort())
+
+/** Lets the scheduler's fibers run to their next sleep (the clock does not move). */
+const settle = Effect.repeat(Effect.yieldNow, { times: 200 })
+
+const create = (cron: string) =>
+  ScheduleOperations.createSchedule({
+    destination: "http://127.0.0.1:9/hook",
+    headers: { "svc-cron": cron, "svc-schedule-id": "every-minute", "content-type": "text/plain" },
+    body: Effect.succeed(new TextEncoder().encode("tick"))
+  })
+
+describe("Scheduler (TestClock)", () => {
+  // The clock is set before a scheduler starts: a TestClock jump runs every sleep on the way.
+  it.effect("fires each minute once, at the minute", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.UTC(2026, 0, 1, 12, 0, 30))
+      yield* create("* * * * *")
+      const schedule = yield* ScheduleOperations.getSchedule("every-minute")
+      assert.deepStrictEqual(schedule.nextFireTimes.slice(0, 2).map(iso), ["2026-01-01T12:01:00.000Z", "2026-01-01T12:02:00.000Z"])
+
+      // Three minutes, walked one second at a time: a fire at each minute, exactly.
+      yield* running(Effect.gen(function*() {
+        for (let second = 0; second < 180; second++) yield* TestClock.adjust("1 second")
+      }))
+      assert.deepStrictEqual(yield* firedMinutes, [
+        "2026-01-01T12:01:00.000Z",
+        "2026-01-01T12:02:00.000Z",
+        "2026-01-01T12:03:00.000Z"
+      ])
+      const last = yield* ScheduleOperations.getSchedule("every-minute")
+      assert.strictEqual(last.lastFire?.tick, Date.UTC(2026, 0, 1, 12, 3))
+      assert.strictEqual(last.lastFire?.messageIds.length, 1)
+      assert.isUndefined(last.lastFire?.error)
+    }).pipe(Effect.provide(stores)))
+
+  it.effect("after a restart: ticks missed within the catch-up window each fire once; beyond it one catch-up fire, then on time", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.UTC(2026, 0, 1, 12, 0, 30))
+      yield* create("* * * * *")
+      // No scheduler for 4.5 minutes; then one starts: 12:01 .. 12:05, each once.
+      yield* TestClock.setTime(Date.UTC(2026, 0, 1, 12, 5, 0))
+      yield* running(settle)
+      assert.deepStrictEqual(yield* firedMinutes, [
+        "2026-01-01T12:05:00.000Z",
+        "2026-01-01T12:05:00.000Z",
+        "2026-01-01T12:05:00.000Z",
+        "2026-01-01T12:05:00.000Z",
+        "2026-01-01T12:05:00.000Z"
+      ])
+      const caughtUp = yield* ScheduleOperations.getSchedule("every-minute")
+      assert.strictEqual(caughtUp.lastFire?.tick, Date.UTC(2026, 0, 1, 12, 5))
+
+      // No scheduler for two hours: one catch-up fire, and the next tick is the first after now.
+      yield* TestClock.setTime(Date.UTC(2026, 0, 1, 14, 5, 30))
+      yield* running(Effect.gen(function*() {
+        yield* settle
+        assert.strictEqual((yield* firedMinutes).length, 6, "one catch-up fire for 120 missed ticks")
+        const schedule = yield* ScheduleOperations.getSchedule("every-minute")
+        assert.strictEqual(schedule.lastFire?.tick, Date.UTC(2026, 0, 1, 12, 6), "the catch-up fire is the first missed tick")
+        assert.strictEqual(iso(schedule.nextFireTimes[0]!), "2026-01-01T14:06:00.000Z")
+        yield* TestClock.adjust("30 seconds")
+        assert.strictEqual((yield* firedMinutes).at(-1), "2026-01-01T14:06:00.000Z")
+        assert.strictEqual((yield* firedMinutes).length, 7)
+      }))
+    }).pipe(Effect.provide(stores)))
+
+  it.effect("a paused schedule does not fire; resumed, it fires from the next tick after now (no catch-up of the pause)", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.UTC(2026, 0, 1, 12, 0, 30))
+      yield* create("* * * * *")
+      yield* ScheduleOperations.pauseSchedule("every-minute")
+      yield* running(Effect.gen(function*() {
+        yield* TestClock.adjust("5 minutes")
+        assert.deepStrictEqual(yield* firedMinutes, [])
+        const resumed = yield* ScheduleOperations.resumeSchedule("every-minute")
+        assert.strictEqual(iso(resumed.nextFireTimes[0]!), "2026-01-01T12:06:00.000Z")
+        yield* TestClock.adjust("1 minute")
+        assert.deepStrictEqual(yield* firedMinutes, ["2026-01-01T12:06:00.000Z"])
+      }))
+    }).pipe(Effect.provide(stores)))
+
+  it.effect("a fire whose request is refused at fire time (the URL group was deleted) records why and carries on", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.UTC(2026, 0, 1, 12, 0, 30))
+      const groups = yield* Groups
+      yield* groups.upsertEndpoints("orders", [{ url: "http://127.0.0.1:9/a" }, { url: "http://127.0.0.1:9/b" }], 100)
+      yield* ScheduleOperations.createSchedule({
+        destination: "orders",
+        headers: { "svc-cron": "* * * * *", "svc-schedule-id": "group" },
+        body: Effect.succeed(new Uint8Array())
+      })
+      yield* running(Effect.gen(function*() {
+        yield* TestClock.adjust("1 minute")
+        const first = yield* ScheduleOperations.getSchedule("group")
+        assert.strictEqual(first.lastFire?.messageIds.length, 2, "one message per endpoint")
+        yield* groups.delete("orders")
+        yield* TestClock.adjust("1 minute")
+        const second = yield* ScheduleOperations.getSchedule("group")
+        assert.deepStrictEqual(second.lastFire?.messageIds, [])
+        assert.match(second.lastFire?.error ?? "", /no URL group is named "orders"/)
+        assert.strictEqual(iso(second.nextFireTimes[0]!), "2026-01-01T12:03:00.000Z")
+      }))
+    }).pipe(Effect.provide(stores)))
+})
