@@ -16,7 +16,7 @@ import {
   Indexer,
   type LibraryListing
 } from "@svc/docs"
-import { DEFAULT_TRUST_SCORE, type SourceKind, TrustScore } from "@svc/schema"
+import { DEFAULT_TRUST_SCORE, MAX_NAME_LENGTH, MAX_SEARCH_TEXT_LENGTH, type SourceKind, TrustScore } from "@svc/schema"
 import { Database, Migrations, ServiceClient } from "@svc/platform"
 import type { IndexEvent } from "@svc/schema"
 import { Config, Console, Effect, Layer, Option, Schema } from "effect"
@@ -107,9 +107,25 @@ const add = Command.make(
         `Your trust in these docs, 0 to 10: ranks libraries whose names match equally well (default: ${DEFAULT_TRUST_SCORE} for a new library, else unchanged)`
       ),
       Flag.optional
+    ),
+    title: Flag.String("title").pipe(
+      Flag.filter(
+        (title) => title.trim() !== "" && title.length <= MAX_NAME_LENGTH,
+        () => `--title must be 1 to ${MAX_NAME_LENGTH} characters`
+      ),
+      Flag.withDescription("The library's title (default: package.json name, else the README's first heading)"),
+      Flag.optional
+    ),
+    description: Flag.String("description").pipe(
+      Flag.filter(
+        (description) => description.length <= MAX_SEARCH_TEXT_LENGTH,
+        () => `--description must be at most ${MAX_SEARCH_TEXT_LENGTH} characters`
+      ),
+      Flag.withDescription("The library's description (default: package.json description, else the README's first paragraph)"),
+      Flag.optional
     )
   },
-  Effect.fn(function*({ id, source, trust, version }) {
+  Effect.fn(function*({ description, id, source, title, trust, version }) {
     const server = yield* remote
     if (server !== undefined) {
       const done = yield* server.operations.add(
@@ -117,7 +133,9 @@ const add = Command.make(
           source,
           ...(Option.isSome(id) ? { id: id.value } : {}),
           ...(Option.isSome(version) ? { version: version.value } : {}),
-          ...(Option.isSome(trust) ? { trust: trust.value } : {})
+          ...(Option.isSome(trust) ? { trust: trust.value } : {}),
+          ...(Option.isSome(title) ? { title: title.value } : {}),
+          ...(Option.isSome(description) ? { description: description.value } : {})
         },
         onEvent
       ).pipe(Effect.mapError(remoteFailure(server.url)))
@@ -125,7 +143,14 @@ const add = Command.make(
     }
     const outcome = yield* withIndexer(Effect.gen(function*() {
       const indexer = yield* Indexer
-      return yield* indexer.add(source, { id: optional(id), version: optional(version), trust: optional(trust), onProgress })
+      return yield* indexer.add(source, {
+        id: optional(id),
+        version: optional(version),
+        trust: optional(trust),
+        title: optional(title),
+        description: optional(description),
+        onProgress
+      })
     }))
     yield* Console.log(describeOutcome(outcome))
   })
@@ -134,12 +159,14 @@ const add = Command.make(
   Command.withExamples([
     { command: "svc docs add ./docs --id /acme/widgets --version 2.1.0 --trust 8", description: "A local folder, trusted above the default 5" },
     { command: "svc docs add npm:effect", description: "An installed npm package (id from its repository field)" },
+    { command: "svc docs add ./handbook --id /acme/handbook --title \"Acme handbook\" --description \"How we build and ship\"", description: "A folder with its own title and description (default: its README's first heading and paragraph)" },
     { command: "svc docs add git@github.com:acme/widgets.git#v2.1.0", description: "A git repository, cloned at a tag (credentials in a URL are never stored)" }
   ])
 )
 
 const describeLibrary = (library: LibraryListing): ReadonlyArray<string> => [
   `${library.id}  ${library.title}  (${library.source})`,
+  ...(library.rules ?? []).map((rule) => `  rule: ${rule}`),
   ...library.versions.map((version) =>
     [
       `  ${version.version}${version.version === library.defaultVersion ? " (default)" : ""}`,

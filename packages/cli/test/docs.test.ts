@@ -69,6 +69,10 @@ describe("svc docs", () => {
       assert.strictEqual(badTrust.code, 1)
       assert.include(badTrust.output, "--trust must be a whole number from 0 to 10, not 11")
       assert.notInclude(badTrust.output, "Indexing")
+      const badTitle = yield* run(["docs", "add", greeter, "--title", " "], env)
+      assert.strictEqual(badTitle.code, 1)
+      assert.include(badTitle.output, "--title must be 1 to 200 characters")
+      assert.notInclude(badTitle.output, "Indexing")
 
       const port = yield* freePort()
       const server = start(["start", "docs-api"], { ...env, DOCS_PORT: String(port) })
@@ -107,7 +111,10 @@ describe("svc docs", () => {
       // the operator's side has no database settings at all: everything goes through the server
       const remote = { DOCS_URL: `http://127.0.0.1:${port}`, DOCS_ADMIN_TOKEN: "operator-secret", EMBEDDED_POSTGRES_DIR: path.join(dir, "unused") }
 
-      const added = yield* run(["docs", "add", greeter, "--version", "2.0.0"], remote)
+      const added = yield* run(
+        ["docs", "add", greeter, "--version", "2.0.0", "--title", "Greeter handbook", "--description", "Greetings, politely"],
+        remote
+      )
       assert.strictEqual(added.code, 0, added.output)
       assert.include(added.stdout, `Indexing /acme/greeter 2.0.0 from ${greeter}\n`)
       assert.include(added.stdout, "  [1/4] README.md: 3 snippets\n")
@@ -115,7 +122,11 @@ describe("svc docs", () => {
 
       const list = yield* run(["docs", "list"], remote)
       assert.strictEqual(list.code, 0, list.output)
-      assert.match(list.stdout, /^\/acme\/greeter {2}greeter {2}\(.*fixtures\/greeter\)\n {2}2\.0\.0 \(default\) {2}ready {2}\d+ snippets/)
+      // --title and --description travel with the RPC
+      assert.match(list.stdout, /^\/acme\/greeter {2}Greeter handbook {2}\(.*fixtures\/greeter\)\n {2}2\.0\.0 \(default\) {2}ready {2}\d+ snippets/)
+      const found = yield* Effect.promise(() =>
+        fetch(`http://127.0.0.1:${port}/api/v2/libs/search?libraryName=greeter`).then((r) => r.json()))
+      assert.strictEqual(found.results[0].description, "Greetings, politely")
       const answer = yield* Effect.promise(() =>
         fetch(`http://127.0.0.1:${port}/api/v2/context?libraryId=/acme/greeter&query=switch%20language&type=json`).then((r) => r.json()))
       assert.strictEqual(answer.libraryId, "/acme/greeter/2.0.0")

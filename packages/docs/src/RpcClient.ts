@@ -3,7 +3,7 @@
  * (`DOCS_URL`, `DOCS_ADMIN_TOKEN`) instead of the database directly.
  */
 import { ServiceClient } from "@svc/platform"
-import { DocsRpcs, type IndexEvent } from "@svc/schema"
+import { type AddLibrary, DocsRpcs, type IndexEvent } from "@svc/schema"
 import { Effect, Layer, type Redacted, Stream } from "effect"
 import { RpcClient, type RpcClientError, RpcSerialization } from "effect/rpc"
 
@@ -27,7 +27,7 @@ export const operations = (remote: Remote) => {
   return {
     /** Adds (or refreshes) and follows the run: `onEvent` for each event; the last event (`Done`). */
     add: (
-      payload: { readonly source: string; readonly id?: string; readonly version?: string; readonly trust?: number },
+      payload: typeof AddLibrary.payloadSchema.Type,
       onEvent: (event: IndexEvent) => Effect.Effect<void>) =>
       withClient((client) => client.AddLibrary(payload).pipe(Stream.tap(onEvent), Stream.runLast)),
     refresh: (libraryId: string, onEvent: (event: IndexEvent) => Effect.Effect<void>) =>

@@ -55,8 +55,8 @@ export const RpcHandlers = DocsRpcs.toLayer(Effect.gen(function*() {
   const indexer = yield* Indexer
   const roots = yield* SourceRoots
   return DocsRpcs.of({
-    AddLibrary: ({ source, id, trust, version }) =>
-      run((options) => indexer.add(source, { ...options, id, trust, version, roots })),
+    AddLibrary: ({ description, id, source, title, trust, version }) =>
+      run((options) => indexer.add(source, { ...options, id, trust, version, title, description, roots })),
     Refresh: ({ libraryId }) => run((options) => indexer.refresh(libraryId, options)),
     Remove: ({ libraryId }) => indexer.remove(libraryId),
     List: () =>

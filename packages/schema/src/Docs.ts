@@ -9,7 +9,17 @@ import { Rpc, RpcGroup } from "effect/rpc"
 import { ApiConventions, ApiError, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 import { RpcDefects } from "./RpcDefects.ts"
-import { IdParam, isNulFree, MAX_ID_LENGTH, MAX_NAME_LENGTH, NameParam, QuestionParam, RequestString, UrlParam } from "./Limits.ts"
+import {
+  IdParam,
+  isNulFree,
+  MAX_ID_LENGTH,
+  MAX_NAME_LENGTH,
+  NameParam,
+  QuestionParam,
+  RequestString,
+  SearchTextParam,
+  UrlParam
+} from "./Limits.ts"
 
 // -----------------------------------------------------------------------------
 // Records
@@ -315,7 +325,10 @@ export const AddLibrary = Rpc.make("AddLibrary", {
     source: UrlParam,
     id: Schema.optionalKey(IdParam),
     version: Schema.optionalKey(NameParam),
-    trust: Schema.optionalKey(TrustScore)
+    trust: Schema.optionalKey(TrustScore),
+    /** The library's title and description, instead of what its package.json or README say. */
+    title: Schema.optionalKey(RequestString({ maxLength: MAX_NAME_LENGTH, minLength: 1 })),
+    description: Schema.optionalKey(SearchTextParam)
   },
   success: IndexEvent,
   error: IndexingFailed,

@@ -8,6 +8,7 @@
  */
 import { Config, Duration, Effect, FileSystem, Path, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import { describedSource } from "./Folder.ts"
 import {
   checkLibraryId,
   checkVersion,
@@ -15,7 +16,6 @@ import {
   invalidSource,
   readPackageJson,
   repositoryId,
-  resolvedSource,
   type Source,
   type SourceOptions,
   VERSION
@@ -216,7 +216,10 @@ export const make = Effect.gen(function*() {
     if (options.version !== undefined) yield* checkVersion(options.version)
     const { root, version } = yield* clone(git, options.version)
     const pkg = yield* readPackageJson(root).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
-    return resolvedSource(pkg, { kind: "git", location: git.location, root, libraryId, version })
+    return yield* describedSource(pkg, { kind: "git", location: git.location, root, libraryId, version }, options).pipe(
+      Effect.provideService(FileSystem.FileSystem, fs),
+      Effect.provideService(Path.Path, path)
+    )
   })
 
   return { kind: "git", resolve } satisfies Source

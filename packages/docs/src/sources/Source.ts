@@ -51,6 +51,10 @@ export interface SourceOptions {
   readonly id?: string | undefined
   /** Instead of package.json's version (or `latest`); for git, instead of the tag at HEAD or the commit. */
   readonly version?: string | undefined
+  /** The library's title, instead of the one its package.json or docs give (Folder.ts `describedSource`). */
+  readonly title?: string | undefined
+  /** The library's description, likewise. */
+  readonly description?: string | undefined
 }
 
 /**
