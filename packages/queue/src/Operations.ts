@@ -80,6 +80,8 @@ export interface PublishRequest<E, R> {
    */
   readonly body: Effect.Effect<Uint8Array, E, R>
   readonly callerIp?: string | undefined
+  /** `POST /v2/enqueue/<queue>/<destination>`: the FIFO queue (checked by the caller). */
+  readonly queueName?: string | undefined
 }
 
 interface Target {
@@ -170,7 +172,9 @@ export const preparePublish = Effect.fnUntraced(function*<E, R>(request: Publish
     topicName: target.topicName,
     endpointName: target.endpointName,
     callerIp: request.callerIp,
-    dedupId: parsed.settings.deduplicationId
+    dedupId: parsed.settings.deduplicationId,
+    flowControl: parsed.settings.flowControl,
+    queueName: request.queueName
   }))
   const isGroup = targets.some((target) => target.topicName !== undefined)
   return { messages, deduplicationId: parsed.settings.deduplicationId, isGroup }

@@ -7,6 +7,7 @@
  * Precedence, lowest first: the group's default headers, the request headers, the query parameters.
  */
 import type { CallbackSettings, DefaultHeaders, RequestIssue } from "@svc/schema"
+import { FLOW_CONTROL_KEY_PATTERN } from "@svc/schema"
 import { Duration } from "effect"
 import type { QueueSettings } from "./QueueConfig.ts"
 
@@ -27,6 +28,69 @@ export interface PublishSettings {
   readonly callback: CallbackSettings | undefined
   readonly failureCallback: CallbackSettings | undefined
   readonly deduplicationId: string | undefined
+  readonly flowControl: FlowControlSettings | undefined
+}
+
+/**
+ * `Svc-Flow-Control-Key` and `Svc-Flow-Control-Value: parallelism=<n>, rate=<n>, period=<duration>`:
+ * the limits every message of `key` shares (`undefined` = no limit of that kind; at least one set).
+ */
+export interface FlowControlSettings {
+  readonly key: string
+  readonly parallelism: number | undefined
+  readonly rate: number | undefined
+  readonly periodMs: number
+}
+
+const FLOW_KEY = FLOW_CONTROL_KEY_PATTERN
+/** The caps of `Svc-Flow-Control-Value`. */
+export const MAX_FLOW_PARALLELISM = 1000
+export const MAX_FLOW_RATE = 10_000
+export const MIN_FLOW_PERIOD_MS = 1000
+export const MAX_FLOW_PERIOD_MS = 86_400_000
+
+/** `parallelism=<n>, rate=<n>, period=<duration>` (each optional, at least one limit), or the problems. */
+export const parseFlowControlValue = (
+  text: string
+): { readonly parallelism: number | undefined; readonly rate: number | undefined; readonly periodMs: number } | {
+  readonly problems: ReadonlyArray<string>
+} => {
+  const problems: Array<string> = []
+  const seen = new Map<string, string>()
+  for (const part of text.split(",")) {
+    const trimmed = part.trim()
+    if (trimmed === "") continue
+    const eq = trimmed.indexOf("=")
+    const name = (eq < 0 ? trimmed : trimmed.slice(0, eq)).trim().toLowerCase()
+    const value = eq < 0 ? "" : trimmed.slice(eq + 1).trim()
+    if (name !== "parallelism" && name !== "rate" && name !== "period") {
+      problems.push(`unknown part ${JSON.stringify(trimmed.slice(0, 50))} (expected parallelism=<n>, rate=<n>, period=<duration>)`)
+    } else if (seen.has(name)) problems.push(`${name} is given twice`)
+    else seen.set(name, value)
+  }
+  const integer = (name: string, max: number): number | undefined => {
+    const value = seen.get(name)
+    if (value === undefined) return undefined
+    if (!/^\d{1,9}$/.test(value) || Number(value) < 1 || Number(value) > max) {
+      problems.push(`${name} must be an integer from 1 to ${max}, got ${JSON.stringify(value.slice(0, 50))}`)
+      return undefined
+    }
+    return Number(value)
+  }
+  const parallelism = integer("parallelism", MAX_FLOW_PARALLELISM)
+  const rate = integer("rate", MAX_FLOW_RATE)
+  let periodMs = MIN_FLOW_PERIOD_MS
+  const period = seen.get("period")
+  if (period !== undefined) {
+    const ms = parseDuration(period)
+    if (ms === undefined || ms < MIN_FLOW_PERIOD_MS || ms > MAX_FLOW_PERIOD_MS) {
+      problems.push(`period must be a duration from 1s to 1d such as "1s", "10s", "1m", got ${JSON.stringify(period.slice(0, 50))}`)
+    } else periodMs = ms
+  }
+  if (problems.length === 0 && !seen.has("parallelism") && !seen.has("rate")) {
+    problems.push("expected parallelism=<n> and/or rate=<n> (with an optional period=<duration>)")
+  }
+  return problems.length > 0 ? { problems } : { parallelism, rate, periodMs }
 }
 
 /**
@@ -347,6 +411,26 @@ export const parsePublish = (
     else deduplicationId = value
   }
 
+  const flowKeySource = config.get("svc-flow-control-key")
+  const flowValueSource = config.get("svc-flow-control-value")
+  let flowControl: FlowControlSettings | undefined
+  if (flowKeySource !== undefined || flowValueSource !== undefined) {
+    const key = flowKeySource?.value.trim()
+    if (flowKeySource === undefined) {
+      problem(flowValueSource!, "is given without Svc-Flow-Control-Key")
+    } else if (!FLOW_KEY.test(key!)) {
+      problem(flowKeySource, `expected 1 to 100 letters, digits, '.', '_', '-' or ':', got ${JSON.stringify(key!.slice(0, 100))}`)
+    }
+    if (flowKeySource !== undefined && flowValueSource === undefined) {
+      problem(flowKeySource, "needs Svc-Flow-Control-Value with parallelism=<n> and/or rate=<n>")
+    }
+    const limits = flowValueSource === undefined ? undefined : parseFlowControlValue(flowValueSource.value)
+    if (limits !== undefined && "problems" in limits) problem(flowValueSource!, limits.problems.join("; "))
+    else if (limits !== undefined && flowKeySource !== undefined && FLOW_KEY.test(key!)) {
+      flowControl = { key: key!, ...limits }
+    }
+  }
+
   return {
     issues,
     issueAt: (key, text) => {
@@ -363,7 +447,8 @@ export const parsePublish = (
       },
       callback,
       failureCallback,
-      deduplicationId
+      deduplicationId,
+      flowControl
     }
   }
 }

@@ -207,6 +207,8 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
         const body = callbackBody(message, outcome, config.maxMessageBytes)
         return yield* store.deliveredWithCallback(result, callbackMessage("callback", message.callback, message, body))
       }
+      // Under flow control or in a FIFO queue the slot is free once recorded: recorded now, not batched.
+      if (message.flowKey !== null || message.queueName !== null) return yield* store.markDelivered([result])
       return Queue.offerUnsafe(delivered, result)
     }
     const error = outcome._tag === "Failed" ? outcome.error : `The destination answered ${status}`
@@ -291,6 +293,8 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
           : Effect.logError(`Queue worker: recording the outcome of ${message.id} failed`, defect)
       )
     )
+    // A slot of its flow-control key or queue is free: claim again at once (others poll for it).
+    if (message.flowKey !== null || message.queueName !== null) Queue.offerUnsafe(notified, undefined)
   }, Effect.catchDefect(logSqlError("reading the signing key")))
 
   // Deliveries run in this set: interrupted last, after the graceful stop below had its chance.

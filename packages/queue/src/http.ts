@@ -3,7 +3,7 @@
  * families, any body) and the `QueueApi` groups (messages, DLQ, URL groups, signing keys). What
  * they share with the internal RPC (`rpc.ts`) beyond a single store call lives in `Operations.ts`.
  */
-import { MessageTooLarge, QueueApi, QueueAuth } from "@svc/schema"
+import { InvalidRequest, MessageTooLarge, QUEUE_NAME_PATTERN, QueueApi, QueueAuth } from "@svc/schema"
 import { apiRoutes, BearerAuth } from "@svc/platform"
 import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
@@ -13,7 +13,9 @@ import * as Operations from "./Operations.ts"
 import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig, type QueueSettings } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
+import { FlowControls } from "./store/FlowControl.ts"
 import { Groups } from "./store/Groups.ts"
+import { Queues } from "./store/Queues.ts"
 import { Messages } from "./store/Messages.ts"
 import { SigningKeys } from "./store/SigningKeys.ts"
 
@@ -132,6 +134,51 @@ export const CreateScheduleRoute = HttpRouter.add(
   })
 )
 
+/**
+ * `POST /v2/enqueue/<queue>/<destination>`: a publish (every header and parameter of one) into a
+ * FIFO queue, created with parallelism 1 when unknown.
+ */
+export const EnqueueRoute = HttpRouter.add(
+  "POST",
+  "/v2/enqueue/*",
+  Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const settings = yield* QueueConfig
+    const target = splitTarget(request.url, "/v2/enqueue/")
+    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
+    const slash = target.destination.indexOf("/")
+    const queueName = slash < 0 ? target.destination : target.destination.slice(0, slash)
+    let destination = slash < 0 ? "" : target.destination.slice(slash + 1)
+    if (!QUEUE_NAME_PATTERN.test(queueName)) {
+      return yield* new InvalidRequest({
+        issues: [{
+          in: "path",
+          parameter: "queue",
+          problem: `expected a queue name of 1-100 letters, digits, '.', '_' or '-' before the destination, got ${
+            JSON.stringify(queueName.slice(0, 100))
+          }`
+        }]
+      })
+    }
+    if (/^https?%3a/i.test(destination)) {
+      try {
+        destination = decodeURIComponent(destination)
+      } catch {
+        // left as is: reported as an invalid destination
+      }
+    }
+    const published = yield* Operations.publish({
+      destination,
+      passThrough: target.passThrough,
+      headers: request.headers,
+      query: target.config,
+      body: cappedBody(request, settings),
+      callerIp: Option.getOrUndefined(request.remoteAddress),
+      queueName
+    })
+    return HttpServerResponse.jsonUnsafe(published, { status: 201 })
+  })
+)
+
 // -----------------------------------------------------------------------------
 // The QueueApi groups
 // -----------------------------------------------------------------------------
@@ -180,6 +227,26 @@ const SchedulesHandlers = HttpApiBuilder.group(QueueApi, "schedules", (handlers)
     .handle("pause", ({ params }) => ScheduleOperations.pauseSchedule(params.scheduleId))
     .handle("resume", ({ params }) => ScheduleOperations.resumeSchedule(params.scheduleId)))
 
+const FlowControlHandlers = HttpApiBuilder.group(QueueApi, "flowControl", Effect.fn(function*(handlers) {
+  const flows = yield* FlowControls
+  return handlers
+    .handle("list", () => Effect.map(flows.list, (flowControls) => ({ flowControls })))
+    .handle("get", ({ params }) => flows.get(params.key))
+    .handle("pause", ({ params }) => flows.setPaused(params.key, true))
+    .handle("resume", ({ params }) => flows.setPaused(params.key, false))
+}))
+
+const QueuesHandlers = HttpApiBuilder.group(QueueApi, "queues", Effect.fn(function*(handlers) {
+  const queues = yield* Queues
+  return handlers
+    .handle("upsert", ({ payload }) => queues.upsert(payload.queueName, payload.parallelism))
+    .handle("list", () => Effect.map(queues.list, (list) => ({ queues: list })))
+    .handle("get", ({ params }) => queues.get(params.name))
+    .handle("delete", ({ params }) => queues.delete(params.name))
+    .handle("pause", ({ params }) => queues.setPaused(params.name, true))
+    .handle("resume", ({ params }) => queues.setPaused(params.name, false))
+}))
+
 const HealthHandlers = HttpApiBuilder.group(QueueApi, "health", (handlers) =>
   handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))
 
@@ -187,11 +254,13 @@ const HealthHandlers = HttpApiBuilder.group(QueueApi, "health", (handlers) =>
 export const routes = Layer.mergeAll(
   apiRoutes({
     api: QueueApi,
-    handlers: Layer.mergeAll(MessagesHandlers, DlqHandlers, TopicsHandlers, KeysHandlers, HealthHandlers, SchedulesHandlers).pipe(
+    handlers: Layer.mergeAll(MessagesHandlers, DlqHandlers, TopicsHandlers, KeysHandlers, HealthHandlers, SchedulesHandlers,
+      FlowControlHandlers, QueuesHandlers).pipe(
       Layer.provide(QueueAuthLive)
     ),
     openapi: true
   }),
   PublishRoute,
-  CreateScheduleRoute
+  CreateScheduleRoute,
+  EnqueueRoute
 )

@@ -15,6 +15,7 @@ import { HealthGroup } from "./Health.ts"
 import { RpcDefects } from "./RpcDefects.ts"
 import { BoundedInt, IdParam, Int4, NameParam, RequestString, UrlParam } from "./Limits.ts"
 import * as QueueSchedules from "./QueueSchedules.ts"
+import * as QueueFlow from "./QueueFlow.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -288,6 +289,8 @@ export class QueueApi extends HttpApi.make("queue")
   .add(TopicsGroup)
   .add(KeysGroup)
   .add(QueueSchedules.SchedulesGroup.middleware(QueueAuth))
+  .add(QueueFlow.FlowControlGroup.middleware(QueueAuth))
+  .add(QueueFlow.QueuesGroup.middleware(QueueAuth))
   .annotateMerge(ApiConventions)
 {}
 

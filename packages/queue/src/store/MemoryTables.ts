@@ -7,6 +7,7 @@
 import type { DefaultHeaders, PublishedMessage } from "@svc/schema"
 import { Clock, Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
+import type { FlowControlSettings } from "../Publish.ts"
 import type { NewMessage, StoredDlqEntry, StoredMessage } from "./Model.ts"
 import type { MemorySchedules } from "./Schedules.ts"
 
@@ -17,6 +18,24 @@ export interface MemoryTopic {
   readonly updatedAt: number
   /** In insertion order (`position` in Postgres). */
   readonly endpoints: ReadonlyArray<{ readonly name: string | null; readonly url: string }>
+}
+
+/** A flow-control key (`queue.flow_control`). */
+export interface MemoryFlowControl {
+  readonly key: string
+  readonly parallelism: number | null
+  readonly rate: number | null
+  readonly periodMs: number
+  readonly paused: boolean
+}
+
+/** A FIFO queue (`queue.queues`). */
+export interface MemoryQueue {
+  readonly name: string
+  readonly parallelism: number
+  readonly paused: boolean
+  readonly createdAt: number
+  readonly updatedAt: number
 }
 
 export interface Tables {
@@ -30,6 +49,12 @@ export interface Tables {
   seq: bigint
   /** Schedules and their fires (store/Schedules.ts). */
   readonly schedules: MemorySchedules
+  readonly flowControl: Map<string, MemoryFlowControl>
+  /** Attempts started under a key with a rate (`queue.flow_starts`): key and time (ms). */
+  flowStarts: Array<{ readonly key: string; readonly at: number }>
+  readonly queues: Map<string, MemoryQueue>
+  /** `messages.seq` (a bigserial in Postgres). */
+  messageSeq: bigint
 }
 
 export class MemoryTables extends Context.Service<MemoryTables, Tables>()("@svc/queue/store/MemoryTables") {
@@ -41,7 +66,11 @@ export class MemoryTables extends Context.Service<MemoryTables, Tables>()("@svc/
     topics: new Map(),
     keys: undefined,
     seq: 0n,
-    schedules: { rows: new Map(), fires: new Map() }
+    schedules: { rows: new Map(), fires: new Map() },
+    flowControl: new Map(),
+    flowStarts: [],
+    queues: new Map(),
+    messageSeq: 0n
   }))
 }
 
@@ -50,8 +79,14 @@ export const atNow = <A>(tables: Tables, f: (now: number, tables: Tables) => A):
   Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => f(now, tables)))
 
 /** The rows an INSERT of `messages` at `now` adds (`not_before` = now + the delay); returns the ids. */
-export const insertMessages = (tables: Tables, now: number, messages: ReadonlyArray<NewMessage>): Array<string> =>
-  messages.map((message) => {
+export const insertMessages = (tables: Tables, now: number, messages: ReadonlyArray<NewMessage>): Array<string> => {
+  for (const message of messages) {
+    if (message.flowControl !== undefined) upsertFlowControl(tables, message.flowControl)
+    if (message.queueName !== undefined && !tables.queues.has(message.queueName)) {
+      tables.queues.set(message.queueName, { name: message.queueName, parallelism: 1, paused: false, createdAt: now, updatedAt: now })
+    }
+  }
+  return messages.map((message) => {
     const id = Crypto.randomUUID()
     const due = new Date(now + message.delivery.delayMs)
     tables.messages.set(id, {
@@ -79,7 +114,26 @@ export const insertMessages = (tables: Tables, now: number, messages: ReadonlyAr
       callerIp: message.callerIp ?? null,
       dedupId: message.dedupId ?? null,
       sourceMessageId: message.sourceMessageId ?? null,
-      scheduleId: message.scheduleId ?? null
+      scheduleId: message.scheduleId ?? null,
+      flowKey: message.flowControl?.key ?? null,
+      queueName: message.queueName ?? null,
+      seq: ++tables.messageSeq
     })
     return id
   })
+}
+
+/** Enqueue.ts's rule for the limits of a key: the highest wins while the key has queued messages. */
+const upsertFlowControl = (tables: Tables, flow: FlowControlSettings) => {
+  const old = tables.flowControl.get(flow.key)
+  const fresh = { parallelism: flow.parallelism ?? null, rate: flow.rate ?? null, periodMs: flow.periodMs }
+  const draining = [...tables.messages.values()].some((m) => m.flowKey === flow.key && m.state === "queued")
+  if (old === undefined || !draining) {
+    tables.flowControl.set(flow.key, { key: flow.key, paused: old?.paused ?? false, ...fresh })
+    return
+  }
+  const parallelism = old.parallelism === null || fresh.parallelism === null ? null : Math.max(old.parallelism, fresh.parallelism)
+  const newRateWins = old.rate === null || fresh.rate === null || fresh.rate / fresh.periodMs > old.rate / old.periodMs
+  const rate = old.rate === null || fresh.rate === null ? null : newRateWins ? fresh.rate : old.rate
+  tables.flowControl.set(flow.key, { ...old, parallelism, rate, periodMs: newRateWins ? fresh.periodMs : old.periodMs })
+}

@@ -18,7 +18,7 @@ import { QueueConfig } from "../QueueConfig.ts"
 import { Enqueue } from "./Enqueue.ts"
 import { makeMessagesMemory } from "./MessagesMemory.ts"
 import type { Claim, ClaimedMessage, DeliveredResult, Exhausted, NewMessage } from "./Model.ts"
-import { isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
+import { CONTROLLED_POLL_MS, isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
 import { MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
 
 export interface MessagesShape {
@@ -105,36 +105,139 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           ? Effect.map(insert(messages).pipe(Effect.tap(({ due }) => wakeIf(due))), ({ ids }) => toPublished(messages, ids))
           : publishOnce(messages, dedupId)
 
-      const claimRows = SqlSchema.findAll({
-        Request: Schema.Struct({ claimId: Schema.String, limit: Schema.Number }),
-        Result: MessageRow,
-        execute: ({ claimId, limit }) =>
+      // Messages under flow control or in a FIFO queue are claimed only by the transaction that holds
+      // the rows of their key and queue: the first statement locks them (FOR UPDATE SKIP LOCKED), the
+      // second (a snapshot taken after the lock, so it sees every claim committed before) counts the
+      // key's unexpired claims and its starts within the period, and takes a queue's first
+      // `parallelism` queued messages only: exact, whatever the number of workers.
+      const lockControlled = SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: Schema.Struct({ keys: Schema.Array(Schema.String), queues: Schema.Array(Schema.String) }),
+        execute: () =>
           sql`
-            WITH due AS (
-              SELECT id FROM queue.messages
-              WHERE state = 'queued' AND not_before <= now()
+            WITH keys AS (
+              SELECT f.key FROM queue.flow_control f
+              WHERE NOT f.paused AND EXISTS (
+                SELECT 1 FROM queue.messages m WHERE m.flow_key = f.key AND m.state = 'queued' AND m.not_before <= now())
+              FOR UPDATE SKIP LOCKED
+            ),
+            fifo AS (
+              SELECT q.name FROM queue.queues q
+              WHERE NOT q.paused AND EXISTS (
+                SELECT 1 FROM queue.messages m WHERE m.queue_name = q.name AND m.state = 'queued' AND m.not_before <= now())
+              FOR UPDATE SKIP LOCKED
+            )
+            SELECT coalesce((SELECT array_agg(key) FROM keys), '{}') AS keys,
+              coalesce((SELECT array_agg(name) FROM fifo), '{}') AS queues`
+      })
+
+      const claimRows = SqlSchema.findAll({
+        Request: Schema.Struct({
+          claimId: Schema.String,
+          limit: Schema.Number,
+          keys: Schema.Array(Schema.String),
+          queues: Schema.Array(Schema.String)
+        }),
+        Result: MessageRow,
+        execute: ({ claimId, limit, keys, queues }) =>
+          sql`
+            WITH free AS (
+              SELECT id, not_before FROM queue.messages
+              WHERE state = 'queued' AND not_before <= now() AND flow_key IS NULL AND queue_name IS NULL
               ORDER BY not_before
               LIMIT ${limit}
               FOR UPDATE SKIP LOCKED
+            ),
+            keys AS (
+              SELECT f.key, f.parallelism, f.rate, f.period_ms FROM queue.flow_control f
+              WHERE f.key = ANY(${keys}::text[])
+            ),
+            fifo AS (
+              SELECT q.name, q.parallelism FROM queue.queues q WHERE q.name = ANY(${queues}::text[])
+            ),
+            room AS (
+              SELECT k.key, LEAST(
+                COALESCE(k.parallelism - (SELECT count(*) FROM queue.messages m
+                  WHERE m.flow_key = k.key AND m.state = 'queued' AND m.claim_id IS NOT NULL AND m.not_before > now()), ${limit}),
+                COALESCE(k.rate - (SELECT count(*) FROM queue.flow_starts s
+                  WHERE s.key = k.key AND s.started_at > now() - k.period_ms * interval '1 millisecond'), ${limit})
+              ) AS room
+              FROM keys k
+            ),
+            heads AS (
+              SELECT w.id FROM fifo q CROSS JOIN LATERAL (
+                SELECT m.id, m.not_before FROM queue.messages m
+                WHERE m.queue_name = q.name AND m.state = 'queued' ORDER BY m.seq LIMIT q.parallelism) w
+              WHERE w.not_before <= now()
+            ),
+            controlled AS (
+              SELECT m.id, m.not_before, m.flow_key, m.seq FROM queue.messages m
+              WHERE m.flow_key IN (SELECT key FROM keys) AND m.state = 'queued' AND m.not_before <= now()
+                AND (m.queue_name IS NULL OR m.id IN (SELECT id FROM heads))
+              UNION ALL
+              SELECT m.id, m.not_before, m.flow_key, m.seq FROM queue.messages m
+              WHERE m.id IN (SELECT id FROM heads) AND m.flow_key IS NULL
+            ),
+            ranked AS (
+              SELECT c.id, c.not_before, c.flow_key,
+                row_number() OVER (PARTITION BY c.flow_key ORDER BY c.not_before, c.seq) AS n
+              FROM controlled c
+            ),
+            chosen AS (
+              SELECT r.id, r.not_before FROM ranked r LEFT JOIN room ON room.key = r.flow_key
+              WHERE r.flow_key IS NULL OR r.n <= room.room
+              ORDER BY r.n, r.not_before
+              LIMIT ${limit}
+            ),
+            picked AS (
+              SELECT id FROM (SELECT id, not_before FROM free UNION ALL SELECT id, not_before FROM chosen) a
+              ORDER BY not_before
+              LIMIT ${limit}
+            ),
+            claimed AS (
+              UPDATE queue.messages m
+              SET claim_id = ${claimId}::uuid,
+                  not_before = now() + (m.timeout_ms + ${leaseMarginMs}::int4) * interval '1 millisecond'
+              FROM picked WHERE m.id = picked.id AND m.state = 'queued'
+              RETURNING m.*
+            ),
+            started AS (
+              INSERT INTO queue.flow_starts (key, started_at)
+              SELECT c.flow_key, now() FROM claimed c JOIN keys k ON k.key = c.flow_key WHERE k.rate IS NOT NULL
+            ),
+            pruned AS (
+              DELETE FROM queue.flow_starts s USING keys k
+              WHERE s.key = k.key AND s.started_at <= now() - k.period_ms * interval '1 millisecond'
             )
-            UPDATE queue.messages m
-            SET claim_id = ${claimId}::uuid,
-                not_before = now() + (m.timeout_ms + ${leaseMarginMs}::int4) * interval '1 millisecond'
-            FROM due WHERE m.id = due.id
-            RETURNING m.*`
+            SELECT * FROM claimed`
       })
 
       const claim = (limit: number) =>
         Effect.suspend(() => {
           const claimId = Crypto.randomUUID()
-          return Effect.map(claimRows({ claimId, limit }), (rows) => rows.map((row) => toClaimed(toStoredMessage(row), claimId)))
+          return sql.withTransaction(Effect.gen(function*() {
+            const [locked] = yield* lockControlled(undefined)
+            const rows = yield* claimRows({ claimId, limit, keys: locked?.keys ?? [], queues: locked?.queues ?? [] })
+            return rows.map((row) => toClaimed(toStoredMessage(row), claimId))
+          }))
         })
 
       const dueRow = SqlSchema.findAll({
         Request: Schema.Void,
         Result: Schema.Struct({ due: Schema.NullOr(Schema.Date), now: Schema.Date }),
         execute: () =>
-          sql`SELECT (SELECT min(not_before) FROM queue.messages WHERE state = 'queued') AS due, now() AS now`
+          // Messages under flow control or in a queue may wait on their limits: looked at again every
+          // CONTROLLED_POLL_MS while any waits (a worker finishing one claims again at once).
+          sql`
+            SELECT LEAST(
+              (SELECT min(not_before) FROM queue.messages WHERE state = 'queued' AND flow_key IS NULL AND queue_name IS NULL),
+              (SELECT GREATEST(min(m.not_before), now() + ${CONTROLLED_POLL_MS}::int4 * interval '1 millisecond')
+                FROM queue.messages m
+                WHERE m.state = 'queued' AND (m.flow_key IS NOT NULL OR m.queue_name IS NOT NULL)
+                  AND NOT EXISTS (SELECT 1 FROM queue.flow_control f WHERE f.key = m.flow_key AND f.paused)
+                  AND NOT EXISTS (SELECT 1 FROM queue.queues q WHERE q.name = m.queue_name AND q.paused)
+                HAVING count(*) > 0)
+            ) AS due, now() AS now`
       })
       const nextDue = Effect.map(dueRow(undefined), ([row]) =>
         row === undefined || row.due === null

@@ -10,7 +10,7 @@ import { QueueConfig } from "../QueueConfig.ts"
 import { atNow, insertMessages, MemoryTables, type Tables } from "./MemoryTables.ts"
 import type { MessagesShape } from "./Messages.ts"
 import type { Claim, StoredMessage } from "./Model.ts"
-import { isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
+import { CONTROLLED_POLL_MS, isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
 
 /** The message of `claim` when it is still queued under that claim (the guard of every completion). */
 const claimed = (tables: Tables, claim: Claim): StoredMessage | undefined => {
@@ -20,6 +20,55 @@ const claimed = (tables: Tables, claim: Claim): StoredMessage | undefined => {
 
 const update = (tables: Tables, message: StoredMessage, change: Partial<StoredMessage>) =>
   void tables.messages.set(message.id, { ...message, ...change })
+
+const byDue = (a: StoredMessage, b: StoredMessage) => a.notBefore.getTime() - b.notBefore.getTime() || Number(a.seq - b.seq)
+
+/**
+ * Messages.ts's claim statement on the tables: due messages under neither flow control nor a queue,
+ * plus those a key's room (parallelism minus unexpired claims, rate minus starts in the period) and
+ * a queue's head (its first `parallelism` queued messages) allow, round-robin over keys.
+ */
+const claimable = (tables: Tables, now: number, limit: number): Array<StoredMessage> => {
+  const queued = [...tables.messages.values()].filter((message) => message.state === "queued")
+  const due = (message: StoredMessage) => message.notBefore.getTime() <= now
+  const free = queued
+    .filter((message) => due(message) && message.flowKey === null && message.queueName === null)
+    .sort(byDue)
+    .slice(0, limit)
+  const room = new Map<string, number>()
+  for (const flow of tables.flowControl.values()) {
+    if (flow.paused) continue
+    const inFlight = queued.filter((m) => m.flowKey === flow.key && m.claimId !== null && m.notBefore.getTime() > now).length
+    const started = tables.flowStarts.filter((s) => s.key === flow.key && s.at > now - flow.periodMs).length
+    room.set(
+      flow.key,
+      Math.min(flow.parallelism === null ? limit : flow.parallelism - inFlight, flow.rate === null ? limit : flow.rate - started)
+    )
+  }
+  const heads = new Set<string>()
+  for (const queue of tables.queues.values()) {
+    if (queue.paused) continue
+    const window = queued.filter((m) => m.queueName === queue.name).sort((a, b) => Number(a.seq - b.seq)).slice(0, queue.parallelism)
+    for (const message of window) heads.add(message.id)
+  }
+  const rank = new Map<string | null, number>()
+  const chosen = queued
+    .filter((m) =>
+      due(m) && (m.flowKey !== null || m.queueName !== null) && (m.flowKey === null || room.has(m.flowKey)) &&
+      (m.queueName === null || heads.has(m.id))
+    )
+    .sort(byDue)
+    .map((message) => {
+      const n = (rank.get(message.flowKey) ?? 0) + 1
+      rank.set(message.flowKey, n)
+      return { message, n }
+    })
+    .filter(({ message, n }) => message.flowKey === null || n <= room.get(message.flowKey)!)
+    .sort((a, b) => a.n - b.n || byDue(a.message, b.message))
+    .slice(0, limit)
+    .map(({ message }) => message)
+  return [...free, ...chosen]
+}
 
 export const makeMessagesMemory = Effect.gen(function*() {
   const tables = yield* MemoryTables
@@ -42,12 +91,16 @@ export const makeMessagesMemory = Effect.gen(function*() {
     claim: (limit) =>
       atNow(tables, (now) => {
         const claimId = Crypto.randomUUID()
-        const due = [...tables.messages.values()]
-          .filter((message) => message.state === "queued" && message.notBefore.getTime() <= now)
+        const picked = [...claimable(tables, now, limit)]
           .sort((a, b) => a.notBefore.getTime() - b.notBefore.getTime())
           .slice(0, limit)
-        return due.map((message) => {
+        tables.flowStarts = tables.flowStarts.filter((start) =>
+          start.at > now - (tables.flowControl.get(start.key)?.periodMs ?? 0)
+        )
+        return picked.map((message) => {
           update(tables, message, { claimId, notBefore: new Date(now + message.timeoutMs + leaseMarginMs) })
+          const flow = message.flowKey === null ? undefined : tables.flowControl.get(message.flowKey)
+          if (flow !== undefined && flow.rate !== null) tables.flowStarts.push({ key: flow.key, at: now })
           return toClaimed(message, claimId)
         })
       }),
@@ -55,9 +108,14 @@ export const makeMessagesMemory = Effect.gen(function*() {
     nextDue: atNow(tables, (now) => {
       let earliest: number | undefined
       for (const message of tables.messages.values()) {
-        if (message.state === "queued" && (earliest === undefined || message.notBefore.getTime() < earliest)) {
-          earliest = message.notBefore.getTime()
+        if (message.state !== "queued") continue
+        let at = message.notBefore.getTime()
+        if (message.flowKey !== null || message.queueName !== null) {
+          if (message.flowKey !== null && tables.flowControl.get(message.flowKey)?.paused === true) continue
+          if (message.queueName !== null && tables.queues.get(message.queueName)?.paused === true) continue
+          at = Math.max(at, now + CONTROLLED_POLL_MS)
         }
+        if (earliest === undefined || at < earliest) earliest = at
       }
       return earliest === undefined ? Option.none<number>() : Option.some(Math.max(0, earliest - now))
     }),

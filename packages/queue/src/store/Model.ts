@@ -6,7 +6,10 @@
  */
 import type { CallbackSettings, DlqMessage, Message, MessageState, PublishedMessage } from "@svc/schema"
 import { Data } from "effect"
-import type { DeliverySettings } from "../Publish.ts"
+import type { DeliverySettings, FlowControlSettings } from "../Publish.ts"
+
+/** How often idle workers look again at messages waiting on flow control or a queue (ms). */
+export const CONTROLLED_POLL_MS = 50
 
 export type MessageKind = "message" | "callback" | "failure_callback"
 
@@ -31,6 +34,8 @@ export interface ClaimedMessage extends
     | "scheduledAt"
     | "createdAt"
     | "scheduleId"
+    | "flowKey"
+    | "queueName"
   >
 {
   readonly claimId: string
@@ -51,6 +56,10 @@ export interface NewMessage {
   readonly sourceMessageId?: string | undefined
   /** The schedule whose fire produced the message (store/Schedules.ts). */
   readonly scheduleId?: string | undefined
+  /** Flow control: the key whose limits the message shares (see FlowControl.ts). */
+  readonly flowControl?: FlowControlSettings | undefined
+  /** The FIFO queue the message goes to (created with parallelism 1 when new; see Queues.ts). */
+  readonly queueName?: string | undefined
 }
 
 export interface DeliveredResult {
@@ -121,6 +130,10 @@ export interface StoredMessage {
   readonly dedupId: string | null
   readonly sourceMessageId: string | null
   readonly scheduleId: string | null
+  readonly flowKey: string | null
+  readonly queueName: string | null
+  /** Publish order (a FIFO queue delivers by it). */
+  readonly seq: bigint
 }
 
 /** A DLQ entry as stored (the columns of `queue.dlq`, decoded). */
@@ -237,5 +250,7 @@ export const toClaimed = (row: StoredMessage, claimId: string): ClaimedMessage =
   callerIp: row.callerIp,
   scheduledAt: row.scheduledAt,
   createdAt: row.createdAt,
-  scheduleId: row.scheduleId
+  scheduleId: row.scheduleId,
+  flowKey: row.flowKey,
+  queueName: row.queueName
 })

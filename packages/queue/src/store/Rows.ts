@@ -35,7 +35,10 @@ export const MessageRow = Schema.Struct({
   caller_ip: NullOr(Schema.String),
   dedup_id: NullOr(Schema.String),
   source_message_id: NullOr(Schema.String),
-  schedule_id: NullOr(Schema.String)
+  schedule_id: NullOr(Schema.String),
+  flow_key: NullOr(Schema.String),
+  queue_name: NullOr(Schema.String),
+  seq: Schema.BigInt
 })
 
 export const toStoredMessage = (row: typeof MessageRow.Type): StoredMessage => ({
@@ -63,7 +66,10 @@ export const toStoredMessage = (row: typeof MessageRow.Type): StoredMessage => (
   callerIp: row.caller_ip,
   dedupId: row.dedup_id,
   sourceMessageId: row.source_message_id,
-  scheduleId: row.schedule_id
+  scheduleId: row.schedule_id,
+  flowKey: row.flow_key,
+  queueName: row.queue_name,
+  seq: row.seq
 })
 
 /** A message with whether its claim is unexpired and its DLQ entry's id (`GET /v2/messages/<id>`). */

@@ -5,18 +5,22 @@
 import { Layer } from "effect"
 import { Dlq } from "./Dlq.ts"
 import { Enqueue } from "./Enqueue.ts"
+import { FlowControls } from "./FlowControl.ts"
 import { Groups } from "./Groups.ts"
 import { MemoryTables } from "./MemoryTables.ts"
 import { Messages } from "./Messages.ts"
+import { Queues } from "./Queues.ts"
 import { Schedules } from "./Schedules.ts"
 import { SigningKeys } from "./SigningKeys.ts"
 
 export const layer = Layer.mergeAll(
-  Layer.mergeAll(Messages.layerNoDeps, Dlq.layerNoDeps, Schedules.layerNoDeps).pipe(Layer.provide(Enqueue.layer)),
+  Layer.mergeAll(Messages.layerNoDeps, Dlq.layerNoDeps, Schedules.layerNoDeps, FlowControls.layerNoDeps, Queues.layerNoDeps).pipe(
+    Layer.provide(Enqueue.layer)
+  ),
   Groups.layer,
   SigningKeys.layer
 )
 
-export const layerMemory = Layer.mergeAll(Messages.layerMemory, Dlq.layerMemory, Groups.layerMemory, SigningKeys.layerMemory, Schedules.layerMemory).pipe(
+export const layerMemory = Layer.mergeAll(Messages.layerMemory, Dlq.layerMemory, Groups.layerMemory, SigningKeys.layerMemory, Schedules.layerMemory, FlowControls.layerMemory, Queues.layerMemory).pipe(
   Layer.provide(MemoryTables.layer)
 )

@@ -1,0 +1,139 @@
+/**
+ * Flow-control keys (`queue.flow_control`, `queue.flow_starts`): what `GET /v2/flow-control` shows
+ * of each key (its limits, waiting and in-flight messages, starts in the current period, paused) and
+ * pausing. A key's row is written by the publishes that name it (`Enqueue.ts`, with the rule for
+ * differing limits) and enforced by the claim (`Messages.ts`), which holds the row's lock.
+ *
+ * `layer` is Postgres; `layerMemory` keeps the same tables in memory (`MemoryTables`) for tests.
+ */
+import { atDatabaseBoundary } from "@svc/platform"
+import { PgClient } from "@effect/sql-pg"
+import type { FlowControl } from "@svc/schema"
+import { FlowControlNotFound } from "@svc/schema"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlSchema } from "effect/sql"
+import { Enqueue } from "./Enqueue.ts"
+import { atNow, MemoryTables, type Tables } from "./MemoryTables.ts"
+
+const FlowControlRow = Schema.Struct({
+  key: Schema.String,
+  parallelism: Schema.NullOr(Schema.Number),
+  rate: Schema.NullOr(Schema.Number),
+  period_ms: Schema.Number,
+  paused: Schema.Boolean,
+  waiting: Schema.Number,
+  in_flight: Schema.Number,
+  started: Schema.Number
+})
+
+const toFlowControl = (row: typeof FlowControlRow.Type): FlowControl => ({
+  flowControlKey: row.key,
+  ...(row.parallelism === null ? {} : { parallelism: row.parallelism }),
+  ...(row.rate === null ? {} : { rate: row.rate }),
+  periodMs: row.period_ms,
+  waiting: row.waiting,
+  inFlight: row.in_flight,
+  startedInPeriod: row.started,
+  paused: row.paused
+})
+
+export class FlowControls extends Context.Service<FlowControls, {
+  /** Every key, by key. */
+  readonly list: Effect.Effect<ReadonlyArray<FlowControl>>
+  readonly get: (key: string) => Effect.Effect<FlowControl, FlowControlNotFound>
+  /** A paused key's messages wait (deliveries in flight finish); resuming wakes the workers. */
+  readonly setPaused: (key: string, paused: boolean) => Effect.Effect<FlowControl, FlowControlNotFound>
+}>()("@svc/queue/store/FlowControl") {
+  /** Postgres, with `Enqueue` (the wake-up) given by the caller. */
+  static readonly layerNoDeps = Layer.effect(
+    FlowControls,
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const { wake } = yield* Enqueue
+
+      const select = SqlSchema.findAll({
+        Request: Schema.NullOr(Schema.String),
+        Result: FlowControlRow,
+        execute: (key) =>
+          sql`
+            SELECT f.key, f.parallelism, f.rate, f.period_ms, f.paused,
+              c.waiting, c.in_flight,
+              (SELECT count(*) FROM queue.flow_starts s
+                WHERE s.key = f.key AND s.started_at > now() - f.period_ms * interval '1 millisecond')::int4 AS started
+            FROM queue.flow_control f
+            CROSS JOIN LATERAL (
+              SELECT
+                count(*) FILTER (WHERE NOT (m.claim_id IS NOT NULL AND m.not_before > now()))::int4 AS waiting,
+                count(*) FILTER (WHERE m.claim_id IS NOT NULL AND m.not_before > now())::int4 AS in_flight
+              FROM queue.messages m WHERE m.flow_key = f.key AND m.state = 'queued') c
+            WHERE (${key}::text IS NULL OR f.key = ${key}::text)
+            ORDER BY f.key`
+      })
+
+      const get = (key: string) =>
+        Effect.flatMap(select(key), ([row]) =>
+          row === undefined ? Effect.fail(new FlowControlNotFound({ flowControlKey: key })) : Effect.succeed(toFlowControl(row)))
+
+      const setPaused = (key: string, paused: boolean) =>
+        Effect.gen(function*() {
+          yield* sql`UPDATE queue.flow_control SET paused = ${paused}, updated_at = now() WHERE key = ${key}`
+          const flow = yield* get(key)
+          if (!paused) yield* wake
+          return flow
+        })
+
+      return FlowControls.of({
+        list: atDatabaseBoundary(Effect.map(select(null), (rows) => rows.map(toFlowControl))),
+        get: (key) => atDatabaseBoundary(get(key)),
+        setPaused: (key, paused) => atDatabaseBoundary(setPaused(key, paused))
+      })
+    })
+  )
+
+  /** Postgres; needs `PgClient`. */
+  static readonly layer = FlowControls.layerNoDeps.pipe(Layer.provide(Enqueue.layer))
+
+  /** In memory, on the shared `MemoryTables` (tests only). */
+  static readonly layerMemory = Layer.effect(
+    FlowControls,
+    Effect.gen(function*() {
+      const tables = yield* MemoryTables
+      const view = (tables: Tables, now: number, key: string): FlowControl | undefined => {
+        const flow = tables.flowControl.get(key)
+        if (flow === undefined) return undefined
+        let waiting = 0
+        let inFlight = 0
+        for (const message of tables.messages.values()) {
+          if (message.flowKey !== key || message.state !== "queued") continue
+          if (message.claimId !== null && message.notBefore.getTime() > now) inFlight++
+          else waiting++
+        }
+        return toFlowControl({
+          key,
+          parallelism: flow.parallelism,
+          rate: flow.rate,
+          period_ms: flow.periodMs,
+          paused: flow.paused,
+          waiting,
+          in_flight: inFlight,
+          started: tables.flowStarts.filter((start) => start.key === key && start.at > now - flow.periodMs).length
+        })
+      }
+      const get = (key: string) =>
+        Effect.flatMap(atNow(tables, (now) => view(tables, now, key)), (flow) =>
+          flow === undefined ? Effect.fail(new FlowControlNotFound({ flowControlKey: key })) : Effect.succeed(flow))
+      return FlowControls.of({
+        list: atNow(tables, (now) => [...tables.flowControl.keys()].sort().map((key) => view(tables, now, key)!)),
+        get,
+        setPaused: (key, paused) =>
+          Effect.andThen(
+            Effect.sync(() => {
+              const flow = tables.flowControl.get(key)
+              if (flow !== undefined) tables.flowControl.set(key, { ...flow, paused })
+            }),
+            get(key)
+          )
+      })
+    })
+  )
+}
