@@ -1,6 +1,7 @@
 /**
  * Issue 19's sources: websites (and llms.txt) and OpenAPI documents are source kinds of their own
- * (`website`, `openapi`), for libraries and for a key's team settings (`--sources website`).
+ * (`website`, `openapi`), for libraries and for a key's team settings (`--sources website`); a
+ * library's rules for agents from its `svc.json` (a JSON array of strings).
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -15,4 +16,5 @@ export default Effect.gen(function*() {
   yield* sql`
     ALTER TABLE api_keys ADD CONSTRAINT api_keys_sources_check
     CHECK (sources <@ ARRAY['folder', 'npm', 'git', 'website', 'openapi']::text[])`
+  yield* sql`ALTER TABLE libraries ADD COLUMN rules jsonb NOT NULL DEFAULT '[]'::jsonb`
 })

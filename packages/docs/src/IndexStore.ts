@@ -25,6 +25,8 @@ export interface LibraryListing {
   readonly title: string
   readonly source: string
   readonly defaultVersion: string
+  /** Rules for agents from the library's `svc.json` (sources/RepoConfig.ts); empty without one. */
+  readonly rules?: ReadonlyArray<string> | undefined
   readonly versions: ReadonlyArray<{
     readonly version: string
     readonly state: string
@@ -62,7 +64,8 @@ const ListedLibrary = Schema.Struct({
   id: Schema.String,
   title: Schema.String,
   source_location: Schema.String,
-  default_version: Schema.String
+  default_version: Schema.String,
+  rules: Schema.Array(Schema.String)
 })
 const ListedVersion = Schema.Struct({
   library_id: Schema.String,
@@ -125,12 +128,12 @@ export class IndexStore extends Context.Service<IndexStore, {
         const { makeDefault, trust } = options
         const version = yield* SqlSchema.findOne({ Request: Schema.Void, Result: IdRow, execute: () => sql`
           WITH library AS (
-            INSERT INTO docs.libraries (id, title, description, source_kind, source_location, default_version, trust_score)
+            INSERT INTO docs.libraries (id, title, description, source_kind, source_location, default_version, trust_score, rules)
             VALUES (${source.libraryId}, ${source.title}, ${source.description}, ${source.kind}, ${source.location}, ${source.version},
-              ${trust ?? DEFAULT_TRUST_SCORE})
+              ${trust ?? DEFAULT_TRUST_SCORE}, ${JSON.stringify(source.rules ?? [])}::jsonb)
             ON CONFLICT (id) DO UPDATE SET
               title = excluded.title, description = excluded.description, source_kind = excluded.source_kind,
-              source_location = excluded.source_location, updated_at = now()
+              source_location = excluded.source_location, rules = excluded.rules, updated_at = now()
               ${makeDefault ? sql`, default_version = excluded.default_version` : sql``}
               ${trust === undefined ? sql`` : sql`, trust_score = excluded.trust_score`}
             RETURNING id
@@ -285,7 +288,7 @@ export class IndexStore extends Context.Service<IndexStore, {
         const libraries = yield* SqlSchema.findAll({
           Request: Schema.Void,
           Result: ListedLibrary,
-          execute: () => sql`SELECT id, title, source_location, default_version FROM docs.libraries ORDER BY id`
+          execute: () => sql`SELECT id, title, source_location, default_version, rules FROM docs.libraries ORDER BY id`
         })()
         const versions = yield* SqlSchema.findAll({
           Request: Schema.Void,
@@ -299,6 +302,7 @@ export class IndexStore extends Context.Service<IndexStore, {
           title: library.title,
           source: library.source_location,
           defaultVersion: library.default_version,
+          rules: library.rules,
           versions: versions.filter((version) => version.library_id === library.id).map((version) => ({
             version: version.version,
             state: version.state,
@@ -362,7 +366,8 @@ export class IndexStore extends Context.Service<IndexStore, {
           kind: source.kind,
           location: source.location,
           defaultVersion: existing === undefined || options.makeDefault ? source.version : existing.defaultVersion,
-          trustScore: options.trust ?? existing?.trustScore ?? DEFAULT_TRUST_SCORE
+          trustScore: options.trust ?? existing?.trustScore ?? DEFAULT_TRUST_SCORE,
+          rules: source.rules ?? []
         })
         const version = state.versions.find((v) => v.libraryId === source.libraryId && v.version === source.version)
         if (version !== undefined) {
@@ -465,6 +470,7 @@ export class IndexStore extends Context.Service<IndexStore, {
           title: found.title,
           source: found.location,
           defaultVersion: found.defaultVersion,
+          rules: found.rules ?? [],
           versions: state.versions.filter((v) => v.libraryId === found.id).map((v) => ({
             version: v.version,
             state: v.state,

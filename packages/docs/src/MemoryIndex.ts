@@ -16,6 +16,8 @@ export interface MemoryLibrary {
   readonly location: string
   readonly defaultVersion: string
   readonly trustScore: number
+  /** Rules for agents from `svc.json`. */
+  readonly rules?: ReadonlyArray<string> | undefined
 }
 
 export interface MemoryVersion {

@@ -4,10 +4,12 @@
  *
  * Read: `.md`, `.mdx`, `.markdown`, `.rst`, `.txt`. Skipped: `node_modules`, `.git` and every hidden
  * folder, `dist`, `build`, `coverage`; files over 1 MB; licence, changelog, notice and code-of-conduct
- * files. The root README comes first (it opens a version's snippets).
+ * files. The root README comes first (it opens a version's snippets). A `svc.json` at the root narrows
+ * the files to its `folders` and leaves out its `exclude` (RepoConfig.ts).
  */
 import { Effect, FileSystem, Path } from "effect"
 import { formatOf, type Snippet, split } from "../Splitter.ts"
+import { isUnder } from "./RepoConfig.ts"
 import { IndexFailed, type ResolvedSource } from "./Source.ts"
 
 /** Files bigger than this are generated or vendored, not documentation. */
@@ -62,7 +64,11 @@ export const make = Effect.gen(function*() {
     source: ResolvedSource,
     onFile?: ((file: FileRead) => Effect.Effect<void>) | undefined
   ) {
-    const files = yield* listFiles(source.root)
+    // `svc.json`'s folders and exclusions (RepoConfig.ts)
+    const files = (yield* listFiles(source.root)).filter((file) =>
+      (source.include === undefined || source.include.some((entry) => isUnder(file, entry))) &&
+      !(source.exclude ?? []).some((entry) => isUnder(file, entry))
+    )
     const snippets: Array<Snippet> = []
     let filesRead = 0
     for (const file of files) {

@@ -43,6 +43,12 @@ export interface ResolvedSource {
    * folder's documents; `root` is then only where they came from.
    */
   readonly snippets?: ReadonlyArray<Snippet> | undefined
+  /** From the root's `svc.json` (RepoConfig.ts): only these folders or files are read. */
+  readonly include?: ReadonlyArray<string> | undefined
+  /** From `svc.json`: folders or files never read. */
+  readonly exclude?: ReadonlyArray<string> | undefined
+  /** From `svc.json`: rules for agents using the library, stored with it. */
+  readonly rules?: ReadonlyArray<string> | undefined
 }
 
 /** What the operator chose instead of what the source says. */

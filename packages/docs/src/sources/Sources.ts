@@ -5,7 +5,7 @@
  * documents into snippets (Documents.ts). Nothing here touches the index.
  */
 import { NodeServices } from "@effect/platform-node"
-import { Context, Effect, Layer, type Scope } from "effect"
+import { Context, Effect, FileSystem, Layer, Option, Path, type Scope } from "effect"
 import type { Snippet } from "../Splitter.ts"
 import * as Documents from "./Documents.ts"
 import * as Folder from "./Folder.ts"
@@ -13,8 +13,9 @@ import * as Git from "./Git.ts"
 import * as Npm from "./Npm.ts"
 import * as OpenApi from "./OpenApi.ts"
 import * as Roots from "./Roots.ts"
-import * as Website from "./Website.ts"
+import { readRepoConfig } from "./RepoConfig.ts"
 import type { IndexFailed, ResolvedSource, Source, SourceOptions } from "./Source.ts"
+import * as Website from "./Website.ts"
 
 export interface ResolveOptions extends SourceOptions {
   /**
@@ -39,6 +40,7 @@ export class Sources extends Context.Service<Sources, {
   static readonly layerNoDeps = Layer.effect(
     Sources,
     Effect.gen(function*() {
+      const files = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
       const confine = yield* Roots.make
       // An OpenAPI document (a .json/.yaml URL or file) first; a website before git: an http(s) URL
       // is a git source only when it names a repository (Website.ts).
@@ -46,13 +48,34 @@ export class Sources extends Context.Service<Sources, {
       const folder = yield* Folder.make
       const read = yield* Documents.make
 
+      /**
+       * A folder, package or repository as its `svc.json` describes it (RepoConfig.ts): its title and
+       * description unless the operator gave them, the folders read and excluded, the rules.
+       */
+      const configured = Effect.fnUntraced(function*(resolved: ResolvedSource, options: ResolveOptions) {
+        if (resolved.kind !== "folder" && resolved.kind !== "npm" && resolved.kind !== "git") return resolved
+        const config = yield* readRepoConfig(resolved.root, resolved.location)
+        if (Option.isNone(config)) return resolved
+        // `--title` / `--description`, where the operator's options have them, win over the file
+        const chosen = options as ResolveOptions & { readonly title?: string | undefined; readonly description?: string | undefined }
+        const { description, exclude, folders, rules, title } = config.value
+        return {
+          ...resolved,
+          ...(title === undefined || chosen.title !== undefined ? {} : { title }),
+          ...(description === undefined || chosen.description !== undefined ? {} : { description }),
+          ...(folders === undefined ? {} : { include: folders }),
+          ...(exclude === undefined ? {} : { exclude }),
+          ...(rules === undefined ? {} : { rules })
+        }
+      }, Effect.provide(files))
+
       const resolve = Effect.fnUntraced(function*(source: string, options: ResolveOptions = {}) {
         const trimmed = options.roots === undefined ? source.trim() : yield* confine(source.trim(), options.roots)
         for (const kind of recognised) {
           const resolved = yield* kind.resolve(trimmed, options)
-          if (resolved !== undefined) return resolved
+          if (resolved !== undefined) return yield* configured(resolved, options)
         }
-        return yield* folder.resolve(trimmed, options)
+        return yield* configured(yield* folder.resolve(trimmed, options), options)
       })
 
       return Sources.of({
