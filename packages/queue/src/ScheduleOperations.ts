@@ -82,9 +82,12 @@ export const createSchedule = Effect.fnUntraced(function*<E, R>(request: Schedul
       return yield* invalid([{ in: "path", parameter: "destination", problem: `the queue holds ${MAX_SCHEDULES} schedules, its most` }])
     }
   }
+  // The configuration and the content type; every other request header only when the schedule forwards them.
+  const forwardAll = configValue(request, "svc-header-forward")?.value.trim().toLowerCase() === "true"
   const headers: Record<string, string> = {}
   for (const [name, raw] of Object.entries(request.headers)) {
     if (raw === undefined || NOT_STORED.has(name)) continue
+    if (!forwardAll && !name.startsWith("svc-") && name !== "content-type") continue
     headers[name] = typeof raw === "string" ? raw : raw.join(", ")
   }
   for (const [name, value] of request.query ?? []) {

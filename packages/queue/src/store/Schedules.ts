@@ -206,7 +206,7 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
         sql.withTransaction(Effect.gen(function*() {
           const held = yield* sql`
             SELECT id FROM queue.schedules
-            WHERE id = ${fire.id} AND NOT paused AND next_tick = ${at(fire.tick)}
+            WHERE id = ${fire.id} AND NOT paused AND date_trunc('milliseconds', next_tick) = ${at(fire.tick)}
             FOR UPDATE SKIP LOCKED`
           if (held.length === 0) return { ids: Option.none<ReadonlyArray<string>>(), due: false }
           const fresh = yield* sql`
