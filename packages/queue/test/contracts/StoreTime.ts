@@ -30,6 +30,7 @@ export class StoreTime extends Context.Service<StoreTime, {
               created_at = created_at - ${by}, delivered_at = delivered_at - ${by}`
             yield* sql`UPDATE queue.dlq SET failed_at = failed_at - ${by}`
             yield* sql`UPDATE queue.dedup SET expires_at = expires_at - ${by}`
+            yield* sql`UPDATE queue.flow_starts SET started_at = started_at - ${by}`
           }).pipe(Effect.orDie)
       }))
   )

@@ -1,0 +1,144 @@
+/**
+ * The flow-control contract, written once: `FlowControls` + `Messages` in memory
+ * (test/unit/flowAndFifoStores.test.ts) and on Postgres (test/flowControl.contract.test.ts).
+ *
+ * Covers: a publish creating its key; claims honouring parallelism (unexpired claims) and rate
+ * (starts within the period), keys independent; a dead claim's slot coming back at its expiry;
+ * pause and resume; the rule for differing limits; the key's view; unknown keys.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, type Layer } from "effect"
+import type { FlowControlSettings } from "../../src/Publish.ts"
+import { FlowControls } from "../../src/store/FlowControl.ts"
+import { Messages } from "../../src/store/Messages.ts"
+import { newMessage } from "./fixtures.ts"
+import { LEASE_MARGIN_MS, StoreTime } from "./StoreTime.ts"
+
+type Services = Messages | FlowControls | StoreTime
+
+const flowMessage = (flow: Partial<FlowControlSettings> & { readonly key: string }, body = "m") => ({
+  ...newMessage({ body, timeoutMs: 1000 }),
+  flowControl: { parallelism: undefined, rate: undefined, periodMs: 1000, ...flow }
+})
+
+const advance = (ms: number) => StoreTime.use((time) => time.advance(ms))
+
+export const flowControlContract = (name: string, layer: Layer.Layer<Services, unknown>): void => {
+  const test = (title: string, body: Effect.Effect<void, unknown, Services>) =>
+    it.live(title, () => body.pipe(Effect.provide(layer)))
+
+  describe(`FlowControl contract (${name})`, () => {
+    test(
+      "parallelism: at most n claimed and unexpired at once, keys independent; a finished or expired claim frees its slot",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        yield* messages.publish(Array.from({ length: 5 }, (_, i) => flowMessage({ key: "a", parallelism: 2 }, `a${i}`)), undefined)
+        yield* messages.publish(Array.from({ length: 3 }, (_, i) => flowMessage({ key: "b", parallelism: 1 }, `b${i}`)), undefined)
+        yield* messages.publish([newMessage({ body: "free" })], undefined)
+        const first = yield* messages.claim(100)
+        const byKey = (batch: ReadonlyArray<{ readonly flowKey: string | null }>, key: string | null) =>
+          batch.filter((m) => m.flowKey === key).length
+        assert.strictEqual(byKey(first, "a"), 2)
+        assert.strictEqual(byKey(first, "b"), 1)
+        assert.strictEqual(byKey(first, null), 1)
+        assert.deepStrictEqual(yield* messages.claim(100), [])
+        const view = yield* FlowControls.use((flows) => flows.get("a"))
+        assert.deepStrictEqual(view, {
+          flowControlKey: "a",
+          parallelism: 2,
+          periodMs: 1000,
+          waiting: 3,
+          inFlight: 2,
+          startedInPeriod: 0,
+          paused: false
+        })
+        // One of a's finishes: one more of a's.
+        const done = first.find((m) => m.flowKey === "a")!
+        yield* messages.markDelivered([{ id: done.id, claimId: done.claimId, status: 200 }])
+        const next = yield* messages.claim(100)
+        assert.deepStrictEqual(next.map((m) => m.flowKey), ["a"])
+        // The holders die: their claims expire (timeout + margin) and the slots come back.
+        yield* advance(1000 + LEASE_MARGIN_MS + 100)
+        const after = yield* messages.claim(100)
+        assert.strictEqual(byKey(after, "a"), 2)
+        assert.strictEqual(byKey(after, "b"), 1)
+        // Waiting for a slot never counts as an attempt.
+        for (const message of after) assert.strictEqual(message.retried, 0)
+      })
+    )
+
+    test(
+      "parallelism holds against concurrent claimers",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        yield* messages.publish(Array.from({ length: 20 }, (_, i) => flowMessage({ key: "c", parallelism: 3 }, `c${i}`)), undefined)
+        const claims = yield* Effect.all(Array.from({ length: 8 }, () => messages.claim(5)), { concurrency: "unbounded" })
+        assert.strictEqual(claims.flat().length, 3)
+      })
+    )
+
+    test(
+      "rate: at most n started per period, the period sliding; retries count as starts",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        yield* messages.publish(Array.from({ length: 7 }, (_, i) => flowMessage({ key: "r", rate: 3, periodMs: 1000 }, `r${i}`)), undefined)
+        const first = yield* messages.claim(100)
+        assert.strictEqual(first.length, 3)
+        assert.strictEqual((yield* FlowControls.use((flows) => flows.get("r"))).startedInPeriod, 3)
+        for (const message of first) yield* messages.markDelivered([{ id: message.id, claimId: message.claimId, status: 200 }])
+        assert.deepStrictEqual(yield* messages.claim(100), [], "a fourth start within the period")
+        yield* advance(1001)
+        const second = yield* messages.claim(100)
+        assert.strictEqual(second.length, 3)
+        yield* messages.scheduleRetry(second[0]!, 0, 500, "failed")
+        yield* advance(1001)
+        // The retry and the last message: both are starts of this period.
+        const third = yield* messages.claim(100)
+        assert.strictEqual(third.length, 2)
+      })
+    )
+
+    test(
+      "pause holds a key's due messages (in-flight ones finish); resume releases them",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const flows = yield* FlowControls
+        yield* messages.publish([flowMessage({ key: "p", parallelism: 5 }, "p0"), flowMessage({ key: "p", parallelism: 5 }, "p1")], undefined)
+        assert.strictEqual((yield* flows.setPaused("p", true)).paused, true)
+        assert.deepStrictEqual(yield* messages.claim(100), [])
+        assert.strictEqual((yield* flows.list).find((f) => f.flowControlKey === "p")!.waiting, 2)
+        assert.strictEqual((yield* flows.setPaused("p", false)).paused, false)
+        assert.strictEqual((yield* messages.claim(100)).length, 2)
+      })
+    )
+
+    test(
+      "differing limits: the highest wins while the key has queued messages; once drained, the next publish's",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const flows = yield* FlowControls
+        const limits = Effect.map(flows.get("d"), (f) => [f.parallelism, f.rate, f.periodMs])
+        const [one] = yield* messages.publish([flowMessage({ key: "d", parallelism: 2, rate: 10 })], undefined)
+        const [two] = yield* messages.publish([flowMessage({ key: "d", parallelism: 4, rate: 100, periodMs: 60_000 })], undefined)
+        assert.deepStrictEqual(yield* limits, [4, 10, 1000])
+        const [three] = yield* messages.publish([flowMessage({ key: "d", parallelism: 1 })], undefined)
+        assert.deepStrictEqual(yield* limits, [4, undefined, 1000])
+        for (const published of [one, two, three]) yield* messages.cancel(published!.messageId)
+        yield* messages.publish([flowMessage({ key: "d", rate: 5, periodMs: 2000 })], undefined)
+        assert.deepStrictEqual(yield* limits, [undefined, 5, 2000])
+      })
+    )
+
+    test(
+      "unknown keys are not found; list is by key",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const flows = yield* FlowControls
+        assert.strictEqual((yield* Effect.flip(flows.get("none")))._tag, "FlowControlNotFound")
+        assert.strictEqual((yield* Effect.flip(flows.setPaused("none", true)))._tag, "FlowControlNotFound")
+        yield* messages.publish([flowMessage({ key: "zeta", rate: 1 }), flowMessage({ key: "alpha", parallelism: 1 })], undefined)
+        assert.deepStrictEqual((yield* flows.list).map((f) => f.flowControlKey), ["alpha", "zeta"])
+      })
+    )
+  })
+}
