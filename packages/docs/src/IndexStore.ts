@@ -19,6 +19,7 @@ import { MemoryIndex, type MemoryIndexState, type MemoryVersion } from "./Memory
 import { IdRow, RowId, Timestamp } from "./Rows.ts"
 import type { ErrorCategory, ResolvedSource } from "./sources/Source.ts"
 import type { Snippet } from "./Splitter.ts"
+import { identifierWords } from "./ranking/Identifiers.ts"
 
 export interface LibraryListing {
   readonly id: string
@@ -215,7 +216,9 @@ export class IndexStore extends Context.Service<IndexStore, {
               language: snippet.language,
               body: snippet.body,
               source_path: snippet.sourcePath,
-              tokens: snippet.tokens
+              tokens: snippet.tokens,
+              // ranking: the words of the title's and heading path's identifiers (migration 0004)
+              identifiers: identifierWords(`${snippet.title} ${snippet.headingPath.join(" ")}`)
             }))
             if (Arr.isArrayNonEmpty(rows)) yield* sql`INSERT INTO docs.snippets ${sql.insert(rows)}`
           }

@@ -23,7 +23,7 @@ import type { SqlClient, Statement } from "effect/sql"
 export const K1 = 1.2
 export const B = 0.75
 /** How much one occurrence of a term counts, by field. */
-export const FIELD_WEIGHTS = { title: 4, heading: 2, body: 1, identifier: 1 } as const
+export const FIELD_WEIGHTS = { title: 4, heading: 2, body: 1, identifier: 2 } as const
 export const CODE_BOOST = 1.3
 export const PART_PENALTY = 0.85
 /** The score is multiplied by `coverage ^ COVERAGE_POWER` (coverage: the question's terms found / all). */
