@@ -216,6 +216,7 @@ export class IndexStore extends Context.Service<IndexStore, {
               language: snippet.language,
               body: snippet.body,
               source_path: snippet.sourcePath,
+              source_url: snippet.sourceUrl ?? null,
               tokens: snippet.tokens,
               // ranking: the words of the title's and heading path's identifiers (migration 0004)
               identifiers: identifierWords(`${snippet.title} ${snippet.headingPath.join(" ")}`)

@@ -100,6 +100,7 @@ const SnippetRow = Schema.Struct({
   language: Schema.NullOr(Schema.String),
   body: Schema.String,
   source_path: Schema.String,
+  source_url: Schema.NullOr(Schema.String),
   tokens: Schema.Number,
   ordinal: Schema.Number
 })
@@ -264,7 +265,7 @@ export class Search extends Context.Service<Search, {
         const words = questionWords(options.query, nameWords(id))
         const terms = words.length > 0 ? words : questionWords(options.query)
         const page = options.page ?? 1
-        const columns = sql`s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.tokens, s.ordinal`
+        const columns = sql`s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.source_url, s.tokens, s.ordinal`
         const ranked = SqlSchema.findAll({ Request: Schema.Void, Result: SnippetRow, execute: () => sql`
           SELECT ${columns}
           FROM (${rankedIds(sql, { libraryId: id, version, words: terms.join(" "), tsquery: tsquery!, limit: CANDIDATES * page })}) r
@@ -280,7 +281,12 @@ export class Search extends Context.Service<Search, {
         let rows = tsquery === undefined ? [] : yield* ranked()
         if (rows.length === 0) rows = yield* inOrder()
         const { picked, used } = answerPage(
-          rows.map((row) => ({ ...row, headingPath: row.heading_path, sourcePath: row.source_path })),
+          rows.map(({ source_url, ...row }) => ({
+            ...row,
+            headingPath: row.heading_path,
+            sourcePath: row.source_path,
+            ...(source_url === null ? {} : { sourceUrl: source_url })
+          })),
           budget,
           page
         )
@@ -297,6 +303,7 @@ export class Search extends Context.Service<Search, {
             language: snippet.language,
             content: snippet.body,
             sourcePath: snippet.sourcePath,
+            ...(snippet.sourceUrl === undefined ? {} : { sourceUrl: snippet.sourceUrl }),
             tokens: snippet.tokens
           }))
         } as const
@@ -410,6 +417,7 @@ export class Search extends Context.Service<Search, {
             language: snippet.language,
             content: snippet.body,
             sourcePath: snippet.sourcePath,
+            ...(snippet.sourceUrl === undefined ? {} : { sourceUrl: snippet.sourceUrl }),
             tokens: snippet.tokens
           }))
         } as const

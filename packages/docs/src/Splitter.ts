@@ -31,6 +31,11 @@ export interface Snippet {
   readonly body: string
   /** Relative to the library's root, `/`-separated. */
   readonly sourcePath: string
+  /**
+   * Where an agent can open it, shown on the `Source:` line instead of `sourcePath`: the repository's
+   * page of the file at its line, or a folder's file path (sources/SourceLinks.ts); none: `sourcePath`.
+   */
+  readonly sourceUrl?: string | undefined
   readonly tokens: number
 }
 
@@ -75,11 +80,11 @@ export const formatOf = (filePath: string): Format | undefined => {
 /** Written between snippets in text answers. */
 export const SEPARATOR = "\n\n----------------------------------------\n\n"
 
-type Renderable = Pick<Snippet, "kind" | "title" | "description" | "language" | "body" | "sourcePath">
+type Renderable = Pick<Snippet, "kind" | "title" | "description" | "language" | "body" | "sourcePath" | "sourceUrl">
 
 /** A snippet as the context endpoint's `type=txt` answer shows it. */
 export const render = (snippet: Renderable): string => {
-  const head = `### ${snippet.title}\n\nSource: ${snippet.sourcePath}\n\n`
+  const head = `### ${snippet.title}\n\nSource: ${snippet.sourceUrl ?? snippet.sourcePath}\n\n`
   if (snippet.kind === "prose") return head + snippet.body
   const description = snippet.description === "" ? "" : `${snippet.description}\n\n`
   return `${head}${description}\`\`\`${snippet.language ?? ""}\n${snippet.body}\n\`\`\``

@@ -84,6 +84,11 @@ export const ContextSnippet = Schema.Struct({
   content: Schema.String,
   /** Path of the file it came from, relative to the library's root. */
   sourcePath: Schema.String,
+  /**
+   * Where it can be opened: the repository's page of the file at its line (git sources, npm packages
+   * naming a repository), or the file's path (folders). The text answer's `Source:` line shows it.
+   */
+  sourceUrl: Schema.optionalKey(Schema.String),
   tokens: Schema.Finite
 }).annotate({ identifier: "ContextSnippet" })
 export type ContextSnippet = typeof ContextSnippet.Type
@@ -113,6 +118,9 @@ export type LibraryIndexing = typeof LibraryIndexing.Type
 export const DEFAULT_CONTEXT_TOKENS = 5000
 export const MIN_CONTEXT_TOKENS = 100
 export const MAX_CONTEXT_TOKENS = 50_000
+/** Pages of one context answer (`page`). */
+export const MAX_CONTEXT_PAGE = 10
+export const MAX_TOPIC_LENGTH = 200
 
 export const ContextQuery = {
   libraryId: LibraryIdParam,
@@ -123,7 +131,11 @@ export const ContextQuery = {
   /** Token budget of the answer; default 5,000. */
   tokens: Schema.optional(
     Schema.Int.check(Schema.isBetween({ minimum: MIN_CONTEXT_TOKENS, maximum: MAX_CONTEXT_TOKENS }))
-  )
+  ),
+  /** What to focus on (Context7 v2): its words join the question's; alone, it is the question. */
+  topic: Schema.optional(RequestString({ maxLength: MAX_TOPIC_LENGTH })),
+  /** The n-th budget of snippets past the first (Context7 v2): 1 (default) to 10. */
+  page: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_CONTEXT_PAGE })))
 }
 
 // -----------------------------------------------------------------------------

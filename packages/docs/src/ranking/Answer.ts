@@ -52,7 +52,8 @@ const merge = (parts: ReadonlyArray<Ranked>): Snippet => {
     description: "",
     language: null,
     body: parts.map(asMarkdown).join("\n\n"),
-    sourcePath: first.sourcePath
+    sourcePath: first.sourcePath,
+    ...(first.sourceUrl === undefined ? {} : { sourceUrl: first.sourceUrl })
   }
   return { ...merged, tokens: tokensOf(merged) }
 }

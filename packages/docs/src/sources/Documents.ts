@@ -11,6 +11,7 @@ import { Effect, FileSystem, Path } from "effect"
 import { formatOf, type Snippet, split } from "../Splitter.ts"
 import { isUnder } from "./RepoConfig.ts"
 import { IndexFailed, type ResolvedSource } from "./Source.ts"
+import { withSourceLinks } from "./SourceLinks.ts"
 
 /** Files bigger than this are generated or vendored, not documentation. */
 export const MAX_FILE_BYTES = 1_000_000
@@ -78,7 +79,7 @@ export const make = Effect.gen(function*() {
       const content = yield* fs.readFileString(full).pipe(
         Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot read ${full}: ${error.message}` }))
       )
-      const found = split(content, file)
+      const found = withSourceLinks(split(content, file), content, source.linkBase)
       snippets.push(...found)
       filesRead++
       if (onFile) yield* onFile({ path: file, snippets: found.length, filesRead, totalFiles: files.length })

@@ -11,6 +11,7 @@
  */
 import { Effect, FileSystem, Option, Path } from "effect"
 import { readMarkdown } from "../Splitter.ts"
+import { repositoryBase, repositoryDirectory, repositoryUrl } from "./SourceLinks.ts"
 import {
   checkLibraryId,
   checkVersion,
@@ -119,7 +120,16 @@ export const describePackageFolder = Effect.fnUntraced(function*(
   const pkg = yield* readPackageJson(root)
   const libraryId = yield* checkLibraryId((options.id ?? packageLibraryId(pkg) ?? source.fallbackId).replace(/\/+$/, ""))
   const version = yield* checkVersion(options.version ?? pkg.version ?? "latest")
-  return yield* describedSource(pkg, { kind: source.kind, location: source.location, root, libraryId, version }, options)
+  // npm: the repository at the commit the package was published from (else its version's tag); a folder: its path
+  const repository = repositoryUrl(pkg.repository)
+  const ref = pkg.gitHead ?? (pkg.version === undefined ? undefined : `v${pkg.version}`)
+  const linkBase = source.kind === "folder"
+    ? `${root.replace(/[\\/]+$/, "")}/`
+    : repository === undefined || ref === undefined
+    ? undefined
+    : repositoryBase(repository, ref, repositoryDirectory(pkg.repository))
+  const described = yield* describedSource(pkg, { kind: source.kind, location: source.location, root, libraryId, version }, options)
+  return { ...described, linkBase } satisfies ResolvedSource
 })
 
 /** Any path: the source of last resort (npm and git sources are recognised first). */

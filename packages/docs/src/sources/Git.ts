@@ -9,6 +9,7 @@
 import { Config, Duration, Effect, FileSystem, Path, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { describedSource } from "./Folder.ts"
+import { repositoryBase } from "./SourceLinks.ts"
 import {
   checkLibraryId,
   checkVersion,
@@ -193,16 +194,19 @@ export const make = Effect.gen(function*() {
     if (cloned.exitCode !== 0) {
       return yield* cloneFailed(`git could not clone ${git.location}: ${gitReason(cloned.stderr)}`)
     }
-    if (version !== undefined) return { root: checkout, version }
+    // The commit, for links to the files as they were indexed (SourceLinks.ts).
+    const head = yield* git_(["-C", checkout, "rev-parse", "HEAD"])
+    const commit = head.stdout.trim()
+    if (head.exitCode !== 0 || !/^[0-9a-f]{40,64}$/.test(commit)) {
+      return yield* cloneFailed(`git cloned ${git.location} but cannot read its HEAD: ${gitReason(head.stderr)}`)
+    }
+    if (version !== undefined) return { root: checkout, version, commit }
     // The tag at HEAD (the highest if several name a valid version), else the short commit hash.
     const tags = yield* git_(["-C", checkout, "tag", "--points-at", "HEAD", "--sort=-version:refname"])
     const tag = tags.stdout.split("\n").map((line) => line.trim()).find((line) => line !== "" && VERSION.test(line))
-    if (tag !== undefined) return { root: checkout, version: tag }
-    const head = yield* git_(["-C", checkout, "rev-parse", "--short", "HEAD"])
-    if (head.exitCode !== 0 || head.stdout.trim() === "") {
-      return yield* cloneFailed(`git cloned ${git.location} but cannot read its HEAD: ${gitReason(head.stderr)}`)
-    }
-    return { root: checkout, version: head.stdout.trim() }
+    if (tag !== undefined) return { root: checkout, version: tag, commit }
+    const short = yield* git_(["-C", checkout, "rev-parse", "--short", "HEAD"])
+    return { root: checkout, version: short.stdout.trim() || commit.slice(0, 7), commit }
   })
 
   const resolve = Effect.fnUntraced(function*(source: string, options: SourceOptions) {
@@ -214,12 +218,14 @@ export const make = Effect.gen(function*() {
     }
     yield* checkLibraryId(libraryId)
     if (options.version !== undefined) yield* checkVersion(options.version)
-    const { root, version } = yield* clone(git, options.version)
+    const { commit, root, version } = yield* clone(git, options.version)
     const pkg = yield* readPackageJson(root).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
-    return yield* describedSource(pkg, { kind: "git", location: git.location, root, libraryId, version }, options).pipe(
+    const described = yield* describedSource(pkg, { kind: "git", location: git.location, root, libraryId, version }, options).pipe(
       Effect.provideService(FileSystem.FileSystem, fs),
       Effect.provideService(Path.Path, path)
     )
+    // a repository on a host whose pages are known: its files at the commit cloned (else relative paths)
+    return { ...described, linkBase: repositoryBase(git.shown, commit) }
   })
 
   return { kind: "git", resolve } satisfies Source

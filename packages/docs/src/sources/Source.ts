@@ -39,6 +39,11 @@ export interface ResolvedSource {
   readonly description: string
   readonly version: string
   /**
+   * Where its files can be opened, ending in `/` (sources/SourceLinks.ts): the repository's web page
+   * of the indexed commit (git, npm with a repository), a folder's absolute path; none: relative paths.
+   */
+  readonly linkBase?: string | undefined
+  /**
    * Snippets the source made itself (an OpenAPI document: one per operation), read instead of the
    * folder's documents; `root` is then only where they came from.
    */
@@ -97,7 +102,9 @@ export const PackageJson = Schema.Struct({
   name: Schema.optional(Schema.String),
   version: Schema.optional(Schema.String),
   description: Schema.optional(Schema.String),
-  repository: Schema.optional(Schema.Unknown)
+  repository: Schema.optional(Schema.Unknown),
+  /** The commit a package was published from (npm writes it). */
+  gitHead: Schema.optional(Schema.String)
 })
 export type PackageJson = typeof PackageJson.Type
 
