@@ -1,6 +1,7 @@
 /**
- * A typed client of the queue: `publish` / `publishJSON` (the raw publish route) and, through
- * `api`, every `QueueApi` endpoint (messages, DLQ, URL groups, keys) from the shared definition.
+ * A typed client of the queue: `publish` / `publishJSON` and `schedule` (the raw publish and
+ * schedule-create routes) and, through `api`, every `QueueApi` endpoint (messages, DLQ, URL
+ * groups, keys, schedules) from the shared definition.
  *
  * ```ts
  * const program = Effect.gen(function*() {
@@ -10,8 +11,8 @@
  * }).pipe(Effect.provide(QueueClient.layer({ baseUrl: "http://localhost:8788", token: process.env.QUEUE_TOKEN! })))
  * ```
  */
-import type { PublishResult } from "@svc/schema"
-import { PublishResult as PublishResultSchema, QueueApi, QueueAuth } from "@svc/schema"
+import type { CreatedSchedule, PublishResult } from "@svc/schema"
+import { CreatedSchedule as CreatedScheduleSchema, PublishResult as PublishResultSchema, QueueApi, QueueAuth } from "@svc/schema"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
@@ -42,6 +43,14 @@ export interface PublishOptions {
   readonly forward?: Readonly<Record<string, string>> | undefined
   readonly callback?: CallbackOptions | undefined
   readonly failureCallback?: CallbackOptions | undefined
+  /** `Svc-Flow-Control-Key` / `-Value`: limits shared by every message of `key` (at least one limit). */
+  readonly flowControl?: {
+    readonly key: string
+    readonly parallelism?: number | undefined
+    readonly rate?: number | undefined
+    /** `"1s"` (default), `"10s"`, `"1m"`, ... */
+    readonly period?: string | undefined
+  } | undefined
   /** Any further raw headers (e.g. `Svc-Header-Forward`). */
   readonly headers?: Readonly<Record<string, string>> | undefined
 }
@@ -75,12 +84,33 @@ export const publishHeaders = (options: PublishOptions): Record<string, string> 
     if (callback.delay !== undefined) headers[`${prefix}-Delay`] = callback.delay
     for (const [name, value] of Object.entries(callback.forward ?? {})) headers[`${prefix}-Forward-${name}`] = value
   }
+  if (options.flowControl !== undefined) {
+    const { key, parallelism, rate, period } = options.flowControl
+    headers["Svc-Flow-Control-Key"] = key
+    headers["Svc-Flow-Control-Value"] = [
+      parallelism === undefined ? undefined : `parallelism=${parallelism}`,
+      rate === undefined ? undefined : `rate=${rate}`,
+      period === undefined ? undefined : `period=${period}`
+    ].filter((part) => part !== undefined).join(", ")
+  }
   return { ...headers, ...options.headers }
+}
+
+/** A schedule: a publish (`PublishOptions`, but no deduplication id) made on every tick of `cron`. */
+export interface ScheduleOptions extends Omit<PublishOptions, "deduplicationId"> {
+  /** `Svc-Cron`: 5 fields, optionally prefixed `CRON_TZ=<IANA zone> `. */
+  readonly cron: string
+  /** `Svc-Schedule-Id`: create or replace the schedule with this id. */
+  readonly scheduleId?: string | undefined
 }
 
 export class QueueClient extends Context.Service<QueueClient, {
   readonly publish: (options: PublishOptions) => Effect.Effect<PublishResult, PublishFailed>
+  /** Creates (or with `scheduleId` replaces) a schedule; the rest of the schedule routes are `api.schedules`. */
+  readonly schedule: (options: ScheduleOptions) => Effect.Effect<CreatedSchedule, PublishFailed>
   readonly publishJSON: (options: Omit<PublishOptions, "body" | "contentType"> & { readonly body: unknown }) => Effect.Effect<PublishResult, PublishFailed>
+  /** `POST /v2/enqueue/<queue>/<destination>`: a publish into a FIFO queue; the queue routes are `api.queues`. */
+  readonly enqueue: (queueName: string, options: PublishOptions) => Effect.Effect<PublishResult, PublishFailed>
   readonly api: HttpApiClient.ForApi<typeof QueueApi>
 }>()("@svc/queue/QueueClient") {
   /** A client of the queue at `baseUrl` with `token` (QUEUE_TOKEN); needs an `HttpClient`. */
@@ -93,16 +123,21 @@ export class QueueClient extends Context.Service<QueueClient, {
         Effect.provide(HttpApiMiddleware.layerClient(QueueAuth, ({ next, request }) =>
           next(HttpClientRequest.bearerToken(request, Redacted.value(token)))))
       )
-      const decodeResult = Schema.decodeUnknownEffect(PublishResultSchema)
-      const publish = (publishOptions: PublishOptions) =>
+      /** POST `<route>/<destination>` with the publish headers: the raw routes publish and schedule share. */
+      const send = <A>(
+        route: "/v2/publish/" | "/v2/schedules/" | `/v2/enqueue/${string}/`,
+        publishOptions: PublishOptions,
+        extraHeaders: Record<string, string>,
+        decodeResult: (json: unknown) => Effect.Effect<A, Schema.SchemaError>
+      ) =>
         Effect.gen(function*() {
           const destination = /^https?:\/\//i.test(publishOptions.destination)
             ? publishOptions.destination
             : encodeURIComponent(publishOptions.destination)
           const body = publishOptions.body ?? new Uint8Array()
-          const request = HttpClientRequest.post(`${baseUrl}/v2/publish/${destination}`).pipe(
+          const request = HttpClientRequest.post(`${baseUrl}${route}${destination}`).pipe(
             HttpClientRequest.bearerToken(Redacted.value(token)),
-            HttpClientRequest.setHeaders(publishHeaders(publishOptions)),
+            HttpClientRequest.setHeaders({ ...publishHeaders(publishOptions), ...extraHeaders }),
             HttpClientRequest.setBody(
               typeof body === "string"
                 ? HttpBody.text(body, publishOptions.contentType ?? "text/plain")
@@ -126,8 +161,17 @@ export class QueueClient extends Context.Service<QueueClient, {
               : Effect.fail(new PublishFailed({ status: 0, code: "request_failed", message: `Could not publish: ${String((error as { message?: unknown }).message ?? error)}` }))
           )
         )
+      const publish = (publishOptions: PublishOptions) =>
+        send("/v2/publish/", publishOptions, {}, Schema.decodeUnknownEffect(PublishResultSchema))
       return QueueClient.of({
         publish,
+        schedule: (scheduleOptions) =>
+          send("/v2/schedules/", scheduleOptions, {
+            "Svc-Cron": scheduleOptions.cron,
+            ...(scheduleOptions.scheduleId === undefined ? {} : { "Svc-Schedule-Id": scheduleOptions.scheduleId })
+          }, Schema.decodeUnknownEffect(CreatedScheduleSchema)),
+        enqueue: (queueName, publishOptions) =>
+          send(`/v2/enqueue/${encodeURIComponent(queueName)}/`, publishOptions, {}, Schema.decodeUnknownEffect(PublishResultSchema)),
         publishJSON: (publishOptions) =>
           publish({ ...publishOptions, body: JSON.stringify(publishOptions.body), contentType: "application/json" }),
         api
