@@ -4,7 +4,7 @@
  */
 import { IngestClient } from "@svc/listings"
 import { Database, EmbeddedPostgres, Migrations, ServiceClient } from "@svc/platform"
-import { describeDlq, describeTopic, describeTopicDetails, QueueRpcClient } from "@svc/queue"
+import { describeDlq, describeSchedule, describeScheduleDetails, describeTopic, describeTopicDetails, QueueRpcClient } from "@svc/queue"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { docs } from "./docs.ts"
@@ -320,9 +320,102 @@ const groups = Command.make("groups").pipe(
   Command.withSubcommands([groupsList, groupsGet, groupsAdd, groupsDelete])
 )
 
+const scheduleId = Argument.String("scheduleId").pipe(Argument.withDescription("The id `svc queue schedules list` prints first"))
+
+const schedulesList = Command.make(
+  "list",
+  { json },
+  Effect.fn(function*({ json }) {
+    const list = yield* withQueue((queue) => queue.ListSchedules())
+    if (json) return yield* printJson(list)
+    if (list.schedules.length === 0) return yield* Console.log("No schedules.")
+    yield* Effect.forEach(list.schedules, (schedule) => Console.log(describeSchedule(schedule)), { discard: true })
+  })
+).pipe(Command.withDescription("List schedules, one per line: id, cron, destination, next and last fire"))
+
+const schedulesGet = Command.make(
+  "get",
+  { scheduleId, json },
+  Effect.fn(function*({ json, scheduleId }) {
+    const schedule = yield* withQueue((queue) => queue.GetSchedule({ scheduleId }))
+    if (json) return yield* printJson(schedule)
+    yield* Effect.forEach(describeScheduleDetails(schedule), (line) => Console.log(line), { discard: true })
+  })
+).pipe(Command.withDescription("Show a schedule: its next fire times, last fire and stored headers"))
+
+const schedulesAdd = Command.make(
+  "add",
+  {
+    destination: Argument.String("destination").pipe(Argument.withDescription("A URL or a URL group name")),
+    cron: Argument.String("cron").pipe(Argument.withDescription("5 fields, optionally prefixed CRON_TZ=<zone>, quoted")),
+    body: Flag.String("body").pipe(Flag.withDescription("The body each fire publishes"), Flag.optional),
+    header: Flag.String("header").pipe(
+      Flag.withDescription("A publish header as \"Name: value\" (Svc-Retries, Svc-Callback, Content-Type, ...); repeatable"),
+      Flag.atLeast(0)
+    ),
+    id: Flag.String("id").pipe(Flag.withDescription("Create or replace the schedule with this id"), Flag.optional),
+    json
+  },
+  Effect.fn(function*({ body, cron, destination, header, id, json }) {
+    const headers: Record<string, string> = {}
+    for (const line of header) {
+      const colon = line.indexOf(":")
+      if (colon <= 0) return yield* Effect.fail(new CommandFailed(`--header ${JSON.stringify(line)}: expected "Name: value"`))
+      headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim()
+    }
+    const created = yield* withQueue((queue) =>
+      queue.AddSchedule({
+        destination,
+        cron,
+        headers,
+        ...Option.match(body, { onNone: () => ({}), onSome: (text) => ({ body: new TextEncoder().encode(text) }) }),
+        ...Option.match(id, { onNone: () => ({}), onSome: (scheduleId) => ({ scheduleId }) })
+      })
+    )
+    if (json) return yield* printJson(created)
+    yield* Console.log(describeSchedule(yield* withQueue((queue) => queue.GetSchedule({ scheduleId: created.scheduleId }))))
+  })
+).pipe(
+  Command.withDescription("Create (or with --id replace) a schedule that publishes to the destination on every cron tick"),
+  Command.withExamples([
+    {
+      command: "svc queue schedules add https://example.com/report \"CRON_TZ=Europe/Berlin 0 9 * * 1-5\" --header \"Svc-Retries: 5\" --id weekday-report",
+      description: "09:00 Berlin time on weekdays"
+    }
+  ])
+)
+
+const scheduleAction = (name: "pause" | "resume" | "delete", description: string) =>
+  Command.make(
+    name,
+    { scheduleId },
+    Effect.fn(function*({ scheduleId }) {
+      if (name === "delete") {
+        yield* withQueue((queue) => queue.DeleteSchedule({ scheduleId }))
+        return yield* Console.log(`${scheduleId}: deleted`)
+      }
+      const schedule = yield* withQueue((queue) =>
+        name === "pause" ? queue.PauseSchedule({ scheduleId }) : queue.ResumeSchedule({ scheduleId })
+      )
+      yield* Console.log(describeSchedule(schedule))
+    })
+  ).pipe(Command.withDescription(description))
+
+const schedules = Command.make("schedules").pipe(
+  Command.withDescription("Schedules: publish on every tick of a cron"),
+  Command.withSubcommands([
+    schedulesList,
+    schedulesGet,
+    schedulesAdd,
+    scheduleAction("pause", "Stop firing (the schedule is kept)"),
+    scheduleAction("resume", "Fire again from the next tick (the ticks missed while paused are not fired)"),
+    scheduleAction("delete", "Delete a schedule (messages it already published stay)")
+  ])
+)
+
 const queue = Command.make("queue").pipe(
-  Command.withDescription("Operate a running queue (QUEUE_URL, QUEUE_TOKEN): dead-letter queue and URL groups"),
-  Command.withSubcommands([dlq, groups])
+  Command.withDescription("Operate a running queue (QUEUE_URL, QUEUE_TOKEN): dead-letter queue, URL groups and schedules"),
+  Command.withSubcommands([dlq, groups, schedules])
 )
 
 export const svc = Command.make("svc").pipe(

@@ -12,7 +12,7 @@
  * }).pipe(Effect.provide(QueueRpcClient.layer({ baseUrl: "http://localhost:8788", token: process.env.QUEUE_TOKEN! })))
  * ```
  */
-import type { DlqMessage, Topic } from "@svc/schema"
+import type { DlqMessage, Schedule, Topic } from "@svc/schema"
 import { QueueRpcs } from "@svc/schema"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
@@ -67,4 +67,23 @@ export const describeTopicDetails = (topic: Topic): ReadonlyArray<string> => [
     `  header ${name}: ${typeof value === "string" ? value : value.join(", ")}`
   ),
   `  created ${time(topic.createdAt)}, updated ${time(topic.updatedAt)}`
+]
+
+/** One line per schedule: id, cron, destination, the next fire (or paused) and the last one. */
+export const describeSchedule = (schedule: Schedule): string => {
+  const next = schedule.paused ? "paused" : schedule.nextFireTimes[0] === undefined ? "no next fire" : `next ${time(schedule.nextFireTimes[0])}`
+  const last = schedule.lastFire === undefined
+    ? "never fired"
+    : `last ${time(schedule.lastFire.tick)}: ${
+      schedule.lastFire.error === undefined ? `${schedule.lastFire.messageIds.length} message(s)` : `refused (${schedule.lastFire.error})`
+    }`
+  return `${schedule.scheduleId}  ${schedule.cron}  ${schedule.destination}  ${next}, ${last}`
+}
+
+/** A schedule in full: the summary line, its next fire times and its stored headers. */
+export const describeScheduleDetails = (schedule: Schedule): ReadonlyArray<string> => [
+  describeSchedule(schedule),
+  ...schedule.nextFireTimes.map((at) => `  fires ${time(at)}`),
+  ...Object.entries(schedule.header).map(([name, value]) => `  header ${name}: ${value}`),
+  `  created ${time(schedule.createdAt)}, updated ${time(schedule.updatedAt)}`
 ]

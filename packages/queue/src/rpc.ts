@@ -60,7 +60,17 @@ export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
       }).pipe(
         // The RPC's one error is InvalidRequest: a body over the cap is an issue of `body`.
         Effect.catchTag("MessageTooLarge", (error) => Effect.fail(new InvalidRequest({ issues: [{ in: "body", parameter: "body", problem: error.message }] }))),
-        Effect.mapError(inPayload)
+        Effect.mapError(inPayload),
+        // The cron and the id are fields of this payload, not headers.
+        Effect.mapError((error) =>
+          new InvalidRequest({
+            issues: error.issues.map((issue) =>
+              issue.parameter === "Svc-Cron" ? { ...issue, in: "body" as const, parameter: "cron" }
+              : issue.parameter === "Svc-Schedule-Id" ? { ...issue, in: "body" as const, parameter: "scheduleId" }
+              : issue
+            )
+          })
+        )
       ),
     ListSchedules: () => ScheduleOperations.listSchedules,
     GetSchedule: ({ scheduleId }) => ScheduleOperations.getSchedule(scheduleId),
