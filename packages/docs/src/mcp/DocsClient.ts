@@ -138,11 +138,14 @@ export class DocsClient extends Context.Service<DocsClient, {
     libraryName: string,
     query: string | undefined
   ) => Effect.Effect<LibrarySearchResponse, DocsApiFailure>
-  /** The `type=txt` context for a question (within `tokens`, default the API's), or the 202 "still indexing" answer. */
+  /**
+   * The `type=txt` context for a question (within `tokens`, default the API's; `page` n: the n-th
+   * budget of snippets), or the 202 "still indexing" answer.
+   */
   readonly context: (
     libraryId: string,
     query: string | undefined,
-    tokens?: number | undefined
+    options?: { readonly tokens?: number | undefined; readonly page?: number | undefined }
   ) => Effect.Effect<ContextAnswer, DocsApiFailure>
 }>()("@svc/docs/mcp/DocsClient") {
   /** Needs an `HttpClient`. */
@@ -186,13 +189,14 @@ export class DocsClient extends Context.Service<DocsClient, {
         return DocsClient.of({
           searchLibraries: (libraryName, query) =>
             call(api.libs.search({ query: { libraryName, ...(query === undefined ? {} : { query }) } })),
-          context: (libraryId, query, tokens) =>
+          context: (libraryId, query, { page, tokens } = {}) =>
             call(api.context.context({
               query: {
                 libraryId,
                 type: "txt",
                 ...(query === undefined ? {} : { query }),
-                ...(tokens === undefined ? {} : { tokens })
+                ...(tokens === undefined ? {} : { tokens }),
+                ...(page === undefined ? {} : { page })
               }
             })).pipe(
               Effect.map((answer): ContextAnswer =>

@@ -14,6 +14,7 @@
 import type { LibrarySearchResult } from "@svc/schema"
 import {
   LibraryIdPattern,
+  MAX_CONTEXT_PAGE,
   MAX_CONTEXT_TOKENS,
   MAX_ID_LENGTH,
   MAX_NAME_LENGTH,
@@ -176,7 +177,13 @@ const argumentSchemas = {
   [LEGACY_TOOL]: Schema.Struct({
     libraryId: Text(MAX_ID_LENGTH),
     query: Schema.optional(Text(MAX_QUESTION_LENGTH)),
-    tokens: Schema.optional(Tokens)
+    tokens: Schema.optional(Tokens),
+    // Context7's later get-library-docs: the n-th budget of snippets (1 to 10)
+    page: Schema.optional(
+      Schema.Union([Schema.Int, Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int))]).check(
+        Schema.isBetween({ minimum: 1, maximum: MAX_CONTEXT_PAGE })
+      )
+    )
   })
 } as const
 const required: Record<CallableTool, ReadonlyArray<string>> = {
@@ -258,12 +265,17 @@ const resolveLibraryId = (args: { readonly query: string; readonly libraryName: 
     )
   }).pipe(Effect.catchTag("DocsApiFailure", (failure) => Effect.succeed(text(describeFailure(failure), true))))
 
-const queryDocs = (args: { readonly libraryId: string; readonly query?: string | undefined; readonly tokens?: number | undefined }) =>
+const queryDocs = (args: {
+  readonly libraryId: string
+  readonly query?: string | undefined
+  readonly tokens?: number | undefined
+  readonly page?: number | undefined
+}) =>
   Effect.gen(function*() {
     const malformed = malformedLibraryId(args.libraryId)
     if (malformed !== undefined) return text(malformed, true)
     const client = yield* DocsClient
-    const answer = yield* client.context(args.libraryId, args.query, args.tokens)
+    const answer = yield* client.context(args.libraryId, args.query, { tokens: args.tokens, page: args.page })
     if (answer._tag === "Indexing") {
       return text(
         `The documentation of ${args.libraryId} ${
@@ -310,7 +322,7 @@ export const callTool = (name: string, rawArguments: Readonly<Record<string, unk
     }
     return name === "resolve-library-id"
       ? yield* resolveLibraryId(decoded.success as { query: string; libraryName: string })
-      : yield* queryDocs(decoded.success as { libraryId: string; query?: string; tokens?: number })
+      : yield* queryDocs(decoded.success as { libraryId: string; query?: string; tokens?: number; page?: number })
   })
 
 /**

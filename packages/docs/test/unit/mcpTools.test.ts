@@ -102,6 +102,13 @@ describe("MCP tools over the memory API", () => {
       assert.include(textOf(missing), "Invalid arguments for get-library-docs: libraryId must be a non-empty string")
       const malformed = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "greeter" })
       assert.include(textOf(malformed), "is not a library ID")
+      // Context7's later `page` (1 to 10, a number or a numeric string) goes to the API; outside: said so
+      const first = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", topic: "withLanguage", page: "1" })
+      assert.isUndefined(first.isError)
+      assert.include(textOf(first), "withLanguage")
+      const beyond = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", page: 11 })
+      assert.isTrue(beyond.isError)
+      assert.match(textOf(beyond), /^Invalid arguments for get-library-docs: .*page.*Expected: libraryId/s)
       // Context7's name for the ID works on query-docs too
       const canonical = yield* callTool("query-docs", { context7CompatibleLibraryID: "/acme/greeter", query: "withLanguage" })
       assert.isUndefined(canonical.isError)
