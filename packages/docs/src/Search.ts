@@ -141,7 +141,7 @@ export class Search extends Context.Service<Search, {
     readonly libraryId: string
     readonly query?: string | undefined
     readonly tokens?: number | undefined
-    /** Page of the answer past the budget: 1 (default) to `MAX_PAGE` (ranking/Answer.ts). */
+    /** Page of the answer past the budget: 1 (default) to `MAX_CONTEXT_PAGE` (ranking/Answer.ts). */
     readonly page?: number | undefined
     readonly access?: TeamSettings | undefined
   }) => Effect.Effect<ContextAnswer, LibraryNotFound>

@@ -50,8 +50,10 @@ const ContextHandlers = HttpApiBuilder.group(
       Effect.gen(function*() {
         const answer = yield* search.context({
           libraryId: query.libraryId,
-          query: query.query,
+          // Context7 v2's `topic` focuses the answer: its words join the question's
+          query: [query.query, query.topic].filter((part) => part !== undefined && part.trim() !== "").join(" ") || undefined,
           tokens: query.tokens,
+          page: query.page,
           access: accessOf(yield* DocsCaller)
         })
         if (answer._tag === "Indexing") {
@@ -78,7 +80,9 @@ const ContextHandlers = HttpApiBuilder.group(
           })
         }
         const text = answer.snippets.length === 0
-          ? `No snippet of ${answer.libraryId} fits in ${query.tokens} tokens: ask with a larger tokens value.`
+          ? (query.page ?? 1) > 1
+            ? `Page ${query.page} of ${answer.libraryId} holds no more snippets: the earlier pages hold them all.`
+            : `No snippet of ${answer.libraryId} fits in ${query.tokens} tokens: ask with a larger tokens value.`
           : answer.snippets.map((snippet) => render({ ...snippet, body: snippet.content })).join(SEPARATOR)
         return HttpServerResponse.text(text, { contentType: "text/plain; charset=utf-8" })
       }))

@@ -13,8 +13,6 @@ import { type Snippet, tokensOf } from "../Splitter.ts"
 
 /** A merged section's size bound, in tokens (one snippet is at most ~1,000: Splitter.MAX_SNIPPET_CHARS). */
 export const SECTION_TOKENS = 1500
-/** Pages of one answer (`page` of the REST API: 1 to this). */
-export const MAX_PAGE = 10
 
 export type Ranked = Omit<Snippet, "tokens"> & { readonly tokens: number; readonly ordinal: number }
 

@@ -10,7 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { IndexStore } from "../../src/IndexStore.ts"
 import { type ContextAnswer, Search } from "../../src/Search.ts"
-import { greeterDocs, indexed, source, widgetsDocs } from "./fixtures.ts"
+import { greeterDocs, indexed, manualDocs, source, widgetsDocs } from "./fixtures.ts"
 
 const found = (answer: ContextAnswer) => {
   assert.strictEqual(answer._tag, "Found")
@@ -69,6 +69,38 @@ export const searchContract = (name: string, layer: Layer.Layer<Search | IndexSt
         assert.strictEqual(all.snippets.length, snippets.length)
         const none = found(yield* search.context({ libraryId: "/acme/greeter", tokens: smallest - 1 }))
         assert.deepStrictEqual([none.snippets.length, none.totalTokens], [0, 0])
+      }))
+
+    test("context: one entry per file-and-heading section, its snippets merged in document order", () =>
+      Effect.gen(function*() {
+        const snippets = yield* indexed(source("/acme/manual", "1.0"), manualDocs)
+        const installing = snippets.filter((s) => s.headingPath.at(-1) === "Installing the manual")
+        assert.isAtLeast(installing.length, 3)
+        const answer = found(yield* (yield* Search).context({ libraryId: "/acme/manual", query: "install manual init", tokens: 50_000 }))
+        const pairs = answer.snippets.map((s) => `${s.sourcePath} # ${s.headingPath.join(" > ")}`)
+        assert.strictEqual(new Set(pairs).size, pairs.length, pairs.join("\n"))
+        const merged = answer.snippets.filter((s) => s.headingPath.at(-1) === "Installing the manual")
+        assert.strictEqual(merged.length, 1)
+        const content = merged[0]!.content
+        assert.isBelow(content.indexOf("npm install manual"), content.indexOf("manual init --home"))
+        assert.include(content, "initialise it to write its configuration file")
+        assert.strictEqual(answer.totalTokens, answer.snippets.reduce((sum, s) => sum + s.tokens, 0))
+      }))
+
+    test("context: page 2 holds what page 1 left within the same budget; a page past the end is empty", () =>
+      Effect.gen(function*() {
+        yield* indexed(source("/acme/manual", "1.0"), manualDocs)
+        const search = yield* Search
+        const ask = (page: number) => search.context({ libraryId: "/acme/manual", query: "manual configuration file", tokens: 100, page })
+        const first = found(yield* ask(1))
+        const second = found(yield* ask(2))
+        assert.isAbove(first.snippets.length, 0)
+        assert.isAbove(second.snippets.length, 0)
+        assert.isAtMost(second.totalTokens, 100)
+        const titles = (answer: typeof first) => answer.snippets.map((s) => `${s.headingPath.join(" > ")}: ${s.content}`)
+        for (const entry of titles(second)) assert.notInclude(titles(first), entry)
+        const last = found(yield* ask(10))
+        assert.deepStrictEqual([last.snippets.length, last.totalTokens], [0, 0])
       }))
 
     test("context: a version registered but not indexed yet answers Indexing with its state", () =>

@@ -38,6 +38,35 @@ const gauge = widgets.gauge({ min: 0, max: 100 })
 \`\`\`
 `
 
+/** One section with prose and two code blocks (three snippets, one file-and-heading pair), and two more sections. */
+export const manualDocs = `# Manual
+
+## Installing the manual
+
+The manual tool installs from npm; once installed, initialise it to write its configuration file.
+It reads the configuration at every start, so installing it once per machine is enough.
+
+First install the manual package:
+
+\`\`\`sh
+npm install manual
+\`\`\`
+
+Then initialise the manual once:
+
+\`\`\`sh
+manual init --home
+\`\`\`
+
+## Upgrading the manual
+
+Upgrading the manual keeps its configuration file; install the new version over the old one and restart.
+
+## Removing the manual
+
+Removing the manual leaves its configuration file behind; delete that file by hand when the manual is gone.
+`
+
 export const source = (libraryId: string, version: string, kind: SourceRecord["kind"] = "folder"): SourceRecord => ({
   kind,
   location: `/srv/docs${libraryId}`,

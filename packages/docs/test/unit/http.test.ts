@@ -63,6 +63,27 @@ describe("docs REST API v2 handlers (memory layers)", () => {
       })
     }))
 
+  test("GET /api/v2/context: topic focuses the answer (alone or with a question); page gives what the budget left", () =>
+    Effect.gen(function*() {
+      const api = yield* seeded
+      const answer = (query: string) =>
+        Effect.flatMap(api.get(`/api/v2/context?libraryId=/acme/greeter&type=json&${query}`), (response) => {
+          assert.strictEqual(response.status, 200, query)
+          return Effect.map(json(response), (body) => Schema.decodeUnknownSync(ContextResponse)(body))
+        })
+      const byTopic = yield* answer("topic=farewell")
+      assert.include(byTopic.snippets[0]!.content, "farewell")
+      const withQuestion = yield* answer("query=how+do+I+say&topic=farewell")
+      assert.include(withQuestion.snippets[0]!.content, "farewell")
+      const first = yield* answer("query=greeter+language+farewell&tokens=100")
+      const second = yield* answer("query=greeter+language+farewell&tokens=100&page=2")
+      assert.isAbove(second.snippets.length, 0)
+      for (const snippet of second.snippets) assert.notInclude(first.snippets.map((s) => s.content), snippet.content)
+      const past = yield* api.get("/api/v2/context?libraryId=/acme/greeter&query=greeter&page=10")
+      assert.strictEqual(past.status, 200)
+      assert.include(yield* Effect.promise(() => past.text()), "Page 10 of /acme/greeter/1.0.0 holds no more snippets")
+    }))
+
   test("404 for an unknown library or version, with the library_not_found body", () =>
     Effect.gen(function*() {
       const api = yield* seeded
@@ -85,6 +106,11 @@ describe("docs REST API v2 handlers (memory layers)", () => {
         ["/api/v2/context?libraryId=not-an-id", "libraryId"],
         ["/api/v2/context?libraryId=/acme/greeter&tokens=5", "tokens"],
         ["/api/v2/context?libraryId=/acme/greeter&type=xml", "type"],
+        ["/api/v2/context?libraryId=/acme/greeter&page=0", "page"],
+        ["/api/v2/context?libraryId=/acme/greeter&page=11", "page"],
+        ["/api/v2/context?libraryId=/acme/greeter&page=two", "page"],
+        ["/api/v2/context?libraryId=/acme/greeter&page=1.5", "page"],
+        [`/api/v2/context?libraryId=/acme/greeter&topic=${"x".repeat(201)}`, "topic"],
         ["/api/v2/libs/search", "libraryName"]
       ] as const) {
         const response = yield* api.get(path)
