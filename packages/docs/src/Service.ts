@@ -5,6 +5,7 @@
  * index is first filled with the suite's own dependencies' docs in the background, and versions an earlier
  * process left queued or indexing are indexed again (DefaultLibraries).
  */
+import { NodeServices } from "@effect/platform-node"
 import { apiRoutes, serve } from "@svc/platform"
 import { DocsApi } from "@svc/schema"
 import { Config, Layer } from "effect"
@@ -13,6 +14,8 @@ import { DocsAuthLive } from "./Auth.ts"
 import * as DefaultLibraries from "./DefaultLibraries.ts"
 import { ApiHandlers } from "./http.ts"
 import { Indexer } from "./Indexer.ts"
+import * as Refresher from "./Refresher.ts"
+import { RefreshStore } from "./RefreshStore.ts"
 import { RpcRoute } from "./rpc.ts"
 import { Search } from "./Search.ts"
 
@@ -32,9 +35,12 @@ export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 
 /**
  * The HTTP server, and in the background: the default documentation queued when the index is empty,
- * then every unfinished (queued, indexing) version indexed.
+ * then every unfinished (queued, indexing) version indexed; with `DOCS_REFRESH_INTERVAL`, the
+ * scheduled refresh of git and npm sources (Refresher.ts).
  */
 export const layer = Layer.mergeAll(
   serve(routes, { name: "docs-api", port: Port, portVariable: "DOCS_PORT" }),
-  DefaultLibraries.layer
+  DefaultLibraries.layer,
+  // with DOCS_REFRESH_INTERVAL: the scheduled refresh of git and npm sources, one pass per database
+  Refresher.layer.pipe(Layer.provide([RefreshStore.layer, NodeServices.layer]))
 ).pipe(Layer.provide(ServicesLive))

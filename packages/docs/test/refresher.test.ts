@@ -1,0 +1,155 @@
+/**
+ * The scheduled refresh on a real database, with a git repository made here (no network) and an
+ * installed npm package: a pass re-indexes only what changed (a new commit, another installed
+ * version), the refresh states show it, and of two refreshers on one database (two connection
+ * pools, as two docs-api processes have) only one runs a pass.
+ */
+import { NodeServices } from "@effect/platform-node"
+import { assert, layer } from "@effect/vitest"
+import { Database } from "@svc/platform"
+import { tempDir } from "@svc/platform/testing"
+import { ConfigProvider, Duration, Effect, Exit, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { Indexer } from "../src/Indexer.ts"
+import * as Refresher from "../src/Refresher.ts"
+import { RefreshStore } from "../src/RefreshStore.ts"
+import { stack } from "./support.ts"
+
+const gitEnv = {
+  ...process.env,
+  GIT_AUTHOR_NAME: "Docs Test",
+  GIT_AUTHOR_EMAIL: "docs-test@example.com",
+  GIT_COMMITTER_NAME: "Docs Test",
+  GIT_COMMITTER_EMAIL: "docs-test@example.com",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_CONFIG_NOSYSTEM: "1"
+}
+const git = (cwd: string, ...args: Array<string>) =>
+  execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
+
+/** A repository published to `<tmp>/acme/<name>.git`; `commit` writes a file and publishes it. */
+const repository = (name: string) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir("svc-docs-refresh-")
+    const work = path.join(dir, "work")
+    const bare = path.join(dir, "acme", `${name}.git`)
+    const commit = (file: string, content: string) =>
+      Effect.promise(async () => {
+        await fs.mkdir(path.dirname(path.join(work, file)), { recursive: true })
+        await fs.writeFile(path.join(work, file), content)
+        git(work, "add", ".")
+        git(work, "commit", "--quiet", "-m", `write ${file}`)
+        git(work, "push", "--quiet", bare, "main")
+        return git(work, "rev-parse", "--short", "HEAD")
+      })
+    git(dir, "init", "--quiet", "--initial-branch", "main", work)
+    yield* Effect.promise(() => fs.writeFile(path.join(work, "README.md"), `# ${name}\n\nThe first version of these docs, long enough to be a snippet.\n`))
+    git(work, "add", ".")
+    git(work, "commit", "--quiet", "-m", "first")
+    git(dir, "clone", "--quiet", "--bare", work, bare)
+    return { bare, commit, head: git(work, "rev-parse", "--short", "HEAD") }
+  })
+
+const withRefresh = Effect.provide(Layer.mergeAll(RefreshStore.layer, NodeServices.layer))
+
+const outcomes = (checks: Option.Option<ReadonlyArray<Refresher.LibraryCheck>>) =>
+  Option.getOrThrow(checks).map((check) => [check.libraryId, check.outcome] as const)
+
+layer(stack)("scheduled refresh", (it) => {
+  it.effect("unset: no refresher; under a minute: the service does not start, naming the setting", () =>
+    Effect.gen(function*() {
+      const build = (env: Record<string, string>) =>
+        Effect.exit(Effect.scoped(Layer.build(Refresher.layer.pipe(
+          Layer.provide(Layer.mergeAll(RefreshStore.layer, NodeServices.layer)),
+          Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
+        ))))
+      assert.isTrue(Exit.isSuccess(yield* build({})))
+      const short = yield* build({ DOCS_REFRESH_INTERVAL: "10 seconds" })
+      assert.isTrue(Exit.isFailure(short))
+      assert.include(String(short), "DOCS_REFRESH_INTERVAL is 10s: it must be at least 1 minute")
+      assert.isTrue(Exit.isFailure(yield* build({ DOCS_REFRESH_INTERVAL: "often" })))
+    }))
+  it.effect("re-indexes a git library only after a new commit, an npm library only when another version is installed", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const repo = yield* repository("refreshed")
+      const added = yield* indexer.add(repo.bare)
+      assert.deepStrictEqual([added.libraryId, added.version], ["/acme/refreshed", repo.head])
+      // an npm package indexed under a version that is not the installed one
+      yield* indexer.add("npm:he", { id: "/npm/he", version: "0.0.1" })
+
+      const first = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
+      assert.deepStrictEqual(outcomes(first), [["/acme/refreshed", "unchanged"], ["/npm/he", "reindexed"]])
+      const he = (yield* indexer.list).find((library) => library.id === "/npm/he")!
+      assert.notStrictEqual(he.defaultVersion, "0.0.1")
+      assert.deepStrictEqual(he.versions.map((v) => [v.version, v.state]), [["0.0.1", "ready"], [he.defaultVersion, "ready"]])
+
+      const second = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
+      assert.deepStrictEqual(outcomes(second), [["/acme/refreshed", "unchanged"], ["/npm/he", "unchanged"]])
+
+      const newHead = yield* repo.commit("docs/new.md", "# New page\n\nWritten after the first index, found by the scheduled refresh.\n")
+      const third = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
+      assert.deepStrictEqual(outcomes(third), [["/acme/refreshed", "reindexed"], ["/npm/he", "unchanged"]])
+      const library = (yield* indexer.list).find((l) => l.id === "/acme/refreshed")!
+      assert.strictEqual(library.defaultVersion, newHead)
+      assert.deepStrictEqual(library.versions.map((v) => [v.version, v.state]), [[repo.head, "ready"], [newHead, "ready"]])
+
+      const fourth = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
+      assert.deepStrictEqual(outcomes(fourth), [["/acme/refreshed", "unchanged"], ["/npm/he", "unchanged"]])
+      assert.strictEqual((yield* indexer.list).find((l) => l.id === "/acme/refreshed")!.versions.length, 2)
+    }))
+
+  it.effect("the docs-api's refresher layer runs a pass at start with DOCS_REFRESH_INTERVAL set", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const repo = yield* repository("scheduled")
+      yield* indexer.add(repo.bare)
+      const newHead = yield* repo.commit("docs/next.md", "# Next\n\nA commit the background refresher indexes on its first pass.\n")
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* Layer.build(Refresher.layer.pipe(
+          Layer.provide(Layer.mergeAll(RefreshStore.layer, NodeServices.layer)),
+          Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ DOCS_REFRESH_INTERVAL: "1 hour" })))
+        ))
+        // polled on real time, up to 20 s (the test clock does not move by itself)
+        for (let attempt = 0;; attempt++) {
+          const library = (yield* indexer.list).find((l) => l.id === "/acme/scheduled")!
+          if (library.defaultVersion === newHead && library.versions.find((v) => v.version === newHead)?.state === "ready") break
+          if (attempt === 200) assert.fail(`not refreshed: ${JSON.stringify(library.versions)}`)
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+        }
+      }))
+    }))
+
+  it.effect("two refreshers on one database (separate pools): one pass, by one of them; a source gone fails its check only", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const repo = yield* repository("contested")
+      yield* indexer.add(repo.bare)
+      yield* repo.commit("docs/more.md", "# More\n\nA second commit that both refreshers could re-index, only one does.\n")
+      // the earlier tests' passes are not due for an hour: this database's schedule starts afresh
+      yield* (yield* SqlClient.SqlClient)`DELETE FROM docs.refresher`
+      // a second pool on the same database: what another docs-api process has
+      const secondPool = Layer.mergeAll(RefreshStore.layer, NodeServices.layer).pipe(Layer.provide(Layer.fresh(Database.layerPool)))
+      const [a, b] = yield* Effect.all([
+        Refresher.refreshOnce("process-a", Duration.hours(1)).pipe(withRefresh),
+        Refresher.refreshOnce("process-b", Duration.hours(1)).pipe(Effect.provide(secondPool))
+      ], { concurrency: "unbounded" })
+      assert.strictEqual([a, b].filter(Option.isSome).length, 1, "exactly one pass")
+      const ran = Option.isSome(a) ? a : b
+      assert.deepInclude(outcomes(ran), ["/acme/contested", "reindexed"])
+      assert.strictEqual((yield* indexer.list).find((l) => l.id === "/acme/contested")!.versions.length, 2, "indexed once")
+      // not due again for an hour, whoever asks
+      assert.isTrue(Option.isNone(yield* Refresher.refreshOnce("process-a", Duration.hours(1)).pipe(withRefresh)))
+
+      // a repository that is gone: that library fails its check, the pass goes on, nothing changes
+      yield* Effect.promise(() => fs.rm(repo.bare, { recursive: true }))
+      yield* (yield* SqlClient.SqlClient)`DELETE FROM docs.refresher`
+      const gone = yield* Refresher.refreshOnce("process-b", Duration.hours(1)).pipe(Effect.provide(secondPool))
+      assert.deepInclude(outcomes(gone), ["/acme/contested", "failed"])
+      assert.strictEqual((yield* indexer.list).find((l) => l.id === "/acme/contested")!.versions.length, 2)
+    }))
+
+})
