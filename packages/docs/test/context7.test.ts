@@ -105,7 +105,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 90_000 })("the Context7 M
       )
       const listing = textOf(resolved)
       assert.include(listing, "Context7-compatible library ID: /acme/queue-client")
-      assert.include(listing, "- Title: queue-client")
+      assert.include(listing, "- Title: Queue client") // its README's first heading
       assert.include(listing, "- Versions: 2.1.0")
 
       const answer = yield* Effect.promise(() =>
