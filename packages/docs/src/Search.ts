@@ -23,6 +23,18 @@ import { RowId, Timestamp } from "./Rows.ts"
 
 /** Results of one library search. */
 export const SEARCH_LIMIT = 10
+/**
+ * A ready library with fewer snippets than this has little to answer with (vitest's npm package ships a
+ * badge README): library search says so in its description and ranks it a name band lower, below a
+ * namesake that can answer.
+ */
+export const FEW_SNIPPETS = 3
+
+/** A thin library's description, saying so. */
+const describeThin = (description: string, state: string, snippets: number) =>
+  state === "ready" && snippets < FEW_SNIPPETS
+    ? `${description === "" ? "" : `${description} `}(few snippets: ${snippets} indexed, its source ships little documentation)`
+    : description
 /** Libraries, best names first, whose snippets the question then ranks (name scores differ by 0.25 or more between bands). */
 const SHORTLIST = 50
 /** Snippets considered for one page of a context answer (ranked before the budget is applied). */
@@ -199,7 +211,8 @@ export class Search extends Context.Service<Search, {
               FROM docs.generations g WHERE g.id = v.generation_id LIMIT 1
             ) r ON true`
           }
-            ORDER BY s.name_score ${tsquery === undefined ? sql`` : sql`+ least(coalesce(r.rank, 0), 1)`} DESC,
+            ORDER BY s.name_score ${tsquery === undefined ? sql`` : sql`+ least(coalesce(r.rank, 0), 1)`}
+                       - CASE WHEN v.state = 'ready' AND v.snippet_count < ${FEW_SNIPPETS} THEN 1 ELSE 0 END DESC,
                      s.trust_score DESC, s.id
             LIMIT ${SEARCH_LIMIT}` })()
         // Names that contain what was asked come from the trigram index (a LIKE on the indexed
@@ -213,7 +226,7 @@ export class Search extends Context.Service<Search, {
         return rows.map((row): LibrarySearchResult => ({
           id: row.id,
           title: row.title,
-          description: row.description,
+          description: describeThin(row.description, row.state ?? "queued", row.snippet_count ?? 0),
           totalSnippets: row.snippet_count ?? 0,
           totalTokens: row.token_count ?? 0,
           trustScore: row.trust_score,
@@ -348,13 +361,14 @@ export class Search extends Context.Service<Search, {
           const current = versions.find((v) => v.version === library.defaultVersion)
           const topics = (current?.live ?? []).map((s) => `${s.title} ${s.headingPath.join(" ")} ${s.description}`.toLowerCase()).join(" ")
           const questionScore = words.length === 0 ? 0 : words.filter((word) => topics.includes(word)).length / words.length
-          return [{ library, versions, current, score: nameScore + questionScore }]
+          const thin = current?.state === "ready" && current.snippetCount < FEW_SNIPPETS ? 1 : 0
+          return [{ library, versions, current, score: nameScore + questionScore - thin }]
         })
         scored.sort((a, b) => b.score - a.score || b.library.trustScore - a.library.trustScore || byId(a.library, b.library))
         return scored.slice(0, SEARCH_LIMIT).map(({ current, library, versions }): LibrarySearchResult => ({
           id: library.id,
           title: library.title,
-          description: library.description,
+          description: describeThin(library.description, current?.state ?? "queued", current?.snippetCount ?? 0),
           totalSnippets: current?.snippetCount ?? 0,
           totalTokens: current?.tokenCount ?? 0,
           trustScore: library.trustScore,
