@@ -28,7 +28,7 @@ export const SEARCH_LIMIT = 10
  * badge README): library search says so in its description and ranks it a name band lower, below a
  * namesake that can answer.
  */
-export const FEW_SNIPPETS = 3
+export const FEW_SNIPPETS = 2
 
 /** A thin library's description, saying so. */
 const describeThin = (description: string, state: string, snippets: number) =>

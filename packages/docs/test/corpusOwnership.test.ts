@@ -38,7 +38,7 @@ layer(stack)("default corpus", (it) => {
       const indexer = yield* Indexer
       const thin = yield* indexer.add("npm:vitest")
       yield* indexer.add("npm:@effect/vitest")
-      assert.isBelow(thin.snippets, 3)
+      assert.isBelow(thin.snippets, 2)
       const results = yield* (yield* Search).libraries("vitest", "how do I mock a module")
       assert.strictEqual(results[0]!.id, "/effect-ts/vitest")
       const found = results.find((result) => result.id === thin.libraryId)!
