@@ -25,6 +25,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import PgBoss from "pg-boss"
+import { benchSchedules } from "./queueSchedules.ts"
 import { percentile } from "./support.ts"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "effect/reactivity"
@@ -318,6 +319,13 @@ const main = async () => {
       }x, drain ${(svc.drainRate / boss.drainRate).toFixed(2)}x, p50 latency ${(boss.p50 / Math.max(1, svc.p50)).toFixed(2)}x lower`
     )
     dest.close()
+    if (ONLY !== "pg-boss") {
+      await benchSchedules(root, async () => {
+        const name = `bench_schedules_${Date.now().toString(36)}`
+        await adminSql(`CREATE DATABASE ${name}`)
+        return databaseUrl(name)
+      })
+    }
     for (const name of [`bench_svc_${suffix}`, `bench_pgboss_${suffix}`]) {
       await adminSql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     }

@@ -5,9 +5,9 @@
  * - it reads the active schedules whose next tick has come (`Schedules.due`, up to
  *   {@link BATCH} at a time) and fires each: the stored request goes through the publish path
  *   (`Operations.preparePublish`: a URL group's endpoints as they are at fire time, every check of a
- *   publish), its messages carry the schedule's id, and `Schedules.fire` writes them with the
- *   (schedule, tick) row and the next tick in one transaction — so of several schedulers racing
- *   for a tick exactly one fires it;
+ *   publish), its messages carry the schedule's id, and `Schedules.fireMany` writes them with the
+ *   (schedule, tick) rows and the next ticks in one transaction per {@link FIRES_PER_TRANSACTION}
+ *   fires — so of several schedulers racing for a tick exactly one fires it;
  * - a fire whose request is refused now (its URL group deleted, a destination no longer allowed)
  *   publishes nothing and records why as the schedule's last fire; the schedule carries on;
  * - the next tick follows the catch-up rule of `Cron.ts` (`QUEUE_SCHEDULE_CATCH_UP`, 10 minutes);
@@ -20,18 +20,20 @@ import { Clock, Config, Duration, Effect, Layer, Option } from "effect"
 import { cronOf, tickAfterFire } from "./Cron.ts"
 import * as Operations from "./Operations.ts"
 import { QueueConfig } from "./QueueConfig.ts"
-import { Schedules, type StoredSchedule } from "./store/Schedules.ts"
+import { type Fire, Schedules, type StoredSchedule } from "./store/Schedules.ts"
 
 /** Schedules read per scan. */
 export const BATCH = 100
-/** Fires in flight at once per scheduler. */
+/** Fires prepared at once per scheduler. */
 export const FIRE_CONCURRENCY = 16
+/** Fires written per transaction (several transactions at once). */
+export const FIRES_PER_TRANSACTION = 25
 
 /** `QUEUE_SCHEDULE_CATCH_UP`: a tick missed by at most this still fires (see `Cron.ts`). */
 export const CatchUp = Config.Duration("QUEUE_SCHEDULE_CATCH_UP").pipe(Config.withDefault(Duration.minutes(10)))
 
-/** Fires one due schedule at `now`: the message ids, or none when another scheduler took the tick. */
-export const fireSchedule = (schedule: StoredSchedule, now: number, catchUpMs: number) =>
+/** What firing one due schedule at `now` writes: its request through the publish path, as data. */
+export const prepareFire = (schedule: StoredSchedule, now: number, catchUpMs: number) =>
   Effect.gen(function*() {
     const cron = cronOf(schedule.cron)
     const next = tickAfterFire(cron, schedule.nextTick, now, catchUpMs)
@@ -41,38 +43,60 @@ export const fireSchedule = (schedule: StoredSchedule, now: number, catchUpMs: n
       body: Effect.succeed(schedule.body),
       callerIp: schedule.callerIp ?? undefined
     }).pipe(Effect.result)
-    const fire = prepared._tag === "Success"
+    const fire: Fire = prepared._tag === "Success"
       ? {
+        id: schedule.id,
+        tick: schedule.nextTick,
+        next,
+        now,
         messages: prepared.success.messages.map((message) => ({ ...message, dedupId: undefined, scheduleId: schedule.id })),
         error: undefined
       }
-      : { messages: [], error: prepared.failure.message }
-    const ids = yield* Schedules.use((store) =>
-      store.fire({ id: schedule.id, tick: schedule.nextTick, next, now, messages: fire.messages, error: fire.error })
-    )
-    if (fire.error !== undefined && Option.isSome(ids)) {
-      yield* Effect.logWarning(`Schedule ${schedule.id} fired nothing at ${new Date(schedule.nextTick).toISOString()}: ${fire.error}`)
-    }
-    return ids
+      : { id: schedule.id, tick: schedule.nextTick, next, now, messages: [], error: prepared.failure.message }
+    return fire
   })
 
-/** One scan: fires every due schedule (up to {@link BATCH}); how many were due and how many this scan fired. */
+/**
+ * One scan: prepares every due schedule (up to {@link BATCH}, {@link FIRE_CONCURRENCY} at a time)
+ * and fires them {@link FIRES_PER_TRANSACTION} to a transaction; how many were due and how many
+ * this scan fired.
+ */
 export const scan = (catchUpMs: number) =>
   Effect.gen(function*() {
+    const store = yield* Schedules
     const now = yield* Clock.currentTimeMillis
-    const due = yield* Schedules.use((store) => store.due(now, BATCH))
-    const fired = yield* Effect.forEach(
+    const due = yield* store.due(now, BATCH)
+    const prepared = yield* Effect.forEach(
       due,
       (schedule) =>
-        fireSchedule(schedule, now, catchUpMs).pipe(
-          Effect.map(Option.isSome),
+        prepareFire(schedule, now, catchUpMs).pipe(
           Effect.catchDefect((defect) =>
-            Effect.as(Effect.logWarning(`Scheduler: firing ${schedule.id} failed: ${postgresReason(defect)}`), false)
+            Effect.as(Effect.logWarning(`Scheduler: preparing ${schedule.id} failed: ${postgresReason(defect)}`), undefined)
           )
         ),
       { concurrency: FIRE_CONCURRENCY }
     )
-    return { due: due.length, fired: fired.filter(Boolean).length }
+    const fires = prepared.filter((fire): fire is Fire => fire !== undefined)
+    const chunks: Array<Array<Fire>> = []
+    for (let i = 0; i < fires.length; i += FIRES_PER_TRANSACTION) chunks.push(fires.slice(i, i + FIRES_PER_TRANSACTION))
+    const fired = yield* Effect.forEach(
+      chunks,
+      (chunk) =>
+        store.fireMany(chunk).pipe(
+          Effect.tap((results) =>
+            Effect.forEach(chunk, (fire, i) =>
+              fire.error !== undefined && Option.isSome(results[i]!)
+                ? Effect.logWarning(`Schedule ${fire.id} fired nothing at ${new Date(fire.tick).toISOString()}: ${fire.error}`)
+                : Effect.void, { discard: true })
+          ),
+          Effect.map((results) => results.filter(Option.isSome).length),
+          Effect.catchDefect((defect) =>
+            Effect.as(Effect.logWarning(`Scheduler: firing ${chunk.length} schedules failed: ${postgresReason(defect)}`), 0)
+          )
+        ),
+      { concurrency: 4 }
+    )
+    return { due: due.length, fired: fired.reduce((a, b) => a + b, 0) }
   })
 
 /** The shortest sleep between scans that fired nothing (another scheduler holding the due rows, a failing database). */

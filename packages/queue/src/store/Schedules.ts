@@ -3,10 +3,10 @@
  * configuration headers, body) and its cron, and the record of every fire.
  *
  * The store keeps the exactness of fires; the cron arithmetic is the caller's (`Cron.ts`,
- * `Scheduler.ts`), which passes the times in. {@link SchedulesShape.fire} is the one write of a fire:
- * in one transaction it takes the schedule's row (`FOR UPDATE SKIP LOCKED`), checks that the tick
- * is still the schedule's next one, inserts the (schedule, tick) row (unique), inserts the fire's
- * messages and moves the next tick on. Any number of schedulers may race for a tick: exactly one
+ * `Scheduler.ts`), which passes the times in. {@link SchedulesShape.fireMany} (and `fire`, one of
+ * them) is the one write of fires: in one transaction it takes each schedule's row (`FOR UPDATE
+ * SKIP LOCKED`), checks that the tick is still the schedule's next one, inserts the (schedule, tick) rows (unique), inserts the fires'
+ * messages and moves the next ticks on. Any number of schedulers may race for a tick: exactly one
  * fires it.
  *
  * `layer` is Postgres; `layerMemory` keeps the same tables in `MemoryTables` (tests only).
@@ -85,6 +85,8 @@ export interface SchedulesShape {
   readonly nextDue: Effect.Effect<Option.Option<number>>
   /** Fires one tick (see the module comment): the message ids, or none when another fire took the tick. */
   readonly fire: (fire: Fire) => Effect.Effect<Option.Option<ReadonlyArray<string>>>
+  /** Several fires (of distinct schedules) in one transaction: each one's result as {@link fire}'s. */
+  readonly fireMany: (fires: ReadonlyArray<Fire>) => Effect.Effect<ReadonlyArray<Option.Option<ReadonlyArray<string>>>>
 }
 
 /** The memory tables of this store (a field of `MemoryTables`). */
@@ -202,30 +204,58 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
           return updated.length === 0 ? Option.none<StoredSchedule>() : yield* get(id)
         })
 
-      const fireTick = (fire: Fire) =>
+      const FireRow = Schema.Struct({ id: Schema.String, tick: Schema.Date })
+      /** The fires whose schedule is active, not held by another fire, and still at that tick: now held. */
+      const holdRows = SqlSchema.findAll({
+        Request: Schema.Struct({ ids: Schema.Array(Schema.String) }),
+        Result: FireRow,
+        execute: ({ ids }) =>
+          sql`SELECT id, date_trunc('milliseconds', next_tick) AS tick FROM queue.schedules
+              WHERE id = ANY(${ids}::text[]) AND NOT paused FOR UPDATE SKIP LOCKED`
+      })
+
+      /**
+       * Several fires in one transaction: hold the schedules' rows, keep the fires whose tick is still
+       * the schedule's next one, insert their messages (one INSERT), their (schedule, tick) rows and
+       * the next ticks. A (schedule, tick) row that exists already aborts the whole transaction
+       * (nothing is written): it cannot happen while the row is held and the tick checked.
+       */
+      const fireTicks = (fires: ReadonlyArray<Fire>) =>
         sql.withTransaction(Effect.gen(function*() {
-          const held = yield* sql`
-            SELECT id FROM queue.schedules
-            WHERE id = ${fire.id} AND NOT paused AND date_trunc('milliseconds', next_tick) = ${at(fire.tick)}
-            FOR UPDATE SKIP LOCKED`
-          if (held.length === 0) return { ids: Option.none<ReadonlyArray<string>>(), due: false }
-          const fresh = yield* sql`
-            INSERT INTO queue.schedule_fires (schedule_id, tick, fired_at, error)
-            VALUES (${fire.id}, ${at(fire.tick)}, ${at(fire.now)}, ${fire.error ?? null})
-            ON CONFLICT DO NOTHING RETURNING tick`
-          const { due, ids } = fresh.length === 0 ? { ids: [], due: false } : yield* insert(fire.messages)
-          if (fresh.length > 0 && ids.length > 0) {
-            yield* sql`UPDATE queue.schedule_fires SET message_ids = ${sql.json(ids)}::jsonb
-                       WHERE schedule_id = ${fire.id} AND tick = ${at(fire.tick)}`
+          const held = yield* holdRows({ ids: fires.map((fire) => fire.id) })
+          const current = new Map(held.map((row) => [row.id, row.tick.getTime()]))
+          const taken = fires.filter((fire) => current.get(fire.id) === fire.tick)
+          if (taken.length === 0) return { ids: new Map<string, ReadonlyArray<string>>(), due: false }
+          const { due, ids } = yield* insert(taken.flatMap((fire) => fire.messages))
+          const byFire = new Map<string, ReadonlyArray<string>>()
+          let offset = 0
+          for (const fire of taken) {
+            byFire.set(fire.id, ids.slice(offset, offset + fire.messages.length))
+            offset += fire.messages.length
+          }
+          const inserted = yield* sql`
+            INSERT INTO queue.schedule_fires (schedule_id, tick, fired_at, message_ids, error)
+            SELECT f.id, to_timestamp(f.tick / 1000), to_timestamp(f.now / 1000), f.ids::jsonb, nullif(f.error, '')
+            FROM unnest(${taken.map((f) => f.id)}::text[], ${taken.map((f) => f.tick)}::float8[], ${taken.map((f) => f.now)}::float8[],
+              ${taken.map((f) => JSON.stringify(byFire.get(f.id)))}::text[], ${taken.map((f) => f.error ?? "")}::text[])
+              AS f(id, tick, now, ids, error)
+            ON CONFLICT DO NOTHING RETURNING schedule_id`
+          if (inserted.length !== taken.length) {
+            return yield* Effect.die(new Error("a (schedule, tick) fired twice: the fire's transaction is rolled back"))
           }
           yield* sql`
-            UPDATE queue.schedules SET next_tick = ${at(fire.next ?? NEVER)}, paused = paused OR ${fire.next === undefined}
-            WHERE id = ${fire.id}`
+            UPDATE queue.schedules s SET next_tick = to_timestamp(f.next / 1000), paused = s.paused OR f.never = 1
+            FROM unnest(${taken.map((f) => f.id)}::text[], ${taken.map((f) => f.next ?? NEVER)}::float8[],
+              ${taken.map((f) => f.next === undefined ? 1 : 0)}::int4[]) AS f(id, next, never)
+            WHERE s.id = f.id`
           yield* sql`
-            DELETE FROM queue.schedule_fires
-            WHERE schedule_id = ${fire.id} AND tick < ${at(fire.tick)} - ${FIRE_RETENTION_DAYS} * interval '1 day'`
-          return { ids: fresh.length === 0 ? Option.none<ReadonlyArray<string>>() : Option.some(ids), due }
-        })).pipe(Effect.tap(({ due }) => due ? wake : Effect.void), Effect.map(({ ids }) => ids))
+            DELETE FROM queue.schedule_fires d USING unnest(${taken.map((f) => f.id)}::text[], ${taken.map((f) => f.tick)}::float8[]) AS f(id, tick)
+            WHERE d.schedule_id = f.id AND d.tick < to_timestamp(f.tick / 1000) - ${FIRE_RETENTION_DAYS} * interval '1 day'`
+          return { ids: byFire, due }
+        })).pipe(
+          Effect.tap(({ due }) => due ? wake : Effect.void),
+          Effect.map(({ ids }) => fires.map((fire) => Option.fromUndefinedOr(ids.get(fire.id))))
+        )
 
       return Schedules.of({
         upsert: (schedule) => atDatabaseBoundary(upsert(schedule)),
@@ -239,7 +269,8 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
         nextDue: atDatabaseBoundary(
           Effect.map(nextDueRow(undefined), (rows) => Option.fromNullishOr(rows[0]?.due).pipe(Option.map((due) => due.getTime())))
         ),
-        fire: (fire) => atDatabaseBoundary(fireTick(fire))
+        fire: (fire) => atDatabaseBoundary(Effect.map(fireTicks([fire]), (results) => results[0]!)),
+        fireMany: (fires) => fires.length === 0 ? Effect.succeed([]) : atDatabaseBoundary(fireTicks(fires))
       })
     })
   )
@@ -306,22 +337,23 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
           const active = [...rows.values()].filter((row) => !row.paused).map((row) => row.nextTick)
           return active.length === 0 ? Option.none() : Option.some(Math.min(...active))
         }),
-        fire: (fire) =>
-          atNow(tables, (now) => {
-            const row = rows.get(fire.id)
-            if (row === undefined || row.paused || row.nextTick !== fire.tick) return Option.none()
-            const history = fires.get(fire.id) ?? new Map<number, ScheduleFire>()
-            fires.set(fire.id, history)
-            const fresh = !history.has(fire.tick)
-            const ids = fresh ? insertMessages(tables, now, fire.messages) : []
-            if (fresh) history.set(fire.tick, { tick: fire.tick, firedAt: fire.now, messageIds: ids, error: fire.error ?? null })
-            rows.set(fire.id, { ...row, nextTick: fire.next ?? NEVER, paused: row.paused || fire.next === undefined })
-            for (const tick of history.keys()) {
-              if (tick < fire.tick - FIRE_RETENTION_DAYS * 86_400_000) history.delete(tick)
-            }
-            return fresh ? Option.some(ids) : Option.none()
-          })
+        fire: (fire) => atNow(tables, (now) => fireNow(now, fire)),
+        fireMany: (many) => atNow(tables, (now) => many.map((fire) => fireNow(now, fire)))
       })
+      function fireNow(now: number, fire: Fire): Option.Option<ReadonlyArray<string>> {
+        const row = rows.get(fire.id)
+        if (row === undefined || row.paused || row.nextTick !== fire.tick) return Option.none()
+        const history = fires.get(fire.id) ?? new Map<number, ScheduleFire>()
+        fires.set(fire.id, history)
+        const fresh = !history.has(fire.tick)
+        const ids = fresh ? insertMessages(tables, now, fire.messages) : []
+        if (fresh) history.set(fire.tick, { tick: fire.tick, firedAt: fire.now, messageIds: ids, error: fire.error ?? null })
+        rows.set(fire.id, { ...row, nextTick: fire.next ?? NEVER, paused: row.paused || fire.next === undefined })
+        for (const tick of history.keys()) {
+          if (tick < fire.tick - FIRE_RETENTION_DAYS * 86_400_000) history.delete(tick)
+        }
+        return fresh ? Option.some(ids) : Option.none()
+      }
     })
   )
 }

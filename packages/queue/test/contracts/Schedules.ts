@@ -116,6 +116,33 @@ export const schedulesContract = (name: string, layer: SchedulesLayer): void => 
     )
 
     test(
+      "fireMany writes several fires at once, each as fire would: a stale one is skipped, the others fire",
+      Effect.gen(function*() {
+        const schedules = yield* Schedules
+        const messages = yield* Messages
+        for (const id of ["a", "b", "c"]) yield* schedules.upsert(schedule({ id }))
+        const fire = (id: string, tick: number) => ({
+          id,
+          tick,
+          next: tick + MINUTE,
+          now: T0 + 1,
+          messages: [{ ...newMessage({ url: `http://127.0.0.1:9/${id}` }), scheduleId: id }],
+          error: undefined
+        })
+        const results = yield* schedules.fireMany([fire("a", T0), fire("b", T0 + MINUTE), fire("c", T0)])
+        assert.deepStrictEqual(results.map(Option.isSome), [true, false, true])
+        assert.deepStrictEqual((yield* schedules.due(T0, 10)).map((s) => s.id), ["b"])
+        const claimed = yield* messages.claim(10)
+        assert.deepStrictEqual(claimed.map((m) => m.scheduleId).sort(), ["a", "c"])
+        assert.deepStrictEqual(
+          claimed.map((m) => m.id).sort(),
+          [...Option.getOrThrow(results[0]!), ...Option.getOrThrow(results[2]!)].sort()
+        )
+        assert.deepStrictEqual(yield* schedules.fireMany([]), [])
+      })
+    )
+
+    test(
       "a refused fire records its error and publishes nothing; the schedule moves on",
       Effect.gen(function*() {
         const schedules = yield* Schedules
