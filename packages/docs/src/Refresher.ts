@@ -79,7 +79,10 @@ const remoteCommit = Effect.fnUntraced(function*(location: string) {
  */
 export const refreshOnce = Effect.fn("Refresher.refreshOnce")(function*(holder: string, interval: Duration.Duration) {
   const store = yield* RefreshStore
-  if (!(yield* store.claim(holder, { interval, lease: LEASE }))) return Option.none<ReadonlyArray<LibraryCheck>>()
+  if (!(yield* store.claim(holder, { interval, lease: LEASE }))) {
+    yield* Effect.logDebug("Scheduled refresh: not due, or another process has the pass")
+    return Option.none<ReadonlyArray<LibraryCheck>>()
+  }
   const indexer = yield* Indexer
   return yield* Effect.gen(function*() {
     yield* Effect.forkScoped(

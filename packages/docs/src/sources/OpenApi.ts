@@ -10,8 +10,9 @@
  * `example`; none is invented). Source path: `<file name>#<operationId or METHOD /path>`.
  *
  * Library id `--id`, else `/openapi/<title as a slug>`; version `--version`, else `info.version`;
- * title and description from `info`. A document that is not OpenAPI 3 fails `invalid_source` naming
- * the field (`openapi`, `info.title`, `paths`); Swagger 2 is refused as such.
+ * title and description `--title`/`--description`, else from `info` (its description's first
+ * paragraph). A document that is not OpenAPI 3 fails `invalid_source` naming the field (`openapi`,
+ * `info.title`, `paths`); Swagger 2 is refused as such.
  */
 import { Effect, FileSystem, Path, Schema } from "effect"
 import YAML from "yaml"
@@ -183,7 +184,7 @@ export const make = Effect.gen(function*() {
       return yield* invalidSource(`${loaded.location} is Swagger ${parsed.swagger}, not OpenAPI 3: convert it first (e.g. with swagger2openapi)`)
     }
     const document = yield* Schema.decodeUnknownEffect(Document)(parsed).pipe(
-      Effect.mapError((error) => invalidSource(`${loaded.location} is not an OpenAPI 3 document: ${error.message}`))
+      Effect.mapError((error) => invalidSource(`${loaded.location} is not an OpenAPI 3 document: ${error.message.replace(/\s+/g, " ").trim()}`))
     )
     const snippets = operationSnippets(parsed as Json, document, loaded.file)
     if (snippets.length === 0) {
@@ -197,8 +198,8 @@ export const make = Effect.gen(function*() {
       root: loaded.location,
       libraryId,
       version,
-      title: document.info.title,
-      description: (document.info.description ?? "").trim().split(/\n\s*\n/)[0]!.slice(0, 500),
+      title: options.title ?? document.info.title,
+      description: options.description ?? (document.info.description ?? "").trim().split(/\n\s*\n/)[0]!.slice(0, 500),
       snippets
     }
   })

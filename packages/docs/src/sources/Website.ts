@@ -16,7 +16,9 @@
  * Both honour the origin's robots.txt (a disallowed URL is never requested; an added URL that is
  * disallowed fails `source_not_allowed`). Library id from `--id`, else `/<host>/<last path segment>`
  * (`https://docs.acme.dev/widgets/` → `/docs.acme.dev/widgets`; `docs` at the root); version
- * `--version`, else `latest`. A snippet's source path is the page's path on the site.
+ * `--version`, else `latest`; title and description `--title`/`--description`, else the llms.txt's
+ * (`# H1`, `> summary`), else the start page's `<title>` and meta description. A snippet's source
+ * path is the page's path on the site.
  */
 import { Effect, FileSystem, Path } from "effect"
 import { htmlToMarkdown } from "./Html.ts"
@@ -256,8 +258,9 @@ export const make = Effect.gen(function*() {
       root: dir,
       libraryId,
       version,
-      title: title || start.hostname,
-      description
+      // the operator's --title / --description first
+      title: options.title ?? (title || start.hostname),
+      description: options.description ?? description
     }
   })
 
