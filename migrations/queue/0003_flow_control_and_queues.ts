@@ -18,7 +18,7 @@ import { SqlClient } from "effect/sql"
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE messages ADD COLUMN flow_key text, ADD COLUMN queue_name text, ADD COLUMN seq bigserial`
-  yield* sql`CREATE INDEX messages_flow ON messages (flow_key) WHERE state = 'queued' AND flow_key IS NOT NULL`
+  yield* sql`CREATE INDEX messages_flow ON messages (flow_key, not_before) WHERE state = 'queued' AND flow_key IS NOT NULL`
   yield* sql`CREATE INDEX messages_fifo ON messages (queue_name, seq) WHERE state = 'queued' AND queue_name IS NOT NULL`
   // The claim of messages under neither flow control nor a queue scans this index only.
   yield* sql`CREATE INDEX messages_due_free ON messages (not_before)

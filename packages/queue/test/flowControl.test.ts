@@ -62,11 +62,12 @@ describe("flow control across worker processes", () => {
     for (const answer of answers) assert.strictEqual(answer.status, 201, JSON.stringify(answer.body))
     await waitUntil(() => bodiesAt("/rated").size === 30, 60_000, () => `30 deliveries, got ${bodiesAt("/rated").size}`)
     const times = destination.arrivals.filter((a) => a.path === "/rated").map((a) => a.at).sort((a, b) => a - b)
-    // The window is the database's (starts within one period); arrival jitter is allowed 100 ms.
-    for (const t of times) {
-      const inWindow = times.filter((u) => u >= t && u < t + 900).length
-      assert.isAtMost(inWindow, 10, `arrivals in the 900 ms from ${t - started} ms`)
-    }
+    // The window is the database's (starts within one period, exact: see the FlowControl contract);
+    // arrivals also carry the worker's jitter from claim to request (a cold first batch on a loaded
+    // machine arrives up to ~250 ms late): allowed 300 ms, i.e. no 11 arrivals within 700 ms.
+    const most = (windowMs: number) => Math.max(...times.map((t) => times.filter((u) => u >= t && u < t + windowMs).length))
+    console.log(`flow control: arrivals at ${times.map((t) => t - times[0]!).join(",")} ms; at most ${most(700)} in any 700 ms`)
+    assert.isAtMost(most(700), 10, "arrivals within 700 ms")
     const span = times[times.length - 1]! - times[0]!
     // 30 at 10 per second: three windows, so at least two periods apart; and not much slower.
     assert.isAtLeast(span, 1900)

@@ -105,11 +105,32 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           ? Effect.map(insert(messages).pipe(Effect.tap(({ due }) => wakeIf(due))), ({ ids }) => toPublished(messages, ids))
           : publishOnce(messages, dedupId)
 
+      /** Messages under neither flow control nor a queue: one statement, `FOR UPDATE SKIP LOCKED`. */
+      const claimFree = SqlSchema.findAll({
+        Request: Schema.Struct({ claimId: Schema.String, limit: Schema.Number }),
+        Result: MessageRow,
+        execute: ({ claimId, limit }) =>
+          sql`
+            WITH due AS (
+              SELECT id FROM queue.messages
+              WHERE state = 'queued' AND not_before <= now() AND flow_key IS NULL AND queue_name IS NULL
+              ORDER BY not_before
+              LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            )
+            UPDATE queue.messages m
+            SET claim_id = ${claimId}::uuid,
+                not_before = now() + (m.timeout_ms + ${leaseMarginMs}::int4) * interval '1 millisecond'
+            FROM due WHERE m.id = due.id
+            RETURNING m.*`
+      })
+
       // Messages under flow control or in a FIFO queue are claimed only by the transaction that holds
       // the rows of their key and queue: the first statement locks them (FOR UPDATE SKIP LOCKED), the
       // second (a snapshot taken after the lock, so it sees every claim committed before) counts the
       // key's unexpired claims and its starts within the period, and takes a queue's first
-      // `parallelism` queued messages only: exact, whatever the number of workers.
+      // `parallelism` queued messages only: exact, whatever the number of workers. Starts are stamped
+      // with the claim statement's own time (not the transaction's, which began before the lock).
       const lockControlled = SqlSchema.findAll({
         Request: Schema.Void,
         Result: Schema.Struct({ keys: Schema.Array(Schema.String), queues: Schema.Array(Schema.String) }),
@@ -131,7 +152,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
               coalesce((SELECT array_agg(name) FROM fifo), '{}') AS queues`
       })
 
-      const claimRows = SqlSchema.findAll({
+      const claimControlled = SqlSchema.findAll({
         Request: Schema.Struct({
           claimId: Schema.String,
           limit: Schema.Number,
@@ -141,14 +162,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
         Result: MessageRow,
         execute: ({ claimId, limit, keys, queues }) =>
           sql`
-            WITH free AS (
-              SELECT id, not_before FROM queue.messages
-              WHERE state = 'queued' AND not_before <= now() AND flow_key IS NULL AND queue_name IS NULL
-              ORDER BY not_before
-              LIMIT ${limit}
-              FOR UPDATE SKIP LOCKED
-            ),
-            keys AS (
+            WITH keys AS (
               SELECT f.key, f.parallelism, f.rate, f.period_ms FROM queue.flow_control f
               WHERE f.key = ANY(${keys}::text[])
             ),
@@ -158,9 +172,9 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
             room AS (
               SELECT k.key, LEAST(
                 COALESCE(k.parallelism - (SELECT count(*) FROM queue.messages m
-                  WHERE m.flow_key = k.key AND m.state = 'queued' AND m.claim_id IS NOT NULL AND m.not_before > now()), ${limit}),
+                  WHERE m.flow_key = k.key AND m.state = 'queued' AND m.not_before > now() AND m.claim_id IS NOT NULL), ${limit}),
                 COALESCE(k.rate - (SELECT count(*) FROM queue.flow_starts s
-                  WHERE s.key = k.key AND s.started_at > now() - k.period_ms * interval '1 millisecond'), ${limit})
+                  WHERE s.key = k.key AND s.started_at > statement_timestamp() - k.period_ms * interval '1 millisecond'), ${limit})
               ) AS room
               FROM keys k
             ),
@@ -171,27 +185,22 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
               WHERE w.not_before <= now()
             ),
             controlled AS (
-              SELECT m.id, m.not_before, m.flow_key, m.seq FROM queue.messages m
-              WHERE m.flow_key IN (SELECT key FROM keys) AND m.state = 'queued' AND m.not_before <= now()
-                AND (m.queue_name IS NULL OR m.id IN (SELECT id FROM heads))
+              SELECT c.id, c.not_before, c.flow_key, c.seq FROM room r CROSS JOIN LATERAL (
+                SELECT m.id, m.not_before, m.flow_key, m.seq FROM queue.messages m
+                WHERE m.flow_key = r.key AND m.state = 'queued' AND m.not_before <= now()
+                  AND (m.queue_name IS NULL OR m.id IN (SELECT id FROM heads))
+                ORDER BY m.not_before, m.seq
+                LIMIT greatest(r.room, 0)) c
               UNION ALL
               SELECT m.id, m.not_before, m.flow_key, m.seq FROM queue.messages m
               WHERE m.id IN (SELECT id FROM heads) AND m.flow_key IS NULL
             ),
-            ranked AS (
-              SELECT c.id, c.not_before, c.flow_key,
-                row_number() OVER (PARTITION BY c.flow_key ORDER BY c.not_before, c.seq) AS n
-              FROM controlled c
-            ),
-            chosen AS (
-              SELECT r.id, r.not_before FROM ranked r LEFT JOIN room ON room.key = r.flow_key
-              WHERE r.flow_key IS NULL OR r.n <= room.room
-              ORDER BY r.n, r.not_before
-              LIMIT ${limit}
-            ),
             picked AS (
-              SELECT id FROM (SELECT id, not_before FROM free UNION ALL SELECT id, not_before FROM chosen) a
-              ORDER BY not_before
+              SELECT c.id FROM (
+                SELECT c.id, c.not_before,
+                  row_number() OVER (PARTITION BY c.flow_key ORDER BY c.not_before, c.seq) AS n
+                FROM controlled c) c
+              ORDER BY c.n, c.not_before
               LIMIT ${limit}
             ),
             claimed AS (
@@ -203,23 +212,47 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
             ),
             started AS (
               INSERT INTO queue.flow_starts (key, started_at)
-              SELECT c.flow_key, now() FROM claimed c JOIN keys k ON k.key = c.flow_key WHERE k.rate IS NOT NULL
+              SELECT c.flow_key, statement_timestamp() FROM claimed c JOIN keys k ON k.key = c.flow_key WHERE k.rate IS NOT NULL
             ),
             pruned AS (
               DELETE FROM queue.flow_starts s USING keys k
-              WHERE s.key = k.key AND s.started_at <= now() - k.period_ms * interval '1 millisecond'
+              WHERE s.key = k.key AND s.started_at <= statement_timestamp() - k.period_ms * interval '1 millisecond'
             )
             SELECT * FROM claimed`
       })
 
+      /**
+       * Whether any flow-control key or queue exists (read at most once a second per process): a
+       * queue that never uses either claims with the one statement of `claimFree`, as before them.
+       */
+      const anyControlled = SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: Schema.Struct({ any: Schema.Boolean }),
+        execute: () => sql`SELECT EXISTS (SELECT 1 FROM queue.flow_control) OR EXISTS (SELECT 1 FROM queue.queues) AS any`
+      })
+      let controlledSeen: { readonly any: boolean; readonly at: number } | undefined
+      const hasControlled = Effect.suspend(() =>
+        controlledSeen !== undefined && (controlledSeen.any || Date.now() - controlledSeen.at < 1000)
+          ? Effect.succeed(controlledSeen.any)
+          : Effect.map(anyControlled(undefined), ([row]) => {
+            controlledSeen = { any: row?.any === true, at: Date.now() }
+            return controlledSeen.any
+          })
+      )
+
+      // Controlled messages first (their limits bound them), then the rest of the batch.
       const claim = (limit: number) =>
-        Effect.suspend(() => {
+        Effect.gen(function*() {
           const claimId = Crypto.randomUUID()
-          return sql.withTransaction(Effect.gen(function*() {
-            const [locked] = yield* lockControlled(undefined)
-            const rows = yield* claimRows({ claimId, limit, keys: locked?.keys ?? [], queues: locked?.queues ?? [] })
-            return rows.map((row) => toClaimed(toStoredMessage(row), claimId))
-          }))
+          const controlled = (yield* hasControlled)
+            ? yield* sql.withTransaction(Effect.gen(function*() {
+              const [locked] = yield* lockControlled(undefined)
+              if (locked === undefined || (locked.keys.length === 0 && locked.queues.length === 0)) return []
+              return yield* claimControlled({ claimId, limit, keys: locked.keys, queues: locked.queues })
+            }))
+            : []
+          const free = controlled.length < limit ? yield* claimFree({ claimId, limit: limit - controlled.length }) : []
+          return [...controlled, ...free].map((row) => toClaimed(toStoredMessage(row), claimId))
         })
 
       const dueRow = SqlSchema.findAll({
