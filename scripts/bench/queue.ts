@@ -25,6 +25,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import PgBoss from "pg-boss"
+import { benchFlow } from "./queueFlow.ts"
 import { benchSchedules } from "./queueSchedules.ts"
 import { percentile } from "./support.ts"
 import { PgClient } from "@effect/sql-pg"
@@ -322,6 +323,13 @@ const main = async () => {
     if (ONLY !== "pg-boss") {
       await benchSchedules(root, async () => {
         const name = `bench_schedules_${Date.now().toString(36)}`
+        await adminSql(`CREATE DATABASE ${name}`)
+        return databaseUrl(name)
+      })
+    }
+    if (ONLY !== "pg-boss" && process.env.BENCH_FLOW !== "false") {
+      await benchFlow(root, async () => {
+        const name = `bench_flow_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6)}`
         await adminSql(`CREATE DATABASE ${name}`)
         return databaseUrl(name)
       })
