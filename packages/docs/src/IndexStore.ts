@@ -114,6 +114,8 @@ export class IndexStore extends Context.Service<IndexStore, {
   readonly list: Effect.Effect<ReadonlyArray<LibraryListing>>
   /** No library at all. */
   readonly isEmpty: Effect.Effect<boolean>
+  /** Makes `version` the library's default (a scheduled refresh, once the new version is ready). */
+  readonly setDefault: (id: string, version: string) => Effect.Effect<void>
 }>()("@svc/docs/IndexStore") {
   /** On Postgres (the `docs` schema migrated). */
   static readonly layer = Layer.effect(
@@ -324,7 +326,11 @@ export class IndexStore extends Context.Service<IndexStore, {
         execute: () => sql`SELECT count(*)::int AS count FROM docs.libraries`
       })().pipe(Effect.map(({ count }) => count === 0))
 
+      const setDefault = (id: string, version: string) =>
+        sql`UPDATE docs.libraries SET default_version = ${version}, updated_at = now() WHERE id = ${id}`.pipe(Effect.asVoid)
+
       return IndexStore.of({
+        setDefault: (id, version) => atDatabaseBoundary(setDefault(id, version)),
         register: (source, state, options) => atDatabaseBoundary(register(source, state, options)),
         enqueue: (sources) => atDatabaseBoundary(enqueue(sources)),
         library: (id) => atDatabaseBoundary(library(id)),
@@ -487,7 +493,16 @@ export class IndexStore extends Context.Service<IndexStore, {
 
       const isEmpty = Effect.map(Ref.get(index), (state) => state.libraries.size === 0)
 
-      return IndexStore.of({ register, enqueue, library, startIndexing, write, requeue, markFailed, unfinished, remove, list, isEmpty })
+      const setDefault = (id: string, version: string) =>
+        Ref.update(index, (state) => {
+          const found = state.libraries.get(id)
+          if (found === undefined) return state
+          const libraries = new Map(state.libraries)
+          libraries.set(id, { ...found, defaultVersion: version })
+          return { ...state, libraries }
+        })
+
+      return IndexStore.of({ register, enqueue, library, startIndexing, write, requeue, markFailed, unfinished, remove, list, isEmpty, setDefault })
     })
   ).pipe(Layer.provide(MemoryIndex.layer))
 }

@@ -41,6 +41,12 @@ export interface IndexOptions extends ResolveOptions {
    */
   readonly trust?: number | undefined
   readonly onProgress?: ((progress: IndexProgress) => Effect.Effect<void>) | undefined
+  /**
+   * `add` only: the new version becomes the library's default once it is ready, not when it starts
+   * (the scheduled refresh: the previous version keeps answering meanwhile, and if the run fails).
+   * A library that did not exist has it as default from the start anyway.
+   */
+  readonly defaultWhenReady?: boolean | undefined
 }
 
 export class Indexer extends Context.Service<Indexer, {
@@ -108,7 +114,10 @@ export class Indexer extends Context.Service<Indexer, {
 
       // Scoped: a git clone is removed when the run ends, however it ends.
       const add = Effect.fn("Indexer.add")(function*(source: string, options: IndexOptions = {}) {
-        return yield* run(yield* resolve(source, options), options, true)
+        const resolved = yield* resolve(source, options)
+        const outcome = yield* run(resolved, options, options.defaultWhenReady !== true)
+        if (options.defaultWhenReady === true) yield* store.setDefault(resolved.libraryId, resolved.version)
+        return outcome
       }, Effect.scoped)
 
       const enqueue = Effect.fn("Indexer.enqueue")(function*(sources: ReadonlyArray<ResolvedSource>) {

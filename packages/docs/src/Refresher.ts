@@ -15,8 +15,9 @@
  *   (else its default version).
  *
  * A changed source is indexed like `svc docs add <source> --id <id>`: under its new version (the
- * new tag or short hash, the new package version), which becomes the default; the older versions
- * stay. The refresh states show it as any run (`indexing`, then `ready` or `failed`, in
+ * new tag or short hash, the new package version), which becomes the default once it is ready (the
+ * previous one keeps answering meanwhile, and stays the default if the run fails); the older
+ * versions stay. The refresh states show it as any run (`indexing`, then `ready` or `failed`, in
  * `svc docs list` and the API's `state`). A source that cannot be checked (unreachable, uninstalled)
  * is logged and left as it is until the next pass.
  */
@@ -119,7 +120,7 @@ export const refreshOnce = Effect.fn("Refresher.refreshOnce")(function*(holder: 
         yield* store.setRevision(library.id, current)
         return { libraryId: library.id, outcome: "unchanged", revision: current } satisfies LibraryCheck
       }
-      const outcome = yield* indexer.add(library.location, { id: library.id })
+      const outcome = yield* indexer.add(library.location, { id: library.id, defaultWhenReady: true })
       yield* store.setRevision(library.id, current)
       yield* Effect.logInfo(`Refreshed ${library.id}: ${outcome.version} (${current.slice(0, 12)}), ${outcome.snippets} snippets`)
       return { libraryId: library.id, outcome: "reindexed", revision: current } satisfies LibraryCheck

@@ -50,7 +50,13 @@ const repository = (name: string) =>
     git(work, "add", ".")
     git(work, "commit", "--quiet", "-m", "first")
     git(dir, "clone", "--quiet", "--bare", work, bare)
-    return { bare, commit, head: git(work, "rev-parse", "--short", "HEAD") }
+    const removeDocs = () =>
+      Effect.sync(() => {
+        git(work, "rm", "--quiet", "-r", "README.md", "docs")
+        git(work, "commit", "--quiet", "-m", "no docs")
+        git(work, "push", "--quiet", bare, "main")
+      })
+    return { bare, commit, removeDocs, head: git(work, "rev-parse", "--short", "HEAD") }
   })
 
 const withRefresh = Effect.provide(Layer.mergeAll(RefreshStore.layer, NodeServices.layer))
@@ -100,6 +106,14 @@ layer(stack)("scheduled refresh", (it) => {
       const fourth = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
       assert.deepStrictEqual(outcomes(fourth), [["/acme/refreshed", "unchanged"], ["/npm/he", "unchanged"]])
       assert.strictEqual((yield* indexer.list).find((l) => l.id === "/acme/refreshed")!.versions.length, 2)
+
+      // a commit whose docs cannot be indexed: its version fails, the previous one stays the default
+      yield* repo.removeDocs()
+      const fifth = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
+      assert.deepStrictEqual(outcomes(fifth), [["/acme/refreshed", "failed"], ["/npm/he", "unchanged"]])
+      const kept = (yield* indexer.list).find((l) => l.id === "/acme/refreshed")!
+      assert.strictEqual(kept.defaultVersion, newHead)
+      assert.deepStrictEqual(kept.versions.map((v) => v.state), ["ready", "ready", "failed"])
     }))
 
   it.effect("the docs-api's refresher layer runs a pass at start with DOCS_REFRESH_INTERVAL set", () =>

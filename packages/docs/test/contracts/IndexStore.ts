@@ -125,4 +125,15 @@ export const indexStoreContract = (name: string, layer: Layer.Layer<IndexStore, 
         assert.isTrue(yield* store.remove("/acme/widgets", undefined))
         assert.isTrue(yield* store.isEmpty)
       }))
+
+    test("setDefault: a version registered without becoming the default is made it later; unknown ids change nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* IndexStore
+        yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        yield* indexed(source("/acme/greeter", "2.0.0"), greeterDocs, { makeDefault: false })
+        assert.strictEqual((yield* store.list)[0]!.defaultVersion, "1.0.0")
+        yield* store.setDefault("/acme/greeter", "2.0.0")
+        yield* store.setDefault("/acme/nothing", "2.0.0")
+        assert.deepStrictEqual((yield* store.list).map((l) => [l.id, l.defaultVersion]), [["/acme/greeter", "2.0.0"]])
+      }))
   })
