@@ -114,7 +114,8 @@ const SnippetRow = Schema.Struct({
   source_path: Schema.String,
   source_url: Schema.NullOr(Schema.String),
   tokens: Schema.Number,
-  ordinal: Schema.Number
+  ordinal: Schema.Number,
+  score: Schema.optional(Schema.Number)
 })
 
 /** A library found by name, with its default version's figures (null: the version is missing). */
@@ -280,7 +281,7 @@ export class Search extends Context.Service<Search, {
         const page = options.page ?? 1
         const columns = sql`s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.source_url, s.tokens, s.ordinal`
         const ranked = SqlSchema.findAll({ Request: Schema.Void, Result: SnippetRow, execute: () => sql`
-          SELECT ${columns}
+          SELECT ${columns}, r.score
           FROM (${rankedIds(sql, { libraryId: id, version, words: terms.join(" "), tsquery: tsquery!, limit: CANDIDATES * page })}) r
           JOIN docs.snippets s ON s.id = r.id
           ORDER BY r.score DESC, r.id` })
