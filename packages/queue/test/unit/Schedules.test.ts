@@ -1,12 +1,17 @@
 /**
  * Schedules without a database: the store contract on the memory store, the cron rules (`Cron.ts`:
- * 5 fields, CRON_TZ, daylight saving, the catch-up rule), and the scheduler walked minute by minute
- * with a `TestClock` over the memory stores.
+ * 5 fields, CRON_TZ, daylight saving, the catch-up rule), the scheduler walked minute by minute
+ * with a `TestClock` over the memory stores, and the schedule routes over the memory stores.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Layer } from "effect"
+import type { OutboundGuard } from "@svc/platform"
+import { toWebHandler } from "@svc/platform"
+import { Duration, Effect, Layer, Option, Redacted } from "effect"
+import type { HttpRouter } from "effect/http"
 import { TestClock } from "effect/testing"
 import { parseCron, tickAfterFire } from "../../src/Cron.ts"
+import { Resolver } from "../../src/Destinations.ts"
+import { routes } from "../../src/http.ts"
 import { QueueConfig } from "../../src/QueueConfig.ts"
 import * as ScheduleOperations from "../../src/ScheduleOperations.ts"
 import * as Scheduler from "../../src/Scheduler.ts"
@@ -14,6 +19,7 @@ import { MemoryTables } from "../../src/store/MemoryTables.ts"
 import { Groups } from "../../src/store/Groups.ts"
 import { type Tables } from "../../src/store/MemoryTables.ts"
 import { Schedules } from "../../src/store/Schedules.ts"
+import * as Stores from "../../src/store/Stores.ts"
 import { schedulesContract } from "../contracts/Schedules.ts"
 import { memoryStores } from "../contracts/StoreTime.ts"
 
@@ -216,4 +222,73 @@ describe("Scheduler (TestClock)", () => {
         assert.strictEqual(iso(second.nextFireTimes[0]!), "2026-01-01T12:03:00.000Z")
       }))
     }).pipe(Effect.provide(stores)))
+})
+
+// -----------------------------------------------------------------------------
+// The schedule routes over the memory stores (no socket, database or scheduler)
+// -----------------------------------------------------------------------------
+
+const TOKEN = "unit-token-0123456789"
+
+/** No DNS: names under example.com resolve to a public address, others do not resolve. */
+const resolveName: OutboundGuard.Resolve = async (hostname) => {
+  if (/(^|\.)example\.com$/i.test(hostname)) return [{ address: "93.184.215.14", family: 4 }]
+  throw Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: "ENOTFOUND" })
+}
+
+/** A fresh queue on the memory stores, the private-address guard on, behind a web handler. */
+const withRoutes = <A, E>(test: (call: (path: string, init?: RequestInit) => Effect.Effect<{ status: number; body: any }>) => Effect.Effect<A, E>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const memory = Stores.layerMemory.pipe(
+      Layer.provideMerge(QueueConfig.layerWith({ token: Option.some(Redacted.make(TOKEN)), allowPrivate: false })),
+      Layer.merge(Layer.succeed(Resolver, resolveName))
+    )
+    const context = yield* Layer.build(memory)
+    const app = routes.pipe(Layer.provideMerge(Layer.succeedContext(context)))
+    const { dispose, handler } = toWebHandler(app as Layer.Layer<Layer.Success<typeof app>, never, HttpRouter.HttpRouter>, { name: "queue" })
+    yield* Effect.addFinalizer(() => Effect.promise(dispose))
+    const call = (path: string, init: RequestInit = {}) =>
+      Effect.promise(async () => {
+        const headers = new Headers(init.headers)
+        headers.set("authorization", `Bearer ${TOKEN}`)
+        const response = await handler(new Request(`http://queue.test${path}`, { ...init, headers }))
+        const text = await response.text()
+        return { status: response.status, body: text === "" ? undefined : JSON.parse(text) }
+      })
+    return yield* test(call)
+  }))
+
+describe("schedule routes (memory)", () => {
+  it.live("create, read, pause, resume, delete; a private destination or callback is refused like a publish's, nothing stored", () =>
+    withRoutes((call) =>
+      Effect.gen(function*() {
+        for (const [destination, headers, named] of [
+          ["http://127.0.0.1:8080/hook", {}, "destination"],
+          ["https://example.com/hook", { "Svc-Callback": "http://169.254.169.254/latest" }, "Svc-Callback"],
+          ["https://unknown.invalid/hook", {}, "destination"]
+        ] as const) {
+          const refused = yield* call(`/v2/schedules/${destination}`, { method: "POST", headers: { "Svc-Cron": "* * * * *", ...headers } })
+          assert.strictEqual(refused.status, 400, destination)
+          assert.include(refused.body.issues.map((issue: any) => issue.parameter), named)
+        }
+        assert.deepStrictEqual((yield* call("/v2/schedules")).body, { schedules: [] })
+
+        const created = yield* call("/v2/schedules/https%3A%2F%2Fexample.com%2Fhook", {
+          method: "POST",
+          headers: { "Svc-Cron": "*/15 * * * *", "Svc-Schedule-Id": "quarter", "Svc-Delay": "10s" },
+          body: "x"
+        })
+        assert.strictEqual(created.status, 201)
+        assert.deepStrictEqual(created.body, { scheduleId: "quarter" })
+        const got = (yield* call("/v2/schedules/quarter")).body
+        assert.strictEqual(got.destination, "https://example.com/hook")
+        assert.strictEqual(got.settings.delayMs, 10_000)
+        assert.isTrue(got.nextFireTimes.every((at: number) => at % (15 * MINUTE) === 0))
+        assert.isTrue((yield* call("/v2/schedules/quarter/pause", { method: "POST" })).body.paused)
+        assert.isFalse((yield* call("/v2/schedules/quarter/resume", { method: "POST" })).body.paused)
+        assert.strictEqual((yield* call("/v2/schedules/quarter", { method: "DELETE" })).status, 204)
+        assert.strictEqual((yield* call("/v2/schedules/quarter", { method: "DELETE" })).status, 404)
+        assert.strictEqual((yield* call("/v2/schedules/not%20an%20id")).status, 400)
+      })
+    ))
 })
