@@ -6,7 +6,9 @@
  *    throughput in snippets/s), then asks the labeled questions (docs-questions.ts, 72 of them) the way
  *    `query-docs` does (GET /api/v2/context, default budget) and reports Hit@1, Hit@5 and MRR: the rank
  *    of the first snippet from the file (and heading) that answers. Also how often
- *    `resolve-library-id` (GET /api/v2/libs/search) puts the right library first.
+ *    `resolve-library-id` (GET /api/v2/libs/search) puts the right library first. Then the held-out
+ *    evaluation set of issue 19 (docs-evaluate.ts): 284 questions over five corpora, per corpus and per
+ *    half (dev / test). `--misses=dev` lists the questions not answered first (the dev half's only).
  * 2. Speed. Generates BENCH_LIBRARIES (10,000) synthetic libraries of BENCH_SNIPPETS (100) snippets
  *    each (1,000,000), indexes them through the indexer (snippets/s), then runs search and context for
  *    BENCH_SECONDS (10) each at BENCH_CONCURRENCY (16) concurrent clients: p50/p99 and requests/s,
