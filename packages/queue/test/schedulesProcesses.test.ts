@@ -1,0 +1,66 @@
+/**
+ * Schedules with real queue processes on one database (test/processes.ts), at real cron ticks:
+ *
+ * - two worker processes (each also runs the scheduler) race for the next whole minute's tick of
+ *   100 schedules `* * * * *`: each schedule fires once, one delivery with `Svc-Schedule-Id`;
+ * - both are SIGKILLed before the following tick and two new ones start after it (a restart
+ *   within the catch-up window): that tick still fires, once per schedule.
+ *
+ * It waits for real minute boundaries (up to about two and a half minutes).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { kill, request, startCluster, startDestination, waitUntil } from "./processes.ts"
+
+const SCHEDULES = 100
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
+
+describe("schedules across processes", () => {
+  it.live("two schedulers fire each tick once; a tick passed while every scheduler was down fires once after the restart", () =>
+    Effect.promise(async () => {
+      const cluster = await startCluster()
+      const dest = await startDestination(() => ({ status: 200, delayMs: 0 }))
+      try {
+        const first = [await cluster.startWorker(), await cluster.startWorker()]
+        // At least 15 s before the tick: time to create the schedules.
+        if (60_000 - (Date.now() % 60_000) < 15_000) await sleep(60_000 - (Date.now() % 60_000) + 100)
+        for (let i = 0; i < SCHEDULES; i++) {
+          const created = await request(cluster.api, `/v2/schedules/${dest.base}/tick`, {
+            method: "POST",
+            headers: { "Svc-Cron": "* * * * *", "Svc-Schedule-Id": `s${i}` },
+            body: String(i)
+          })
+          assert.strictEqual(created.status, 201, JSON.stringify(created.body))
+        }
+        const tick1 = Math.ceil(Date.now() / 60_000) * 60_000
+        const deliveries = () => dest.arrivals.filter((a) => a.path === "/tick")
+        await waitUntil(() => deliveries().length >= SCHEDULES, tick1 - Date.now() + 30_000, () => `${SCHEDULES} deliveries of the first tick`)
+        assert.isAtLeast(Math.min(...deliveries().map((a) => a.at)), tick1 - 50, "not before the tick")
+
+        // Every scheduler down across the next tick, then two new ones (a restart).
+        const tick2 = tick1 + 60_000
+        await sleep(tick2 - 5_000 - Date.now())
+        await Promise.all(first.map(kill))
+        await sleep(tick2 + 3_000 - Date.now())
+        assert.strictEqual(deliveries().length, SCHEDULES, "nothing fired while every scheduler was down")
+        await Promise.all([cluster.startWorker(), cluster.startWorker()])
+        await waitUntil(() => deliveries().length >= 2 * SCHEDULES, 60_000, () => `${SCHEDULES} deliveries of the second tick`)
+        await sleep(1_000) // both new schedulers scan again (poll 200 ms): a duplicate fire would arrive now
+
+        const perSchedule = new Map<string, number>()
+        for (const arrival of deliveries()) {
+          const id = String(arrival.headers["svc-schedule-id"])
+          perSchedule.set(id, (perSchedule.get(id) ?? 0) + 1)
+        }
+        assert.strictEqual(perSchedule.size, SCHEDULES)
+        assert.isTrue([...perSchedule.values()].every((n) => n === 2), JSON.stringify([...perSchedule]))
+        assert.strictEqual(new Set(deliveries().map((a) => a.headers["svc-message-id"])).size, 2 * SCHEDULES)
+        const { body } = await request(cluster.api, "/v2/schedules")
+        assert.isTrue(body.schedules.every((s: any) => s.lastFire.tick === tick2 && s.lastFire.messageIds.length === 1))
+        assert.isTrue(body.schedules.every((s: any) => s.nextFireTimes[0] === tick2 + 60_000))
+      } finally {
+        await dest.close()
+        await cluster.close()
+      }
+    }), { timeout: 240_000 })
+})
