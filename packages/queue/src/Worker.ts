@@ -207,8 +207,6 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
         const body = callbackBody(message, outcome, config.maxMessageBytes)
         return yield* store.deliveredWithCallback(result, callbackMessage("callback", message.callback, message, body))
       }
-      // Under flow control or in a FIFO queue the slot is free once recorded: recorded now, not batched.
-      if (message.flowKey !== null || message.queueName !== null) return yield* store.markDelivered([result])
       return Queue.offerUnsafe(delivered, result)
     }
     const error = outcome._tag === "Failed" ? outcome.error : `The destination answered ${status}`
@@ -276,6 +274,11 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     })
   })
 
+  /** `finish` hands a plain 2xx delivery to the batch below; everything else it records itself. */
+  const recordedInBatch = (message: ClaimedMessage, outcome: DeliveryOutcome) =>
+    outcome._tag === "Response" && outcome.status >= 200 && outcome.status < 300 &&
+    !(message.kind === "message" && message.callback !== null)
+
   const deliver = Effect.fnUntraced(function*(message: ClaimedMessage) {
     // Whatever throws while building or sending the request (node refusing a header or a URL, a
     // client bug) is a failed attempt of this message, never a fiber dying with the message left
@@ -293,8 +296,10 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
           : Effect.logError(`Queue worker: recording the outcome of ${message.id} failed`, defect)
       )
     )
-    // A slot of its flow-control key or queue is free: claim again at once (others poll for it).
-    if (message.flowKey !== null || message.queueName !== null) Queue.offerUnsafe(notified, undefined)
+    // A slot of its flow-control key or queue is free once recorded (a delivery: by the batch below).
+    if ((message.flowKey !== null || message.queueName !== null) && !recordedInBatch(message, outcome)) {
+      Queue.offerUnsafe(notified, undefined)
+    }
   }, Effect.catchDefect(logSqlError("reading the signing key")))
 
   // Deliveries run in this set: interrupted last, after the graceful stop below had its chance.
@@ -323,6 +328,8 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
         Effect.retry({ schedule: Schedule.exponential("100 millis"), times: 3 }),
         Effect.catch(logSqlError("recording deliveries"))
       )
+      // Recorded: slots of flow-control keys and FIFO queues are free, so claim again at once.
+      Queue.offerUnsafe(notified, undefined)
     }
   }).pipe(Effect.forkScoped)
 
