@@ -7,7 +7,6 @@ import { tempDir } from "@svc/platform/testing"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Result } from "effect"
 import { SqlClient } from "effect/sql"
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -15,21 +14,8 @@ import * as path from "node:path"
 import { type IndexProgress, Indexer } from "../src/Indexer.ts"
 import { gitLibraryId, withoutCredentials } from "../src/sources/Git.ts"
 import type { IndexFailed } from "../src/sources/Source.ts"
-import { stack } from "./support.ts"
+import { git, stack } from "./support.ts"
 
-/** Identity from the environment, and no global or system configuration read (or changed). */
-const gitEnv = {
-  ...process.env,
-  GIT_AUTHOR_NAME: "Docs Test",
-  GIT_AUTHOR_EMAIL: "docs-test@example.com",
-  GIT_COMMITTER_NAME: "Docs Test",
-  GIT_COMMITTER_EMAIL: "docs-test@example.com",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_CONFIG_NOSYSTEM: "1"
-}
-
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
 
 const writeFiles = (dir: string, files: Record<string, string>) =>
   Effect.promise(async () => {

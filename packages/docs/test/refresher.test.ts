@@ -10,25 +10,13 @@ import { Database } from "@svc/platform"
 import { tempDir } from "@svc/platform/testing"
 import { ConfigProvider, Duration, Effect, Exit, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Indexer } from "../src/Indexer.ts"
 import * as Refresher from "../src/Refresher.ts"
 import { RefreshStore } from "../src/RefreshStore.ts"
-import { stack } from "./support.ts"
+import { git, stack } from "./support.ts"
 
-const gitEnv = {
-  ...process.env,
-  GIT_AUTHOR_NAME: "Docs Test",
-  GIT_AUTHOR_EMAIL: "docs-test@example.com",
-  GIT_COMMITTER_NAME: "Docs Test",
-  GIT_COMMITTER_EMAIL: "docs-test@example.com",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_CONFIG_NOSYSTEM: "1"
-}
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
 
 /** A repository published to `<tmp>/acme/<name>.git`; `commit` writes a file and publishes it. */
 const repository = (name: string) =>

@@ -7,26 +7,15 @@ import { assert, layer } from "@effect/vitest"
 import { Database } from "@svc/platform"
 import { tempDir } from "@svc/platform/testing"
 import { Effect, Redacted } from "effect"
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as Net from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Indexer } from "../src/Indexer.ts"
-import { stack } from "./support.ts"
+import { git, stack } from "./support.ts"
 
 const entry = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-const gitEnv = {
-  ...process.env,
-  GIT_AUTHOR_NAME: "Docs Test",
-  GIT_AUTHOR_EMAIL: "docs-test@example.com",
-  GIT_COMMITTER_NAME: "Docs Test",
-  GIT_COMMITTER_EMAIL: "docs-test@example.com",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_CONFIG_NOSYSTEM: "1"
-}
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {

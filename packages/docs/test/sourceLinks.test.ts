@@ -8,24 +8,12 @@
 import { assert, layer } from "@effect/vitest"
 import { tempDir } from "@svc/platform/testing"
 import { Effect, Layer } from "effect"
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { Indexer } from "../src/Indexer.ts"
-import { Client, docsFolder, socketClient, stack } from "./support.ts"
+import { Client, docsFolder, git, socketClient, stack } from "./support.ts"
 
-const gitEnv = {
-  ...process.env,
-  GIT_AUTHOR_NAME: "Docs Test",
-  GIT_AUTHOR_EMAIL: "docs-test@example.com",
-  GIT_COMMITTER_NAME: "Docs Test",
-  GIT_COMMITTER_EMAIL: "docs-test@example.com",
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_CONFIG_NOSYSTEM: "1"
-}
-const git = (cwd: string, ...args: Array<string>) =>
-  execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
 
 const guide = [
   "# Widgets guide",

@@ -3,6 +3,7 @@ import { serve, toWebHandler } from "@svc/platform"
 import { Client, get, TestDatabase, tempDir } from "@svc/platform/testing"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { ApiKeys } from "../src/ApiKeys.ts"
@@ -85,3 +86,18 @@ export const docsFolder = (files: Record<string, string>) =>
 export { TestDatabase }
 
 export { Client, get }
+
+/** Git with a fixed identity and no global or system configuration read (or changed), for test repositories. */
+export const gitEnv: NodeJS.ProcessEnv = {
+  ...process.env,
+  GIT_AUTHOR_NAME: "Docs Test",
+  GIT_AUTHOR_EMAIL: "docs-test@example.com",
+  GIT_COMMITTER_NAME: "Docs Test",
+  GIT_COMMITTER_EMAIL: "docs-test@example.com",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_CONFIG_NOSYSTEM: "1"
+}
+
+/** Runs git in `cwd` with {@link gitEnv}; its output, trimmed. */
+export const git = (cwd: string, ...args: Array<string>): string =>
+  execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
