@@ -5,27 +5,16 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Database } from "@svc/platform"
-import { tempDir } from "@svc/platform/testing"
+import { spawnablePort, tempDir } from "@svc/platform/testing"
 import { Effect, Redacted } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
-import * as Net from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { Indexer } from "../src/Indexer.ts"
 import { git, stack } from "./support.ts"
 
 const entry = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
 
 const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
@@ -52,7 +41,7 @@ layer(stack, { excludeTestServices: true, timeout: 120_000 })("scheduled refresh
       const logs: Array<string> = []
       const start = Effect.acquireRelease(
         Effect.promise(async () => {
-          const port = await freePort()
+          const port = await Effect.runPromise(spawnablePort())
           const child = spawn(process.execPath, [entry], {
             env: {
               ...process.env,

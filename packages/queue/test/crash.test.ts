@@ -5,7 +5,7 @@
  * and reported.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { TestDatabase } from "@svc/platform/testing"
+import { spawnablePort, TestDatabase } from "@svc/platform/testing"
 import { Effect, Fiber, Redacted } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Http from "node:http"
@@ -17,16 +17,6 @@ import { Reactivity } from "effect/reactivity"
 const MESSAGES = 10_000
 const TOKEN = "crash-token"
 const entry = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
 
 const startQueue = (databaseUrl: string, port: number, worker: boolean) => {
   const child = spawn(process.execPath, [entry], {
@@ -99,13 +89,13 @@ describe("crash", () => {
 
       const children: Array<ChildProcess> = []
       yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(children.map(kill))))
-      const apiPort = yield* Effect.promise(freePort)
+      const apiPort = yield* spawnablePort()
       const api = startQueue(url, apiPort, false)
       children.push(api)
       yield* Effect.promise(() => waitUntil(healthy(apiPort), 60_000, "the API process"))
 
       const startWorker = Effect.promise(async () => {
-        const port = await freePort()
+        const port = await Effect.runPromise(spawnablePort())
         const worker = startQueue(url, port, true)
         children.push(worker)
         await waitUntil(healthy(port), 60_000, "a worker process")

@@ -3,7 +3,7 @@
  * API-only process and worker processes on one fresh database, each SIGKILL-able; plus a
  * destination on 127.0.0.1 that counts requests in flight, and an HTTP helper.
  */
-import { TestDatabase } from "@svc/platform/testing"
+import { spawnablePort, TestDatabase } from "@svc/platform/testing"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Http from "node:http"
@@ -12,16 +12,6 @@ import { fileURLToPath } from "node:url"
 
 export const TOKEN = "flow-token"
 const entry = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
 
 /** Polls `condition` every 25 ms; throws naming `what` after `timeoutMs`. */
 export const waitUntil = async (condition: () => boolean | Promise<boolean>, timeoutMs: number, what: () => string) => {
@@ -53,7 +43,7 @@ export const startCluster = async (env: Record<string, string> = {}): Promise<Cl
   const url = Redacted.value(await Effect.runPromise(Scope.provide(TestDatabase.freshDatabase(), scope)))
   const children: Array<ChildProcess> = []
   const start = async (worker: boolean) => {
-    const port = await freePort()
+    const port = await Effect.runPromise(spawnablePort())
     const child = spawn(process.execPath, [entry], {
       env: {
         ...process.env,
