@@ -17,7 +17,6 @@
  */
 import { EmbeddedPostgres } from "@svc/platform"
 import { Effect, Exit, Redacted, Scope } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as Http from "node:http"
 import type * as Net from "node:net"
@@ -30,6 +29,7 @@ import { benchSchedules } from "./queueSchedules.ts"
 import { percentile } from "./support.ts"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "effect/reactivity"
+import { healthy, sleep, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
 
 const N = Number(process.env.BENCH_MESSAGES ?? 100_000)
 const PUBLISHERS = Number(process.env.BENCH_PUBLISHERS ?? 64)
@@ -37,17 +37,7 @@ const PUBLISHERS = Number(process.env.BENCH_PUBLISHERS ?? 64)
 const PGBOSS_WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 10)
 /** `svc`, `pg-boss` or both (default). */
 const ONLY = process.env.BENCH_ONLY
-const TOKEN = "bench-token"
 const root = fileURLToPath(new URL("../../", import.meta.url))
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const waitUntil = async (condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`)
-    await sleep(10)
-  }
-}
 
 /** The destination: records each delivery (first time only) and its latency from the publish time in the body. */
 const destination = async () => {
@@ -128,30 +118,6 @@ const report = (name: string, f: Figures) =>
 // -----------------------------------------------------------------------------
 // svc queue
 // -----------------------------------------------------------------------------
-
-const startQueue = (databaseUrl: string, port: number, worker: boolean): ChildProcess =>
-  spawn(process.execPath, [path.join(root, "packages/queue/src/main.ts")], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      QUEUE_TOKEN: TOKEN,
-      QUEUE_ALLOW_PRIVATE: "true",
-      QUEUE_PORT: String(port),
-      QUEUE_WORKER: String(worker),
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "warn"
-    },
-    stdio: ["ignore", "inherit", "inherit"]
-  })
-
-const stop = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once("exit", () => resolve())
-    child.kill("SIGTERM")
-  })
-
-const healthy = (port: number) => () => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)
 
 const benchSvc = async (databaseUrl: string, dest: Awaited<ReturnType<typeof destination>>): Promise<Figures> => {
   const agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
@@ -321,14 +287,14 @@ const main = async () => {
     )
     dest.close()
     if (ONLY !== "pg-boss") {
-      await benchSchedules(root, async () => {
+      await benchSchedules(async () => {
         const name = `bench_schedules_${Date.now().toString(36)}`
         await adminSql(`CREATE DATABASE ${name}`)
         return databaseUrl(name)
       })
     }
     if (ONLY !== "pg-boss" && process.env.BENCH_FLOW !== "false") {
-      await benchFlow(root, async () => {
+      await benchFlow(async () => {
         const name = `bench_flow_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6)}`
         await adminSql(`CREATE DATABASE ${name}`)
         return databaseUrl(name)

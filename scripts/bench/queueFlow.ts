@@ -10,55 +10,19 @@
  * - FIFO throughput: BENCH_FIFO_MESSAGES (default 2,000) messages enqueued to one queue of
  *   parallelism 1, then 10.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import * as Http from "node:http"
 import type * as Net from "node:net"
-import * as path from "node:path"
+import { healthy, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
 
 const N = Number(process.env.BENCH_FLOW_MESSAGES ?? 20_000)
 const FIFO_N = Number(process.env.BENCH_FIFO_MESSAGES ?? 2_000)
 const PUBLISHERS = 64
-const TOKEN = "bench-token"
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const waitUntil = async (condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`)
-    await sleep(10)
-  }
-}
-
-const start = (root: string, databaseUrl: string, port: number, worker: boolean): ChildProcess =>
-  spawn(process.execPath, [path.join(root, "packages/queue/src/main.ts")], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      QUEUE_TOKEN: TOKEN,
-      QUEUE_ALLOW_PRIVATE: "true",
-      QUEUE_PORT: String(port),
-      QUEUE_WORKER: String(worker),
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "warn"
-    },
-    stdio: ["ignore", "inherit", "inherit"]
-  })
-
-const stop = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once("exit", () => resolve())
-    child.kill("SIGTERM")
-  })
-
-const healthy = (port: number) => () => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)
 
 /**
  * Publishes `count` messages (`route(i)` names the path and headers of message i) to an API-only
  * process, then drains them with one worker: deliveries per second from the first to the last.
  */
 const drain = async (
-  root: string,
   databaseUrl: string,
   count: number,
   route: (i: number, sink: string) => { readonly path: string; readonly headers: Record<string, string> },
@@ -84,7 +48,7 @@ const drain = async (
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const sink = `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}/sink`
   const port = 19_500 + Math.floor(Math.random() * 400)
-  const api = start(root, databaseUrl, port, false)
+  const api = startQueue(databaseUrl, port, false)
   await waitUntil(healthy(port), 60_000, "the queue")
   await before(`http://127.0.0.1:${port}`)
   const agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
@@ -109,7 +73,7 @@ const drain = async (
   }))
   agent.destroy()
   await stop(api)
-  const worker = start(root, databaseUrl, port + 1, true)
+  const worker = startQueue(databaseUrl, port + 1, true)
   await waitUntil(() => seen.size >= count, 900_000, `${count} deliveries`)
   await stop(worker)
   server.closeAllConnections()
@@ -120,10 +84,10 @@ const drain = async (
 }
 
 /** Runs the section; `freshDatabase` creates an empty database and answers its URL. */
-export const benchFlow = async (root: string, freshDatabase: () => Promise<string>) => {
+export const benchFlow = async (freshDatabase: () => Promise<string>) => {
   console.log(`bench:queue flow control and FIFO: ${N} messages per flow-control run, ${FIFO_N} per FIFO run`)
-  const plain = await drain(root, await freshDatabase(), N, (_, sink) => ({ path: `/v2/publish/${sink}`, headers: {} }))
-  const keyed = await drain(root, await freshDatabase(), N, (i, sink) => ({
+  const plain = await drain(await freshDatabase(), N, (_, sink) => ({ path: `/v2/publish/${sink}`, headers: {} }))
+  const keyed = await drain(await freshDatabase(), N, (i, sink) => ({
     path: `/v2/publish/${sink}`,
     headers: { "Svc-Flow-Control-Key": `k${i % 100}`, "Svc-Flow-Control-Value": "parallelism=5" }
   }))
@@ -133,9 +97,7 @@ export const benchFlow = async (root: string, freshDatabase: () => Promise<strin
     } (target >= 0.8)`
   )
   for (const parallelism of [1, 10]) {
-    const rate = await drain(
-      root,
-      await freshDatabase(),
+    const rate = await drain(await freshDatabase(),
       FIFO_N,
       (_, sink) => ({ path: `/v2/enqueue/fifo/${sink}`, headers: {} }),
       (base) =>

@@ -9,48 +9,13 @@
  * tick) p50/p99, and duplicates (a schedule delivered twice for the tick). It waits for the next
  * whole minute (up to a minute); BENCH_SCHEDULES=0 skips the section.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import * as Http from "node:http"
 import type * as Net from "node:net"
-import * as path from "node:path"
 import { percentile } from "./support.ts"
+import { healthy, sleep, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
 
 const SCHEDULES = Number(process.env.BENCH_SCHEDULES ?? 1_000)
-const TOKEN = "bench-token"
 const CREATORS = 32
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const waitUntil = async (condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`)
-    await sleep(20)
-  }
-}
-
-const start = (root: string, databaseUrl: string, port: number): ChildProcess =>
-  spawn(process.execPath, [path.join(root, "packages/queue/src/main.ts")], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      QUEUE_TOKEN: TOKEN,
-      QUEUE_ALLOW_PRIVATE: "true",
-      QUEUE_PORT: String(port),
-      QUEUE_WORKER: "true",
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "warn"
-    },
-    stdio: ["ignore", "inherit", "inherit"]
-  })
-
-const stop = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once("exit", () => resolve())
-    child.kill("SIGTERM")
-  })
-
-const healthy = (port: number) => () => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)
 
 const api = (port: number, route: string, init: RequestInit = {}) =>
   fetch(`http://127.0.0.1:${port}${route}`, {
@@ -58,7 +23,7 @@ const api = (port: number, route: string, init: RequestInit = {}) =>
     headers: { authorization: `Bearer ${TOKEN}`, ...(init.headers as Record<string, string> | undefined) }
   })
 
-export const benchSchedules = async (root: string, newDatabase: () => Promise<string>) => {
+export const benchSchedules = async (newDatabase: () => Promise<string>) => {
   if (SCHEDULES <= 0) return
   // The destination: the first arrival per schedule (its path), and repeats.
   const arrivals = new Map<string, number>()
@@ -77,10 +42,10 @@ export const benchSchedules = async (root: string, newDatabase: () => Promise<st
 
   const databaseUrl = await newDatabase()
   const port = 19_600 + Math.floor(Math.random() * 300)
-  const processes = [start(root, databaseUrl, port)]
+  const processes = [startQueue(databaseUrl, port, true)]
   await waitUntil(healthy(port), 60_000, "the queue")
   // The second process only once the first has migrated the database.
-  processes.push(start(root, databaseUrl, port + 1))
+  processes.push(startQueue(databaseUrl, port + 1, true))
   await waitUntil(healthy(port + 1), 60_000, "the second queue process")
   try {
     // Created well before the tick: wait for the next minute when less than 20 s are left.
