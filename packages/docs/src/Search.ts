@@ -17,7 +17,7 @@ import {
 import { Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { MemoryIndex } from "./MemoryIndex.ts"
-import { answerPage } from "./ranking/Answer.ts"
+import { answerPage, toContextSnippet } from "./ranking/Answer.ts"
 import { rankedIds } from "./ranking/Bm25.ts"
 import { RowId, Timestamp } from "./Rows.ts"
 
@@ -309,17 +309,7 @@ export class Search extends Context.Service<Search, {
           libraryId: `${id}/${version}`,
           version,
           totalTokens: used,
-          snippets: picked.map((snippet): ContextSnippet => ({
-            kind: snippet.kind,
-            title: snippet.title,
-            headingPath: snippet.headingPath,
-            description: snippet.description,
-            language: snippet.language,
-            content: snippet.body,
-            sourcePath: snippet.sourcePath,
-            ...(snippet.sourceUrl === undefined ? {} : { sourceUrl: snippet.sourceUrl }),
-            tokens: snippet.tokens
-          }))
+          snippets: picked.map(toContextSnippet)
         } as const
       })
 
@@ -424,17 +414,7 @@ export class Search extends Context.Service<Search, {
           libraryId: `${id}/${found.version}`,
           version: found.version,
           totalTokens: used,
-          snippets: picked.map((snippet): ContextSnippet => ({
-            kind: snippet.kind,
-            title: snippet.title,
-            headingPath: snippet.headingPath,
-            description: snippet.description,
-            language: snippet.language,
-            content: snippet.body,
-            sourcePath: snippet.sourcePath,
-            ...(snippet.sourceUrl === undefined ? {} : { sourceUrl: snippet.sourceUrl }),
-            tokens: snippet.tokens
-          }))
+          snippets: picked.map(toContextSnippet)
         } as const
       })
 

@@ -185,7 +185,7 @@ export const headerProblem = (name: string, value: string): string | undefined =
 const UNPRINTABLE = /[\p{Cc}\p{Cs}]/u
 
 /** Headers never forwarded by `Svc-Header-Forward: true`: hop-by-hop, credentials of the queue, framing. */
-const NOT_FORWARDED = new Set([
+export const NOT_FORWARDED = new Set([
   "host",
   "authorization",
   "content-length",

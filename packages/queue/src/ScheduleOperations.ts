@@ -10,30 +10,18 @@ import { Clock, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { cronOf, nextTick, nextTicks, parseCron } from "./Cron.ts"
 import * as Operations from "./Operations.ts"
-import { canonicalHeaderName, parsePublish } from "./Publish.ts"
+import { canonicalHeaderName, NOT_FORWARDED, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Schedules, type StoredSchedule } from "./store/Schedules.ts"
 
 /** Most schedules one queue holds (a create past it is refused; a replace is not). */
 export const MAX_SCHEDULES = 10_000
 
-/** Request headers never stored with a schedule: the queue's credentials, the schedule's own, framing. */
-const NOT_STORED = new Set([
-  "authorization",
-  "proxy-authorization",
-  "svc-cron",
-  "svc-schedule-id",
-  "host",
-  "content-length",
-  "connection",
-  "keep-alive",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "expect",
-  "proxy-connection"
-])
+/**
+ * Request headers never stored with a schedule: those a publish never forwards (the queue's
+ * credentials, framing), and the schedule's own.
+ */
+const NOT_STORED: ReadonlySet<string> = new Set([...NOT_FORWARDED, "svc-cron", "svc-schedule-id"])
 
 export interface ScheduleRequest<E, R> extends Operations.PublishRequest<E, R> {}
 

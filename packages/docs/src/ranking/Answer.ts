@@ -10,6 +10,7 @@
  * - **Budget and pages**: entries are taken in rank order while they fit (a big one is skipped for
  *   smaller ones after it: {@link fitBudget}); page 2 is the same over what page 1 left, and so on.
  */
+import type { ContextSnippet } from "@svc/schema"
 import { type Snippet, tokensOf } from "../Splitter.ts"
 
 /** A merged section's size bound, in tokens (one snippet is at most ~1,000: Splitter.MAX_SNIPPET_CHARS). */
@@ -98,3 +99,16 @@ export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page =
   }
   return result
 }
+
+/** An answer's entry as the API sends it (`content` is the snippet's body). */
+export const toContextSnippet = (snippet: Snippet): ContextSnippet => ({
+  kind: snippet.kind,
+  title: snippet.title,
+  headingPath: snippet.headingPath,
+  description: snippet.description,
+  language: snippet.language,
+  content: snippet.body,
+  sourcePath: snippet.sourcePath,
+  ...(snippet.sourceUrl === undefined ? {} : { sourceUrl: snippet.sourceUrl }),
+  tokens: snippet.tokens
+})
