@@ -7,56 +7,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { spawnablePort, TestDatabase } from "@svc/platform/testing"
 import { Effect, Fiber, Redacted } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import * as Http from "node:http"
 import * as Net from "node:net"
-import { fileURLToPath } from "node:url"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "effect/reactivity"
+import { kill, startQueue, TOKEN, waitUntil } from "./processes.ts"
 
 const MESSAGES = 10_000
-const TOKEN = "crash-token"
-const entry = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-
-const startQueue = (databaseUrl: string, port: number, worker: boolean) => {
-  const child = spawn(process.execPath, [entry], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      QUEUE_TOKEN: TOKEN,
-      QUEUE_ALLOW_PRIVATE: "true",
-      QUEUE_PORT: String(port),
-      HOST: "127.0.0.1",
-      QUEUE_WORKER: String(worker),
-      QUEUE_DEFAULT_TIMEOUT: "3 seconds",
-      QUEUE_LEASE_MARGIN: "1 second",
-      QUEUE_POLL_INTERVAL: "200 millis",
-      QUEUE_RETRY_BASE: "200 millis",
-      LOG_LEVEL: "warn"
-    },
-    stdio: ["ignore", "ignore", "pipe"]
-  })
-  child.stderr?.on("data", () => {})
-  return child
-}
-
-const waitUntil = async (condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-}
-
 const healthy = (port: number) => () =>
   fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)
-
-const kill = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    child.once("exit", () => resolve())
-    child.kill("SIGKILL")
-  })
 
 describe("crash", () => {
   it.live("10,000 messages, worker SIGKILLed twice: every message delivered at least once", () =>
@@ -92,13 +52,13 @@ describe("crash", () => {
       const apiPort = yield* spawnablePort()
       const api = startQueue(url, apiPort, false)
       children.push(api)
-      yield* Effect.promise(() => waitUntil(healthy(apiPort), 60_000, "the API process"))
+      yield* Effect.promise(() => waitUntil(healthy(apiPort), 60_000, () => "the API process"))
 
       const startWorker = Effect.promise(async () => {
         const port = await Effect.runPromise(spawnablePort())
         const worker = startQueue(url, port, true)
         children.push(worker)
-        await waitUntil(healthy(port), 60_000, "a worker process")
+        await waitUntil(healthy(port), 60_000, () => "a worker process")
         return worker
       })
       let worker = yield* startWorker
@@ -131,7 +91,7 @@ describe("crash", () => {
 
       // Kill the worker mid-run, twice, restarting it each time.
       for (const threshold of [2_000, 6_000]) {
-        yield* Effect.promise(() => waitUntil(() => deliveries.size >= threshold, 120_000, `${threshold} deliveries`))
+        yield* Effect.promise(() => waitUntil(() => deliveries.size >= threshold, 120_000, () => `${threshold} deliveries`))
         yield* Effect.promise(() => kill(worker))
         const atKill = deliveries.size
         worker = yield* startWorker
@@ -139,7 +99,7 @@ describe("crash", () => {
       }
       yield* Fiber.join(publishing)
 
-      yield* Effect.promise(() => waitUntil(() => deliveries.size >= MESSAGES, 180_000, "every message delivered"))
+      yield* Effect.promise(() => waitUntil(() => deliveries.size >= MESSAGES, 180_000, () => "every message delivered"))
       const unique = deliveries.size
       // And the database agrees once the last worker has recorded its outcomes.
       yield* Effect.promise(() =>
@@ -152,7 +112,7 @@ describe("crash", () => {
               ).pipe(Effect.orElseSucceed(() => false))
             ),
           60_000,
-          "every message recorded as delivered"
+          () => "every message recorded as delivered"
         )
       )
       const duplicates = total - unique

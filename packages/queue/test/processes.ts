@@ -37,6 +37,33 @@ export interface Cluster {
   readonly close: () => Promise<void>
 }
 
+/**
+ * A queue process on `databaseUrl` at 127.0.0.1:`port` (API only unless `worker`), with short
+ * timeouts, leases and polls so tests about crashes and limits run in seconds.
+ */
+export const startQueue = (databaseUrl: string, port: number, worker: boolean, env: Record<string, string> = {}) => {
+  const child = spawn(process.execPath, [entry], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      QUEUE_TOKEN: TOKEN,
+      QUEUE_ALLOW_PRIVATE: "true",
+      QUEUE_PORT: String(port),
+      HOST: "127.0.0.1",
+      QUEUE_WORKER: String(worker),
+      QUEUE_DEFAULT_TIMEOUT: "3 seconds",
+      QUEUE_LEASE_MARGIN: "1 second",
+      QUEUE_POLL_INTERVAL: "200 millis",
+      QUEUE_RETRY_BASE: "200 millis",
+      LOG_LEVEL: "warn",
+      ...env
+    },
+    stdio: ["ignore", "ignore", "pipe"]
+  })
+  child.stderr?.on("data", () => {})
+  return child
+}
+
 /** A fresh database, an API-only process on it, and worker processes on demand. */
 export const startCluster = async (env: Record<string, string> = {}): Promise<Cluster> => {
   const scope = Effect.runSync(Scope.make())
@@ -44,25 +71,7 @@ export const startCluster = async (env: Record<string, string> = {}): Promise<Cl
   const children: Array<ChildProcess> = []
   const start = async (worker: boolean) => {
     const port = await Effect.runPromise(spawnablePort())
-    const child = spawn(process.execPath, [entry], {
-      env: {
-        ...process.env,
-        DATABASE_URL: url,
-        QUEUE_TOKEN: TOKEN,
-        QUEUE_ALLOW_PRIVATE: "true",
-        QUEUE_PORT: String(port),
-        HOST: "127.0.0.1",
-        QUEUE_WORKER: String(worker),
-        QUEUE_DEFAULT_TIMEOUT: "3 seconds",
-        QUEUE_LEASE_MARGIN: "1 second",
-        QUEUE_POLL_INTERVAL: "200 millis",
-        QUEUE_RETRY_BASE: "200 millis",
-        LOG_LEVEL: "warn",
-        ...env
-      },
-      stdio: ["ignore", "ignore", "pipe"]
-    })
-    child.stderr?.on("data", () => {})
+    const child = startQueue(url, port, worker, env)
     children.push(child)
     await waitUntil(
       () => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false),
