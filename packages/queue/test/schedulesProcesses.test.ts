@@ -1,18 +1,25 @@
 /**
  * Schedules with real queue processes on one database (test/processes.ts), at real cron ticks:
  *
- * - two worker processes (each also runs the scheduler) race for the next whole minute's tick of
- *   100 schedules `* * * * *`: each schedule fires once, one delivery with `Svc-Schedule-Id`;
- * - both are SIGKILLed before the following tick and two new ones start after it (a restart
- *   within the catch-up window): that tick still fires, once per schedule.
+ * - two worker processes (each also runs the scheduler) race for the first of two chosen whole
+ *   minutes, 100 schedules `CRON_TZ=UTC <m1>,<m2> * * * *`: each schedule fires once, one delivery
+ *   with `Svc-Schedule-Id`;
+ * - both are SIGKILLed before the second minute and two new ones start after it (a restart within
+ *   the catch-up window): that tick still fires, once per schedule.
  *
- * It waits for real minute boundaries (up to about two and a half minutes).
+ * The two minutes are chosen once the workers are up, at least {@link LEAD_MS} ahead, and named in
+ * the cron: creating the schedules may take any time up to the first tick without moving it (a
+ * `* * * * *` schedule created across a minute boundary would fire at that boundary instead). It
+ * waits for real minute boundaries, about two and a half minutes, plus the process starts, which
+ * take tens of seconds each on a busy 2-core machine; the timeout leaves room for both.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { kill, request, startCluster, startDestination, waitUntil } from "./processes.ts"
 
 const SCHEDULES = 100
+/** The least time between choosing the first tick and that tick: room to create the schedules. */
+const LEAD_MS = 30_000
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
 
 describe("schedules across processes", () => {
@@ -21,24 +28,25 @@ describe("schedules across processes", () => {
       const cluster = await startCluster()
       const dest = await startDestination(() => ({ status: 200, delayMs: 0 }))
       try {
-        const first = [await cluster.startWorker(), await cluster.startWorker()]
-        // At least 15 s before the tick: time to create the schedules.
-        if (60_000 - (Date.now() % 60_000) < 15_000) await sleep(60_000 - (Date.now() % 60_000) + 100)
+        const first = await Promise.all([cluster.startWorker(), cluster.startWorker()])
+        const tick1 = Math.ceil((Date.now() + LEAD_MS) / 60_000) * 60_000
+        const tick2 = tick1 + 60_000
+        const minute = (tick: number) => new Date(tick).getUTCMinutes()
+        const cron = `CRON_TZ=UTC ${minute(tick1)},${minute(tick2)} * * * *`
         for (let i = 0; i < SCHEDULES; i++) {
           const created = await request(cluster.api, `/v2/schedules/${dest.base}/tick`, {
             method: "POST",
-            headers: { "Svc-Cron": "* * * * *", "Svc-Schedule-Id": `s${i}` },
+            headers: { "Svc-Cron": cron, "Svc-Schedule-Id": `s${i}` },
             body: String(i)
           })
           assert.strictEqual(created.status, 201, JSON.stringify(created.body))
         }
-        const tick1 = Math.ceil(Date.now() / 60_000) * 60_000
+        assert.isBelow(Date.now(), tick1, "the schedules were all created before their first tick")
         const deliveries = () => dest.arrivals.filter((a) => a.path === "/tick")
         await waitUntil(() => deliveries().length >= SCHEDULES, tick1 - Date.now() + 30_000, () => `${SCHEDULES} deliveries of the first tick`)
         assert.isAtLeast(Math.min(...deliveries().map((a) => a.at)), tick1 - 50, "not before the tick")
 
         // Every scheduler down across the next tick, then two new ones (a restart).
-        const tick2 = tick1 + 60_000
         await sleep(tick2 - 5_000 - Date.now())
         await Promise.all(first.map(kill))
         await sleep(tick2 + 3_000 - Date.now())
@@ -57,10 +65,10 @@ describe("schedules across processes", () => {
         assert.strictEqual(new Set(deliveries().map((a) => a.headers["svc-message-id"])).size, 2 * SCHEDULES)
         const { body } = await request(cluster.api, "/v2/schedules")
         assert.isTrue(body.schedules.every((s: any) => s.lastFire.tick === tick2 && s.lastFire.messageIds.length === 1))
-        assert.isTrue(body.schedules.every((s: any) => s.nextFireTimes[0] === tick2 + 60_000))
+        assert.isTrue(body.schedules.every((s: any) => s.nextFireTimes[0] === tick1 + 3_600_000))
       } finally {
         await dest.close()
         await cluster.close()
       }
-    }), { timeout: 240_000 })
+    }), { timeout: 600_000 })
 })
