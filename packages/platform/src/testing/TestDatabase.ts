@@ -19,16 +19,25 @@ const adminUrl = () => Redacted.make(inject("svcPostgres").url)
 export const freshDatabase = (template: string = inject("svcPostgres").template) =>
   Effect.gen(function*() {
     const name = `test_${randomUUID().replaceAll("-", "").slice(0, 16)}`
-    const admin = yield* PgClient.make({ url: adminUrl(), maxConnections: 1 }).pipe(Effect.provide(Reactivity.layer))
     yield* Effect.acquireRelease(
       // Two files cloning the template at the same instant can collide ("being accessed by other users").
-      admin`CREATE DATABASE ${admin(name)} TEMPLATE ${admin(template)}`.pipe(
+      asAdmin((sql) => sql`CREATE DATABASE ${sql(name)} TEMPLATE ${sql(template)}`).pipe(
         Effect.retry({ schedule: Schedule.exponential("50 millis"), times: 8 })
       ),
-      () => admin`DROP DATABASE IF EXISTS ${admin(name)} WITH (FORCE)`.pipe(Effect.ignore)
+      () => asAdmin((sql) => sql`DROP DATABASE IF EXISTS ${sql(name)} WITH (FORCE)`).pipe(Effect.ignore)
     )
     return withDatabaseName(adminUrl(), name)
   })
+
+/**
+ * One statement on a connection of its own. Not a client kept for the scope's life: a pool whose
+ * connection idled out (a minute) never answered the DROP at the scope's close, and the test that
+ * closed it hung until its timeout.
+ */
+const asAdmin = <A>(statement: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
+  Effect.scoped(Effect.flatMap(PgClient.make({ url: adminUrl(), maxConnections: 1 }), statement)).pipe(
+    Effect.provide(Reactivity.layer)
+  )
 
 /** `Database` pointing at a fresh migrated database. */
 export const layerConnection = (template?: string) =>
