@@ -6,7 +6,7 @@
 import { Effect, Schema } from "effect"
 import { type SignatureClaims as Claims, verifySignature, type VerifyRequest } from "./Signing.ts"
 
-export { bodyHash, ISSUER, newSigningKey, sign, type VerifyRequest } from "./Signing.ts"
+export { bodyHash, ISSUER, newSigningKey, sign, verifySignature, type VerifyRequest } from "./Signing.ts"
 
 export const SignatureClaims = Schema.Struct({
   iss: Schema.String,
