@@ -2,11 +2,15 @@
  * The Promise client (`@svc/queue/client`) against a running queue (HTTP on 127.0.0.1 + worker, a
  * fresh database) over a real socket: every route family it covers on this branch, the options
  * as `Svc-*` headers as the destination sees them, byte-exact bodies, and `QueueError` for
- * refusals and an unreachable queue. (`batch`, `events` and the bulk methods call routes that land
- * with other parts of issue 18; they are tested once those routes exist.)
+ * refusals and an unreachable queue. `batch`, `events` and the bulk methods call routes that land
+ * with other parts of issue 18: until then, what they send is checked against the documented wire
+ * formats on a stub server on 127.0.0.1 (the last block); their tests against the queue come with
+ * those routes.
  */
-import { assert, layer } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import * as Http from "node:http"
+import type * as Net from "node:net"
 import { QueueClient, QueueError } from "../src/promise/index.ts"
 import { Destination, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"
 
@@ -214,5 +218,102 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("Promise cl
       const rotated = yield* run(() => queue.keys.rotate())
       assert.strictEqual(rotated.current, keys.next)
       assert.deepStrictEqual(yield* run(() => queue.keys.get()), rotated)
+    }))
+})
+
+/** A stub of the routes being built elsewhere: records each request, answers `answer(path)` as JSON. */
+const stub = (answer: (method: string, path: string) => unknown) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const requests: Array<{ method: string; url: string; headers: Http.IncomingHttpHeaders; body: any }> = []
+      const server = Http.createServer((req, res) => {
+        const chunks: Array<Buffer> = []
+        req.on("data", (chunk: Buffer) => chunks.push(chunk))
+        req.on("end", () => {
+          const text = Buffer.concat(chunks).toString()
+          requests.push({ method: req.method!, url: req.url!, headers: req.headers, body: text === "" ? undefined : JSON.parse(text) })
+          res.writeHead(req.url === "/v2/batch" ? 201 : 200, { "content-type": "application/json" })
+          res.end(JSON.stringify(answer(req.method!, req.url!.split("?")[0]!)))
+        })
+      })
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      return { base: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`, requests, server }
+    }),
+    ({ server }) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  )
+
+describe("Promise client: batch, events and bulk calls as documented (a stub server until those routes land)", () => {
+  it.live("batch sends the documented array (bytes base64, options as headers, queue) and answers one result per message", () =>
+    Effect.gen(function*() {
+      const answers = [{ messageId: "m1" }, [{ messageId: "m2", url: "https://a.example/x" }], { messageId: "m3" }]
+      const server = yield* stub(() => answers)
+      const queue = new QueueClient({ baseUrl: server.base, token: TOKEN })
+      const results = yield* run(() =>
+        queue.batch([
+          { destination: "https://example.com/a", body: "text é", retries: 2, notBefore: new Date(1_767_225_600_000) },
+          { destination: "orders", body: new Uint8Array([0, 255, 10]), contentType: "application/x-bytes", forward: { "X-A": "1" } },
+          { destination: "https://example.com/c", queue: "jobs", contentBasedDeduplication: true, retryDelay: "pow(2, retried) * 1000" }
+        ])
+      )
+      assert.deepStrictEqual(results, answers)
+      const [request] = server.requests
+      assert.strictEqual(request!.method, "POST")
+      assert.strictEqual(request!.url, "/v2/batch")
+      assert.strictEqual(request!.headers.authorization, `Bearer ${TOKEN}`)
+      assert.strictEqual(request!.headers["content-type"], "application/json")
+      assert.deepStrictEqual(request!.body, [
+        {
+          destination: "https://example.com/a",
+          body: "text é",
+          bodyEncoding: "utf8",
+          headers: { "Svc-Retries": "2", "Svc-Not-Before": "1767225600" }
+        },
+        {
+          destination: "orders",
+          body: "AP8K",
+          bodyEncoding: "base64",
+          headers: { "content-type": "application/x-bytes", "Svc-Forward-X-A": "1" }
+        },
+        {
+          destination: "https://example.com/c",
+          headers: { "Svc-Content-Based-Deduplication": "true", "Svc-Retry-Delay": "pow(2, retried) * 1000" },
+          queue: "jobs"
+        }
+      ])
+    }))
+
+  it.live("events passes its filters as query parameters; bulk cancel, retry and delete send their selections", () =>
+    Effect.gen(function*() {
+      const server = yield* stub((method, path) =>
+        path === "/v2/events"
+          ? { events: [{ time: 2, messageId: "m1", state: "delivered", url: "https://example.com/a" }], cursor: "c2" }
+          : path === "/v2/messages"
+          ? { cancelled: 3 }
+          : method === "POST"
+          ? { retried: 2 }
+          : { deleted: 1 }
+      )
+      const queue = new QueueClient({ baseUrl: server.base, token: TOKEN })
+      const page = yield* run(() =>
+        queue.events({ messageId: "m1", state: "delivered", fromDate: new Date(1_000), toDate: 2_000, count: 10, cursor: "c1" })
+      )
+      assert.deepStrictEqual(page, { events: [{ time: 2, messageId: "m1", state: "delivered", url: "https://example.com/a" }], cursor: "c2" })
+      const query = new URL(server.requests[0]!.url, server.base).searchParams
+      assert.deepStrictEqual(Object.fromEntries(query), {
+        messageId: "m1",
+        state: "delivered",
+        fromDate: "1000",
+        toDate: "2000",
+        count: "10",
+        cursor: "c1"
+      })
+      assert.deepStrictEqual(yield* run(() => queue.messages.cancelMany({ messageIds: ["a", "b"] })), { cancelled: 3 })
+      assert.deepStrictEqual(yield* run(() => queue.dlq.retryMany({ filter: { url: "https://example.com/a" } })), { retried: 2 })
+      assert.deepStrictEqual(yield* run(() => queue.dlq.deleteMany({ dlqIds: ["d1"] })), { deleted: 1 })
+      assert.deepStrictEqual(server.requests.slice(1).map((r) => [r.method, r.url, r.body]), [
+        ["DELETE", "/v2/messages", { messageIds: ["a", "b"] }],
+        ["POST", "/v2/dlq/retry", { filter: { url: "https://example.com/a" } }],
+        ["DELETE", "/v2/dlq", { dlqIds: ["d1"] }]
+      ])
     }))
 })
