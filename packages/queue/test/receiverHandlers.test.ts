@@ -3,7 +3,7 @@
  * worker on 127.0.0.1, a fresh database): `verifySignatureNode` as a node:http server the queue
  * delivers to, `verifySignatureFetch` on a Request rebuilt from a delivery the queue made; both
  * refuse a tampered body, a missing signature and (with `url`) a signature for another URL, with
- * `401 invalid_signature` and without calling the handler.
+ * `401 invalid_signature` and without calling the handler; a body over `maxBodyBytes` is `413`.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -142,5 +142,38 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver h
         assert.deepStrictEqual(yield* Effect.promise(() => refused.json()), { code: "invalid_signature", message })
       }
       assert.strictEqual(seen.length, 1, "no refused request reached the handler")
+    }))
+
+  it.effect("a body over maxBodyBytes is 413, declared or not, before the handler", () =>
+    Effect.gen(function*() {
+      let handled = 0
+      const keys = { currentSigningKey: "sig_a", nextSigningKey: "sig_b", maxBodyBytes: 8 }
+      const server = Http.createServer(verifySignatureNode(() => void handled++, keys))
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))),
+        () => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      )
+      const base = `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`
+      const declared = yield* post(base, "0123456789", { "svc-signature": "x" })
+      assert.deepStrictEqual(declared, { status: 413, body: { code: "payload_too_large", message: "The body is larger than 8 bytes" } })
+      // Chunked: no Content-Length, the cap holds while reading.
+      const chunked = yield* Effect.promise(async () => {
+        const stream = new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (let i = 0; i < 4; i++) controller.enqueue(new TextEncoder().encode("0123"))
+            controller.close()
+          }
+        })
+        const response = await fetch(base, { method: "POST", body: stream, duplex: "half", headers: { "svc-signature": "x" } } as RequestInit)
+        return response.status
+      })
+      assert.strictEqual(chunked, 413)
+      const route = verifySignatureFetch(async () => {
+        handled++
+        return new Response("ok")
+      }, keys)
+      const fetched = yield* Effect.promise(() => route(new Request(base, { method: "POST", body: "0123456789" })))
+      assert.strictEqual(fetched.status, 413)
+      assert.strictEqual(handled, 0)
     }))
 })

@@ -67,6 +67,28 @@ const check = async <Request>(
 const isRefusal = (verdict: SignatureClaims | Refusal): verdict is Refusal => "status" in verdict
 
 /**
+ * The body of a node request, or undefined once it is over `maxBytes` (declared or read); the rest
+ * is then drained unread, so the refusal can still be answered on the connection.
+ */
+const readBody = (request: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> =>
+  new Promise((resolve, reject) => {
+    if (Number(request.headers["content-length"] ?? 0) > maxBytes) {
+      request.resume()
+      return resolve(undefined)
+    }
+    const chunks: Array<Buffer> = []
+    let size = 0
+    request.on("data", (chunk: Buffer) => {
+      if (size > maxBytes) return
+      size += chunk.length
+      if (size > maxBytes) resolve(undefined)
+      else chunks.push(chunk)
+    })
+    request.on("end", () => resolve(Buffer.concat(chunks)))
+    request.on("error", reject)
+  })
+
+/**
  * A `node:http` listener that verifies each request before `handler` runs with the raw body (a
  * `Buffer`, read once) and the signature's claims. A handler that throws (or rejects) is answered
  * `500` when it has not answered yet, and its error goes to `onError` (default `console.error`).
@@ -84,22 +106,17 @@ export const verifySignatureNode = (
 ): (request: IncomingMessage, response: ServerResponse) => Promise<void> => {
   const receiver = receiverOf(options)
   const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const report = options.onError ?? ((error: unknown) => console.error("verifySignatureNode: the handler failed", error))
   const refuse = (response: ServerResponse, refusal: Refusal) => {
     response.writeHead(refusal.status, { "content-type": "application/json" }).end(refusal.body)
   }
   return async (request, response) => {
     try {
-      const chunks: Array<Buffer> = []
-      let size = 0
-      for await (const chunk of request as AsyncIterable<Buffer>) {
-        size += chunk.length
-        if (size > maxBytes) {
-          response.setHeader("connection", "close")
-          return refuse(response, tooLarge(maxBytes))
-        }
-        chunks.push(chunk)
+      const body = await readBody(request, maxBytes)
+      if (body === undefined) {
+        response.setHeader("connection", "close")
+        return refuse(response, tooLarge(maxBytes))
       }
-      const body = Buffer.concat(chunks)
       const header = request.headers["svc-signature"]
       const verdict = await check(options, receiver, request, Array.isArray(header) ? header[0] : header, body)
       if (isRefusal(verdict)) return refuse(response, verdict)
@@ -107,7 +124,7 @@ export const verifySignatureNode = (
     } catch (error) {
       if (!response.headersSent) refuse(response, { status: 500, body: errorBody("internal_error", "The handler failed") })
       else response.end()
-      ;(options.onError ?? ((error: unknown) => console.error("verifySignatureNode: the handler failed", error)))(error)
+      report(error)
     }
   }
 }
