@@ -19,21 +19,22 @@ import { CreatedSchedule } from "./QueueSchedules.ts"
 /** A header of the raw routes: optional, a string on the wire, described for the document. */
 const header = (description: string) => Schema.optional(Schema.String.annotate({ description }))
 
-const callbackHeaders = (prefix: "svc-callback" | "svc-failure-callback", what: string) => ({
+/** The headers of a callback (`Svc-Callback-*`) or failure callback (`Svc-Failure-Callback-*`). */
+const callbackHeaders = (prefix: "svc-callback" | "svc-failure-callback", name: string, what: string) => ({
   [prefix]: header(`URL told ${what} (a new signed message, retried until 2xx)`),
-  [`${prefix}-retries`]: header(`retries of the ${what === "the destination's answer" ? "callback" : "failure callback"} (default 3)`),
-  [`${prefix}-delay`]: header("wait before its first attempt, like Svc-Delay"),
+  [`${prefix}-retries`]: header(`retries of the ${name} (default 3)`),
+  [`${prefix}-delay`]: header(`wait before the ${name}'s first attempt, like Svc-Delay`),
   [`${prefix}-timeout`]: header("per attempt, like Svc-Timeout (default 30s)"),
-  [`${prefix}-method`]: header("its HTTP method (default POST)")
+  [`${prefix}-method`]: header(`the ${name}'s HTTP method (default POST)`)
 })
 
 /**
  * The configuration headers of a publish (each also accepted as a query parameter named by the
  * lowercased header; the query parameter wins). Header families (`Svc-Forward-<Name>`,
  * `Svc-Callback-Forward-<Name>`, `Svc-Failure-Callback-Forward-<Name>`) are named in the
- * operations' descriptions: OpenAPI has no parameter pattern.
+ * operations' descriptions: OpenAPI has no parameter pattern. A new publish header is one line here.
  */
-export const PublishHeaderParameters = {
+const PublishHeaderParameters = {
   "svc-retries": header("retries after the first attempt, 0 to QUEUE_MAX_RETRIES (default QUEUE_DEFAULT_RETRIES, 3)"),
   "svc-delay": header("wait before the first attempt: 500ms, 10s, 5m, 2h, 1d, 1h30m or bare seconds (default 0)"),
   "svc-timeout": header("per attempt; no answer in time counts as a failure (default QUEUE_DEFAULT_TIMEOUT, 30 s)"),
@@ -42,8 +43,8 @@ export const PublishHeaderParameters = {
   "svc-deduplication-id": header("a repeat within QUEUE_DEDUP_WINDOW enqueues nothing and answers the first messageId"),
   "svc-flow-control-key": header("1-100 letters, digits, '.', '_', '-' or ':': messages sharing it share its limits"),
   "svc-flow-control-value": header("the key's limits: parallelism=<n>, rate=<n>, period=<duration> (at least parallelism or rate)"),
-  ...callbackHeaders("svc-callback", "the destination's answer"),
-  ...callbackHeaders("svc-failure-callback", "that every retry failed")
+  ...callbackHeaders("svc-callback", "callback", "the destination's answer"),
+  ...callbackHeaders("svc-failure-callback", "failure callback", "that every retry failed")
 }
 
 const destination = Schema.String.annotate({
