@@ -67,7 +67,7 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("README exa
         const response = await fetch(url, { method: "POST", body: "order 42", headers: { "svc-signature": "forged" } })
         return { status: response.status, body: await response.json() }
       })
-      assert.deepStrictEqual(forged, { status: 401, body: { code: "invalid_signature", message: "The signature is not an HS256 JWT" } })
+      assert.deepStrictEqual(forged, { status: 401, body: { code: "invalid_signature", message: "The signature is not an HS256 JWT", reason: "malformed" } })
       assert.strictEqual(output.stdout.trim().split("\n").length, 2, "the forged request was not handled")
     }))
 

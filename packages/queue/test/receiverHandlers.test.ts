@@ -52,7 +52,7 @@ const nodeReceiver = (keys: { readonly current: string; readonly next: string })
 const post = (url: string, body: string | Buffer, headers: Record<string, string>) =>
   Effect.promise(async () => {
     const response = await fetch(url, { method: "POST", body: body as BodyInit, headers })
-    return { status: response.status, body: await response.json() as { code: string; message: string } }
+    return { status: response.status, body: await response.json() as { code: string; message: string; reason?: string } }
   })
 
 layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver helpers", (it) => {
@@ -72,20 +72,21 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver h
       const tampered = yield* post(`${receiver.base}/orders?id=7`, Buffer.from("{\"o\":43}"), { "svc-signature": delivery!.signature })
       assert.deepStrictEqual(tampered, {
         status: 401,
-        body: { code: "invalid_signature", message: "The body does not match the signature" }
+        body: { code: "invalid_signature", message: "The body does not match the signature", reason: "wrong_body" }
       })
       const unsigned = yield* post(`${receiver.base}/orders?id=7`, body, {})
       assert.deepStrictEqual(unsigned, {
         status: 401,
-        body: { code: "invalid_signature", message: "The request has no Svc-Signature header" }
+        body: { code: "invalid_signature", message: "The request has no Svc-Signature header", reason: "malformed" }
       })
       const elsewhere = yield* post(`${receiver.base}/admin`, body, { "svc-signature": delivery!.signature })
       assert.deepStrictEqual(elsewhere, {
         status: 401,
-        body: { code: "invalid_signature", message: "The signature was made for another URL" }
+        body: { code: "invalid_signature", message: "The signature was made for another URL", reason: "wrong_url" }
       })
       const forged = yield* post(`${receiver.base}/orders?id=7`, body, { "svc-signature": `${delivery!.signature.slice(0, -4)}AAAA` })
       assert.strictEqual(forged.status, 401)
+      assert.strictEqual(forged.body.reason, "bad_signature")
       assert.strictEqual(receiver.handled.length, 1, "no refused request reached the handler")
 
       // The replayed genuine request is accepted (a receiver deduplicates by Svc-Message-Id).
@@ -132,14 +133,14 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver h
       assert.strictEqual(accepted.status, 200)
       assert.deepStrictEqual(seen, [{ body: { order: 42 }, context: { params: { id: "7" } } }])
 
-      for (const [body, header, message] of [
-        ["{\"order\":43}", signature, "The body does not match the signature"],
-        [delivery!.body.toString(), undefined, "The request has no Svc-Signature header"],
-        [delivery!.body.toString(), "not.a.jwt", "The signature is not an HS256 JWT"]
+      for (const [body, header, message, reason] of [
+        ["{\"order\":43}", signature, "The body does not match the signature", "wrong_body"],
+        [delivery!.body.toString(), undefined, "The request has no Svc-Signature header", "malformed"],
+        [delivery!.body.toString(), "not.a.jwt", "The signature is not an HS256 JWT", "malformed"]
       ] as const) {
         const refused = yield* Effect.promise(() => route(requestWith(body, header), { params: { id: "7" } }))
         assert.strictEqual(refused.status, 401)
-        assert.deepStrictEqual(yield* Effect.promise(() => refused.json()), { code: "invalid_signature", message })
+        assert.deepStrictEqual(yield* Effect.promise(() => refused.json()), { code: "invalid_signature", message, reason })
       }
       assert.strictEqual(seen.length, 1, "no refused request reached the handler")
     }))

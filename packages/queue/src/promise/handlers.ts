@@ -2,7 +2,7 @@
  * Receiver helpers, as QStash's `verifySignature*` are: wrap a request handler so that it runs only
  * for requests the queue signed. The raw body is read once, verified against `Svc-Signature`
  * (`Receiver`), and handed to the handler; any other request is answered `401`
- * `{"code":"invalid_signature","message":...}` without calling the handler.
+ * `{"code":"invalid_signature","message":...,"reason":...}` without calling the handler.
  *
  * - {@link verifySignatureNode}: a `node:http` request listener (also Express, whose `req`/`res`
  *   are node's, as long as no body parser ran before it).
@@ -31,7 +31,9 @@ const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 const receiverOf = <Request>(options: ReceiverOptions<Request>): Receiver =>
   "receiver" in options ? options.receiver : new Receiver(options)
 
-const errorBody = (code: string, message: string) => JSON.stringify({ code, message })
+/** The suite's error body: `{code, message}` and any details. */
+const errorBody = (code: string, message: string, details: Record<string, string> = {}) =>
+  JSON.stringify({ code, message, ...details })
 
 /** Why a request is refused before its handler runs: the status and the suite's error body. */
 interface Refusal {
@@ -53,14 +55,14 @@ const check = async <Request>(
   body: Uint8Array
 ): Promise<SignatureClaims | Refusal> => {
   if (signature === null || signature === undefined || signature === "") {
-    return { status: 401, body: errorBody("invalid_signature", "The request has no Svc-Signature header") }
+    return { status: 401, body: errorBody("invalid_signature", "The request has no Svc-Signature header", { reason: "malformed" }) }
   }
   try {
     const url = typeof options.url === "function" ? options.url(request) : options.url
     return await receiver.verify({ signature, body, url, clockTolerance: options.clockTolerance })
   } catch (error) {
     if (!(error instanceof SignatureError)) throw error
-    return { status: 401, body: errorBody("invalid_signature", error.message) }
+    return { status: 401, body: errorBody("invalid_signature", error.message, { reason: error.reason }) }
   }
 }
 
