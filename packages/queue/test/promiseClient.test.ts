@@ -69,6 +69,13 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("Promise cl
       const [text] = yield* dest.waitFor("/text", 1)
       assert.strictEqual(text!.body.toString(), "plain é")
       assert.strictEqual(text!.headers["content-type"], "text/plain; charset=utf-8")
+
+      // No body: nothing is sent, and no content type is made up.
+      yield* run(() => queue.publish({ destination: `${dest.baseUrl}/empty`, method: "GET" }))
+      const [empty] = yield* dest.waitFor("/empty", 1)
+      assert.strictEqual(empty!.method, "GET")
+      assert.strictEqual(empty!.body.length, 0)
+      assert.isUndefined(empty!.headers["content-type"])
     }))
 
   it.effect("refusals are QueueErrors with the queue's status, code and message; an unreachable queue is status 0", () =>

@@ -116,17 +116,19 @@ export class QueueClient {
     })
   }
 
-  /** POST `<route><destination>` with the publish's headers and body: publish, enqueue and schedule. */
+  /**
+   * POST `<route><destination>` with the publish's headers and body: publish, enqueue and schedule.
+   * A body without `contentType` is sent as text or bytes; no body, with no content type.
+   */
   #send<A>(route: string, options: PublishOptions, extraHeaders: Record<string, string> = {}): Promise<A> {
-    const body = options.body ?? ""
+    const { body } = options
+    const defaultType = body === undefined
+      ? {}
+      : { "content-type": typeof body === "string" ? "text/plain; charset=utf-8" : "application/octet-stream" }
     return this.#call<A>({
       method: "POST",
       path: `${route}${destinationPath(options.destination)}`,
-      headers: {
-        "content-type": typeof body === "string" ? "text/plain; charset=utf-8" : "application/octet-stream",
-        ...publishHeaders(options),
-        ...extraHeaders
-      },
+      headers: { ...defaultType, ...publishHeaders(options), ...extraHeaders },
       body
     })
   }
