@@ -4,7 +4,7 @@
  * without effect use the Promise entrypoint's `Receiver` and handler helpers (`@svc/queue/client`).
  */
 import { Effect, Schema } from "effect"
-import { type SignatureClaims as Claims, verifySignature, type VerifyRequest } from "./Signing.ts"
+import { type SignatureClaims as Claims, receiverKeys, verifySignature, type VerifyRequest } from "./Signing.ts"
 
 export { bodyHash, ISSUER, newSigningKey, sign, verifySignature, type VerifyRequest } from "./Signing.ts"
 
@@ -37,7 +37,7 @@ export class InvalidSignature extends Schema.TaggedError<InvalidSignature>()("In
 export class Receiver {
   readonly #keys: ReadonlyArray<string>
   constructor(options: { readonly currentSigningKey: string; readonly nextSigningKey: string }) {
-    this.#keys = [options.currentSigningKey, options.nextSigningKey]
+    this.#keys = receiverKeys(options)
   }
 
   /** The claims when the signature is genuine; fails with {@link InvalidSignature} otherwise. */

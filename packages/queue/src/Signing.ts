@@ -59,6 +59,19 @@ export type Verification =
   | { readonly valid: true; readonly claims: SignatureClaims }
   | { readonly valid: false; readonly reason: SignatureFailure; readonly message: string }
 
+/**
+ * A receiver's keys, current first. A missing key (an unset environment variable) is a programming
+ * error told at once, not a receiver that refuses every request as if the signatures were bad.
+ */
+export const receiverKeys = (keys: { readonly currentSigningKey: string; readonly nextSigningKey: string }): ReadonlyArray<string> => {
+  for (const name of ["currentSigningKey", "nextSigningKey"] as const) {
+    if (typeof keys[name] !== "string" || keys[name] === "") {
+      throw new TypeError(`Receiver: ${name} is missing; give both keys of GET /v2/keys (current and next)`)
+    }
+  }
+  return [keys.currentSigningKey, keys.nextSigningKey]
+}
+
 /** base64url(SHA-256(body)), the `body` claim. */
 export const bodyHash = (body: Uint8Array): string => Crypto.createHash("sha256").update(body).digest("base64url")
 

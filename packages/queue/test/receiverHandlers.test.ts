@@ -9,7 +9,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import type * as Net from "node:net"
-import { type SignatureClaims, verifySignatureFetch, verifySignatureNode } from "../src/promise/index.ts"
+import { Receiver, type SignatureClaims, verifySignatureFetch, verifySignatureNode } from "../src/promise/index.ts"
 import { call, Destination, poll, publish, queueLayer } from "./support.ts"
 
 interface Handled {
@@ -177,4 +177,12 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver h
       assert.strictEqual(fetched.status, 413)
       assert.strictEqual(handled, 0)
     }))
+
+  it("a missing key (an unset environment variable) is an error at once, not a receiver refusing everything", () => {
+    assert.throws(
+      () => new Receiver({ currentSigningKey: "sig_a", nextSigningKey: process.env.SVC_UNSET_KEY_FOR_TEST! }),
+      /nextSigningKey is missing/
+    )
+    assert.throws(() => verifySignatureFetch(async () => new Response(), { currentSigningKey: "", nextSigningKey: "sig_b" }), /currentSigningKey is missing/)
+  })
 })

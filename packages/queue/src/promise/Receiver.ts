@@ -3,7 +3,7 @@
  * {@link SignatureError} saying which check failed; `isValid` resolves to a boolean. The checks
  * are `Signing.ts`'s, the same the effect `Receiver` makes.
  */
-import { type SignatureClaims, type SignatureFailure, verifySignature, type VerifyRequest } from "../Signing.ts"
+import { type SignatureClaims, type SignatureFailure, receiverKeys, verifySignature, type VerifyRequest } from "../Signing.ts"
 
 export type { SignatureClaims, SignatureFailure, VerifyRequest } from "../Signing.ts"
 
@@ -30,7 +30,7 @@ export class Receiver {
   readonly #keys: ReadonlyArray<string>
 
   constructor(keys: SigningKeyPair) {
-    this.#keys = [keys.currentSigningKey, keys.nextSigningKey]
+    this.#keys = receiverKeys(keys)
   }
 
   /** The claims of a genuine signature; throws {@link SignatureError} otherwise. */
