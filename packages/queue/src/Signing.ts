@@ -93,6 +93,7 @@ const hmacKey = (key: string): Promise<CryptoKey> => {
       "verify"
     ])
     importedKeys.set(key, imported)
+    imported.catch(() => importedKeys.delete(key)) // a failed import is not kept
   }
   return imported
 }
