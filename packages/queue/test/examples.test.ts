@@ -3,11 +3,12 @@
  * in the README verbatim, and run here as they would for a reader (`node <file>`, Node 24, no
  * build) against a running queue (HTTP + worker on 127.0.0.1, a fresh database): the receiver
  * prints a real delivery and refuses a forged one; the client publishes, reads and is refused.
+ * And the `@svc/queue/client` entrypoint loads nothing of effect.
  */
 import { assert, layer } from "@effect/vitest"
 import { spawnablePort } from "@svc/platform/testing"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import { fileURLToPath } from "node:url"
 import { call, Destination, poll, publish, queueLayer, QueueUrl, TOKEN } from "./support.ts"
@@ -38,7 +39,36 @@ const run = (example: string, args: ReadonlyArray<string>, env: Record<string, s
       )
   )
 
+/** What importing `@svc/queue/client` loads: every module URL, as node's resolve hook sees them. */
+const loadedByClientEntrypoint = (): Array<string> =>
+  JSON.parse(execFileSync(process.execPath, [
+    "--input-type=module",
+    "-e",
+    `import { registerHooks } from "node:module"
+const loaded = []
+registerHooks({ resolve: (specifier, context, next) => { const resolved = next(specifier, context); loaded.push(resolved.url); return resolved } })
+await import("@svc/queue/client")
+console.log(JSON.stringify(loaded))`
+  ], { cwd: file("../../.."), encoding: "utf8" }))
+
 layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("README examples", (it) => {
+  it("@svc/queue/client loads no effect: its own files, jose and node's built-ins", () => {
+    const loaded = [...new Set(loadedByClientEntrypoint())]
+    const own = loaded.filter((url) => url.includes("/packages/")).map((url) => url.slice(url.indexOf("/packages/") + 1))
+    assert.sameMembers(own, [
+      "packages/queue/src/promise/index.ts",
+      "packages/queue/src/promise/handlers.ts",
+      "packages/queue/src/promise/Receiver.ts",
+      "packages/queue/src/promise/QueueClient.ts",
+      "packages/queue/src/promise/QueueError.ts",
+      "packages/queue/src/Signing.ts",
+      "packages/queue/src/PublishHeaders.ts"
+    ])
+    const others = loaded.filter((url) => !url.includes("/packages/"))
+    assert.isTrue(others.every((url) => url.startsWith("node:") || url.includes("/node_modules/jose/")), others.join("\n"))
+  })
+
+
   it("are in the README as they are in examples/", () => {
     for (const example of [receiverExample, clientExample]) {
       assert.include(readme, "```ts\n" + Fs.readFileSync(example, "utf8") + "```")
