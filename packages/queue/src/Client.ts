@@ -16,44 +16,9 @@ import { CreatedSchedule as CreatedScheduleSchema, PublishResult as PublishResul
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
+import { destinationPath, type PublishOptions, publishHeaders } from "./PublishHeaders.ts"
 
-/** Delivery settings of a callback, as the `Svc-Callback-*` / `Svc-Failure-Callback-*` headers. */
-export interface CallbackOptions {
-  readonly url: string
-  readonly method?: string | undefined
-  readonly retries?: number | undefined
-  /** `"10s"`, `"500ms"`, ... */
-  readonly timeout?: string | undefined
-  readonly delay?: string | undefined
-  /** Sent to the callback endpoint (`Svc-Callback-Forward-<Name>`). */
-  readonly forward?: Readonly<Record<string, string>> | undefined
-}
-
-export interface PublishOptions {
-  /** A full URL or a URL group name. */
-  readonly destination: string
-  readonly body?: string | Uint8Array | undefined
-  readonly contentType?: string | undefined
-  readonly method?: string | undefined
-  readonly retries?: number | undefined
-  readonly delay?: string | undefined
-  readonly timeout?: string | undefined
-  readonly deduplicationId?: string | undefined
-  /** Headers for the destination (`Svc-Forward-<Name>`). */
-  readonly forward?: Readonly<Record<string, string>> | undefined
-  readonly callback?: CallbackOptions | undefined
-  readonly failureCallback?: CallbackOptions | undefined
-  /** `Svc-Flow-Control-Key` / `-Value`: limits shared by every message of `key` (at least one limit). */
-  readonly flowControl?: {
-    readonly key: string
-    readonly parallelism?: number | undefined
-    readonly rate?: number | undefined
-    /** `"1s"` (default), `"10s"`, `"1m"`, ... */
-    readonly period?: string | undefined
-  } | undefined
-  /** Any further raw headers (e.g. `Svc-Header-Forward`). */
-  readonly headers?: Readonly<Record<string, string>> | undefined
-}
+export { type CallbackOptions, type PublishOptions, publishHeaders } from "./PublishHeaders.ts"
 
 /** A publish the queue refused (or could not be reached for): the `{code, message}` of its answer. */
 export class PublishFailed extends Schema.TaggedError<PublishFailed>()("PublishFailed", {
@@ -64,37 +29,6 @@ export class PublishFailed extends Schema.TaggedError<PublishFailed>()("PublishF
 }) {}
 
 const ErrorBody = Schema.Struct({ code: Schema.String, message: Schema.String })
-
-/** The `Svc-*` headers of a publish. */
-export const publishHeaders = (options: PublishOptions): Record<string, string> => {
-  const headers: Record<string, string> = {}
-  if (options.contentType !== undefined) headers["content-type"] = options.contentType
-  if (options.method !== undefined) headers["Svc-Method"] = options.method
-  if (options.retries !== undefined) headers["Svc-Retries"] = String(options.retries)
-  if (options.delay !== undefined) headers["Svc-Delay"] = options.delay
-  if (options.timeout !== undefined) headers["Svc-Timeout"] = options.timeout
-  if (options.deduplicationId !== undefined) headers["Svc-Deduplication-Id"] = options.deduplicationId
-  for (const [name, value] of Object.entries(options.forward ?? {})) headers[`Svc-Forward-${name}`] = value
-  for (const [prefix, callback] of [["Svc-Callback", options.callback], ["Svc-Failure-Callback", options.failureCallback]] as const) {
-    if (callback === undefined) continue
-    headers[prefix] = callback.url
-    if (callback.method !== undefined) headers[`${prefix}-Method`] = callback.method
-    if (callback.retries !== undefined) headers[`${prefix}-Retries`] = String(callback.retries)
-    if (callback.timeout !== undefined) headers[`${prefix}-Timeout`] = callback.timeout
-    if (callback.delay !== undefined) headers[`${prefix}-Delay`] = callback.delay
-    for (const [name, value] of Object.entries(callback.forward ?? {})) headers[`${prefix}-Forward-${name}`] = value
-  }
-  if (options.flowControl !== undefined) {
-    const { key, parallelism, rate, period } = options.flowControl
-    headers["Svc-Flow-Control-Key"] = key
-    headers["Svc-Flow-Control-Value"] = [
-      parallelism === undefined ? undefined : `parallelism=${parallelism}`,
-      rate === undefined ? undefined : `rate=${rate}`,
-      period === undefined ? undefined : `period=${period}`
-    ].filter((part) => part !== undefined).join(", ")
-  }
-  return { ...headers, ...options.headers }
-}
 
 /** A schedule: a publish (`PublishOptions`, but no deduplication id) made on every tick of `cron`. */
 export interface ScheduleOptions extends Omit<PublishOptions, "deduplicationId"> {
@@ -131,9 +65,7 @@ export class QueueClient extends Context.Service<QueueClient, {
         decodeResult: (json: unknown) => Effect.Effect<A, Schema.SchemaError>
       ) =>
         Effect.gen(function*() {
-          const destination = /^https?:\/\//i.test(publishOptions.destination)
-            ? publishOptions.destination
-            : encodeURIComponent(publishOptions.destination)
+          const destination = destinationPath(publishOptions.destination)
           const body = publishOptions.body ?? new Uint8Array()
           const request = HttpClientRequest.post(`${baseUrl}${route}${destination}`).pipe(
             HttpClientRequest.bearerToken(Redacted.value(token)),

@@ -3,7 +3,7 @@
  * families, any body) and the `QueueApi` groups (messages, DLQ, URL groups, signing keys). What
  * they share with the internal RPC (`rpc.ts`) beyond a single store call lives in `Operations.ts`.
  */
-import { InvalidRequest, MessageTooLarge, QUEUE_NAME_PATTERN, QueueApi, QueueAuth } from "@svc/schema"
+import { InvalidRequest, MessageTooLarge, QUEUE_NAME_PATTERN, QueueApi, QueueAuth, queueOpenApi } from "@svc/schema"
 import { apiRoutes, BearerAuth } from "@svc/platform"
 import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
@@ -250,6 +250,12 @@ const QueuesHandlers = HttpApiBuilder.group(QueueApi, "queues", Effect.fn(functi
 const HealthHandlers = HttpApiBuilder.group(QueueApi, "health", (handlers) =>
   handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))
 
+/**
+ * `GET /openapi.json`: `QueueApi`'s document with the raw routes above merged in (`QueueOpenApi.ts`
+ * in `@svc/schema`, where a raw route is documented; effect caches the generated parts).
+ */
+export const OpenApiRoute = HttpRouter.add("GET", "/openapi.json", Effect.sync(() => HttpServerResponse.jsonUnsafe(queueOpenApi())))
+
 /** Every route of the queue; needs the stores (`Stores.layer` or `Stores.layerMemory`) and `QueueConfig`. */
 export const routes = Layer.mergeAll(
   apiRoutes({
@@ -257,9 +263,9 @@ export const routes = Layer.mergeAll(
     handlers: Layer.mergeAll(MessagesHandlers, DlqHandlers, TopicsHandlers, KeysHandlers, HealthHandlers, SchedulesHandlers,
       FlowControlHandlers, QueuesHandlers).pipe(
       Layer.provide(QueueAuthLive)
-    ),
-    openapi: true
+    )
   }),
+  OpenApiRoute,
   PublishRoute,
   CreateScheduleRoute,
   EnqueueRoute

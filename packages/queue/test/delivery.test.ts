@@ -6,6 +6,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { FetchHttpClient } from "effect/http"
+import * as Crypto from "node:crypto"
 import { QueueClient } from "../src/Client.ts"
 import { Receiver, sign } from "../src/Signature.ts"
 import * as Worker from "../src/Worker.ts"
@@ -31,22 +32,40 @@ describe("Receiver", () => {
     Effect.gen(function*() {
       const receiver = new Receiver({ currentSigningKey: "sig_current", nextSigningKey: "sig_next" })
       const body = new TextEncoder().encode("{\"a\":1}")
-      const signature = sign("sig_current", { url: "https://example.com/hook", body })
+      const signature = yield* Effect.promise(() => sign("sig_current", { url: "https://example.com/hook", body }))
       const claims = yield* receiver.verify({ signature, body, url: "https://example.com/hook" })
       assert.strictEqual(claims.iss, "Svc")
       assert.strictEqual(claims.sub, "https://example.com/hook")
-      assert.isTrue(receiver.isValid({ signature: sign("sig_next", { url: "u", body }), body }))
+      const nextSigned = yield* Effect.promise(() => sign("sig_next", { url: "u", body }))
+      assert.isTrue(yield* Effect.promise(() => receiver.isValid({ signature: nextSigned, body })))
       const reasons = []
       for (const request of [
         { signature, body: "{\"a\":2}" },
         { signature, body, url: "https://example.com/other" },
-        { signature: sign("sig_other", { url: "https://example.com/hook", body }), body },
-        { signature: sign("sig_current", { url: "u", body, now: Date.now() - 3_600_000 }), body },
+        { signature: yield* Effect.promise(() => sign("sig_other", { url: "https://example.com/hook", body })), body },
+        { signature: yield* Effect.promise(() => sign("sig_current", { url: "u", body, now: Date.now() - 3_600_000 })), body },
+        { signature: yield* Effect.promise(() => sign("sig_current", { url: "u", body, now: Date.now() + 3_600_000 })), body },
         { signature: "garbage", body }
       ]) {
         reasons.push((yield* Effect.flip(receiver.verify(request))).reason)
       }
-      assert.deepStrictEqual(reasons, ["wrong_body", "wrong_url", "bad_signature", "expired", "malformed"])
+      assert.deepStrictEqual(reasons, ["wrong_body", "wrong_url", "bad_signature", "expired", "not_yet_valid", "malformed"])
+    }))
+
+  it.effect("jose's signature is the documented HS256 JWT: a receiver checking it by hand (README) accepts it", () =>
+    Effect.gen(function*() {
+      const body = new TextEncoder().encode("byte-exact body")
+      const now = Date.now()
+      const signature = yield* Effect.promise(() => sign("sig_current", { url: "https://example.com/hook", body, now }))
+      const [header, payload, mac] = signature.split(".") as [string, string, string]
+      const decode = (part: string) => JSON.parse(Buffer.from(part, "base64url").toString())
+      assert.deepStrictEqual(decode(header), { alg: "HS256", typ: "JWT" })
+      const claims = decode(payload)
+      assert.deepStrictEqual(Object.keys(claims).sort(), ["body", "exp", "iat", "iss", "jti", "nbf", "sub"])
+      const iat = Math.floor(now / 1000)
+      assert.deepInclude(claims, { iss: "Svc", sub: "https://example.com/hook", iat, nbf: iat, exp: iat + 300 })
+      assert.strictEqual(claims.body, Crypto.createHash("sha256").update(body).digest("base64url"))
+      assert.strictEqual(Crypto.createHmac("sha256", "sig_current").update(`${header}.${payload}`).digest("base64url"), mac)
     }))
 })
 
@@ -283,7 +302,7 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("delivery",
       const signature = delivery!.headers["svc-signature"] as string
       const claims = yield* receiver.verify({ signature, body: delivery!.body, url: `${dest.baseUrl}/signed` })
       assert.strictEqual(claims.sub, `${dest.baseUrl}/signed`)
-      assert.isFalse(receiver.isValid({ signature, body: "tampered body" }))
+      assert.isFalse(yield* Effect.promise(() => receiver.isValid({ signature, body: "tampered body" })))
 
       const rotated = (yield* call("/v2/keys/rotate", { method: "POST" })).body
       assert.strictEqual(rotated.current, keys.next)
@@ -293,9 +312,9 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("delivery",
       const [after] = yield* dest.waitFor("/signed-after", 1)
       const afterSignature = after!.headers["svc-signature"] as string
       // A receiver still holding the old pair (its "next" is the new current) and one with the new pair.
-      assert.isTrue(receiver.isValid({ signature: afterSignature, body: after!.body }))
-      assert.isTrue(new Receiver({ currentSigningKey: rotated.current, nextSigningKey: rotated.next }).isValid({ signature: afterSignature, body: after!.body }))
-      assert.isFalse(new Receiver({ currentSigningKey: "sig_x", nextSigningKey: "sig_y" }).isValid({ signature: afterSignature, body: after!.body }))
+      assert.isTrue(yield* Effect.promise(() => receiver.isValid({ signature: afterSignature, body: after!.body })))
+      assert.isTrue(yield* Effect.promise(() => new Receiver({ currentSigningKey: rotated.current, nextSigningKey: rotated.next }).isValid({ signature: afterSignature, body: after!.body })))
+      assert.isFalse(yield* Effect.promise(() => new Receiver({ currentSigningKey: "sig_x", nextSigningKey: "sig_y" }).isValid({ signature: afterSignature, body: after!.body })))
     }))
 
   it.effect("typed client: publish, publishJSON, DLQ and groups from the shared definition", () =>

@@ -5,10 +5,11 @@
  * `POST /v2/publish/<destination>` is not part of this `HttpApi`: its configuration travels in
  * open-ended header families (`Svc-Forward-<Name>`, ...) and its body is any bytes, so the service
  * serves it as a raw route and the client (`@svc/queue` `QueueClient`) sends it by hand. Its answer
- * shapes are declared here ({@link PublishResult}) so both sides agree on them.
+ * shapes are declared here ({@link PublishResult}) so both sides agree on them, and it is in the
+ * queue's OpenAPI document through `QueueOpenApi.ts`.
  */
 import { Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity } from "effect/http-api"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
 import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
@@ -292,6 +293,11 @@ export class QueueApi extends HttpApi.make("queue")
   .add(QueueFlow.FlowControlGroup.middleware(QueueAuth))
   .add(QueueFlow.QueuesGroup.middleware(QueueAuth))
   .annotateMerge(ApiConventions)
+  .annotateMerge(OpenApi.annotations({
+    title: "svc queue",
+    description: "Message delivery with retries, callbacks, a dead-letter queue, URL groups, schedules, flow control, " +
+      "FIFO queues and signatures. Its whole document, raw publish routes included, is `queueOpenApi()` (QueueOpenApi.ts)."
+  }))
 {}
 
 // -----------------------------------------------------------------------------

@@ -1,0 +1,110 @@
+/**
+ * `GET /openapi.json` as the queue serves it (its routes over the memory stores, through an
+ * in-memory web handler): titled for the queue, valid by `@readme/openapi-parser` (OpenAPI 3.1
+ * schema and semantics), with every route — the raw publish, enqueue and schedule-create routes
+ * included, their `Svc-*` headers as parameters.
+ */
+import { validate } from "@readme/openapi-parser"
+import { assert, describe, it } from "@effect/vitest"
+import { toWebHandler } from "@svc/platform"
+import { Effect, Layer, Option, Redacted } from "effect"
+import type { HttpRouter } from "effect/http"
+import { routes } from "../../src/http.ts"
+import { QueueConfig } from "../../src/QueueConfig.ts"
+import * as Stores from "../../src/store/Stores.ts"
+
+const served = Effect.scoped(Effect.gen(function*() {
+  const context = yield* Layer.build(
+    Stores.layerMemory.pipe(Layer.provideMerge(QueueConfig.layerWith({ token: Option.some(Redacted.make("unit-token")) })))
+  )
+  const app = routes.pipe(Layer.provideMerge(Layer.succeedContext(context)))
+  // As in http.test.ts: the raw routes' per-request needs are in `context`, merged above.
+  const { handler, dispose } = toWebHandler(app as Layer.Layer<Layer.Success<typeof app>, never, HttpRouter.HttpRouter>)
+  yield* Effect.addFinalizer(() => Effect.promise(dispose))
+  const response = yield* Effect.promise(() => handler(new Request("http://queue.test/openapi.json")))
+  assert.strictEqual(response.status, 200)
+  return yield* Effect.promise(() => response.json() as Promise<Record<string, any>>)
+}))
+
+/** Every route the queue serves (README), as method and OpenAPI path. */
+const ROUTES = [
+  "get /health",
+  "post /v2/publish/{destination}",
+  "post /v2/enqueue/{queue}/{destination}",
+  "get /v2/messages/{messageId}",
+  "delete /v2/messages/{messageId}",
+  "get /v2/dlq",
+  "get /v2/dlq/{dlqId}",
+  "post /v2/dlq/{dlqId}/retry",
+  "delete /v2/dlq/{dlqId}",
+  "get /v2/topics",
+  "get /v2/topics/{name}",
+  "patch /v2/topics/{name}",
+  "delete /v2/topics/{name}",
+  "post /v2/topics/{name}/endpoints",
+  "delete /v2/topics/{name}/endpoints",
+  "get /v2/keys",
+  "post /v2/keys/rotate",
+  "post /v2/schedules/{destination}",
+  "get /v2/schedules",
+  "get /v2/schedules/{scheduleId}",
+  "delete /v2/schedules/{scheduleId}",
+  "post /v2/schedules/{scheduleId}/pause",
+  "post /v2/schedules/{scheduleId}/resume",
+  "get /v2/flow-control",
+  "get /v2/flow-control/{key}",
+  "post /v2/flow-control/{key}/pause",
+  "post /v2/flow-control/{key}/resume",
+  "post /v2/queues",
+  "get /v2/queues",
+  "get /v2/queues/{name}",
+  "delete /v2/queues/{name}",
+  "post /v2/queues/{name}/pause",
+  "post /v2/queues/{name}/resume"
+]
+
+describe("the queue's OpenAPI document", () => {
+  it.live("is titled for the queue, valid, and has every route", () =>
+    Effect.gen(function*() {
+      const document = yield* served
+      assert.strictEqual(document.info.title, "svc queue")
+      // The parser dereferences in place: it gets a copy.
+      const result = yield* Effect.promise(() => validate(structuredClone(document) as any))
+      assert.deepStrictEqual(result, { valid: true, warnings: [], specification: "OpenAPI" })
+
+      const operations = Object.entries<Record<string, unknown>>(document.paths).flatMap(([path, item]) =>
+        Object.keys(item).map((method) => `${method} ${path}`)
+      )
+      assert.sameMembers(operations, ROUTES)
+    }))
+
+  it.live("the raw routes: Svc-* headers as parameters, any body, the publish answers and refusals", () =>
+    Effect.gen(function*() {
+      const document = yield* served
+      const publish = document.paths["/v2/publish/{destination}"].post
+      const parameters = publish.parameters.map((parameter: any) => `${parameter.in} ${parameter.name}`)
+      assert.includeMembers(parameters, [
+        "path destination",
+        "header svc-retries",
+        "header svc-delay",
+        "header svc-timeout",
+        "header svc-method",
+        "header svc-header-forward",
+        "header svc-deduplication-id",
+        "header svc-callback",
+        "header svc-failure-callback-retries",
+        "header svc-flow-control-key",
+        "header svc-flow-control-value"
+      ])
+      assert.match(publish.description, /Svc-Forward-<Name>/)
+      assert.deepStrictEqual(Object.keys(publish.requestBody.content), ["*/*"])
+      assert.isFalse(publish.requestBody.required)
+      assert.sameMembers(Object.keys(publish.responses), ["201", "400", "401", "413", "503"])
+      assert.deepStrictEqual(publish.security, [{ bearer: [] }])
+      const schedule = document.paths["/v2/schedules/{destination}"].post
+      const cron = schedule.parameters.find((parameter: any) => parameter.name === "svc-cron")
+      assert.deepInclude(cron, { in: "header", required: true })
+      const enqueue = document.paths["/v2/enqueue/{queue}/{destination}"].post
+      assert.deepStrictEqual(enqueue.responses["201"], publish.responses["201"])
+    }))
+})
