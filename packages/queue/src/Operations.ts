@@ -8,9 +8,10 @@
  */
 import type { DefaultHeaders, DlqPage, Endpoint, PublishResult, RequestIssue, Topic } from "@svc/schema"
 import { InvalidRequest, MessageTooLarge, TopicNotFound } from "@svc/schema"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
+import * as Crypto from "node:crypto"
 import { refusal } from "./Destinations.ts"
-import type { PublishInput } from "./Publish.ts"
+import type { DeliverySettings, PublishInput } from "./Publish.ts"
 import { checkUrl, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
@@ -46,7 +47,7 @@ const invalid = (issues: ReadonlyArray<RequestIssue>) => new InvalidRequest({ is
  */
 export const checkConfiguration = Effect.fnUntraced(function*(input: PublishInput) {
   const settings = yield* QueueConfig
-  const parsed = parsePublish(input, settings)
+  const parsed = parsePublish({ ...input, now: input.now ?? (yield* Clock.currentTimeMillis) }, settings)
   const issues = [...parsed.issues]
   const callbacks = [["svc-callback", parsed.settings.callback], ["svc-failure-callback", parsed.settings.failureCallback]] as const
   const refused = yield* Effect.forEach(
@@ -162,6 +163,10 @@ export const preparePublish = Effect.fnUntraced(function*<E, R>(request: Publish
   const body = yield* request.body
   if (body.length > settings.maxMessageBytes) return yield* new MessageTooLarge({ maxBytes: settings.maxMessageBytes })
 
+  const deduplicationId = parsed.settings.deduplicationId ??
+    (parsed.settings.contentBasedDeduplication
+      ? contentDeduplicationId(request.destination, targets, request.queueName, parsed.settings.delivery, body)
+      : undefined)
   const messages: Array<NewMessage> = targets.map((target) => ({
     kind: "message",
     url: target.url,
@@ -172,13 +177,36 @@ export const preparePublish = Effect.fnUntraced(function*<E, R>(request: Publish
     topicName: target.topicName,
     endpointName: target.endpointName,
     callerIp: request.callerIp,
-    dedupId: parsed.settings.deduplicationId,
+    dedupId: deduplicationId,
     flowControl: parsed.settings.flowControl,
     queueName: request.queueName
   }))
   const isGroup = targets.some((target) => target.topicName !== undefined)
-  return { messages, deduplicationId: parsed.settings.deduplicationId, isGroup }
+  return { messages, deduplicationId, isGroup }
 })
+
+/**
+ * `Svc-Content-Based-Deduplication: true`: the deduplication id of a publish derived from what it
+ * delivers: the destination (a URL with its query, or a URL group's name), the FIFO queue, the
+ * method, the headers sent to the destination (forwarded ones and the content type) and the body.
+ * Two publishes that would deliver the same request share it; retries, timeouts, delays and
+ * callbacks do not change what the destination receives and are left out.
+ */
+export const contentDeduplicationId = (
+  destination: string,
+  targets: ReadonlyArray<Target>,
+  queueName: string | undefined,
+  delivery: DeliverySettings,
+  body: Uint8Array
+): string => {
+  const hash = Crypto.createHash("sha256")
+  const where = targets.length === 1 && targets[0]!.topicName === undefined ? targets[0]!.url : destination
+  const headers = Object.keys(delivery.headers).sort().map((name) => [name, delivery.headers[name]])
+  hash.update(JSON.stringify([where, queueName ?? null, delivery.method, headers]))
+  hash.update("\n")
+  hash.update(body)
+  return `content-${hash.digest("hex")}`
+}
 
 /**
  * Validates a publish ({@link preparePublish}) and enqueues one message per target: one object for

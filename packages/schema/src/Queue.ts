@@ -77,7 +77,9 @@ export const Message = Schema.Struct({
   callback: Schema.optionalKey(CallbackSettings),
   failureCallback: Schema.optionalKey(CallbackSettings),
   dlqId: Schema.optionalKey(Schema.String),
-  callerIP: Schema.optionalKey(Schema.String)
+  callerIP: Schema.optionalKey(Schema.String),
+  /** `Svc-Retry-Delay`: the delay before each retry, an expression of `retried` (ms). */
+  retryDelay: Schema.optionalKey(Schema.String)
 }).annotate({ identifier: "Message" })
 export type Message = typeof Message.Type
 
