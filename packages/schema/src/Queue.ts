@@ -16,6 +16,7 @@ import { RpcDefects } from "./RpcDefects.ts"
 import { BoundedInt, IdParam, Int4, NameParam, RequestString, UrlParam } from "./Limits.ts"
 import * as QueueSchedules from "./QueueSchedules.ts"
 import * as QueueFlow from "./QueueFlow.ts"
+import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -324,6 +325,17 @@ export const PublishRpc = Rpc.make("Publish", {
   error: Schema.Union([InvalidRequest, MessageTooLarge])
 })
 
+/** `POST /v2/batch`'s answer: element *i* is what `POST /v2/publish` answers for element *i*. */
+export const BatchResult = Schema.Array(PublishResult).annotate({ identifier: "BatchResult" })
+export type BatchResult = typeof BatchResult.Type
+
+/** `POST /v2/batch` over the RPC: the same elements (`QueueBatch.ts`), rules and answers. */
+export const PublishBatchRpc = Rpc.make("PublishBatch", {
+  payload: { messages: Schema.Array(BatchElement) },
+  success: BatchResult,
+  error: Schema.Union([InvalidRequest, BatchTooLarge])
+})
+
 export const GetMessageRpc = Rpc.make("GetMessage", {
   payload: { messageId: IdParam },
   success: Message,
@@ -378,6 +390,7 @@ export class QueueRpcs extends RpcGroup.make(
   GetTopicRpc,
   DeleteTopicRpc,
   UpsertEndpointsRpc,
+  PublishBatchRpc,
   QueueSchedules.AddScheduleRpc,
   QueueSchedules.ListSchedulesRpc,
   QueueSchedules.GetScheduleRpc,
