@@ -11,8 +11,14 @@
  * }).pipe(Effect.provide(QueueClient.layer({ baseUrl: "http://localhost:8788", token: process.env.QUEUE_TOKEN! })))
  * ```
  */
-import type { CreatedSchedule, PublishResult } from "@svc/schema"
-import { CreatedSchedule as CreatedScheduleSchema, PublishResult as PublishResultSchema, QueueApi, QueueAuth } from "@svc/schema"
+import type { BatchElement, BatchResult, CreatedSchedule, PublishResult } from "@svc/schema"
+import {
+  BatchResult as BatchResultSchema,
+  CreatedSchedule as CreatedScheduleSchema,
+  PublishResult as PublishResultSchema,
+  QueueApi,
+  QueueAuth
+} from "@svc/schema"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
@@ -39,6 +45,12 @@ export interface PublishOptions {
   readonly delay?: string | undefined
   readonly timeout?: string | undefined
   readonly deduplicationId?: string | undefined
+  /** `Svc-Content-Based-Deduplication`: deduplicate by destination, body and forwarded headers. */
+  readonly contentBasedDeduplication?: boolean | undefined
+  /** `Svc-Not-Before`: unix seconds; the later of it and `delay` wins. */
+  readonly notBefore?: number | undefined
+  /** `Svc-Retry-Delay`: ms before each retry as an expression of `retried`, e.g. `"pow(2, retried) * 1000"`. */
+  readonly retryDelay?: string | undefined
   /** Headers for the destination (`Svc-Forward-<Name>`). */
   readonly forward?: Readonly<Record<string, string>> | undefined
   readonly callback?: CallbackOptions | undefined
@@ -74,6 +86,9 @@ export const publishHeaders = (options: PublishOptions): Record<string, string> 
   if (options.delay !== undefined) headers["Svc-Delay"] = options.delay
   if (options.timeout !== undefined) headers["Svc-Timeout"] = options.timeout
   if (options.deduplicationId !== undefined) headers["Svc-Deduplication-Id"] = options.deduplicationId
+  if (options.contentBasedDeduplication !== undefined) headers["Svc-Content-Based-Deduplication"] = String(options.contentBasedDeduplication)
+  if (options.notBefore !== undefined) headers["Svc-Not-Before"] = String(options.notBefore)
+  if (options.retryDelay !== undefined) headers["Svc-Retry-Delay"] = options.retryDelay
   for (const [name, value] of Object.entries(options.forward ?? {})) headers[`Svc-Forward-${name}`] = value
   for (const [prefix, callback] of [["Svc-Callback", options.callback], ["Svc-Failure-Callback", options.failureCallback]] as const) {
     if (callback === undefined) continue
@@ -104,6 +119,24 @@ export interface ScheduleOptions extends Omit<PublishOptions, "deduplicationId">
   readonly scheduleId?: string | undefined
 }
 
+/** One message of {@link QueueClient} `batch`: a publish, optionally into the FIFO queue `queue`. */
+export interface BatchMessageOptions extends PublishOptions {
+  readonly queue?: string | undefined
+}
+
+/** The `POST /v2/batch` element of a publish: text bodies as UTF-8, byte bodies as base64. */
+export const batchElement = (options: BatchMessageOptions): BatchElement => {
+  const headers = publishHeaders(options)
+  const body = options.body ?? ""
+  const contentType = options.contentType ?? (typeof body === "string" ? undefined : "application/octet-stream")
+  return {
+    destination: options.destination,
+    ...(typeof body === "string" ? { body } : { body: Buffer.from(body).toString("base64"), bodyEncoding: "base64" as const }),
+    headers: contentType === undefined ? headers : { ...headers, "content-type": contentType },
+    ...(options.queue === undefined ? {} : { queue: options.queue })
+  }
+}
+
 export class QueueClient extends Context.Service<QueueClient, {
   readonly publish: (options: PublishOptions) => Effect.Effect<PublishResult, PublishFailed>
   /** Creates (or with `scheduleId` replaces) a schedule; the rest of the schedule routes are `api.schedules`. */
@@ -111,6 +144,11 @@ export class QueueClient extends Context.Service<QueueClient, {
   readonly publishJSON: (options: Omit<PublishOptions, "body" | "contentType"> & { readonly body: unknown }) => Effect.Effect<PublishResult, PublishFailed>
   /** `POST /v2/enqueue/<queue>/<destination>`: a publish into a FIFO queue; the queue routes are `api.queues`. */
   readonly enqueue: (queueName: string, options: PublishOptions) => Effect.Effect<PublishResult, PublishFailed>
+  /**
+   * `POST /v2/batch`: every message in one request and one transaction, all or none; answer *i* is
+   * what `publish` answers for message *i*.
+   */
+  readonly batch: (messages: ReadonlyArray<BatchMessageOptions>) => Effect.Effect<BatchResult, PublishFailed>
   readonly api: HttpApiClient.ForApi<typeof QueueApi>
 }>()("@svc/queue/QueueClient") {
   /** A client of the queue at `baseUrl` with `token` (QUEUE_TOKEN); needs an `HttpClient`. */
@@ -163,8 +201,32 @@ export class QueueClient extends Context.Service<QueueClient, {
         )
       const publish = (publishOptions: PublishOptions) =>
         send("/v2/publish/", publishOptions, {}, Schema.decodeUnknownEffect(PublishResultSchema))
+      const batch = (messages: ReadonlyArray<BatchMessageOptions>) =>
+        Effect.gen(function*() {
+          const request = HttpClientRequest.post(`${baseUrl}/v2/batch`).pipe(
+            HttpClientRequest.bearerToken(Redacted.value(token)),
+            HttpClientRequest.setBody(HttpBody.text(JSON.stringify(messages.map(batchElement)), "application/json"))
+          )
+          const response = yield* http.execute(request)
+          const json = yield* response.json
+          if (response.status >= 200 && response.status < 300) return yield* Schema.decodeUnknownEffect(BatchResultSchema)(json)
+          const error = Schema.decodeUnknownOption(ErrorBody)(json)
+          return yield* new PublishFailed({
+            status: response.status,
+            code: error._tag === "Some" ? error.value.code : "request_failed",
+            message: error._tag === "Some" ? error.value.message : `The queue answered ${response.status}`,
+            body: json
+          })
+        }).pipe(
+          Effect.catch((error) =>
+            error instanceof PublishFailed
+              ? Effect.fail(error)
+              : Effect.fail(new PublishFailed({ status: 0, code: "request_failed", message: `Could not publish the batch: ${String((error as { message?: unknown }).message ?? error)}` }))
+          )
+        )
       return QueueClient.of({
         publish,
+        batch,
         schedule: (scheduleOptions) =>
           send("/v2/schedules/", scheduleOptions, {
             "Svc-Cron": scheduleOptions.cron,
