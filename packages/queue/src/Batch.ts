@@ -10,9 +10,10 @@
  * bytes (413; on HTTP the request body, checked before it is read; on the RPC the decoded bodies).
  */
 import type { BatchElement, BatchResult, RequestIssue } from "@svc/schema"
-import { BatchTooLarge, InvalidRequest, MessageTooLarge } from "@svc/schema"
+import { BatchTooLarge, InvalidRequest } from "@svc/schema"
 import { Effect, Result } from "effect"
-import { CHECK_CONCURRENCY, preparePublish } from "./Operations.ts"
+import type { CheckedPublish } from "./Operations.ts"
+import { CHECK_CONCURRENCY, checkPublish, publishMessages } from "./Operations.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Messages } from "./store/Messages.ts"
 
@@ -41,24 +42,51 @@ const ofElement = (index: number) => (issue: RequestIssue): RequestIssue => ({
   problem: issue.problem
 })
 
-/** One element checked as a publish: its messages and deduplication id, or its issues. */
-const prepareElement = (element: BatchElement, index: number, callerIp: string | undefined) => {
+/** An element's publish headers as node gives a publish's: names lowercase, what the publish parser reads. */
+const headersOf = (element: BatchElement) =>
+  Object.fromEntries(Object.entries(element.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]))
+
+/**
+ * The elements checked as publishes (`Operations.checkPublish`), once per distinct destination,
+ * headers and queue: a batch of one destination and one set of headers costs one check (and one
+ * URL group read, so every element of a group sees the same endpoints), not one per element.
+ */
+const checkElements = (elements: ReadonlyArray<BatchElement>, callerIp: string | undefined) =>
+  Effect.gen(function*() {
+    const keyOf = elements.map((element) => JSON.stringify([element.destination, element.headers ?? {}, element.queue ?? null]))
+    const firstOf = new Map<string, number>()
+    keyOf.forEach((key, index) => {
+      if (!firstOf.has(key)) firstOf.set(key, index)
+    })
+    const checks = new Map(
+      yield* Effect.forEach(
+        [...firstOf],
+        ([key, index]) =>
+          Effect.map(
+            Effect.result(checkPublish({ destination: elements[index]!.destination, headers: headersOf(elements[index]!), callerIp, queueName: elements[index]!.queue })),
+            (result) => [key, result] as const
+          ),
+        { concurrency: CHECK_CONCURRENCY }
+      )
+    )
+    return keyOf.map((key) => checks.get(key)!)
+  })
+
+/** One element with its body: its messages and deduplication id, or its issues (named by index). */
+const prepareElement = (
+  element: BatchElement,
+  index: number,
+  checked: Result.Result<CheckedPublish, InvalidRequest>,
+  callerIp: string | undefined
+) => {
+  const issues: Array<RequestIssue> = Result.isFailure(checked) ? checked.failure.issues.map(ofElement(index)) : []
   const body = elementBody(element)
-  return preparePublish({
-    destination: element.destination,
-    // Header names as node gives a publish's, lowercase: what the publish parser reads.
-    headers: Object.fromEntries(Object.entries(element.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value])),
-    body: typeof body === "string"
-      ? Effect.fail(new InvalidRequest({ issues: [{ in: "body", parameter: "body", problem: body }] }))
-      : Effect.succeed(body),
-    callerIp,
-    queueName: element.queue
-  }).pipe(
-    Effect.mapError((error): ReadonlyArray<RequestIssue> =>
-      error instanceof MessageTooLarge
-        ? [{ in: "body", parameter: `[${index}].body`, problem: error.message.replace(/^The message body/, "is") }]
-        : error.issues.map(ofElement(index))
-    ),
+  if (typeof body === "string") issues.push({ in: "body", parameter: `[${index}].body`, problem: body })
+  if (issues.length > 0 || Result.isFailure(checked) || typeof body === "string") return Effect.succeed(Result.fail(issues))
+  return publishMessages({ destination: element.destination, callerIp, queueName: element.queue }, checked.success, body).pipe(
+    Effect.mapError((error): ReadonlyArray<RequestIssue> => [
+      { in: "body", parameter: `[${index}].body`, problem: error.message.replace(/^The message body/, "is") }
+    ]),
     Effect.result
   )
 }
@@ -72,9 +100,8 @@ export const publishBatch = Effect.fnUntraced(function*(
   const sizeIssue = batchSizeIssue(elements.length, settings.maxBatchMessages)
   if (sizeIssue !== undefined) return yield* new InvalidRequest({ issues: [sizeIssue] })
 
-  const prepared = yield* Effect.forEach(elements, (element, index) => prepareElement(element, index, options.callerIp), {
-    concurrency: CHECK_CONCURRENCY
-  })
+  const checks = yield* checkElements(elements, options.callerIp)
+  const prepared = yield* Effect.forEach(elements, (element, index) => prepareElement(element, index, checks[index]!, options.callerIp))
   const issues = prepared.flatMap((result) => Result.isFailure(result) ? result.failure : [])
   if (issues.length > 0) return yield* new InvalidRequest({ issues })
   const publishes = prepared.map((result) => Result.getOrThrow(result))

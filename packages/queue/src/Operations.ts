@@ -11,7 +11,7 @@ import { InvalidRequest, MessageTooLarge, TopicNotFound } from "@svc/schema"
 import { Clock, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { refusal } from "./Destinations.ts"
-import type { DeliverySettings, PublishInput } from "./Publish.ts"
+import type { DeliverySettings, PublishInput, PublishSettings } from "./Publish.ts"
 import { checkUrl, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
@@ -98,6 +98,21 @@ interface Target {
  */
 // Untraced: the hot path, as the HTTP route was.
 export const preparePublish = Effect.fnUntraced(function*<E, R>(request: PublishRequest<E, R>) {
+  const checked = yield* checkPublish(request)
+  return yield* publishMessages(request, checked, yield* request.body)
+})
+
+/** What {@link checkPublish} found valid: where the message(s) go and how. */
+export interface CheckedPublish {
+  readonly targets: ReadonlyArray<Target>
+  readonly settings: PublishSettings
+}
+
+/**
+ * The first half of {@link preparePublish}: everything but the body (destination, configuration,
+ * private-address refusals). A batch runs it once for elements that differ only in their bodies.
+ */
+export const checkPublish = Effect.fnUntraced(function*(request: Omit<PublishRequest<unknown, unknown>, "body">) {
   const settings = yield* QueueConfig
   const issues: Array<RequestIssue> = []
   const destinationIssue = (problem: string) => issues.push({ in: "path", parameter: "destination", problem })
@@ -159,26 +174,38 @@ export const preparePublish = Effect.fnUntraced(function*<E, R>(request: Publish
   )
   for (const issue of refused) if (issue !== undefined) issues.push(issue)
   if (issues.length > 0) return yield* invalid(issues)
+  const checked: CheckedPublish = { targets, settings: parsed.settings }
+  return checked
+})
 
-  const body = yield* request.body
+/**
+ * The second half of {@link preparePublish}: a checked publish with its body, under the body cap;
+ * one message per target, and the deduplication id (given, or derived from the content).
+ */
+export const publishMessages = Effect.fnUntraced(function*(
+  request: Pick<PublishRequest<unknown, unknown>, "destination" | "callerIp" | "queueName">,
+  checked: CheckedPublish,
+  body: Uint8Array
+) {
+  const settings = yield* QueueConfig
   if (body.length > settings.maxMessageBytes) return yield* new MessageTooLarge({ maxBytes: settings.maxMessageBytes })
-
-  const deduplicationId = parsed.settings.deduplicationId ??
-    (parsed.settings.contentBasedDeduplication
-      ? contentDeduplicationId(request.destination, targets, request.queueName, parsed.settings.delivery, body)
+  const { targets } = checked
+  const deduplicationId = checked.settings.deduplicationId ??
+    (checked.settings.contentBasedDeduplication
+      ? contentDeduplicationId(request.destination, targets, request.queueName, checked.settings.delivery, body)
       : undefined)
   const messages: Array<NewMessage> = targets.map((target) => ({
     kind: "message",
     url: target.url,
-    delivery: parsed.settings.delivery,
+    delivery: checked.settings.delivery,
     body,
-    callback: parsed.settings.callback,
-    failureCallback: parsed.settings.failureCallback,
+    callback: checked.settings.callback,
+    failureCallback: checked.settings.failureCallback,
     topicName: target.topicName,
     endpointName: target.endpointName,
     callerIp: request.callerIp,
     dedupId: deduplicationId,
-    flowControl: parsed.settings.flowControl,
+    flowControl: checked.settings.flowControl,
     queueName: request.queueName
   }))
   const isGroup = targets.some((target) => target.topicName !== undefined)
