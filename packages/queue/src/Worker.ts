@@ -13,7 +13,8 @@
  *   timeout of the message, plus `Svc-Message-Id`, `Svc-Retried` and `Svc-Signature`.
  * - **outcome**: 2xx = delivered (recorded in batches); otherwise retried after the delay of an
  *   exponential `Schedule` (`QUEUE_RETRY_BASE`, doubling, capped at `QUEUE_RETRY_MAX_DELAY`), or
- *   after the destination's `Retry-After` when it sent one; when every retry is used, the message
+ *   the message's `Svc-Retry-Delay` expression (RetryDelay.ts, same cap), or after the
+ *   destination's `Retry-After` when it sent one; when every retry is used, the message
  *   goes to the dead-letter queue and its callbacks are enqueued, all in one transaction.
  * - **shutdown**: stop claiming, let in-flight deliveries finish (5 s at most), record them, give
  *   the remaining claims back so another worker takes them at once.
