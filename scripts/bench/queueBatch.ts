@@ -75,8 +75,14 @@ const cpuMeter = (groups: Record<string, () => ReadonlyArray<number>>) => {
   }
 }
 
+/**
+ * Each group's CPU seconds, its share of a core over the run, and its CPU per message: on a machine
+ * shared with other work the last is the figure that does not depend on the load.
+ */
 const formatCpu = (cpu: Record<string, number>, seconds: number) =>
-  Object.entries(cpu).map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s (${((ms / 1000 / seconds) * 100).toFixed(0)}% of a core)`).join(", ")
+  Object.entries(cpu).map(([name, ms]) =>
+    `${name} ${(ms / 1000).toFixed(1)} s (${((ms / 1000 / seconds) * 100).toFixed(0)}% of a core, ${((ms * 1000) / N).toFixed(0)} µs/msg)`
+  ).join(", ")
 
 /** The top statements of the run by total execution time (pg_stat_statements; reset before the run). */
 const statements = async (sql: (text: string) => Promise<ReadonlyArray<Record<string, unknown>>>) => {
