@@ -1,8 +1,9 @@
 /**
  * `POST /v2/batch` (and the RPC's `PublishBatch`): several publishes in one request, stored in one
- * transaction. Each element goes through the checks of a single publish (`Operations.preparePublish`:
- * destination, every `Svc-*` header, private-address refusals, the body cap), so an element means
- * exactly what `POST /v2/publish/<destination>` with the same headers and body means.
+ * transaction. Each element goes through the checks of a single publish (`Operations.checkPublish`
+ * and `publishMessages`, the two halves of `preparePublish`: destination, every `Svc-*` header,
+ * private-address refusals, the body cap), so an element means exactly what
+ * `POST /v2/publish/<destination>` with the same headers and body means.
  *
  * **All or nothing**: every element is checked first; any problem refuses the whole batch with one
  * 400 naming each bad element by its index (`[3].destination`, `[7].headers.Svc-Retries`) and
