@@ -127,6 +127,29 @@ layer(queueLayer({ maxBatchMessages: 5, maxBatchBytes: 4096 }), { timeout: 120_0
       assert.approximately(waiting.notBefore - waiting.createdAt, 3_600_000, 1000)
     }))
 
+  it.effect("callbacks, flow control and the retry-delay expression work per element", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      dest.on("/cb-flaky", (_, n) => (n === 1 ? { status: 500 } : {}))
+      const answer = yield* batch([
+        { destination: `${dest.baseUrl}/cb-target`, body: "with callback", headers: { "Svc-Callback": `${dest.baseUrl}/cb-done` } },
+        {
+          destination: `${dest.baseUrl}/cb-flaky`,
+          headers: { "Svc-Flow-Control-Key": "batch-key", "Svc-Flow-Control-Value": "parallelism=2", "Svc-Retry-Delay": "1500" }
+        }
+      ])
+      assert.strictEqual(answer.status, 201, JSON.stringify(answer.body))
+      const [callback] = yield* dest.waitFor("/cb-done", 1)
+      const callbackBody = JSON.parse(callback!.body.toString())
+      assert.strictEqual(callbackBody.sourceMessageId, answer.body[0].messageId)
+      assert.strictEqual(Buffer.from(callbackBody.sourceBody, "base64").toString(), "with callback")
+      const flow = yield* call("/v2/flow-control/batch-key")
+      assert.strictEqual(flow.status, 200)
+      assert.strictEqual(flow.body.parallelism, 2)
+      const attempts = yield* dest.waitFor("/cb-flaky", 2)
+      assert.isAtLeast(attempts[1]!.at - attempts[0]!.at, 1450)
+    }))
+
   it.effect("delivers base64 bodies byte-exact and utf8 bodies as their UTF-8 bytes", () =>
     Effect.gen(function*() {
       const dest = yield* Destination
