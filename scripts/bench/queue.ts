@@ -13,13 +13,16 @@
  * concurrency 100, batch 100). pg-boss: `boss.send` per message (no HTTP hop: in its favour), and
  * BENCH_PGBOSS_WORKERS (10) `boss.work` loops of batch 100, polling every 0.5 s (pg-boss's minimum),
  * that POST each job of a batch to the destination concurrently. BENCH_ONLY=svc|pg-boss runs one side.
- * Postgres: DATABASE_URL when set, else a throwaway embedded cluster (default durability settings).
+ * Postgres: DATABASE_URL when set, else a throwaway embedded cluster (default durability settings),
+ * restarted once with `pg_stat_statements` loaded (for the batch run's statement timings).
+ *
+ * Then the batch run (scripts/bench/queueBatch.ts; BENCH_BATCH=false skips it, BENCH_ONLY=batch runs
+ * only it), the schedules and the flow-control sections.
  */
 import { EmbeddedPostgres } from "@svc/platform"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import * as fs from "node:fs/promises"
 import * as Http from "node:http"
-import type * as Net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -29,65 +32,17 @@ import { benchSchedules } from "./queueSchedules.ts"
 import { percentile } from "./support.ts"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "effect/reactivity"
+import { benchBatch } from "./queueBatch.ts"
+import { destination } from "./queueDestination.ts"
 import { healthy, sleep, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
 
 const N = Number(process.env.BENCH_MESSAGES ?? 100_000)
 const PUBLISHERS = Number(process.env.BENCH_PUBLISHERS ?? 64)
 /** pg-boss work loops (each fetches a batch of 100 every 0.5 s at most: its polling bounds its rate). */
 const PGBOSS_WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 10)
-/** `svc`, `pg-boss` or both (default). */
+/** `svc`, `pg-boss`, `batch` (the batch run only, both systems) or everything (default). */
 const ONLY = process.env.BENCH_ONLY
 const root = fileURLToPath(new URL("../../", import.meta.url))
-
-/** The destination: records each delivery (first time only) and its latency from the publish time in the body. */
-const destination = async () => {
-  let seen = new Set<number>()
-  let latencies: Array<number> = []
-  let duplicates = 0
-  let last = 0
-  let first = 0
-  const server = Http.createServer((req, res) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => {
-      const now = Date.now()
-      try {
-        const { i, t } = JSON.parse(Buffer.concat(chunks).toString()) as { i: number; t: number }
-        if (seen.has(i)) duplicates++
-        else {
-          seen.add(i)
-          latencies.push(now - t)
-          if (first === 0) first = now
-          last = now
-        }
-      } catch {
-        // not a bench message
-      }
-      res.end("ok")
-    })
-  })
-  server.keepAliveTimeout = 60_000
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}/sink`,
-    count: () => seen.size,
-    last: () => last,
-    first: () => first,
-    duplicates: () => duplicates,
-    latencies: () => latencies,
-    reset: () => {
-      seen = new Set()
-      latencies = []
-      duplicates = 0
-      last = 0
-      first = 0
-    },
-    close: () => {
-      server.closeAllConnections()
-      server.close()
-    }
-  }
-}
 
 /** `count` publishes by `PUBLISHERS` concurrent loops; returns ms taken. */
 const publishAll = async (publishOne: (i: number) => Promise<void>) => {
@@ -246,18 +201,31 @@ const benchPgBoss = async (databaseUrl: string, dest: Awaited<ReturnType<typeof 
 
 // -----------------------------------------------------------------------------
 
+/** Runs one statement on the database at `url`; its rows. */
+const runSql = (url: string, statement: string): Promise<ReadonlyArray<Record<string, unknown>>> =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const sql = yield* PgClient.make({ url: Redacted.make(url), maxConnections: 1 })
+    return yield* sql.unsafe<Record<string, unknown>>(statement)
+  })).pipe(Effect.provide(Reactivity.layer)))
+
 const main = async () => {
   const scope = Scope.makeUnsafe()
   let dir: string | undefined
   try {
     let adminUrl = process.env.DATABASE_URL
+    let postmaster: number | undefined
     if (adminUrl === undefined) {
       dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-bench-pg-"))
       await fs.chmod(dir, 0o755)
-      const cluster = await Effect.runPromise(
-        EmbeddedPostgres.start({ dataDir: path.join(dir, "data") }).pipe(Scope.provide(scope))
-      )
+      const dataDir = path.join(dir, "data")
+      // Started once to load pg_stat_statements at the next start (it needs shared_preload_libraries).
+      const first = Scope.makeUnsafe()
+      const initial = await Effect.runPromise(EmbeddedPostgres.start({ dataDir }).pipe(Scope.provide(first)))
+      await runSql(Redacted.value(initial.url("postgres")), "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+      await Effect.runPromise(Scope.close(first, Exit.void))
+      const cluster = await Effect.runPromise(EmbeddedPostgres.start({ dataDir }).pipe(Scope.provide(scope)))
       adminUrl = Redacted.value(cluster.url("postgres"))
+      postmaster = Number((await fs.readFile(path.join(dataDir, "postmaster.pid"), "utf8")).split("\n")[0])
     }
     const admin = new URL(adminUrl)
     const databaseUrl = (name: string) => {
@@ -266,41 +234,49 @@ const main = async () => {
       return url.toString()
     }
     const admin_ = adminUrl
-    const adminSql = (statement: string) =>
-      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-        const sql = yield* PgClient.make({ url: Redacted.make(admin_), maxConnections: 1 })
-        yield* sql.unsafe(statement)
-      })).pipe(Effect.provide(Reactivity.layer)))
+    const adminSql = (statement: string) => runSql(admin_, statement)
     const suffix = Date.now().toString(36)
-    for (const name of [`bench_svc_${suffix}`, `bench_pgboss_${suffix}`]) await adminSql(`CREATE DATABASE ${name}`)
+    const databases = [`bench_svc_${suffix}`, `bench_pgboss_${suffix}`, `bench_batch_svc_${suffix}`, `bench_batch_pgboss_${suffix}`]
+    for (const name of databases) await adminSql(`CREATE DATABASE ${name}`)
 
     console.log(`bench:queue: ${N} messages, ${PUBLISHERS} concurrent publishers, ${os.cpus().length} cores`)
     const dest = await destination()
-    const svc = ONLY === "pg-boss" ? undefined : await benchSvc(databaseUrl(`bench_svc_${suffix}`), dest)
+    const svc = ONLY === "pg-boss" || ONLY === "batch" ? undefined : await benchSvc(databaseUrl(`bench_svc_${suffix}`), dest)
     if (svc) report("svc", svc)
-    const boss = ONLY === "svc" ? undefined : await benchPgBoss(databaseUrl(`bench_pgboss_${suffix}`), dest)
+    const boss = ONLY === "svc" || ONLY === "batch" ? undefined : await benchPgBoss(databaseUrl(`bench_pgboss_${suffix}`), dest)
     if (boss) report("pg-boss", boss)
     if (svc && boss) console.log(
       `ratio svc / pg-boss: publish ${(svc.publishRate / boss.publishRate).toFixed(2)}x, live delivery ${
         (svc.e2eRate / boss.e2eRate).toFixed(2)
       }x, drain ${(svc.drainRate / boss.drainRate).toFixed(2)}x, p50 latency ${(boss.p50 / Math.max(1, svc.p50)).toFixed(2)}x lower`
     )
+    if (process.env.BENCH_BATCH !== "false") {
+      await benchBatch({
+        svcDatabase: databaseUrl(`bench_batch_svc_${suffix}`),
+        pgBossDatabase: databaseUrl(`bench_batch_pgboss_${suffix}`),
+        dest,
+        only: ONLY === "batch" ? undefined : ONLY,
+        postmaster,
+        query: runSql,
+        statementsAvailable: postmaster !== undefined
+      })
+    }
     dest.close()
-    if (ONLY !== "pg-boss") {
+    if (ONLY !== "pg-boss" && ONLY !== "batch") {
       await benchSchedules(async () => {
         const name = `bench_schedules_${Date.now().toString(36)}`
         await adminSql(`CREATE DATABASE ${name}`)
         return databaseUrl(name)
       })
     }
-    if (ONLY !== "pg-boss" && process.env.BENCH_FLOW !== "false") {
+    if (ONLY !== "pg-boss" && ONLY !== "batch" && process.env.BENCH_FLOW !== "false") {
       await benchFlow(async () => {
         const name = `bench_flow_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6)}`
         await adminSql(`CREATE DATABASE ${name}`)
         return databaseUrl(name)
       })
     }
-    for (const name of [`bench_svc_${suffix}`, `bench_pgboss_${suffix}`]) {
+    for (const name of databases) {
       await adminSql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     }
   } finally {

@@ -22,7 +22,8 @@ export const waitUntil = async (condition: () => boolean | Promise<boolean>, tim
 
 /** A queue process on `databaseUrl` at 127.0.0.1:`port`; `worker: false` runs the API only. */
 export const startQueue = (databaseUrl: string, port: number, worker: boolean): ChildProcess =>
-  spawn(process.execPath, [entry], {
+  // BENCH_QUEUE_NODE_ARGS: extra node flags for the queue processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+  spawn(process.execPath, [...(process.env.BENCH_QUEUE_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""), entry], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,

@@ -11,8 +11,14 @@
  * }).pipe(Effect.provide(QueueClient.layer({ baseUrl: "http://localhost:8788", token: process.env.QUEUE_TOKEN! })))
  * ```
  */
-import type { CreatedSchedule, PublishResult } from "@svc/schema"
-import { CreatedSchedule as CreatedScheduleSchema, PublishResult as PublishResultSchema, QueueApi, QueueAuth } from "@svc/schema"
+import type { BatchElement, BatchResult, CreatedSchedule, PublishResult } from "@svc/schema"
+import {
+  BatchResult as BatchResultSchema,
+  CreatedSchedule as CreatedScheduleSchema,
+  PublishResult as PublishResultSchema,
+  QueueApi,
+  QueueAuth
+} from "@svc/schema"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
@@ -38,6 +44,24 @@ export interface ScheduleOptions extends Omit<PublishOptions, "deduplicationId">
   readonly scheduleId?: string | undefined
 }
 
+/** One message of {@link QueueClient} `batch`: a publish, optionally into the FIFO queue `queue`. */
+export interface BatchMessageOptions extends PublishOptions {
+  readonly queue?: string | undefined
+}
+
+/** The `POST /v2/batch` element of a publish: text bodies as UTF-8, byte bodies as base64. */
+export const batchElement = (options: BatchMessageOptions): BatchElement => {
+  const headers = publishHeaders(options)
+  const body = options.body ?? ""
+  const contentType = options.contentType ?? (typeof body === "string" ? undefined : "application/octet-stream")
+  return {
+    destination: options.destination,
+    ...(typeof body === "string" ? { body } : { body: Buffer.from(body).toString("base64"), bodyEncoding: "base64" as const }),
+    headers: contentType === undefined ? headers : { ...headers, "content-type": contentType },
+    ...(options.queue === undefined ? {} : { queue: options.queue })
+  }
+}
+
 export class QueueClient extends Context.Service<QueueClient, {
   readonly publish: (options: PublishOptions) => Effect.Effect<PublishResult, PublishFailed>
   /** Creates (or with `scheduleId` replaces) a schedule; the rest of the schedule routes are `api.schedules`. */
@@ -45,6 +69,11 @@ export class QueueClient extends Context.Service<QueueClient, {
   readonly publishJSON: (options: Omit<PublishOptions, "body" | "contentType"> & { readonly body: unknown }) => Effect.Effect<PublishResult, PublishFailed>
   /** `POST /v2/enqueue/<queue>/<destination>`: a publish into a FIFO queue; the queue routes are `api.queues`. */
   readonly enqueue: (queueName: string, options: PublishOptions) => Effect.Effect<PublishResult, PublishFailed>
+  /**
+   * `POST /v2/batch`: every message in one request and one transaction, all or none; answer *i* is
+   * what `publish` answers for message *i*.
+   */
+  readonly batch: (messages: ReadonlyArray<BatchMessageOptions>) => Effect.Effect<BatchResult, PublishFailed>
   readonly api: HttpApiClient.ForApi<typeof QueueApi>
 }>()("@svc/queue/QueueClient") {
   /** A client of the queue at `baseUrl` with `token` (QUEUE_TOKEN); needs an `HttpClient`. */
@@ -95,8 +124,32 @@ export class QueueClient extends Context.Service<QueueClient, {
         )
       const publish = (publishOptions: PublishOptions) =>
         send("/v2/publish/", publishOptions, {}, Schema.decodeUnknownEffect(PublishResultSchema))
+      const batch = (messages: ReadonlyArray<BatchMessageOptions>) =>
+        Effect.gen(function*() {
+          const request = HttpClientRequest.post(`${baseUrl}/v2/batch`).pipe(
+            HttpClientRequest.bearerToken(Redacted.value(token)),
+            HttpClientRequest.setBody(HttpBody.text(JSON.stringify(messages.map(batchElement)), "application/json"))
+          )
+          const response = yield* http.execute(request)
+          const json = yield* response.json
+          if (response.status >= 200 && response.status < 300) return yield* Schema.decodeUnknownEffect(BatchResultSchema)(json)
+          const error = Schema.decodeUnknownOption(ErrorBody)(json)
+          return yield* new PublishFailed({
+            status: response.status,
+            code: error._tag === "Some" ? error.value.code : "request_failed",
+            message: error._tag === "Some" ? error.value.message : `The queue answered ${response.status}`,
+            body: json
+          })
+        }).pipe(
+          Effect.catch((error) =>
+            error instanceof PublishFailed
+              ? Effect.fail(error)
+              : Effect.fail(new PublishFailed({ status: 0, code: "request_failed", message: `Could not publish the batch: ${String((error as { message?: unknown }).message ?? error)}` }))
+          )
+        )
       return QueueClient.of({
         publish,
+        batch,
         schedule: (scheduleOptions) =>
           send("/v2/schedules/", scheduleOptions, {
             "Svc-Cron": scheduleOptions.cron,

@@ -8,9 +8,10 @@
  */
 import type { DefaultHeaders, DlqPage, Endpoint, PublishResult, RequestIssue, Topic } from "@svc/schema"
 import { InvalidRequest, MessageTooLarge, TopicNotFound } from "@svc/schema"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
+import * as Crypto from "node:crypto"
 import { refusal } from "./Destinations.ts"
-import type { PublishInput } from "./Publish.ts"
+import type { DeliverySettings, PublishInput, PublishSettings } from "./Publish.ts"
 import { checkUrl, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
@@ -46,7 +47,7 @@ const invalid = (issues: ReadonlyArray<RequestIssue>) => new InvalidRequest({ is
  */
 export const checkConfiguration = Effect.fnUntraced(function*(input: PublishInput) {
   const settings = yield* QueueConfig
-  const parsed = parsePublish(input, settings)
+  const parsed = parsePublish({ ...input, now: input.now ?? (yield* Clock.currentTimeMillis) }, settings)
   const issues = [...parsed.issues]
   const callbacks = [["svc-callback", parsed.settings.callback], ["svc-failure-callback", parsed.settings.failureCallback]] as const
   const refused = yield* Effect.forEach(
@@ -97,6 +98,21 @@ interface Target {
  */
 // Untraced: the hot path, as the HTTP route was.
 export const preparePublish = Effect.fnUntraced(function*<E, R>(request: PublishRequest<E, R>) {
+  const checked = yield* checkPublish(request)
+  return yield* publishMessages(request, checked, yield* request.body)
+})
+
+/** What {@link checkPublish} found valid: where the message(s) go and how. */
+export interface CheckedPublish {
+  readonly targets: ReadonlyArray<Target>
+  readonly settings: PublishSettings
+}
+
+/**
+ * The first half of {@link preparePublish}: everything but the body (destination, configuration,
+ * private-address refusals). A batch runs it once for elements that differ only in their bodies.
+ */
+export const checkPublish = Effect.fnUntraced(function*(request: Omit<PublishRequest<unknown, unknown>, "body">) {
   const settings = yield* QueueConfig
   const issues: Array<RequestIssue> = []
   const destinationIssue = (problem: string) => issues.push({ in: "path", parameter: "destination", problem })
@@ -158,27 +174,66 @@ export const preparePublish = Effect.fnUntraced(function*<E, R>(request: Publish
   )
   for (const issue of refused) if (issue !== undefined) issues.push(issue)
   if (issues.length > 0) return yield* invalid(issues)
+  const checked: CheckedPublish = { targets, settings: parsed.settings }
+  return checked
+})
 
-  const body = yield* request.body
+/**
+ * The second half of {@link preparePublish}: a checked publish with its body, under the body cap;
+ * one message per target, and the deduplication id (given, or derived from the content).
+ */
+export const publishMessages = Effect.fnUntraced(function*(
+  request: Pick<PublishRequest<unknown, unknown>, "destination" | "callerIp" | "queueName">,
+  checked: CheckedPublish,
+  body: Uint8Array
+) {
+  const settings = yield* QueueConfig
   if (body.length > settings.maxMessageBytes) return yield* new MessageTooLarge({ maxBytes: settings.maxMessageBytes })
-
+  const { targets } = checked
+  const deduplicationId = checked.settings.deduplicationId ??
+    (checked.settings.contentBasedDeduplication
+      ? contentDeduplicationId(request.destination, targets, request.queueName, checked.settings.delivery, body)
+      : undefined)
   const messages: Array<NewMessage> = targets.map((target) => ({
     kind: "message",
     url: target.url,
-    delivery: parsed.settings.delivery,
+    delivery: checked.settings.delivery,
     body,
-    callback: parsed.settings.callback,
-    failureCallback: parsed.settings.failureCallback,
+    callback: checked.settings.callback,
+    failureCallback: checked.settings.failureCallback,
     topicName: target.topicName,
     endpointName: target.endpointName,
     callerIp: request.callerIp,
-    dedupId: parsed.settings.deduplicationId,
-    flowControl: parsed.settings.flowControl,
+    dedupId: deduplicationId,
+    flowControl: checked.settings.flowControl,
     queueName: request.queueName
   }))
   const isGroup = targets.some((target) => target.topicName !== undefined)
-  return { messages, deduplicationId: parsed.settings.deduplicationId, isGroup }
+  return { messages, deduplicationId, isGroup }
 })
+
+/**
+ * `Svc-Content-Based-Deduplication: true`: the deduplication id of a publish derived from what it
+ * delivers: the destination (a URL with its query, or a URL group's name), the FIFO queue, the
+ * method, the headers sent to the destination (forwarded ones and the content type) and the body.
+ * Two publishes that would deliver the same request share it; retries, timeouts, delays and
+ * callbacks do not change what the destination receives and are left out.
+ */
+export const contentDeduplicationId = (
+  destination: string,
+  targets: ReadonlyArray<Target>,
+  queueName: string | undefined,
+  delivery: DeliverySettings,
+  body: Uint8Array
+): string => {
+  const hash = Crypto.createHash("sha256")
+  const where = targets.length === 1 && targets[0]!.topicName === undefined ? targets[0]!.url : destination
+  const headers = Object.keys(delivery.headers).sort().map((name) => [name, delivery.headers[name]])
+  hash.update(JSON.stringify([where, queueName ?? null, delivery.method, headers]))
+  hash.update("\n")
+  hash.update(body)
+  return `content-${hash.digest("hex")}`
+}
 
 /**
  * Validates a publish ({@link preparePublish}) and enqueues one message per target: one object for

@@ -10,6 +10,7 @@ import type { CallbackSettings, DefaultHeaders, RequestIssue } from "@svc/schema
 import { FLOW_CONTROL_KEY_PATTERN } from "@svc/schema"
 import { Duration } from "effect"
 import type { QueueSettings } from "./QueueConfig.ts"
+import { parseRetryDelay } from "./RetryDelay.ts"
 
 export const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const
 
@@ -19,6 +20,13 @@ export interface DeliverySettings {
   readonly timeoutMs: number
   readonly retries: number
   readonly delayMs: number
+  /**
+   * `Svc-Not-Before` (unix ms): not delivered before this instant. The later of it and `delayMs`
+   * (counted from the insert) wins; an instant in the past means now.
+   */
+  readonly notBefore?: number | undefined
+  /** `Svc-Retry-Delay`: the delay before each retry as an expression of `retried` (RetryDelay.ts). */
+  readonly retryDelay?: string | undefined
   /** Sent to the destination as they are (names lowercase). */
   readonly headers: Readonly<Record<string, string>>
 }
@@ -28,6 +36,11 @@ export interface PublishSettings {
   readonly callback: CallbackSettings | undefined
   readonly failureCallback: CallbackSettings | undefined
   readonly deduplicationId: string | undefined
+  /**
+   * `Svc-Content-Based-Deduplication: true`: the publish derives its deduplication id from what it
+   * delivers (`Operations.contentDeduplicationId`); an explicit `Svc-Deduplication-Id` wins over it.
+   */
+  readonly contentBasedDeduplication: boolean
   readonly flowControl: FlowControlSettings | undefined
 }
 
@@ -242,6 +255,8 @@ export interface PublishInput {
   readonly query: ReadonlyArray<readonly [string, string]>
   /** A URL group's default headers. */
   readonly defaults?: DefaultHeaders | undefined
+  /** The current time (unix ms), against which `Svc-Not-Before` is bounded by `QUEUE_MAX_DELAY`. */
+  readonly now?: number | undefined
 }
 
 /** Parse the configuration of a publish; `issues` is non-empty when something is invalid. */
@@ -411,6 +426,27 @@ export const parsePublish = (
     else deduplicationId = value
   }
 
+  const notBeforeSource = config.get("svc-not-before")
+  let notBefore: number | undefined
+  if (notBeforeSource !== undefined) {
+    const value = notBeforeSource.value.trim()
+    const now = input.now ?? Date.now()
+    if (!/^\d{1,11}$/.test(value)) {
+      problem(notBeforeSource, `expected a unix time in seconds such as ${Math.floor(now / 1000) + 60}, got ${JSON.stringify(value.slice(0, 100))}`)
+    } else if (Number(value) * 1000 > now + maxDelay) {
+      problem(notBeforeSource, `is more than ${Duration.format(Duration.millis(maxDelay))} (QUEUE_MAX_DELAY) ahead`)
+    } else notBefore = Number(value) * 1000
+  }
+
+  const retryDelaySource = config.get("svc-retry-delay")
+  let retryDelay: string | undefined
+  if (retryDelaySource !== undefined) {
+    const parsedDelay = parseRetryDelay(retryDelaySource.value)
+    if ("problem" in parsedDelay) {
+      problem(retryDelaySource, `${JSON.stringify(retryDelaySource.value.slice(0, 100))} is not a retry-delay expression: ${parsedDelay.problem}`)
+    } else retryDelay = retryDelaySource.value.trim()
+  }
+
   const flowKeySource = config.get("svc-flow-control-key")
   const flowValueSource = config.get("svc-flow-control-value")
   let flowControl: FlowControlSettings | undefined
@@ -443,11 +479,14 @@ export const parsePublish = (
         timeoutMs: duration("svc-timeout", defaultTimeout, maxTimeout, "timeout"),
         retries: integer("svc-retries", settings.defaultRetries, settings.maxRetries),
         delayMs: duration("svc-delay", 0, maxDelay, "delay"),
+        ...(notBefore === undefined ? {} : { notBefore }),
+        ...(retryDelay === undefined ? {} : { retryDelay }),
         headers
       },
       callback,
       failureCallback,
       deduplicationId,
+      contentBasedDeduplication: boolean("svc-content-based-deduplication"),
       flowControl
     }
   }

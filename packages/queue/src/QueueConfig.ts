@@ -10,6 +10,10 @@ export interface QueueSettings {
   readonly allowPrivate: boolean
   /** `QUEUE_MAX_MESSAGE_BYTES` (1 MiB): publish body cap; callback bodies are truncated to it. */
   readonly maxMessageBytes: number
+  /** `QUEUE_MAX_BATCH_MESSAGES` (1,000): most elements of one `POST /v2/batch` (400 beyond). */
+  readonly maxBatchMessages: number
+  /** `QUEUE_MAX_BATCH_BYTES` (10 MiB): body cap of `POST /v2/batch` (413 beyond, checked before reading). */
+  readonly maxBatchBytes: number
   /** `QUEUE_DEFAULT_RETRIES` (3). */
   readonly defaultRetries: number
   /** `QUEUE_MAX_RETRIES` (100): the largest Svc-Retries accepted. */
@@ -47,6 +51,8 @@ export const settingsConfig: Config.Config<QueueSettings> = Config.all({
   token: Config.option(Config.Redacted("QUEUE_TOKEN")),
   allowPrivate: Config.Boolean("QUEUE_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
   maxMessageBytes: int("QUEUE_MAX_MESSAGE_BYTES", 1024 * 1024),
+  maxBatchMessages: int("QUEUE_MAX_BATCH_MESSAGES", 1000),
+  maxBatchBytes: int("QUEUE_MAX_BATCH_BYTES", 10 * 1024 * 1024),
   defaultRetries: int("QUEUE_DEFAULT_RETRIES", 3),
   maxRetries: int("QUEUE_MAX_RETRIES", 100),
   defaultTimeout: duration("QUEUE_DEFAULT_TIMEOUT", "30 seconds"),

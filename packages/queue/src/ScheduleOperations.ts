@@ -57,6 +57,12 @@ export const createSchedule = Effect.fnUntraced(function*<E, R>(request: Schedul
   if (dedup !== undefined) {
     issues.push(dedup.issue("is not accepted on a schedule: every fire publishes a new message"))
   }
+  const contentDedup = configValue(request, "svc-content-based-deduplication")
+  if (contentDedup !== undefined) {
+    issues.push(contentDedup.issue("is not accepted on a schedule: every fire publishes the same content and must not be dropped"))
+  }
+  const notBefore = configValue(request, "svc-not-before")
+  if (notBefore !== undefined) issues.push(notBefore.issue("is not accepted on a schedule: its fires are timed by Svc-Cron"))
 
   const prepared = yield* Operations.preparePublish(request).pipe(
     Effect.mapError((error) => error instanceof InvalidRequest ? invalid([...issues, ...error.issues]) : error)

@@ -13,7 +13,8 @@
  *   timeout of the message, plus `Svc-Message-Id`, `Svc-Retried` and `Svc-Signature`.
  * - **outcome**: 2xx = delivered (recorded in batches); otherwise retried after the delay of an
  *   exponential `Schedule` (`QUEUE_RETRY_BASE`, doubling, capped at `QUEUE_RETRY_MAX_DELAY`), or
- *   after the destination's `Retry-After` when it sent one; when every retry is used, the message
+ *   the message's `Svc-Retry-Delay` expression (RetryDelay.ts, same cap), or after the
+ *   destination's `Retry-After` when it sent one; when every retry is used, the message
  *   goes to the dead-letter queue and its callbacks are enqueued, all in one transaction.
  * - **shutdown**: stop claiming, let in-flight deliveries finish (5 s at most), record them, give
  *   the remaining claims back so another worker takes them at once.
@@ -28,6 +29,7 @@ import type { DeliveryOutcome } from "./Delivery.ts"
 import { makeSender, retryAfterMs } from "./Delivery.ts"
 import { headerSyntaxProblem } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
+import { evaluateRetryDelay } from "./RetryDelay.ts"
 import { sign } from "./Signature.ts"
 import { CHANNEL } from "./store/Enqueue.ts"
 import { Messages } from "./store/Messages.ts"
@@ -212,9 +214,11 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     const error = outcome._tag === "Failed" ? outcome.error : `The destination answered ${status}`
     if (message.retried < message.maxRetries) {
       const retryAfter = outcome._tag === "Response" ? retryAfterMs(outcome.headers, Date.now()) : undefined
+      // The destination's Retry-After first, then the message's Svc-Retry-Delay, then the backoff.
       const delay = retryAfter !== undefined
         ? Math.min(retryAfter, retryMaxMs)
-        : yield* scheduleDelay(schedule, message.retried)
+        : (message.retryDelay === null ? undefined : evaluateRetryDelay(message.retryDelay, message.retried, retryMaxMs)) ??
+          (yield* scheduleDelay(schedule, message.retried))
       yield* Effect.logDebug(
         `Message ${message.id} to ${origin(message.url)}: ${error}; retry ${message.retried + 1} of ${message.maxRetries} in ${delay} ms`
       )

@@ -3,12 +3,22 @@
  * families, any body) and the `QueueApi` groups (messages, DLQ, URL groups, signing keys). What
  * they share with the internal RPC (`rpc.ts`) beyond a single store call lives in `Operations.ts`.
  */
-import { InvalidRequest, MessageTooLarge, QUEUE_NAME_PATTERN, QueueApi, QueueAuth, queueOpenApi } from "@svc/schema"
+import {
+  BatchRequest,
+  BatchTooLarge,
+  InvalidRequest,
+  MessageTooLarge,
+  QUEUE_NAME_PATTERN,
+  QueueApi,
+  QueueAuth,
+  queueOpenApi
+} from "@svc/schema"
 import { apiRoutes, BearerAuth } from "@svc/platform"
-import { ByteSize, Effect, Layer, Option } from "effect"
+import { ByteSize, Effect, Layer, Option, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import * as Batch from "./Batch.ts"
 import * as Operations from "./Operations.ts"
 import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig, type QueueSettings } from "./QueueConfig.ts"
@@ -72,25 +82,30 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
   return { destination, config, passThrough, token }
 }
 
-/** The body of a publish (or schedule), read only once the request is valid, under the cap. */
-const cappedBody = (request: HttpServerRequest.HttpServerRequest, settings: QueueSettings) =>
+/**
+ * A request body under `maxBytes`, else `tooLarge`: refused from its Content-Length before reading,
+ * and cut off while reading when it has none.
+ */
+const readCapped = <E>(request: HttpServerRequest.HttpServerRequest, maxBytes: number, tooLarge: () => E) =>
   Effect.gen(function*() {
-      const declared = Number(request.headers["content-length"])
-      if (Number.isFinite(declared) && declared > settings.maxMessageBytes) {
-        return yield* new MessageTooLarge({ maxBytes: settings.maxMessageBytes })
-      }
-      return new Uint8Array(
-        yield* request.arrayBuffer.pipe(
-          Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.maxMessageBytes)),
-          Effect.catch((error): Effect.Effect<never, MessageTooLarge | HttpServerError.HttpServerError> =>
-            HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" &&
-              error.reason.reason === "BodyTooLarge"
-              ? Effect.fail(new MessageTooLarge({ maxBytes: settings.maxMessageBytes }))
-              : Effect.fail(error)
-          )
+    const declared = Number(request.headers["content-length"])
+    if (Number.isFinite(declared) && declared > maxBytes) return yield* Effect.fail(tooLarge())
+    return new Uint8Array(
+      yield* request.arrayBuffer.pipe(
+        Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes)),
+        Effect.catch((error): Effect.Effect<never, E | HttpServerError.HttpServerError> =>
+          HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" &&
+            error.reason.reason === "BodyTooLarge"
+            ? Effect.fail(tooLarge())
+            : Effect.fail(error)
         )
       )
+    )
   })
+
+/** The body of a publish (or schedule), read only once the request is valid, under the cap. */
+const cappedBody = (request: HttpServerRequest.HttpServerRequest, settings: QueueSettings) =>
+  readCapped(request, settings.maxMessageBytes, () => new MessageTooLarge({ maxBytes: settings.maxMessageBytes }))
 
 export const PublishRoute = HttpRouter.add(
   "POST",
@@ -110,6 +125,41 @@ export const PublishRoute = HttpRouter.add(
       body,
       callerIp: Option.getOrUndefined(request.remoteAddress)
     })
+    return HttpServerResponse.jsonUnsafe(published, { status: 201 })
+  })
+)
+
+const decodeBatch = Schema.decodeUnknownEffect(BatchRequest)
+
+/**
+ * `POST /v2/batch`: a JSON array of publishes (`BatchElement`), all stored or none (Batch.ts). The
+ * body is capped at `QUEUE_MAX_BATCH_BYTES` before it is read, the element count checked before
+ * the elements are decoded.
+ */
+export const BatchRoute = HttpRouter.add(
+  "POST",
+  "/v2/batch",
+  Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const settings = yield* QueueConfig
+    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? splitTarget(request.url).token)
+    const bytes = yield* readCapped(request, settings.maxBatchBytes, () => new BatchTooLarge({ maxBytes: settings.maxBatchBytes }))
+    const bodyIssue = (problem: string) => new InvalidRequest({ issues: [{ in: "body", parameter: "", problem }] })
+    let json: unknown
+    try {
+      json = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"))
+    } catch (error) {
+      return yield* bodyIssue(`is not valid JSON (${error instanceof Error ? error.message.slice(0, 200) : "unreadable"})`)
+    }
+    if (!Array.isArray(json)) return yield* bodyIssue("expected a JSON array of messages ({\"destination\", \"body\", \"headers\"})")
+    const sizeIssue = Batch.batchSizeIssue(json.length, settings.maxBatchMessages)
+    if (sizeIssue !== undefined) return yield* new InvalidRequest({ issues: [sizeIssue] })
+    // A decoding failure is a 400 naming each bad field by its path ("[3].bodyEncoding"): the first
+    // pass stops at the first problem (a third cheaper on a valid batch), a refused batch is decoded
+    // again to name them all.
+    const elements = yield* decodeBatch(json, { onExcessProperty: "error" }).pipe(
+      Effect.catch(() => decodeBatch(json, { errors: "all", onExcessProperty: "error" }))
+    )
+    const published = yield* Batch.publishBatch(elements, { callerIp: Option.getOrUndefined(request.remoteAddress) })
     return HttpServerResponse.jsonUnsafe(published, { status: 201 })
   })
 )
@@ -267,6 +317,7 @@ export const routes = Layer.mergeAll(
   }),
   OpenApiRoute,
   PublishRoute,
+  BatchRoute,
   CreateScheduleRoute,
   EnqueueRoute
 )

@@ -11,6 +11,7 @@ import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { queueAuth } from "./http.ts"
+import * as Batch from "./Batch.ts"
 import * as Operations from "./Operations.ts"
 import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig } from "./QueueConfig.ts"
@@ -40,6 +41,7 @@ export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
         headers: Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value])),
         body: Effect.succeed(body ?? new Uint8Array())
       }).pipe(Effect.mapError(inPayload)),
+    PublishBatch: ({ messages: elements }) => Batch.publishBatch(elements).pipe(Effect.mapError(inPayload)),
     GetMessage: ({ messageId }) => messages.get(messageId),
     ListDlq: (query) => Operations.listDlq(query).pipe(Effect.mapError(inPayload)),
     RetryDlq: ({ dlqId }) => dlq.retry(dlqId),

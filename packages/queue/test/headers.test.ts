@@ -25,6 +25,8 @@ const settings: QueueSettings = {
   token: Option.none(),
   allowPrivate: true,
   maxMessageBytes: 1024 * 1024,
+  maxBatchMessages: 1000,
+  maxBatchBytes: 10 * 1024 * 1024,
   defaultRetries: 3,
   maxRetries: 100,
   defaultTimeout: Duration.seconds(30),

@@ -262,4 +262,26 @@ layer(TestLayer, { timeout: 180_000, excludeTestServices: true })("queue routes:
       250
     )
   })
+
+  it.effect("property: POST /v2/batch with hostile elements, any JSON and non-JSON bodies", () => {
+    const element = fc.record({
+      destination: fc.oneof(url, groupName, fc.constant("http://127.0.0.1:9/b")),
+      body: fc.oneof(RequestFuzz.hostileString, fc.base64String({ maxLength: 40 })),
+      bodyEncoding: fc.oneof(fc.constantFrom("utf8", "base64"), RequestFuzz.hostileString),
+      headers: fc.dictionary(
+        fc.oneof(fc.constantFrom("Svc-Retries", "Svc-Delay", "Svc-Not-Before", "Svc-Retry-Delay", "Svc-Content-Based-Deduplication", "Svc-Deduplication-Id", "Svc-Callback", "Svc-Flow-Control-Key", "Svc-Flow-Control-Value", "Content-Type"), RequestFuzz.hostileString),
+        fc.oneof(RequestFuzz.hostileString, fc.constantFrom("1", "true", "pow(2, retried) * 1000", "parallelism=2")),
+        { maxKeys: 4 }
+      ),
+      queue: fc.oneof(fc.constantFrom("q1"), RequestFuzz.hostileString)
+    }, { requiredKeys: [] })
+    const batchBody = fc.oneof(
+      fc.array(element, { maxLength: 5 }).map((elements) => JSON.stringify(elements)),
+      fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 4 }).map((values) => JSON.stringify(values)),
+      fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
+      RequestFuzz.hostileString,
+      fc.constantFrom("", "[", "[null]", "[{}]", "[[]]", "{\"destination\":\"x\"}", "\u0000")
+    )
+    return property([batchBody], (payload) => send("/v2/batch", { method: "POST", headers: { "content-type": "application/json" }, body: payload }), 250)
+  })
 })

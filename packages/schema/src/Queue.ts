@@ -17,6 +17,7 @@ import { RpcDefects } from "./RpcDefects.ts"
 import { BoundedInt, IdParam, Int4, NameParam, RequestString, UrlParam } from "./Limits.ts"
 import * as QueueSchedules from "./QueueSchedules.ts"
 import * as QueueFlow from "./QueueFlow.ts"
+import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -78,7 +79,9 @@ export const Message = Schema.Struct({
   callback: Schema.optionalKey(CallbackSettings),
   failureCallback: Schema.optionalKey(CallbackSettings),
   dlqId: Schema.optionalKey(Schema.String),
-  callerIP: Schema.optionalKey(Schema.String)
+  callerIP: Schema.optionalKey(Schema.String),
+  /** `Svc-Retry-Delay`: the delay before each retry, an expression of `retried` (ms). */
+  retryDelay: Schema.optionalKey(Schema.String)
 }).annotate({ identifier: "Message" })
 export type Message = typeof Message.Type
 
@@ -328,6 +331,17 @@ export const PublishRpc = Rpc.make("Publish", {
   error: Schema.Union([InvalidRequest, MessageTooLarge])
 })
 
+/** `POST /v2/batch`'s answer: element *i* is what `POST /v2/publish` answers for element *i*. */
+export const BatchResult = Schema.Array(PublishResult).annotate({ identifier: "BatchResult" })
+export type BatchResult = typeof BatchResult.Type
+
+/** `POST /v2/batch` over the RPC: the same elements (`QueueBatch.ts`), rules and answers. */
+export const PublishBatchRpc = Rpc.make("PublishBatch", {
+  payload: { messages: Schema.Array(BatchElement) },
+  success: BatchResult,
+  error: Schema.Union([InvalidRequest, BatchTooLarge])
+})
+
 export const GetMessageRpc = Rpc.make("GetMessage", {
   payload: { messageId: IdParam },
   success: Message,
@@ -382,6 +396,7 @@ export class QueueRpcs extends RpcGroup.make(
   GetTopicRpc,
   DeleteTopicRpc,
   UpsertEndpointsRpc,
+  PublishBatchRpc,
   QueueSchedules.AddScheduleRpc,
   QueueSchedules.ListSchedulesRpc,
   QueueSchedules.GetScheduleRpc,

@@ -88,7 +88,7 @@ export const insertMessages = (tables: Tables, now: number, messages: ReadonlyAr
   }
   return messages.map((message) => {
     const id = Crypto.randomUUID()
-    const due = new Date(now + message.delivery.delayMs)
+    const due = new Date(Math.max(now + message.delivery.delayMs, message.delivery.notBefore ?? 0))
     tables.messages.set(id, {
       id,
       kind: message.kind,
@@ -117,7 +117,8 @@ export const insertMessages = (tables: Tables, now: number, messages: ReadonlyAr
       scheduleId: message.scheduleId ?? null,
       flowKey: message.flowControl?.key ?? null,
       queueName: message.queueName ?? null,
-      seq: ++tables.messageSeq
+      seq: ++tables.messageSeq,
+      retryDelay: message.delivery.retryDelay ?? null
     })
     return id
   })

@@ -17,7 +17,8 @@ import * as Crypto from "node:crypto"
 import { QueueConfig } from "../QueueConfig.ts"
 import { Enqueue } from "./Enqueue.ts"
 import { makeMessagesMemory } from "./MessagesMemory.ts"
-import type { Claim, ClaimedMessage, DeliveredResult, Exhausted, NewMessage } from "./Model.ts"
+import { makePublishBatch } from "./PublishBatch.ts"
+import type { BatchPublish, Claim, ClaimedMessage, DeliveredResult, Exhausted, NewMessage } from "./Model.ts"
 import { CONTROLLED_POLL_MS, isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
 import { MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
 
@@ -27,6 +28,11 @@ export interface MessagesShape {
     messages: ReadonlyArray<NewMessage>,
     dedupId: string | undefined
   ) => Effect.Effect<ReadonlyArray<PublishedMessage>>
+  /**
+   * The publishes of one batch in one transaction, each deduplicated by its own id (also against
+   * the earlier publishes of the batch); the answers in order (PublishBatch.ts).
+   */
+  readonly publishBatch: (publishes: ReadonlyArray<BatchPublish>) => Effect.Effect<ReadonlyArray<ReadonlyArray<PublishedMessage>>>
   /**
    * Up to `limit` due messages, leased to one new claim: until now + the message's timeout +
    * `QUEUE_LEASE_MARGIN` no other claim sees them; then they are due again.
@@ -59,11 +65,13 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
     Messages,
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
-      const { insert, wake } = yield* Enqueue
+      const enqueue = yield* Enqueue
+      const { insert, wake } = enqueue
       const config = yield* QueueConfig
       const leaseMarginMs = Duration.toMillis(config.leaseMargin)
       const dedupWindowMs = Duration.toMillis(config.dedupWindow)
       const wakeIf = (due: boolean) => due ? wake : Effect.void
+      const publishBatch = makePublishBatch({ sql, enqueue, dedupWindowMs })
 
       const seenAnswer = SqlSchema.findOneOption({
         Request: Schema.String,
@@ -362,6 +370,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
 
       return Messages.of({
         publish: (messages, dedupId) => atDatabaseBoundary(publish(messages, dedupId)),
+        publishBatch: (publishes) => atDatabaseBoundary(publishBatch(publishes)),
         claim: (limit) => atDatabaseBoundary(claim(limit)),
         nextDue: atDatabaseBoundary(nextDue),
         markDelivered: (results) => atDatabaseBoundary(markDelivered(results)),

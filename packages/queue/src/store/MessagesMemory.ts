@@ -9,7 +9,7 @@ import * as Crypto from "node:crypto"
 import { QueueConfig } from "../QueueConfig.ts"
 import { atNow, insertMessages, MemoryTables, type Tables } from "./MemoryTables.ts"
 import type { MessagesShape } from "./Messages.ts"
-import type { Claim, StoredMessage } from "./Model.ts"
+import type { Claim, NewMessage, StoredMessage } from "./Model.ts"
 import { CONTROLLED_POLL_MS, isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
 
 /** The message of `claim` when it is still queued under that claim (the guard of every completion). */
@@ -76,17 +76,23 @@ export const makeMessagesMemory = Effect.gen(function*() {
   const leaseMarginMs = Duration.toMillis(config.leaseMargin)
   const dedupWindowMs = Duration.toMillis(config.dedupWindow)
 
+  /** One publish at `now`: with a deduplication id seen within the window, the first answer instead. */
+  const publishOne = (now: number, messages: ReadonlyArray<NewMessage>, dedupId: string | undefined) => {
+    if (dedupId !== undefined) {
+      const seen = tables.dedup.get(dedupId)
+      if (seen !== undefined && seen.expiresAt >= now) return seen.result.map((entry) => ({ ...entry, deduplicated: true }))
+    }
+    const result = toPublished(messages, insertMessages(tables, now, messages))
+    if (dedupId !== undefined) tables.dedup.set(dedupId, { result, expiresAt: now + dedupWindowMs })
+    return result
+  }
+
   const shape: MessagesShape = {
-    publish: (messages, dedupId) =>
-      atNow(tables, (now) => {
-        if (dedupId !== undefined) {
-          const seen = tables.dedup.get(dedupId)
-          if (seen !== undefined && seen.expiresAt >= now) return seen.result.map((entry) => ({ ...entry, deduplicated: true }))
-        }
-        const result = toPublished(messages, insertMessages(tables, now, messages))
-        if (dedupId !== undefined) tables.dedup.set(dedupId, { result, expiresAt: now + dedupWindowMs })
-        return result
-      }),
+    publish: (messages, dedupId) => atNow(tables, (now) => publishOne(now, messages, dedupId)),
+
+    // One synchronous step: nothing else sees the tables between the publishes of a batch.
+    publishBatch: (publishes) =>
+      atNow(tables, (now) => publishes.map((publish) => publishOne(now, publish.messages, publish.dedupId))),
 
     claim: (limit) =>
       atNow(tables, (now) => {

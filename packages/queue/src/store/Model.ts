@@ -36,6 +36,7 @@ export interface ClaimedMessage extends
     | "scheduleId"
     | "flowKey"
     | "queueName"
+    | "retryDelay"
   >
 {
   readonly claimId: string
@@ -60,6 +61,12 @@ export interface NewMessage {
   readonly flowControl?: FlowControlSettings | undefined
   /** The FIFO queue the message goes to (created with parallelism 1 when new; see Queues.ts). */
   readonly queueName?: string | undefined
+}
+
+/** One publish of a batch (`Messages.publishBatch`): its messages (one per target) and deduplication id. */
+export interface BatchPublish {
+  readonly messages: ReadonlyArray<NewMessage>
+  readonly dedupId: string | undefined
 }
 
 export interface DeliveredResult {
@@ -134,6 +141,8 @@ export interface StoredMessage {
   readonly queueName: string | null
   /** Publish order (a FIFO queue delivers by it). */
   readonly seq: bigint
+  /** `Svc-Retry-Delay`: an expression of `retried` (RetryDelay.ts); null = the default backoff. */
+  readonly retryDelay: string | null
 }
 
 /** A DLQ entry as stored (the columns of `queue.dlq`, decoded). */
@@ -203,7 +212,8 @@ export const toMessage = (row: StoredMessage, inFlight: boolean, dlqId: string |
       callback: row.callback,
       failureCallback: row.failureCallback,
       dlqId,
-      callerIP: row.callerIp
+      callerIP: row.callerIp,
+      retryDelay: row.retryDelay
     })
   }
 }
@@ -252,5 +262,6 @@ export const toClaimed = (row: StoredMessage, claimId: string): ClaimedMessage =
   createdAt: row.createdAt,
   scheduleId: row.scheduleId,
   flowKey: row.flowKey,
-  queueName: row.queueName
+  queueName: row.queueName,
+  retryDelay: row.retryDelay
 })

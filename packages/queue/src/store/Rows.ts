@@ -38,7 +38,8 @@ export const MessageRow = Schema.Struct({
   schedule_id: NullOr(Schema.String),
   flow_key: NullOr(Schema.String),
   queue_name: NullOr(Schema.String),
-  seq: Schema.BigInt
+  seq: Schema.BigInt,
+  retry_delay: NullOr(Schema.String)
 })
 
 export const toStoredMessage = (row: typeof MessageRow.Type): StoredMessage => ({
@@ -69,7 +70,8 @@ export const toStoredMessage = (row: typeof MessageRow.Type): StoredMessage => (
   scheduleId: row.schedule_id,
   flowKey: row.flow_key,
   queueName: row.queue_name,
-  seq: row.seq
+  seq: row.seq,
+  retryDelay: row.retry_delay
 })
 
 /** A message with whether its claim is unexpired and its DLQ entry's id (`GET /v2/messages/<id>`). */

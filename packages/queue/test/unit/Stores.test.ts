@@ -6,10 +6,12 @@
 import { dlqContract } from "../contracts/Dlq.ts"
 import { groupsContract } from "../contracts/Groups.ts"
 import { messagesContract } from "../contracts/Messages.ts"
+import { publishBatchContract } from "../contracts/PublishBatch.ts"
 import { signingKeysContract } from "../contracts/SigningKeys.ts"
 import { memoryStores } from "../contracts/StoreTime.ts"
 
 messagesContract("memory", memoryStores)
+publishBatchContract("memory", memoryStores)
 dlqContract("memory", memoryStores)
 groupsContract("memory", memoryStores)
 signingKeysContract("memory", memoryStores)

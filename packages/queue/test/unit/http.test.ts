@@ -218,4 +218,34 @@ describe("QueueApi over the memory stores (no socket, no database)", () => {
         assert.deepStrictEqual((yield* call("/v2/keys")).body, rotated.body)
       })
     ))
+
+  it.live("batch: all or nothing, element i answered as its publish, not-before honoured by the memory store", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const refused = yield* call("/v2/batch", json("POST", [
+          { destination: "https://example.com/a", body: "ok" },
+          { destination: "http://127.0.0.1/private" },
+          { destination: "https://example.com/a", headers: { "Svc-Not-Before": "later" } }
+        ]))
+        assert.strictEqual(refused.status, 400)
+        assert.deepStrictEqual(refused.body.issues.map((issue: { parameter: string }) => issue.parameter), [
+          "[1].destination",
+          "[2].headers.Svc-Not-Before"
+        ])
+        assert.strictEqual((yield* messages.claim(100)).length, 0)
+        const inAnHour = Math.floor(Date.now() / 1000) + 3600
+        const accepted = yield* call("/v2/batch", json("POST", [
+          { destination: "https://example.com/a", body: "AAH/", bodyEncoding: "base64" },
+          { destination: "https://example.com/b", headers: { "Svc-Not-Before": String(inAnHour), "Svc-Retry-Delay": "1000 * retried" } }
+        ]))
+        assert.strictEqual(accepted.status, 201, JSON.stringify(accepted.body))
+        const [first, later] = accepted.body
+        assert.strictEqual((yield* call(`/v2/messages/${first.messageId}`)).body.body, "AAH/")
+        const waiting = (yield* call(`/v2/messages/${later.messageId}`)).body
+        assert.strictEqual(waiting.notBefore, inAnHour * 1000)
+        assert.strictEqual(waiting.retryDelay, "1000 * retried")
+        const claimed = yield* messages.claim(100)
+        assert.deepStrictEqual(claimed.map((message) => message.id), [first.messageId])
+      })))
 })

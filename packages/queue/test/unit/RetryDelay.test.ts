@@ -1,0 +1,33 @@
+/** `Svc-Retry-Delay`'s grammar (src/RetryDelay.ts): evaluation, the cap, and every refusal named. */
+import { assert, describe, it } from "@effect/vitest"
+import { evaluateRetryDelay, parseRetryDelay } from "../../src/RetryDelay.ts"
+
+describe("Svc-Retry-Delay expressions", () => {
+  it("evaluates the grammar and caps the result", () => {
+    assert.strictEqual(evaluateRetryDelay("pow(2, retried) * 1000", 3, 1e9), 8000)
+    assert.strictEqual(evaluateRetryDelay("min(60000, 1000 + retried * 5000)", 20, 1e9), 60000)
+    assert.strictEqual(evaluateRetryDelay("max(abs(-5), 2) * (1 + 1) / 4 - -1", 0, 1e9), 4)
+    assert.strictEqual(evaluateRetryDelay("pow(10, retried)", 12, 5000), 5000)
+    assert.strictEqual(evaluateRetryDelay("1 / 0", 0, 5000), 5000)
+    assert.strictEqual(evaluateRetryDelay("0 / 0", 0, 5000), 5000)
+    assert.strictEqual(evaluateRetryDelay("-100", 0, 5000), 0)
+  })
+
+  it("refuses anything outside the grammar, naming the problem", () => {
+    const problem = (text: string) => {
+      const parsed = parseRetryDelay(text)
+      return "problem" in parsed ? parsed.problem : undefined
+    }
+    assert.match(problem("eval(1)")!, /unknown name "eval"/)
+    assert.match(problem("process.exit()")!, /unexpected "\."|unknown name/)
+    assert.match(problem("pow(2)")!, /pow takes 2 arguments, got 1/)
+    assert.match(problem("retried +")!, /ends too early/)
+    assert.match(problem("(1 + 2")!, /expected "\)"/)
+    assert.match(problem("1 2")!, /unexpected "2"/)
+    assert.match(problem("retried; 1")!, /unexpected character ";"/)
+    assert.match(problem("")!, /empty/)
+    assert.match(problem("1+".repeat(150) + "1")!, /longer than 200/)
+    assert.isUndefined(problem("  pow(2, retried) * 1000 "))
+  })
+})
+

@@ -1,0 +1,259 @@
+/**
+ * The batch run of `npm run bench:queue` (issue 18): BENCH_BATCH_MESSAGES (default 100,000) messages
+ * published in batches of BENCH_BATCH_SIZE (100) by BENCH_BATCH_PUBLISHERS (8) concurrent publishers
+ * to an API-only process (`POST /v2/batch`), while a worker process (the defaults) delivers them to a
+ * local destination. Reported: accepted msg/s (messages / first post -> last 201), delivered msg/s
+ * (messages / first post -> last delivery), publish -> delivery p50/p99.
+ *
+ * The same run through pg-boss with its own batch insert (`boss.insert` of 100 jobs, same publishers)
+ * and its work loops of the live run, for the ratio. Where the time goes: CPU seconds per process
+ * (API, worker, the Postgres backends, this process with the destination and the publishers) from
+ * /proc, the load average, and — on the embedded cluster, which the bench starts with
+ * `pg_stat_statements` — the statements by total execution time.
+ */
+import * as fs from "node:fs"
+import * as Http from "node:http"
+import * as os from "node:os"
+import PgBoss from "pg-boss"
+import type { Destination } from "./queueDestination.ts"
+import { healthy, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
+import { percentile } from "./support.ts"
+
+const N = Number(process.env.BENCH_BATCH_MESSAGES ?? 100_000)
+const SIZE = Number(process.env.BENCH_BATCH_SIZE ?? 100)
+const PUBLISHERS = Number(process.env.BENCH_BATCH_PUBLISHERS ?? 8)
+const PGBOSS_WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 10)
+
+// -----------------------------------------------------------------------------
+// Where the time goes
+// -----------------------------------------------------------------------------
+
+const TICKS = 100 // USER_HZ on Linux
+
+/** User + system CPU ms of `pid` so far (0 once it has gone). */
+const cpuMs = (pid: number): number => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS
+  } catch {
+    return 0
+  }
+}
+
+/** The children of `parent` (a postmaster's backends and helpers). */
+const childrenOf = (parent: number): Array<number> =>
+  fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((name) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, "utf8")
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === parent ? [Number(name)] : []
+    } catch {
+      return []
+    }
+  })
+
+/** CPU ms per named process group, measured from `start()` to `stop()`. */
+const cpuMeter = (groups: Record<string, () => ReadonlyArray<number>>) => {
+  const sample = () => {
+    const out = new Map<string, Map<number, number>>()
+    for (const [name, pids] of Object.entries(groups)) out.set(name, new Map(pids().map((pid) => [pid, cpuMs(pid)])))
+    return out
+  }
+  const before = sample()
+  const self = process.cpuUsage()
+  return () => {
+    const after = sample()
+    const result: Record<string, number> = {}
+    for (const [name, pids] of after) {
+      let total = 0
+      for (const [pid, ms] of pids) total += ms - (before.get(name)?.get(pid) ?? 0)
+      result[name] = total
+    }
+    const own = process.cpuUsage(self)
+    result["bench (publishers, destination)"] = (own.user + own.system) / 1000
+    return result
+  }
+}
+
+/**
+ * Each group's CPU seconds, its share of a core over the run, and its CPU per message: on a machine
+ * shared with other work the last is the figure that does not depend on the load.
+ */
+const formatCpu = (cpu: Record<string, number>, seconds: number) =>
+  Object.entries(cpu).map(([name, ms]) =>
+    `${name} ${(ms / 1000).toFixed(1)} s (${((ms / 1000 / seconds) * 100).toFixed(0)}% of a core, ${((ms * 1000) / N).toFixed(0)} µs/msg)`
+  ).join(", ")
+
+/** The top statements of the run by total execution time (pg_stat_statements; reset before the run). */
+const statements = async (sql: (text: string) => Promise<ReadonlyArray<Record<string, unknown>>>) => {
+  const rows = await sql(`
+    SELECT calls, round(total_exec_time::numeric, 0) AS total_ms, round(mean_exec_time::numeric, 3) AS mean_ms,
+      rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+    ORDER BY total_exec_time DESC LIMIT 8`)
+  return rows.map((row) =>
+    `  ${String(row.total_ms).padStart(7)} ms total, ${String(row.calls).padStart(6)} calls, ${String(row.mean_ms).padStart(8)} ms mean, ${
+      String(row.rows).padStart(7)
+    } rows  ${row.query}`
+  ).join("\n")
+}
+
+// -----------------------------------------------------------------------------
+
+interface BatchFigures {
+  readonly acceptedRate: number
+  readonly deliveredRate: number
+  readonly p50: number
+  readonly p99: number
+  readonly duplicates: number
+  readonly seconds: number
+}
+
+/** `N` messages in batches of `SIZE` from `PUBLISHERS` loops; `post(batch)` sends one. */
+const publishBatches = async (post: (messages: ReadonlyArray<{ readonly i: number; readonly t: number }>) => Promise<void>) => {
+  let next = 0
+  const started = Date.now()
+  await Promise.all(Array.from({ length: PUBLISHERS }, async () => {
+    while (next < N) {
+      const from = next
+      next = Math.min(N, next + SIZE)
+      const t = Date.now()
+      await post(Array.from({ length: next - from }, (_, k) => ({ i: from + k, t })))
+    }
+  }))
+  return { started, ms: Date.now() - started }
+}
+
+const figures = (dest: Destination, run: { readonly started: number; readonly ms: number }): BatchFigures => {
+  const latencies = [...dest.latencies()].sort((a, b) => a - b)
+  return {
+    acceptedRate: N / (run.ms / 1000),
+    deliveredRate: N / ((dest.last() - run.started) / 1000),
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    duplicates: dest.duplicates(),
+    seconds: (dest.last() - run.started) / 1000
+  }
+}
+
+const report = (name: string, f: BatchFigures) =>
+  console.log(
+    `batch ${name.padEnd(8)} accepted ${f.acceptedRate.toFixed(0).padStart(6)} msg/s | delivered live ${
+      f.deliveredRate.toFixed(0).padStart(6)
+    } msg/s | publish -> delivery p50 ${f.p50} ms p99 ${f.p99} ms | duplicates ${f.duplicates}`
+  )
+
+export interface BatchBenchOptions {
+  readonly svcDatabase: string
+  readonly pgBossDatabase: string
+  readonly dest: Destination
+  readonly only: string | undefined
+  /** The postmaster's pid (embedded cluster), for the Postgres CPU; undefined with DATABASE_URL. */
+  readonly postmaster: number | undefined
+  /** Runs SQL on a database of the cluster (for pg_stat_statements). */
+  readonly query: (database: string, text: string) => Promise<ReadonlyArray<Record<string, unknown>>>
+  readonly statementsAvailable: boolean
+}
+
+const svcRun = async (options: BatchBenchOptions) => {
+  const { dest } = options
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
+  const port = 19_000 + Math.floor(Math.random() * 400)
+  const api = startQueue(options.svcDatabase, port, false)
+  const worker = startQueue(options.svcDatabase, port + 1, true)
+  await waitUntil(healthy(port), 60_000, "the queue")
+  await waitUntil(healthy(port + 1), 60_000, "the worker")
+  const post = (messages: ReadonlyArray<{ readonly i: number; readonly t: number }>) =>
+    new Promise<void>((resolve, reject) => {
+      const body = JSON.stringify(messages.map((m) => ({
+        destination: dest.url,
+        body: JSON.stringify(m),
+        headers: { "content-type": "application/json" }
+      })))
+      const req = Http.request(`http://127.0.0.1:${port}/v2/batch`, {
+        method: "POST",
+        agent,
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }
+      }, (res) => {
+        res.resume()
+        res.on("end", () => res.statusCode === 201 ? resolve() : reject(new Error(`batch answered ${res.statusCode}`)))
+      })
+      req.on("error", reject)
+      req.end(body)
+    })
+  if (options.statementsAvailable) {
+    await options.query(options.svcDatabase, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    await options.query(options.svcDatabase, "SELECT pg_stat_statements_reset()")
+  }
+  dest.reset()
+  const meter = cpuMeter({
+    "API process": () => [api.pid!],
+    "worker process": () => [worker.pid!],
+    ...(options.postmaster === undefined ? {} : { "Postgres": () => [options.postmaster!, ...childrenOf(options.postmaster!)] })
+  })
+  const run = await publishBatches(post)
+  await waitUntil(() => dest.count() >= N, 600_000, "svc batch deliveries")
+  const cpu = meter()
+  const result = figures(dest, run)
+  report("svc", result)
+  console.log(`batch svc CPU over ${result.seconds.toFixed(1)} s: ${formatCpu(cpu, result.seconds)}`)
+  if (options.statementsAvailable) {
+    console.log(`batch svc statements by total time (pg_stat_statements):\n${await statements((text) => options.query(options.svcDatabase, text))}`)
+  }
+  await stop(api)
+  await stop(worker)
+  agent.destroy()
+  return result
+}
+
+const pgBossRun = async (options: BatchBenchOptions) => {
+  const { dest } = options
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: 100 * PGBOSS_WORKERS })
+  const deliver = (data: unknown) =>
+    new Promise<void>((resolve, reject) => {
+      const req = Http.request(dest.url, { method: "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
+        res.resume()
+        res.on("end", () => (res.statusCode ?? 500) < 300 ? resolve() : reject(new Error(String(res.statusCode))))
+      })
+      req.on("error", reject)
+      req.end(JSON.stringify(data))
+    })
+  const queueName = "bench-batch"
+  const boss = new PgBoss({ connectionString: options.pgBossDatabase, max: 20 })
+  boss.on("error", () => {})
+  await boss.start()
+  await boss.createQueue(queueName)
+  for (let w = 0; w < PGBOSS_WORKERS; w++) {
+    await boss.work<{ i: number; t: number }>(queueName, { batchSize: 100, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+      await Promise.all(jobs.map((job) => deliver(job.data)))
+    })
+  }
+  dest.reset()
+  const meter = cpuMeter(options.postmaster === undefined ? {} : { "Postgres": () => [options.postmaster!, ...childrenOf(options.postmaster!)] })
+  const run = await publishBatches((messages) => boss.insert(queueName, messages.map((data) => ({ name: queueName, data }))))
+  await waitUntil(() => dest.count() >= N, 900_000, "pg-boss batch deliveries")
+  const cpu = meter()
+  const result = figures(dest, run)
+  report("pg-boss", result)
+  console.log(`batch pg-boss CPU over ${result.seconds.toFixed(1)} s: ${formatCpu(cpu, result.seconds)} (pg-boss runs in the bench process)`)
+  await boss.stop({ graceful: true, wait: true })
+  agent.destroy()
+  return result
+}
+
+/** The batch run for svc and pg-boss, and their ratio against the targets. */
+export const benchBatch = async (options: BatchBenchOptions) => {
+  const load = () => os.loadavg().map((n) => n.toFixed(1)).join(" ")
+  console.log(`bench:queue batch: ${N} messages in batches of ${SIZE}, ${PUBLISHERS} concurrent publishers; load average ${load()}`)
+  const svc = options.only === "pg-boss" ? undefined : await svcRun(options)
+  const boss = options.only === "svc" ? undefined : await pgBossRun(options)
+  console.log(`bench:queue batch: load average at the end ${load()}`)
+  if (svc !== undefined) {
+    console.log(`batch targets: accepted ${svc.acceptedRate.toFixed(0)} msg/s (target >= 20,000), delivered live ${svc.deliveredRate.toFixed(0)} msg/s (target >= 8,000)`)
+  }
+  if (svc !== undefined && boss !== undefined) {
+    console.log(`batch ratio svc / pg-boss: accepted ${(svc.acceptedRate / boss.acceptedRate).toFixed(2)}x, delivered live ${
+      (svc.deliveredRate / boss.deliveredRate).toFixed(2)
+    }x (target >= 4x), p50 latency ${(boss.p50 / Math.max(1, svc.p50)).toFixed(2)}x lower`)
+  }
+}
