@@ -13,7 +13,8 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { InvalidRequest } from "./Errors.ts"
-import { MessageTooLarge, PublishResult, QueueApi, QueueAuth } from "./Queue.ts"
+import { BatchResult, MessageTooLarge, PublishResult, QueueApi, QueueAuth } from "./Queue.ts"
+import { BatchRequest, BatchTooLarge } from "./QueueBatch.ts"
 import { CreatedSchedule } from "./QueueSchedules.ts"
 
 /** A header of the raw routes: optional, a string on the wire, described for the document. */
@@ -43,6 +44,9 @@ const PublishHeaderParameters = {
   "svc-deduplication-id": header("a repeat within QUEUE_DEDUP_WINDOW enqueues nothing and answers the first messageId"),
   "svc-flow-control-key": header("1-100 letters, digits, '.', '_', '-' or ':': messages sharing it share its limits"),
   "svc-flow-control-value": header("the key's limits: parallelism=<n>, rate=<n>, period=<duration> (at least parallelism or rate)"),
+  "svc-not-before": header("unix seconds before which the message is not delivered; the later of it and Svc-Delay wins"),
+  "svc-content-based-deduplication": header("true: deduplicate by destination, method, delivered headers and body within QUEUE_DEDUP_WINDOW"),
+  "svc-retry-delay": header("ms before each retry as an expression of retried, e.g. pow(2, retried) * 1000 (capped at QUEUE_RETRY_MAX_DELAY)"),
   ...callbackHeaders("svc-callback", "callback", "the destination's answer"),
   ...callbackHeaders("svc-failure-callback", "failure callback", "that every retry failed")
 }
@@ -104,6 +108,16 @@ export class QueueRawRoutesGroup extends HttpApiGroup.make("publish").add(
     "Publish into a FIFO queue",
     `A publish (every header and query parameter of one) delivered in the queue's order. ${families}`
   )),
+  HttpApiEndpoint.post("batch", "/v2/batch", {
+    payload: BatchRequest,
+    success: BatchResult.pipe(HttpApiSchema.status(201)),
+    error: [InvalidRequest, BatchTooLarge, MessageTooLarge]
+  }).annotateMerge(OpenApi.annotations({
+    summary: "Publish many messages in one request",
+    description: "All or nothing, in one transaction: a bad element refuses the whole batch (400 naming each element " +
+      "by index) and nothing is stored. Element i of the answer is what POST /v2/publish answers for element i. " +
+      "At most QUEUE_MAX_BATCH_MESSAGES elements and QUEUE_MAX_BATCH_BYTES bytes."
+  })),
   HttpApiEndpoint.post("createSchedule", "/v2/schedules/:destination", {
     params: { destination },
     headers: {

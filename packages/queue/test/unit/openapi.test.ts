@@ -30,6 +30,7 @@ const served = Effect.scoped(Effect.gen(function*() {
 const ROUTES = [
   "get /health",
   "post /v2/publish/{destination}",
+  "post /v2/batch",
   "post /v2/enqueue/{queue}/{destination}",
   "get /v2/messages/{messageId}",
   "delete /v2/messages/{messageId}",
