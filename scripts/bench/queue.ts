@@ -8,6 +8,7 @@
  *   and p50/p99 publish -> delivery latency.
  * - drain: the same number published with no worker running, then one worker started; delivery
  *   rate = messages / (first -> last delivery) (also printed from the worker's start, start-up included).
+ *   svc drains twice on the same database: with QUEUE_EVENTS=false, then with the events log (the default).
  *
  * svc: `node packages/queue/src/main.ts` (HTTP publish on its API, worker with the defaults:
  * concurrency 100, batch 100). pg-boss: `boss.send` per message (no HTTP hop: in its favour), and
@@ -138,7 +139,7 @@ const benchSvc = async (databaseUrl: string, dest: Awaited<ReturnType<typeof des
   // live: an API process (QUEUE_WORKER=false) and a worker process on the same database, so that
   // publishing and delivering each get a core (in one process they share one event loop)
   const port = 18_900 + Math.floor(Math.random() * 500)
-  let queue = startQueue(databaseUrl, port, false)
+  const queue = startQueue(databaseUrl, port, false)
   const liveWorker = startQueue(databaseUrl, port + 2, true)
   await waitUntil(healthy(port), 60_000, "the queue")
   await waitUntil(healthy(port + 2), 60_000, "the worker")
@@ -156,21 +157,37 @@ const benchSvc = async (databaseUrl: string, dest: Awaited<ReturnType<typeof des
   await stop(queue)
   await stop(liveWorker)
 
-  // drain: publish with no worker, then start one
-  queue = startQueue(databaseUrl, port, false)
-  await waitUntil(healthy(port), 60_000, "the queue (API only)")
-  dest.reset()
-  await publishAll(publisher(port))
-  await stop(queue)
-  const workerPort = port + 1
-  const drainStart = Date.now()
-  queue = startQueue(databaseUrl, workerPort, true)
-  await waitUntil(() => dest.count() >= N, 600_000, "svc drain deliveries")
-  const drainRate = N / ((dest.last() - dest.first()) / 1000)
-  const drainWithStart = N / ((dest.last() - drainStart) / 1000)
-  console.log(`svc drain including worker start-up: ${drainWithStart.toFixed(0)} msg/s`)
-  duplicates += dest.duplicates()
-  await stop(queue)
+  // drain: publish with no worker, then start one; without the events log (QUEUE_EVENTS=false on both
+  // processes), then with it (the default) on the same database, to show what it costs. The run with
+  // events comes second, on the larger tables, so the cost shown is rather over- than underestimated.
+  const drain = async (events: boolean) => {
+    const env = { QUEUE_EVENTS: String(events) }
+    const api = startQueue(databaseUrl, port, false, env)
+    await waitUntil(healthy(port), 60_000, "the queue (API only)")
+    dest.reset()
+    const published = await publishAll(publisher(port))
+    await stop(api)
+    const workerPort = port + 1
+    const drainStart = Date.now()
+    const worker = startQueue(databaseUrl, workerPort, true, env)
+    await waitUntil(() => dest.count() >= N, 600_000, "svc drain deliveries")
+    const drainRate = N / ((dest.last() - dest.first()) / 1000)
+    const drainWithStart = N / ((dest.last() - drainStart) / 1000)
+    console.log(`svc drain (events ${events ? "on" : "off"}) including worker start-up: ${drainWithStart.toFixed(0)} msg/s`)
+    duplicates += dest.duplicates()
+    await stop(worker)
+    return { publishRate: N / (published.ms / 1000), drainRate }
+  }
+  const eventsOff = await drain(false)
+  const eventsOn = await drain(true)
+  console.log(
+    `svc events log: drain ${eventsOn.drainRate.toFixed(0)} msg/s on, ${eventsOff.drainRate.toFixed(0)} msg/s off (${
+      (eventsOn.drainRate / eventsOff.drainRate).toFixed(2)
+    }x); publish ${eventsOn.publishRate.toFixed(0)} msg/s on, ${eventsOff.publishRate.toFixed(0)} msg/s off (${
+      (eventsOn.publishRate / eventsOff.publishRate).toFixed(2)
+    }x)`
+  )
+  const drainRate = eventsOn.drainRate
   agent.destroy()
   return { ...liveFigures, drainRate, duplicates }
 }
