@@ -6,6 +6,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { MAX_BULK } from "@svc/schema"
 import { Effect } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { QueueClient } from "../src/Client.ts"
 import { QueueRpcClient } from "../src/RpcClient.ts"
 import { Messages } from "../src/store/Messages.ts"
 import { newMessage } from "./contracts/fixtures.ts"
@@ -119,6 +121,27 @@ describe("bulk operations", () => {
           assert.include(answer.body.message, named, what)
         }
         assert.strictEqual((yield* call("/v2/messages", { method: "DELETE", token: null })).status, 401)
+      }))
+
+    it.effect("the typed client: api.messages.cancelMany, api.dlq.retryMany / deleteMany, api.events.list", () =>
+      Effect.gen(function*() {
+        const dest = yield* Destination
+        dest.on("/typed-fail", () => ({ status: 500 }))
+        const client = yield* QueueClient.make({ baseUrl: yield* QueueUrl, token: TOKEN }).pipe(Effect.provide(FetchHttpClient.layer))
+        const queued = yield* client.publish({ destination: `${dest.baseUrl}/typed-later`, delay: "1h" })
+        const messageId = Array.isArray(queued) ? queued[0]!.messageId : (queued as { messageId: string }).messageId
+        assert.deepStrictEqual(
+          yield* client.api.messages.cancelMany({ payload: { filter: { url: `${dest.baseUrl}/typed-later` } } }),
+          { cancelled: 1, more: false }
+        )
+        const dead = yield* deadLetter(`${dest.baseUrl}/typed-fail`)
+        assert.deepStrictEqual(yield* client.api.dlq.retryMany({ payload: { dlqIds: [dead.dlqId] } }), { retried: 1, more: false })
+        const failedAgain = yield* waitForMessage(dead.messageId, (m) => m.state === "failed" && m.dlqId !== undefined)
+        assert.deepStrictEqual(yield* client.api.dlq.deleteMany({ payload: { dlqIds: [failedAgain.dlqId] } }), { deleted: 1, more: false })
+        const page = yield* client.api.events.list({ query: { messageId } })
+        assert.deepStrictEqual(page.events.map((e) => e.state), ["cancelled", "created"])
+        const refused = yield* Effect.flip(client.api.messages.cancelMany({ payload: {} }))
+        assert.strictEqual(refused._tag, "InvalidRequest")
       }))
 
     it.effect("the RPC: CancelMessages, RetryDlqEntries, DeleteDlqEntries", () =>
