@@ -96,7 +96,7 @@ export const eventsContract = (name: string, layer: StoresLayer, layerEventsOff:
     )
 
     test(
-      "failed (into the DLQ), requeued by a DLQ retry, cancelled; a release and a moved time record nothing",
+      "failed (into the DLQ) with its failure callback sent, requeued by a DLQ retry, cancelled; a release and a moved time record nothing",
       Effect.gen(function*() {
         const messages = yield* Messages
         const dlq = yield* Dlq
@@ -110,7 +110,10 @@ export const eventsContract = (name: string, layer: StoresLayer, layerEventsOff:
           headers: undefined,
           body: undefined,
           error: "The destination answered 404",
-          callbacks: []
+          callbacks: [{
+            ...newMessage({ kind: "failure_callback", url: "https://example.com/failed", delayMs: 3_600_000 }),
+            sourceMessageId: failing!.messageId
+          }]
         })
         yield* messages.release([claimOf(released!.messageId)])
         yield* advance(5000)
@@ -118,9 +121,12 @@ export const eventsContract = (name: string, layer: StoresLayer, layerEventsOff:
         yield* messages.cancel(failing!.messageId)
 
         const life = yield* lifeOf(failing!.messageId)
-        assert.deepStrictEqual(states(life), ["created", "delivering", "failed", "requeued", "cancelled"])
+        assert.deepStrictEqual(states(life), ["created", "delivering", "failed", "callback_sent", "requeued", "cancelled"])
         assert.deepStrictEqual([life[2]!.responseStatus, life[2]!.error, life[2]!.retried], [404, "The destination answered 404", 0])
-        assert.isNumber(life[3]!.nextDeliveryTime)
+        // The failure callback is the message callback_sent names.
+        const [failureCallback] = (yield* list({ url: "https://example.com/failed" })).events
+        assert.strictEqual(life[3]!.callbackMessageId, failureCallback!.messageId)
+        assert.isNumber(life[4]!.nextDeliveryTime)
         assert.deepStrictEqual(states(yield* lifeOf(released!.messageId)), ["created", "delivering"])
       })
     )
