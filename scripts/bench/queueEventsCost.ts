@@ -5,11 +5,14 @@
  * alternated every round (the order flips each round), on a throwaway embedded Postgres, one client
  * connection at a time. On a machine whose load changes from second to second this compares the two
  * settings far better than bench:queue's drain rates, whose runs are minutes apart.
- * `BENCH_EVENTS_COST_ROUNDS` (default 40) rounds; prints the median per message of each step.
+ * `BENCH_EVENTS_COST_ROUNDS` (default 40) rounds; prints per message of each step the median wall
+ * time and the database's CPU time (its one server process's, from /proc: steady under load).
  */
 import { Database, Migrations } from "@svc/platform"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
+import { execSync } from "node:child_process"
+import { readFileSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -37,15 +40,28 @@ const program = Effect.gen(function*() {
   const setEvents = (on: boolean) =>
     Effect.forEach(["messages_events_insert", "messages_events_update"], (trigger) =>
       sql.unsafe(`ALTER TABLE queue.messages ${on ? "ENABLE" : "DISABLE"} TRIGGER ${trigger}`), { discard: true })
+  // One connection (DATABASE_POOL_SIZE=1): the CPU time of its server process is the database's
+  // work for these statements, far steadier on a loaded machine than wall time.
+  const [backend] = yield* sql`SELECT pg_backend_pid() AS pid`
+  const pid = (backend as { pid: number }).pid
+  const ticksPerSecond = Number(execSync("getconf CLK_TCK").toString().trim())
+  const cpuMs = () => {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 1000 / ticksPerSecond
+  }
   const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.gen(function*() {
       const started = performance.now()
+      const cpuStarted = cpuMs()
       const value = yield* effect
-      return { value, ms: performance.now() - started }
+      return { value, ms: performance.now() - started, cpu: cpuMs() - cpuStarted }
     })
 
   const series = () => ({ on: [] as Array<number>, off: [] as Array<number> })
   const steps = { publish: series(), batch: series(), claim: series(), delivered: series() }
+  /** Database CPU ms per step and mode, summed over the rounds; messages per step and mode. */
+  const cpu = { publish: { on: 0, off: 0 }, batch: { on: 0, off: 0 }, claim: { on: 0, off: 0 }, delivered: { on: 0, off: 0 } }
+  const perStep = { publish: BATCH, batch: BATCH, claim: 2 * BATCH, delivered: 2 * BATCH }
   let n = 0
   for (let round = 0; round < ROUNDS; round++) {
     for (const on of round % 2 === 0 ? [false, true] : [true, false]) {
@@ -60,13 +76,16 @@ const program = Effect.gen(function*() {
       steps.batch[mode].push(batch.ms / BATCH)
       steps.claim[mode].push(claimed.ms / (2 * BATCH))
       steps.delivered[mode].push(delivered.ms / (2 * BATCH))
+      cpu.publish[mode] += published.cpu
+      cpu.batch[mode] += batch.cpu
+      cpu.claim[mode] += claimed.cpu
+      cpu.delivered[mode] += delivered.cpu
     }
   }
   const [events] = yield* sql`SELECT count(*)::int4 AS n FROM queue.events`
   console.log(`queue events cost: ${ROUNDS} rounds of ${BATCH} messages each way, ${os.cpus().length} cores, load average ${os.loadavg()[0]!.toFixed(1)}; ${(events as { n: number }).n} events recorded`)
-  console.log("step (per message)              events off   events on   difference")
-  let totalOff = 0
-  let totalOn = 0
+  console.log("per message                       wall: off      on   | database CPU: off      on")
+  const totals = { wallOff: 0, wallOn: 0, cpuOff: 0, cpuOn: 0 }
   for (
     const [name, label] of [
       ["publish", "publish (1 INSERT each)"],
@@ -75,22 +94,33 @@ const program = Effect.gen(function*() {
       ["delivered", "delivered (1 UPDATE per 200)"]
     ] as const
   ) {
-    const off = median(steps[name].off) * 1000
-    const on = median(steps[name].on) * 1000
+    const wallOff = median(steps[name].off) * 1000
+    const wallOn = median(steps[name].on) * 1000
+    const cpuOff = cpu[name].off * 1000 / (ROUNDS * perStep[name])
+    const cpuOn = cpu[name].on * 1000 / (ROUNDS * perStep[name])
     if (name !== "publish") {
       // the life of a message published in a batch
-      totalOff += off
-      totalOn += on
+      totals.wallOff += wallOff
+      totals.wallOn += wallOn
+      totals.cpuOff += cpuOff
+      totals.cpuOn += cpuOn
     }
-    console.log(`${label.padEnd(32)}${off.toFixed(0).padStart(7)} µs ${on.toFixed(0).padStart(9)} µs ${(on - off).toFixed(0).padStart(9)} µs`)
+    const us = (value: number) => `${value.toFixed(0).padStart(6)} µs`
+    console.log(`${label.padEnd(34)}${us(wallOff)} ${us(wallOn)} |    ${us(cpuOff)} ${us(cpuOn)} (${((cpuOn / cpuOff - 1) * 100).toFixed(0)}%)`)
   }
-  console.log(`${"batch-published message's life".padEnd(32)}${totalOff.toFixed(0).padStart(7)} µs ${totalOn.toFixed(0).padStart(9)} µs ${(totalOn - totalOff).toFixed(0).padStart(9)} µs (${((totalOn / totalOff - 1) * 100).toFixed(0)}%)`)
+  const us = (value: number) => `${value.toFixed(0).padStart(6)} µs`
+  console.log(
+    `${"a batch-published message's life".padEnd(34)}${us(totals.wallOff)} ${us(totals.wallOn)} |    ${us(totals.cpuOff)} ${
+      us(totals.cpuOn)
+    } (${((totals.cpuOn / totals.cpuOff - 1) * 100).toFixed(0)}%)`
+  )
 })
 
 const main = async () => {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-bench-events-"))
   await fs.chmod(dir, 0o755)
   process.env.EMBEDDED_POSTGRES_DIR = path.join(dir, "data")
+  process.env.DATABASE_POOL_SIZE = "1"
   try {
     const database = Layer.mergeAll(Migrations.layer("queue"), Messages.layer.pipe(Layer.provide(QueueConfig.layer))).pipe(
       Layer.provideMerge(Database.layer)
