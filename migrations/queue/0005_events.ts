@@ -13,8 +13,8 @@
  * `QUEUE_EVENTS=false` disables both triggers (src/store/Events.ts, at start): then nothing is
  * recorded at all.
  *
- * Ordered by `id` (newest first); `events_message` serves `?messageId=`. Pruned by age in small
- * batches from the oldest `id` (src/EventsPruner.ts), so no index on `time` is needed.
+ * Ordered by `id` (newest first); `events_message` serves `?messageId=`, the BRIN index
+ * `events_time` pruning by age in small batches (src/EventsPruner.ts) and date ranges.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -37,6 +37,9 @@ export default Effect.gen(function*() {
       callback_message_id uuid
     )`
   yield* sql`CREATE INDEX events_message ON events (message_id, id)`
+  // Rows are appended in time order: a BRIN index finds the expired ones (pruning) and a time range
+  // by visiting only the block ranges that hold them, at almost no cost per insert.
+  yield* sql`CREATE INDEX events_time ON events USING brin (time) WITH (autosummarize = on)`
 
   // created for every new row; callback_sent on the source message of a new callback.
   yield* sql`

@@ -1,7 +1,7 @@
 /**
  * Removes events older than `QUEUE_EVENTS_RETENTION` (default 7 days) in the background, in every
- * queue process: once a minute, batches of {@link PRUNE_BATCH} oldest-first (each one short
- * statement, its own transaction, so no lock is held for long) until a batch comes back short.
+ * queue process: once a minute, batches of {@link PRUNE_BATCH} (each one short statement, its own
+ * transaction, so no lock is held for long) until a batch comes back short.
  * Several processes pruning at once take different rows (`SKIP LOCKED` in `Events.prune`).
  */
 import { postgresReason } from "@svc/platform"

@@ -74,8 +74,8 @@ const page = (rows: ReadonlyArray<StoredEvent>, count: number): EventsPage => {
 export class Events extends Context.Service<Events, {
   readonly list: (query: EventsQuery) => Effect.Effect<EventsPage>
   /**
-   * Deletes at most `batchSize` of the oldest events recorded more than `olderThanMs` ago; the
-   * number deleted (the pruner repeats while a batch comes back full).
+   * Deletes at most `batchSize` of the events recorded more than `olderThanMs` ago; the number
+   * deleted (the pruner repeats while a batch comes back full).
    */
   readonly prune: (olderThanMs: number, batchSize: number) => Effect.Effect<number>
 }>()("@svc/queue/store/Events") {
@@ -121,15 +121,16 @@ export class Events extends Context.Service<Events, {
         )
       }
 
-      // Oldest first along the primary key (ids grow with time), SKIP LOCKED so that pruners of
-      // several processes take different rows and never wait on each other.
+      // Found through the BRIN index on time (only the block ranges holding expired rows are read,
+      // however many recent events there are); SKIP LOCKED so that pruners of several processes
+      // take different rows and never wait on each other.
       const prune = (olderThanMs: number, batchSize: number) =>
         Effect.map(
           sql`
             DELETE FROM queue.events WHERE ctid IN (
               SELECT ctid FROM queue.events
               WHERE time < now() - ${olderThanMs}::float8 * interval '1 millisecond'
-              ORDER BY id LIMIT ${batchSize}
+              LIMIT ${batchSize}
               FOR UPDATE SKIP LOCKED)
             RETURNING id`,
           (rows) => rows.length

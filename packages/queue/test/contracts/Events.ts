@@ -187,7 +187,7 @@ export const eventsContract = (name: string, layer: StoresLayer, layerEventsOff:
     )
 
     test(
-      "pruning deletes the events older than the retention, oldest first, at most a batch per call",
+      "pruning deletes the events older than the retention, at most a batch per call, and keeps the rest",
       Effect.gen(function*() {
         const messages = yield* Messages
         const events = yield* Events
