@@ -8,6 +8,8 @@
  *   and p50/p99 publish -> delivery latency.
  * - drain: the same number published with no worker running, then one worker started; delivery
  *   rate = messages / (first -> last delivery) (also printed from the worker's start, start-up included).
+ *   svc drains with QUEUE_EVENTS=false and with the events log (the default), alternated,
+ *   BENCH_EVENTS_ROUNDS (2) times each, on the same database; the svc drain figure is the mean with events.
  *
  * svc: `node packages/queue/src/main.ts` (HTTP publish on its API, worker with the defaults:
  * concurrency 100, batch 100). pg-boss: `boss.send` per message (no HTTP hop: in its favour), and
@@ -40,6 +42,8 @@ const N = Number(process.env.BENCH_MESSAGES ?? 100_000)
 const PUBLISHERS = Number(process.env.BENCH_PUBLISHERS ?? 64)
 /** pg-boss work loops (each fetches a batch of 100 every 0.5 s at most: its polling bounds its rate). */
 const PGBOSS_WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 10)
+/** Drain runs of svc with the events log off and on (alternated): this many of each. */
+const EVENTS_ROUNDS = Math.max(1, Number(process.env.BENCH_EVENTS_ROUNDS ?? 2))
 /** `svc`, `pg-boss`, `batch` (the batch run only, both systems) or everything (default). */
 const ONLY = process.env.BENCH_ONLY
 const root = fileURLToPath(new URL("../../", import.meta.url))
@@ -93,7 +97,7 @@ const benchSvc = async (databaseUrl: string, dest: Awaited<ReturnType<typeof des
   // live: an API process (QUEUE_WORKER=false) and a worker process on the same database, so that
   // publishing and delivering each get a core (in one process they share one event loop)
   const port = 18_900 + Math.floor(Math.random() * 500)
-  let queue = startQueue(databaseUrl, port, false)
+  const queue = startQueue(databaseUrl, port, false)
   const liveWorker = startQueue(databaseUrl, port + 2, true)
   await waitUntil(healthy(port), 60_000, "the queue")
   await waitUntil(healthy(port + 2), 60_000, "the worker")
@@ -111,21 +115,48 @@ const benchSvc = async (databaseUrl: string, dest: Awaited<ReturnType<typeof des
   await stop(queue)
   await stop(liveWorker)
 
-  // drain: publish with no worker, then start one
-  queue = startQueue(databaseUrl, port, false)
-  await waitUntil(healthy(port), 60_000, "the queue (API only)")
-  dest.reset()
-  await publishAll(publisher(port))
-  await stop(queue)
-  const workerPort = port + 1
-  const drainStart = Date.now()
-  queue = startQueue(databaseUrl, workerPort, true)
-  await waitUntil(() => dest.count() >= N, 600_000, "svc drain deliveries")
-  const drainRate = N / ((dest.last() - dest.first()) / 1000)
-  const drainWithStart = N / ((dest.last() - drainStart) / 1000)
-  console.log(`svc drain including worker start-up: ${drainWithStart.toFixed(0)} msg/s`)
-  duplicates += dest.duplicates()
-  await stop(queue)
+  // drain: publish with no worker, then start one; without the events log (QUEUE_EVENTS=false on both
+  // processes) and with it (the default) on the same database, to show what it costs. Within a round
+  // the run with events comes second, on the larger tables: the cost is rather over- than underestimated.
+  const drain = async (events: boolean) => {
+    const env = { QUEUE_EVENTS: String(events) }
+    const api = startQueue(databaseUrl, port, false, env)
+    await waitUntil(healthy(port), 60_000, "the queue (API only)")
+    dest.reset()
+    const published = await publishAll(publisher(port))
+    await stop(api)
+    const workerPort = port + 1
+    const drainStart = Date.now()
+    const worker = startQueue(databaseUrl, workerPort, true, env)
+    await waitUntil(() => dest.count() >= N, 600_000, "svc drain deliveries")
+    const drainRate = N / ((dest.last() - dest.first()) / 1000)
+    const drainWithStart = N / ((dest.last() - drainStart) / 1000)
+    console.log(
+      `svc drain, events ${events ? "on " : "off"}: publish ${(N / (published.ms / 1000)).toFixed(0)} msg/s, drain ${drainRate.toFixed(0)} msg/s (${
+        drainWithStart.toFixed(0)
+      } including worker start-up)`
+    )
+    duplicates += dest.duplicates()
+    await stop(worker)
+    return { publishRate: N / (published.ms / 1000), drainRate }
+  }
+  // Alternated (off, on, off, on, ...) so that a change in the machine's load hits both alike.
+  const rounds: Record<"on" | "off", Array<{ publishRate: number; drainRate: number }>> = { on: [], off: [] }
+  for (let round = 0; round < EVENTS_ROUNDS; round++) {
+    rounds.off.push(await drain(false))
+    rounds.on.push(await drain(true))
+  }
+  const mean = (list: ReadonlyArray<number>) => list.reduce((a, b) => a + b, 0) / list.length
+  const eventsOn = { drainRate: mean(rounds.on.map((r) => r.drainRate)), publishRate: mean(rounds.on.map((r) => r.publishRate)) }
+  const eventsOff = { drainRate: mean(rounds.off.map((r) => r.drainRate)), publishRate: mean(rounds.off.map((r) => r.publishRate)) }
+  console.log(
+    `svc events log (mean of ${EVENTS_ROUNDS} alternated rounds): drain ${eventsOn.drainRate.toFixed(0)} msg/s on, ${
+      eventsOff.drainRate.toFixed(0)
+    } msg/s off (${(eventsOn.drainRate / eventsOff.drainRate).toFixed(2)}x); publish ${eventsOn.publishRate.toFixed(0)} msg/s on, ${
+      eventsOff.publishRate.toFixed(0)
+    } msg/s off (${(eventsOn.publishRate / eventsOff.publishRate).toFixed(2)}x)`
+  )
+  const drainRate = eventsOn.drainRate
   agent.destroy()
   return { ...liveFigures, drainRate, duplicates }
 }

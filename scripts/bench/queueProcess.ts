@@ -20,8 +20,8 @@ export const waitUntil = async (condition: () => boolean | Promise<boolean>, tim
   }
 }
 
-/** A queue process on `databaseUrl` at 127.0.0.1:`port`; `worker: false` runs the API only. */
-export const startQueue = (databaseUrl: string, port: number, worker: boolean): ChildProcess =>
+/** A queue process on `databaseUrl` at 127.0.0.1:`port`; `worker: false` runs the API only; `env` adds settings. */
+export const startQueue = (databaseUrl: string, port: number, worker: boolean, env: Record<string, string> = {}): ChildProcess =>
   // BENCH_QUEUE_NODE_ARGS: extra node flags for the queue processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
   spawn(process.execPath, [...(process.env.BENCH_QUEUE_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""), entry], {
     env: {
@@ -32,7 +32,8 @@ export const startQueue = (databaseUrl: string, port: number, worker: boolean): 
       QUEUE_PORT: String(port),
       QUEUE_WORKER: String(worker),
       HOST: "127.0.0.1",
-      LOG_LEVEL: "warn"
+      LOG_LEVEL: "warn",
+      ...env
     },
     stdio: ["ignore", "inherit", "inherit"]
   })

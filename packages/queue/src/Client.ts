@@ -1,7 +1,8 @@
 /**
  * A typed client of the queue: `publish` / `publishJSON` and `schedule` (the raw publish and
- * schedule-create routes) and, through `api`, every `QueueApi` endpoint (messages, DLQ, URL
- * groups, keys, schedules) from the shared definition.
+ * schedule-create routes) and, through `api`, every `QueueApi` endpoint (messages and their bulk
+ * cancel, DLQ and its bulk retry and delete, URL groups, keys, schedules, flow control, queues,
+ * events) from the shared definition.
  *
  * ```ts
  * const program = Effect.gen(function*() {

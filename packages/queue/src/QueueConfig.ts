@@ -40,6 +40,10 @@ export interface QueueSettings {
   readonly leaseMargin: Duration.Duration
   /** `QUEUE_DEDUP_WINDOW` (10 minutes): how long a Svc-Deduplication-Id is remembered. */
   readonly dedupWindow: Duration.Duration
+  /** `QUEUE_EVENTS` (true): record every state change of a message in the events log (store/Events.ts). */
+  readonly events: boolean
+  /** `QUEUE_EVENTS_RETENTION` (7 days): events older than this are pruned (EventsPruner.ts). */
+  readonly eventsRetention: Duration.Duration
 }
 
 const duration = (name: string, fallback: Duration.Input) =>
@@ -65,7 +69,9 @@ export const settingsConfig: Config.Config<QueueSettings> = Config.all({
   batchSize: int("QUEUE_BATCH_SIZE", 100),
   pollInterval: duration("QUEUE_POLL_INTERVAL", "1 second"),
   leaseMargin: duration("QUEUE_LEASE_MARGIN", "30 seconds"),
-  dedupWindow: duration("QUEUE_DEDUP_WINDOW", "10 minutes")
+  dedupWindow: duration("QUEUE_DEDUP_WINDOW", "10 minutes"),
+  events: Config.Boolean("QUEUE_EVENTS").pipe(Config.withDefault(true)),
+  eventsRetention: duration("QUEUE_EVENTS_RETENTION", "7 days")
 }).pipe(Config.map((settings) => ({
   ...settings,
   // An empty QUEUE_TOKEN is no token: it must not open the routes.

@@ -1,11 +1,12 @@
 /**
  * The queue service as one layer: the HTTP API and the internal RPC (`POST /rpc`) on `QUEUE_PORT`
- * (default 8788) and, unless
+ * (default 8788), the events pruner and, unless
  * `QUEUE_WORKER=false`, the delivery worker. Needs only the database (`PgClient`), so `svc start`
  * and the process entry (`main.ts`) provide `Database.layer`.
  */
 import { serve } from "@svc/platform"
 import { Config, Effect, Layer } from "effect"
+import * as EventsPruner from "./EventsPruner.ts"
 import { routes } from "./http.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { RpcRoute } from "./rpc.ts"
@@ -29,7 +30,8 @@ export const layerNoDeps = (options?: { readonly port?: number | Config.Config<n
       portVariable: "QUEUE_PORT",
       ...(options?.host === undefined ? {} : { host: options.host })
     }),
-    WorkerIfEnabled
+    WorkerIfEnabled,
+    EventsPruner.layer
   )
 
 /** The whole service; needs `PgClient` (e.g. `Database.layer`). */

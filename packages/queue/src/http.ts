@@ -19,6 +19,8 @@ import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerResponse } 
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import * as Batch from "./Batch.ts"
+import * as Bulk from "./Bulk.ts"
+import { listEvents } from "./EventOperations.ts"
 import * as Operations from "./Operations.ts"
 import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig, type QueueSettings } from "./QueueConfig.ts"
@@ -238,6 +240,7 @@ const MessagesHandlers = HttpApiBuilder.group(QueueApi, "messages", Effect.fn(fu
   return handlers
     .handle("get", ({ params }) => messages.get(params.messageId))
     .handle("cancel", ({ params }) => messages.cancel(params.messageId))
+    .handle("cancelMany", ({ payload }) => Bulk.cancelMessages(payload))
 }))
 
 const DlqHandlers = HttpApiBuilder.group(QueueApi, "dlq", Effect.fn(function*(handlers) {
@@ -247,7 +250,12 @@ const DlqHandlers = HttpApiBuilder.group(QueueApi, "dlq", Effect.fn(function*(ha
     .handle("get", ({ params }) => dlq.get(params.dlqId))
     .handle("retry", ({ params }) => dlq.retry(params.dlqId))
     .handle("delete", ({ params }) => dlq.delete(params.dlqId))
+    .handle("retryMany", ({ payload }) => Bulk.retryDlq(payload))
+    .handle("deleteMany", ({ payload }) => Bulk.deleteDlq(payload))
 }))
+
+const EventsHandlers = HttpApiBuilder.group(QueueApi, "events", (handlers) =>
+  handlers.handle("list", ({ query }) => listEvents(query)))
 
 const TopicsHandlers = HttpApiBuilder.group(QueueApi, "topics", Effect.fn(function*(handlers) {
   const groups = yield* Groups
@@ -311,7 +319,7 @@ export const routes = Layer.mergeAll(
   apiRoutes({
     api: QueueApi,
     handlers: Layer.mergeAll(MessagesHandlers, DlqHandlers, TopicsHandlers, KeysHandlers, HealthHandlers, SchedulesHandlers,
-      FlowControlHandlers, QueuesHandlers).pipe(
+      FlowControlHandlers, QueuesHandlers, EventsHandlers).pipe(
       Layer.provide(QueueAuthLive)
     )
   }),

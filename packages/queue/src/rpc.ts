@@ -12,6 +12,8 @@ import { HttpRouter } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { queueAuth } from "./http.ts"
 import * as Batch from "./Batch.ts"
+import * as Bulk from "./Bulk.ts"
+import { listEvents } from "./EventOperations.ts"
 import * as Operations from "./Operations.ts"
 import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig } from "./QueueConfig.ts"
@@ -78,7 +80,11 @@ export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
     GetSchedule: ({ scheduleId }) => ScheduleOperations.getSchedule(scheduleId),
     PauseSchedule: ({ scheduleId }) => ScheduleOperations.pauseSchedule(scheduleId),
     ResumeSchedule: ({ scheduleId }) => ScheduleOperations.resumeSchedule(scheduleId),
-    DeleteSchedule: ({ scheduleId }) => ScheduleOperations.deleteSchedule(scheduleId)
+    DeleteSchedule: ({ scheduleId }) => ScheduleOperations.deleteSchedule(scheduleId),
+    ListEvents: (query) => listEvents(query).pipe(Effect.mapError(inPayload)),
+    CancelMessages: (request) => Bulk.cancelMessages(request),
+    RetryDlqEntries: (request) => Bulk.retryDlq(request),
+    DeleteDlqEntries: (request) => Bulk.deleteDlq(request)
   })
 }))
 

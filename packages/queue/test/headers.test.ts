@@ -39,7 +39,9 @@ const settings: QueueSettings = {
   batchSize: 100,
   pollInterval: Duration.seconds(1),
   leaseMargin: Duration.seconds(30),
-  dedupWindow: Duration.minutes(10)
+  dedupWindow: Duration.minutes(10),
+  events: true,
+  eventsRetention: Duration.days(7)
 }
 
 const countMessages = Effect.gen(function*() {

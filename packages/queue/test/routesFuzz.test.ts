@@ -68,6 +68,36 @@ const expectInvalid = (path: string, parameter: string) =>
 
 const DLQ_PARAMS = ["cursor", "limit", "url", "topicName", "responseStatus", "messageId"]
 
+const EVENTS_PARAMS = ["messageId", "state", "url", "topicName", "fromDate", "toDate", "count", "cursor"]
+
+/** A value of a bulk filter field: a plausible one or anything JSON holds. */
+const filterValue = fc.oneof(
+  fc.integer(),
+  fc.double(),
+  RequestFuzz.hostileString,
+  fc.constant(null),
+  fc.jsonValue({ maxDepth: 2 })
+)
+
+/** Bulk request bodies: ids and filters with hostile values (well-formed or not). */
+const bulkBody = fc.record({
+  messageIds: fc.oneof(fc.array(fc.oneof(fc.uuid(), RequestFuzz.hostileString), { maxLength: 5 }), filterValue),
+  dlqIds: fc.oneof(fc.array(fc.oneof(fc.uuid(), RequestFuzz.hostileString), { maxLength: 5 }), filterValue),
+  filter: fc.oneof(
+    fc.record({
+      url: filterValue,
+      topicName: filterValue,
+      queue: filterValue,
+      fromDate: filterValue,
+      toDate: filterValue,
+      scheduleId: filterValue,
+      flowControlKey: filterValue,
+      responseStatus: filterValue
+    }, { requiredKeys: [] }),
+    filterValue
+  )
+}, { requiredKeys: [] }).map((value) => JSON.stringify(value))
+
 /** A group name: the seeded one, a valid unknown one, or anything. */
 const groupName = fc.oneof(
   fc.constant("g1"),
@@ -138,6 +168,27 @@ layer(TestLayer, { timeout: 180_000, excludeTestServices: true })("queue routes:
 
   it.effect("property: GET /v2/dlq with any query parameters", () =>
     property([RequestFuzz.queryString(DLQ_PARAMS)], (query) => send(`/v2/dlq${query}`), 250))
+
+  it.effect("property: GET /v2/events with any query parameters", () =>
+    Effect.gen(function*() {
+      yield* expectInvalid("/v2/events?url=%00", "url")
+      yield* expectInvalid("/v2/events?count=99999999999", "count")
+      yield* expectInvalid("/v2/events?fromDate=1e30", "fromDate")
+      yield* expectInvalid("/v2/events?messageId=a%00", "messageId")
+      yield* property([RequestFuzz.queryString(EVENTS_PARAMS)], (query) => send(`/v2/events${query}`), 250)
+    }))
+
+  it.effect("property: the bulk routes (DELETE /v2/messages, POST /v2/dlq/retry, DELETE /v2/dlq) with any body", () =>
+    property(
+      [
+        fc.constantFrom(["DELETE", "/v2/messages"], ["POST", "/v2/dlq/retry"], ["DELETE", "/v2/dlq"]),
+        fc.oneof(bulkBody, body),
+        contentType
+      ],
+      ([method, path], body, contentType) =>
+        send(path, { method, body, headers: contentType === "" ? {} : { "content-type": contentType } }),
+      300
+    ))
 
   it.effect("property: messages and DLQ entries by any id, every method of their routes", () =>
     property(

@@ -175,7 +175,10 @@ export const poll = <A, E, R>(
  * Every store on a fresh migrated database, with a `StoreTime` that moves its stored times (what the
  * Postgres runs of the store contracts get; a new database per test).
  */
-export const postgresStores = Layer.merge(Stores.layer, StoreTime.postgres).pipe(
-  Layer.provide(QueueConfig.layerWith(contractSettings)),
-  Layer.provide(TestDatabase.layer())
-)
+export const postgresStoresWith = (overrides: Partial<QueueSettings>) =>
+  Layer.merge(Stores.layer, StoreTime.postgres).pipe(
+    Layer.provide(QueueConfig.layerWith({ ...contractSettings, ...overrides })),
+    Layer.provide(TestDatabase.layer())
+  )
+
+export const postgresStores = postgresStoresWith({})

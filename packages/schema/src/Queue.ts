@@ -18,6 +18,8 @@ import { BoundedInt, IdParam, Int4, NameParam, RequestString, UrlParam } from ".
 import * as QueueSchedules from "./QueueSchedules.ts"
 import * as QueueFlow from "./QueueFlow.ts"
 import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
+import * as QueueBulk from "./QueueBulk.ts"
+import * as QueueEvents from "./QueueEvents.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -208,6 +210,12 @@ export class MessagesGroup extends HttpApiGroup.make("messages").add(
     params: { messageId: QueueId },
     success: HttpApiSchema.NoContent,
     error: [MessageNotFound, MessageNotCancellable]
+  }),
+  /** Bulk cancel by ids and/or a filter, at most `MAX_BULK` per call (QueueBulk.ts). */
+  HttpApiEndpoint.delete("cancelMany", "/v2/messages", {
+    payload: QueueBulk.CancelMessagesRequest,
+    success: QueueBulk.CancelledMessages,
+    error: InvalidRequest
   })
 ).middleware(QueueAuth) {}
 
@@ -245,6 +253,18 @@ export class DlqGroup extends HttpApiGroup.make("dlq").add(
     params: { dlqId: QueueId },
     success: HttpApiSchema.NoContent,
     error: DlqMessageNotFound
+  }),
+  /** Bulk retry by ids and/or a filter, at most `MAX_BULK` per call (QueueBulk.ts). */
+  HttpApiEndpoint.post("retryMany", "/v2/dlq/retry", {
+    payload: QueueBulk.DlqSelection,
+    success: QueueBulk.RetriedDlq,
+    error: InvalidRequest
+  }),
+  /** Bulk delete by ids and/or a filter, at most `MAX_BULK` per call (QueueBulk.ts). */
+  HttpApiEndpoint.delete("deleteMany", "/v2/dlq", {
+    payload: QueueBulk.DlqSelection,
+    success: QueueBulk.DeletedDlq,
+    error: InvalidRequest
   })
 ).middleware(QueueAuth) {}
 
@@ -295,6 +315,7 @@ export class QueueApi extends HttpApi.make("queue")
   .add(QueueSchedules.SchedulesGroup.middleware(QueueAuth))
   .add(QueueFlow.FlowControlGroup.middleware(QueueAuth))
   .add(QueueFlow.QueuesGroup.middleware(QueueAuth))
+  .add(QueueEvents.EventsGroup.middleware(QueueAuth))
   .annotateMerge(ApiConventions)
   .annotateMerge(OpenApi.annotations({
     title: "svc queue",
@@ -402,5 +423,9 @@ export class QueueRpcs extends RpcGroup.make(
   QueueSchedules.GetScheduleRpc,
   QueueSchedules.PauseScheduleRpc,
   QueueSchedules.ResumeScheduleRpc,
-  QueueSchedules.DeleteScheduleRpc
+  QueueSchedules.DeleteScheduleRpc,
+  QueueEvents.ListEventsRpc,
+  QueueBulk.CancelMessagesRpc,
+  QueueBulk.RetryDlqEntriesRpc,
+  QueueBulk.DeleteDlqEntriesRpc
 ).middleware(RpcDefects).middleware(QueueRpcAuth) {}

@@ -9,10 +9,10 @@ import { PgClient } from "@effect/sql-pg"
 import type { DlqMessage, DlqPage, PublishedMessage } from "@svc/schema"
 import { DlqMessageNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlSchema } from "effect/sql"
+import { type SqlError, SqlSchema } from "effect/sql"
 import { Enqueue } from "./Enqueue.ts"
 import { atNow, MemoryTables } from "./MemoryTables.ts"
-import type { DlqQuery } from "./Model.ts"
+import type { BulkOutcome, DlqQuery, DlqSelection, StoredDlqEntry, StoredMessage } from "./Model.ts"
 import { CURSOR, isUuid, toDlqMessage } from "./Model.ts"
 import { DlqRow, toStoredDlqEntry, toStoredMessage } from "./Rows.ts"
 
@@ -37,6 +37,10 @@ export class Dlq extends Context.Service<Dlq, {
   /** The entry goes; its message is queued again, due now, its retries starting over. */
   readonly retry: (dlqId: string) => Effect.Effect<PublishedMessage, DlqMessageNotFound>
   readonly delete: (dlqId: string) => Effect.Effect<void, DlqMessageNotFound>
+  /** `retry` for at most `limit` entries of the selection, in failure order; whether more match. */
+  readonly retryMany: (selection: DlqSelection, limit: number) => Effect.Effect<BulkOutcome>
+  /** `delete` for at most `limit` entries of the selection, in failure order; whether more match. */
+  readonly deleteMany: (selection: DlqSelection, limit: number) => Effect.Effect<BulkOutcome>
 }>()("@svc/queue/store/Dlq") {
   static readonly layerNoDeps = Layer.effect(
     Dlq,
@@ -113,15 +117,55 @@ export class Dlq extends Context.Service<Dlq, {
         execute: (dlqId) => sql`DELETE FROM queue.dlq WHERE id = ${dlqId} RETURNING message_id`
       })
 
+      /** A retried entry's message: queued again, due now, its retries starting over. */
+      const requeue = sql`state = 'queued', retried = 0, not_before = now(), claim_id = NULL, last_error = NULL`
+
+      /** Entries of the selection (joined with their messages as `m`), in failure order, one more than `limit`. */
+      const candidates = ({ ids, filter }: DlqSelection, limit: number) => {
+        const at = (ms: number) => sql`to_timestamp(${ms}::float8 / 1000)`
+        const conditions = [
+          ...(ids === undefined ? [] : [sql`d.id = ANY(${ids.filter(isUuid)}::uuid[])`]),
+          ...(filter?.url === undefined ? [] : [sql`m.url = ${filter.url}`]),
+          ...(filter?.topicName === undefined ? [] : [sql`m.topic_name = ${filter.topicName}`]),
+          ...(filter?.responseStatus === undefined ? [] : [sql`d.response_status = ${filter.responseStatus}::int4`]),
+          ...(filter?.fromDate === undefined ? [] : [sql`d.failed_at >= ${at(filter.fromDate)}`]),
+          ...(filter?.toDate === undefined ? [] : [sql`d.failed_at <= ${at(filter.toDate)}`])
+        ]
+        return sql`
+          SELECT d.id FROM queue.dlq d JOIN queue.messages m ON m.id = d.message_id
+          WHERE ${conditions.length === 0 ? sql`true` : sql.and(conditions)}
+          ORDER BY d.seq LIMIT ${limit + 1}`
+      }
+      const decodeOutcome = Schema.decodeUnknownEffect(Schema.Tuple([Schema.Struct({ count: Schema.Number, more: Schema.Boolean })]))
+      const outcome = (statement: Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>) =>
+        statement.pipe(Effect.flatMap(decodeOutcome), Effect.map(([row]): BulkOutcome => row))
+
+      // One statement each: the entries go (only those still there: a repeat or a concurrent call
+      // finds nothing more) and, for a retry, their messages are queued again.
+      const retryMany = (selection: DlqSelection, limit: number) =>
+        outcome(sql`
+          WITH candidates AS (${candidates(selection, limit)}),
+          removed AS (
+            DELETE FROM queue.dlq d USING (SELECT id FROM candidates LIMIT ${limit}) c WHERE d.id = c.id RETURNING d.message_id
+          ), requeued AS (
+            UPDATE queue.messages m SET ${requeue} FROM removed r WHERE m.id = r.message_id RETURNING m.id
+          )
+          SELECT (SELECT count(*) FROM requeued)::int4 AS count, (SELECT count(*) FROM candidates) > ${limit} AS more`).pipe(
+          Effect.tap(({ count }) => count > 0 ? wake : Effect.void)
+        )
+
+      const deleteMany = (selection: DlqSelection, limit: number) =>
+        outcome(sql`
+          WITH candidates AS (${candidates(selection, limit)}),
+          removed AS (DELETE FROM queue.dlq d USING (SELECT id FROM candidates LIMIT ${limit}) c WHERE d.id = c.id RETURNING d.id)
+          SELECT (SELECT count(*) FROM removed)::int4 AS count, (SELECT count(*) FROM candidates) > ${limit} AS more`)
+
       const retry = (dlqId: string) =>
         sql.withTransaction(Effect.gen(function*() {
           if (!isUuid(dlqId)) return yield* new DlqMessageNotFound({ dlqId })
           const row = yield* deletedMessageId(dlqId)
           if (Option.isNone(row)) return yield* new DlqMessageNotFound({ dlqId })
-          yield* sql`
-            UPDATE queue.messages
-            SET state = 'queued', retried = 0, not_before = now(), claim_id = NULL, last_error = NULL
-            WHERE id = ${row.value.message_id}`
+          yield* sql`UPDATE queue.messages SET ${requeue} WHERE id = ${row.value.message_id}`
           return { messageId: row.value.message_id }
         })).pipe(Effect.tap(() => wake))
 
@@ -136,7 +180,9 @@ export class Dlq extends Context.Service<Dlq, {
         list: (query) => atDatabaseBoundary(list(query)),
         get: (dlqId) => atDatabaseBoundary(get(dlqId)),
         retry: (dlqId) => atDatabaseBoundary(retry(dlqId)),
-        delete: (dlqId) => atDatabaseBoundary(remove(dlqId))
+        delete: (dlqId) => atDatabaseBoundary(remove(dlqId)),
+        retryMany: (selection, limit) => atDatabaseBoundary(retryMany(selection, limit)),
+        deleteMany: (selection, limit) => atDatabaseBoundary(deleteMany(selection, limit))
       })
     })
   )
@@ -151,6 +197,39 @@ export class Dlq extends Context.Service<Dlq, {
       const tables = yield* MemoryTables
       const entryOf = (dlqId: string) => isUuid(dlqId) ? tables.dlq.get(dlqId) : undefined
       const view = (entry: NonNullable<ReturnType<typeof entryOf>>) => toDlqMessage(tables.messages.get(entry.messageId)!, entry)
+      const requeue = (message: StoredMessage, now: number) =>
+        void tables.messages.set(message.id, {
+          ...message,
+          state: "queued",
+          retried: 0,
+          notBefore: new Date(now),
+          claimId: null,
+          lastError: null
+        })
+      /** The Postgres `candidates`: entries of the selection in failure order. */
+      const candidates = ({ ids, filter }: DlqSelection): Array<StoredDlqEntry> => {
+        const idSet = ids === undefined ? undefined : new Set(ids)
+        return [...tables.dlq.values()]
+          .filter((entry) => {
+            const message = tables.messages.get(entry.messageId)!
+            return (idSet === undefined || idSet.has(entry.id)) &&
+              (filter?.url === undefined || message.url === filter.url) &&
+              (filter?.topicName === undefined || message.topicName === filter.topicName) &&
+              (filter?.responseStatus === undefined || entry.responseStatus === filter.responseStatus) &&
+              (filter?.fromDate === undefined || entry.failedAt.getTime() >= filter.fromDate) &&
+              (filter?.toDate === undefined || entry.failedAt.getTime() <= filter.toDate)
+          })
+          .sort((a, b) => a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0)
+      }
+      const removeMany = (selection: DlqSelection, limit: number, then: (entry: StoredDlqEntry, now: number) => void) =>
+        atNow(tables, (now): BulkOutcome => {
+          const found = candidates(selection)
+          for (const entry of found.slice(0, limit)) {
+            tables.dlq.delete(entry.id)
+            then(entry, now)
+          }
+          return { count: Math.min(limit, found.length), more: found.length > limit }
+        })
       return Dlq.of({
         list: (query) =>
           atNow(tables, () => {
@@ -179,16 +258,8 @@ export class Dlq extends Context.Service<Dlq, {
             const entry = entryOf(dlqId)
             if (entry === undefined) return Effect.fail(new DlqMessageNotFound({ dlqId }))
             tables.dlq.delete(entry.id)
-            const message = tables.messages.get(entry.messageId)!
-            tables.messages.set(message.id, {
-              ...message,
-              state: "queued",
-              retried: 0,
-              notBefore: new Date(now),
-              claimId: null,
-              lastError: null
-            })
-            return Effect.succeed({ messageId: message.id })
+            requeue(tables.messages.get(entry.messageId)!, now)
+            return Effect.succeed({ messageId: entry.messageId })
           })),
         delete: (dlqId) =>
           Effect.suspend(() => {
@@ -196,7 +267,10 @@ export class Dlq extends Context.Service<Dlq, {
             if (entry === undefined) return Effect.fail(new DlqMessageNotFound({ dlqId }))
             tables.dlq.delete(entry.id)
             return Effect.void
-          })
+          }),
+        retryMany: (selection, limit) =>
+          removeMany(selection, limit, (entry, now) => requeue(tables.messages.get(entry.messageId)!, now)),
+        deleteMany: (selection, limit) => removeMany(selection, limit, () => {})
       })
     })
   )

@@ -8,6 +8,7 @@ import type { DefaultHeaders, PublishedMessage } from "@svc/schema"
 import { Clock, Context, Effect, Layer } from "effect"
 import * as Crypto from "node:crypto"
 import type { FlowControlSettings } from "../Publish.ts"
+import { eventsOfInsert, eventsOfUpdate, type StoredEvent } from "./EventRules.ts"
 import type { NewMessage, StoredDlqEntry, StoredMessage } from "./Model.ts"
 import type { MemorySchedules } from "./Schedules.ts"
 
@@ -55,28 +56,69 @@ export interface Tables {
   readonly queues: Map<string, MemoryQueue>
   /** `messages.seq` (a bigserial in Postgres). */
   messageSeq: bigint
+  /** The events log (`queue.events`), in recording order; appended by every write of `messages`. */
+  events: Array<StoredEvent>
+  /** `events.id` (a bigserial in Postgres). */
+  eventSeq: bigint
+  /** `QUEUE_EVENTS` (set by `Events.layerMemory`): false, nothing is recorded (the triggers disabled). */
+  eventsEnabled: boolean
+  /** The time of the store operation running now (set by {@link atNow}): the events' time. */
+  now: number
+}
+
+/**
+ * The messages table: every `set` records the events of the change as the Postgres triggers do
+ * (`EventRules.ts`), so no store operation has to remember to.
+ */
+class MessagesTable extends Map<string, StoredMessage> {
+  readonly tables: () => Tables
+  constructor(tables: () => Tables) {
+    super()
+    this.tables = tables
+  }
+  override set(id: string, next: StoredMessage) {
+    const tables = this.tables()
+    if (tables.eventsEnabled) {
+      const old = this.get(id)
+      const source = (sourceId: string) => this.get(sourceId)
+      const events = old === undefined ? eventsOfInsert(next, source) : eventsOfUpdate(old, next, source)
+      for (const event of events) tables.events.push({ ...event, id: ++tables.eventSeq, time: new Date(tables.now) })
+    }
+    return super.set(id, next)
+  }
 }
 
 export class MemoryTables extends Context.Service<MemoryTables, Tables>()("@svc/queue/store/MemoryTables") {
   /** Fresh, empty tables per build. */
-  static readonly layer = Layer.sync(MemoryTables, (): Tables => ({
-    messages: new Map(),
-    dlq: new Map(),
-    dedup: new Map(),
-    topics: new Map(),
-    keys: undefined,
-    seq: 0n,
-    schedules: { rows: new Map(), fires: new Map() },
-    flowControl: new Map(),
-    flowStarts: [],
-    queues: new Map(),
-    messageSeq: 0n
-  }))
+  static readonly layer = Layer.sync(MemoryTables, (): Tables => {
+    const tables: Tables = {
+      messages: new MessagesTable(() => tables),
+      dlq: new Map(),
+      dedup: new Map(),
+      topics: new Map(),
+      keys: undefined,
+      seq: 0n,
+      schedules: { rows: new Map(), fires: new Map() },
+      flowControl: new Map(),
+      flowStarts: [],
+      queues: new Map(),
+      messageSeq: 0n,
+      events: [],
+      eventSeq: 0n,
+      eventsEnabled: true,
+      now: 0
+    }
+    return tables
+  })
 }
 
 /** Runs `f` on the tables at the clock's current time (ms), in one synchronous step. */
 export const atNow = <A>(tables: Tables, f: (now: number, tables: Tables) => A): Effect.Effect<A> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => f(now, tables)))
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.sync(() => {
+      tables.now = now
+      return f(now, tables)
+    }))
 
 /** The rows an INSERT of `messages` at `now` adds (`not_before` = now + the delay); returns the ids. */
 export const insertMessages = (tables: Tables, now: number, messages: ReadonlyArray<NewMessage>): Array<string> => {

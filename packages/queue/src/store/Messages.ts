@@ -18,7 +18,16 @@ import { QueueConfig } from "../QueueConfig.ts"
 import { Enqueue } from "./Enqueue.ts"
 import { makeMessagesMemory } from "./MessagesMemory.ts"
 import { makePublishBatch } from "./PublishBatch.ts"
-import type { BatchPublish, Claim, ClaimedMessage, DeliveredResult, Exhausted, NewMessage } from "./Model.ts"
+import type {
+  BatchPublish,
+  BulkOutcome,
+  Claim,
+  ClaimedMessage,
+  DeliveredResult,
+  Exhausted,
+  MessageSelection,
+  NewMessage
+} from "./Model.ts"
 import { CONTROLLED_POLL_MS, isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
 import { MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
 
@@ -57,6 +66,8 @@ export interface MessagesShape {
   readonly get: (id: string) => Effect.Effect<Message, MessageNotFound>
   /** A queued message (claimed or not) becomes cancelled; a finished one cannot. */
   readonly cancel: (id: string) => Effect.Effect<void, MessageNotFound | MessageNotCancellable>
+  /** Cancels at most `limit` queued messages of the selection, in publish order; whether more match. */
+  readonly cancelMany: (selection: MessageSelection, limit: number) => Effect.Effect<BulkOutcome>
 }
 
 export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/queue/store/Messages") {
@@ -368,6 +379,37 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           return yield* new MessageNotCancellable({ messageId: id, state: row.value.state })
         })
 
+      const decodeCancelled = Schema.decodeUnknownEffect(Schema.Tuple([Schema.Struct({ cancelled: Schema.Number, more: Schema.Boolean })]))
+      const cancelMany = (selection: MessageSelection, limit: number) => {
+        const { ids, filter } = selection
+        const at = (ms: number) => sql`to_timestamp(${ms}::float8 / 1000)`
+        const conditions = [
+          sql`state = 'queued'`,
+          ...(ids === undefined ? [] : [sql`id = ANY(${ids.filter(isUuid)}::uuid[])`]),
+          ...(filter?.url === undefined ? [] : [sql`url = ${filter.url}`]),
+          ...(filter?.topicName === undefined ? [] : [sql`topic_name = ${filter.topicName}`]),
+          ...(filter?.queue === undefined ? [] : [sql`queue_name = ${filter.queue}`]),
+          ...(filter?.scheduleId === undefined ? [] : [sql`schedule_id = ${filter.scheduleId}`]),
+          ...(filter?.flowControlKey === undefined ? [] : [sql`flow_key = ${filter.flowControlKey}`]),
+          ...(filter?.fromDate === undefined ? [] : [sql`created_at >= ${at(filter.fromDate)}`]),
+          ...(filter?.toDate === undefined ? [] : [sql`created_at <= ${at(filter.toDate)}`])
+        ]
+        // One more candidate than the limit tells whether more match.
+        return sql`
+            WITH candidates AS (
+              SELECT id FROM queue.messages WHERE ${sql.and(conditions)} ORDER BY seq LIMIT ${limit + 1}
+            ), cancelled AS (
+              UPDATE queue.messages m SET state = 'cancelled', claim_id = NULL
+              FROM (SELECT id FROM candidates LIMIT ${limit}) c
+              WHERE m.id = c.id AND m.state = 'queued'
+              RETURNING m.id
+            )
+            SELECT (SELECT count(*) FROM cancelled)::int4 AS cancelled, (SELECT count(*) FROM candidates) > ${limit} AS more`.pipe(
+          Effect.flatMap(decodeCancelled),
+          Effect.map(([row]) => ({ count: row.cancelled, more: row.more }))
+        )
+      }
+
       return Messages.of({
         publish: (messages, dedupId) => atDatabaseBoundary(publish(messages, dedupId)),
         publishBatch: (publishes) => atDatabaseBoundary(publishBatch(publishes)),
@@ -379,7 +421,8 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
         exhaust: (message, exhausted) => atDatabaseBoundary(exhaust(message, exhausted)),
         release: (claims) => atDatabaseBoundary(release(claims)),
         get: (id) => atDatabaseBoundary(get(id)),
-        cancel: (id) => atDatabaseBoundary(cancel(id))
+        cancel: (id) => atDatabaseBoundary(cancel(id)),
+        cancelMany: (selection, limit) => atDatabaseBoundary(cancelMany(selection, limit))
       })
     })
   )

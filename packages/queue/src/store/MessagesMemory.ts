@@ -9,7 +9,7 @@ import * as Crypto from "node:crypto"
 import { QueueConfig } from "../QueueConfig.ts"
 import { atNow, insertMessages, MemoryTables, type Tables } from "./MemoryTables.ts"
 import type { MessagesShape } from "./Messages.ts"
-import type { Claim, NewMessage, StoredMessage } from "./Model.ts"
+import type { Claim, MessageSelection, NewMessage, StoredMessage } from "./Model.ts"
 import { CONTROLLED_POLL_MS, isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
 
 /** The message of `claim` when it is still queued under that claim (the guard of every completion). */
@@ -68,6 +68,20 @@ const claimable = (tables: Tables, now: number, limit: number): Array<StoredMess
     .slice(0, limit)
     .map(({ message }) => message)
   return [...free, ...chosen]
+}
+
+/** Messages.ts's `cancelMany` selection: queued, among the ids (when given), matching every filter field. */
+const selected = ({ ids, filter }: MessageSelection) => {
+  const idSet = ids === undefined ? undefined : new Set(ids)
+  return (m: StoredMessage) =>
+    m.state === "queued" && (idSet === undefined || idSet.has(m.id)) &&
+    (filter?.url === undefined || m.url === filter.url) &&
+    (filter?.topicName === undefined || m.topicName === filter.topicName) &&
+    (filter?.queue === undefined || m.queueName === filter.queue) &&
+    (filter?.scheduleId === undefined || m.scheduleId === filter.scheduleId) &&
+    (filter?.flowControlKey === undefined || m.flowKey === filter.flowControlKey) &&
+    (filter?.fromDate === undefined || m.createdAt.getTime() >= filter.fromDate) &&
+    (filter?.toDate === undefined || m.createdAt.getTime() <= filter.toDate)
 }
 
 export const makeMessagesMemory = Effect.gen(function*() {
@@ -200,7 +214,14 @@ export const makeMessagesMemory = Effect.gen(function*() {
         if (message.state !== "queued") return Effect.fail(new MessageNotCancellable({ messageId: id, state: message.state }))
         update(tables, message, { state: "cancelled", claimId: null })
         return Effect.void
-      }))
+      })),
+
+    cancelMany: (selection, limit) =>
+      atNow(tables, () => {
+        const candidates = [...tables.messages.values()].filter(selected(selection)).sort((a, b) => Number(a.seq - b.seq))
+        for (const message of candidates.slice(0, limit)) update(tables, message, { state: "cancelled", claimId: null })
+        return { count: Math.min(limit, candidates.length), more: candidates.length > limit }
+      })
   }
   return shape
 })

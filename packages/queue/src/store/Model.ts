@@ -4,7 +4,7 @@
  * one conversion of a stored message into the API's `Message` and `DlqMessage`, so both layers
  * answer alike.
  */
-import type { CallbackSettings, DlqMessage, Message, MessageState, PublishedMessage } from "@svc/schema"
+import type { CallbackSettings, DlqFilter, DlqMessage, Message, MessageFilter, MessageState, PublishedMessage } from "@svc/schema"
 import { Data } from "effect"
 import type { DeliverySettings, FlowControlSettings } from "../Publish.ts"
 
@@ -101,6 +101,23 @@ export interface DlqQuery {
   readonly topicName?: string | undefined
   readonly responseStatus?: number | undefined
   readonly messageId?: string | undefined
+}
+
+/**
+ * What a bulk operation applies to: the ids (those that are not ids name nothing), the filter, or
+ * both (the ids that match the filter). Checked by the caller (Bulk.ts): at least one is given.
+ */
+export interface Selection<Filter> {
+  readonly ids?: ReadonlyArray<string> | undefined
+  readonly filter?: Filter | undefined
+}
+export type MessageSelection = Selection<MessageFilter>
+export type DlqSelection = Selection<DlqFilter>
+
+/** A bulk operation's outcome: how many it changed, and whether more match (the caller repeats). */
+export interface BulkOutcome {
+  readonly count: number
+  readonly more: boolean
 }
 
 /** An upsert would make a URL group hold more than its cap of endpoints. */

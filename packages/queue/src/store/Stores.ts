@@ -5,6 +5,7 @@
 import { Layer } from "effect"
 import { Dlq } from "./Dlq.ts"
 import { Enqueue } from "./Enqueue.ts"
+import { Events } from "./Events.ts"
 import { FlowControls } from "./FlowControl.ts"
 import { Groups } from "./Groups.ts"
 import { MemoryTables } from "./MemoryTables.ts"
@@ -18,9 +19,10 @@ export const layer = Layer.mergeAll(
     Layer.provide(Enqueue.layer)
   ),
   Groups.layer,
-  SigningKeys.layer
+  SigningKeys.layer,
+  Events.layer
 )
 
-export const layerMemory = Layer.mergeAll(Messages.layerMemory, Dlq.layerMemory, Groups.layerMemory, SigningKeys.layerMemory, Schedules.layerMemory, FlowControls.layerMemory, Queues.layerMemory).pipe(
+export const layerMemory = Layer.mergeAll(Messages.layerMemory, Dlq.layerMemory, Groups.layerMemory, SigningKeys.layerMemory, Schedules.layerMemory, FlowControls.layerMemory, Queues.layerMemory, Events.layerMemory).pipe(
   Layer.provide(MemoryTables.layer)
 )

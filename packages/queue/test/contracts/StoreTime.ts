@@ -31,6 +31,7 @@ export class StoreTime extends Context.Service<StoreTime, {
             yield* sql`UPDATE queue.dlq SET failed_at = failed_at - ${by}`
             yield* sql`UPDATE queue.dedup SET expires_at = expires_at - ${by}`
             yield* sql`UPDATE queue.flow_starts SET started_at = started_at - ${by}`
+            yield* sql`UPDATE queue.events SET time = time - ${by}, next_delivery_time = next_delivery_time - ${by}`
           }).pipe(Effect.orDie)
       }))
   )
@@ -44,8 +45,12 @@ export const contractSettings: Partial<QueueSettings> = {
 export const LEASE_MARGIN_MS = 2000
 export const DEDUP_WINDOW_MS = 10 * 60 * 1000
 
+/** Every store in memory, on fresh tables, with a `TestClock`, built with `overrides` of the contract settings. */
+export const memoryStoresWith = (overrides: Partial<QueueSettings>) =>
+  Layer.mergeAll(
+    Stores.layerMemory.pipe(Layer.provide(QueueConfig.layerWith({ ...contractSettings, ...overrides }))),
+    StoreTime.memory
+  )
+
 /** Every store in memory, on fresh tables, with a `TestClock` (what the unit runs of the contracts get). */
-export const memoryStores = Layer.mergeAll(
-  Stores.layerMemory.pipe(Layer.provide(QueueConfig.layerWith(contractSettings))),
-  StoreTime.memory
-)
+export const memoryStores = memoryStoresWith({})

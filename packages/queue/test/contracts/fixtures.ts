@@ -5,13 +5,14 @@
 import { it } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import type { Dlq } from "../../src/store/Dlq.ts"
+import type { Events } from "../../src/store/Events.ts"
 import type { Groups } from "../../src/store/Groups.ts"
 import type { Messages } from "../../src/store/Messages.ts"
 import type { NewMessage } from "../../src/store/Model.ts"
 import type { SigningKeys } from "../../src/store/SigningKeys.ts"
 import type { StoreTime } from "./StoreTime.ts"
 
-export type Stores = Messages | Dlq | Groups | SigningKeys | StoreTime
+export type Stores = Messages | Dlq | Groups | SigningKeys | Events | StoreTime
 
 /** Every store on shared tables, with its `StoreTime` (see StoreTime.ts). */
 export type StoresLayer = Layer.Layer<Stores, unknown>

@@ -248,4 +248,22 @@ describe("QueueApi over the memory stores (no socket, no database)", () => {
         const claimed = yield* messages.claim(100)
         assert.deepStrictEqual(claimed.map((message) => message.id), [first.messageId])
       })))
+
+  it.live("events and bulk routes over the memory stores: the log of a publish and a bulk cancel, refusals naming the field", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const { body } = yield* call("/v2/publish/https://example.com/later", { method: "POST", body: "x", headers: { "svc-delay": "1h" } })
+        const cancelled = yield* call("/v2/messages", json("DELETE", { filter: { url: "https://example.com/later" } }))
+        assert.deepStrictEqual([cancelled.status, cancelled.body], [200, { cancelled: 1, more: false }])
+        const events = yield* call(`/v2/events?messageId=${body.messageId}`)
+        assert.deepStrictEqual(events.body.events.map((e: any) => e.state), ["cancelled", "created"])
+        const neither = yield* call("/v2/dlq/retry", json("POST", {}))
+        assert.strictEqual(neither.status, 400)
+        assert.deepStrictEqual(neither.body.issues.map((i: any) => i.parameter), ["dlqIds"])
+        assert.strictEqual((yield* call("/v2/dlq", json("DELETE", { dlqIds: [] }))).body.deleted, 0)
+        const badState = yield* call("/v2/events?state=lost")
+        assert.strictEqual(badState.status, 400)
+        assert.include(badState.body.message, "state")
+      })
+    ))
 })

@@ -1,0 +1,45 @@
+/**
+ * `GET /v2/events` and the `ListEvents` RPC: the page request checked (beyond what the schema
+ * checks: the cursor, the message id, the date range), then one store call.
+ */
+import type { EventsPage, EventState, RequestIssue } from "@svc/schema"
+import { DEFAULT_EVENTS_PAGE, InvalidRequest } from "@svc/schema"
+import { Effect } from "effect"
+import { Events } from "./store/Events.ts"
+import { isUuid } from "./store/Model.ts"
+
+/** A cursor is the id of the last event of the previous page, as the page gave it. */
+const CURSOR = /^[1-9]\d{0,17}$/
+
+export interface ListEventsRequest {
+  readonly messageId?: string | undefined
+  readonly state?: EventState | undefined
+  readonly url?: string | undefined
+  readonly topicName?: string | undefined
+  readonly fromDate?: number | undefined
+  readonly toDate?: number | undefined
+  readonly count?: number | undefined
+  readonly cursor?: string | undefined
+}
+
+export const listEvents = (request: ListEventsRequest): Effect.Effect<EventsPage, InvalidRequest, Events> =>
+  Effect.gen(function*() {
+    const issues: Array<RequestIssue> = []
+    if (request.cursor !== undefined && !CURSOR.test(request.cursor)) {
+      issues.push({ in: "query", parameter: "cursor", problem: "is not a cursor from an earlier page" })
+    }
+    if (request.messageId !== undefined && !isUuid(request.messageId)) {
+      issues.push({ in: "query", parameter: "messageId", problem: "is not a message id (a UUID)" })
+    }
+    if (request.fromDate !== undefined && request.toDate !== undefined && request.fromDate > request.toDate) {
+      issues.push({ in: "query", parameter: "fromDate", problem: `is after toDate (${request.fromDate} > ${request.toDate})` })
+    }
+    if (issues.length > 0) return yield* new InvalidRequest({ issues })
+    return yield* Events.use((events) =>
+      events.list({
+        ...request,
+        count: request.count ?? DEFAULT_EVENTS_PAGE,
+        cursor: request.cursor === undefined ? undefined : BigInt(request.cursor)
+      })
+    )
+  })
