@@ -2,10 +2,9 @@
  * The Promise client (`@svc/queue/client`) against a running queue (HTTP on 127.0.0.1 + worker, a
  * fresh database) over a real socket: every route family it covers on this branch, the options
  * as `Svc-*` headers as the destination sees them, byte-exact bodies, and `QueueError` for
- * refusals and an unreachable queue. `batch`, `events` and the bulk methods call routes that land
- * with other parts of issue 18: until then, what they send is checked against the documented wire
- * formats on a stub server on 127.0.0.1 (the last block); their tests against the queue come with
- * those routes.
+ * refusals and an unreachable queue; `batch`, `events` and the bulk methods against the queue too,
+ * and what they send against the documented wire formats on a stub server on 127.0.0.1 (the last
+ * block).
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -139,6 +138,54 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("Promise cl
       assert.deepStrictEqual(left.messages.map((message) => message.dlqId), [entries[2]!.dlqId])
       const gone = yield* refusal(() => queue.dlq.get(entries[1]!.dlqId))
       assert.deepInclude(gone, { status: 404, code: "dlq_message_not_found" })
+    }))
+
+  it.effect("batch, events and bulk against the queue: bytes and text in one batch, its events, a bulk cancel, DLQ bulk retry and delete", () =>
+    Effect.gen(function*() {
+      const queue = yield* client
+      const dest = yield* Destination
+      const bytes = new Uint8Array([0, 255, 10, 13])
+      const answers = yield* run(() =>
+        queue.batch([
+          { destination: `${dest.baseUrl}/batch-bytes`, body: bytes },
+          { destination: `${dest.baseUrl}/batch-text`, body: "é", retries: 1 },
+          { destination: `${dest.baseUrl}/batch-later`, body: "later", delay: "1h" }
+        ])
+      )
+      assert.strictEqual(answers.length, 3)
+      const [bytesId, textId, laterId] = answers.map((answer) => (answer as { messageId: string }).messageId)
+      const [arrived] = yield* dest.waitFor("/batch-bytes", 1)
+      assert.deepStrictEqual([...arrived!.body], [...bytes])
+      assert.strictEqual((yield* dest.waitFor("/batch-text", 1))[0]!.body.toString(), "é")
+      const refused = yield* refusal(() => queue.batch([{ destination: "not a url" }]))
+      assert.strictEqual(refused.status, 400)
+
+      yield* waitForMessage(bytesId!, (m) => m.state === "delivered")
+      const events = yield* run(() => queue.events({ messageId: bytesId! }))
+      assert.deepStrictEqual(events.events.map((event) => event.state), ["delivered", "delivering", "created"])
+
+      const cancelled = yield* run(() => queue.messages.cancelMany({ messageIds: [laterId!, textId!] }))
+      assert.deepStrictEqual(cancelled, { cancelled: 1, more: false })
+      assert.strictEqual((yield* run(() => queue.messages.get(laterId!))).state, "cancelled")
+
+      dest.on("/bulk-dead", () => ({ status: 500 }))
+      const dead = yield* run(() =>
+        queue.batch([1, 2, 3].map((i) => ({ destination: `${dest.baseUrl}/bulk-dead`, body: String(i), retries: 0 })))
+      )
+      for (const answer of dead) yield* waitForMessage((answer as { messageId: string }).messageId, (m) => m.state === "failed")
+      const entries = (yield* run(() => queue.dlq.list({ url: `${dest.baseUrl}/bulk-dead` }))).messages
+      assert.strictEqual(entries.length, 3)
+      dest.on("/bulk-dead", () => ({ status: 200 }))
+      assert.deepStrictEqual(yield* run(() => queue.dlq.retryMany({ dlqIds: [entries[0]!.dlqId] })), { retried: 1, more: false })
+      assert.deepStrictEqual(yield* run(() => queue.dlq.deleteMany({ filter: { url: `${dest.baseUrl}/bulk-dead` } })), {
+        deleted: 2,
+        more: false
+      })
+      assert.deepStrictEqual(yield* run(() => queue.dlq.deleteMany({ filter: { url: `${dest.baseUrl}/bulk-dead` } })), {
+        deleted: 0,
+        more: false
+      })
+      yield* waitForMessage(entries[0]!.messageId, (m) => m.state === "delivered")
     }))
 
   it.effect("URL groups: upsert endpoints, list, get, set headers, publish to the group, remove endpoints, delete", () =>
@@ -295,10 +342,10 @@ describe("Promise client: batch, events and bulk calls as documented (a stub ser
         path === "/v2/events"
           ? { events: [{ time: 2, messageId: "m1", state: "delivered", url: "https://example.com/a" }], cursor: "c2" }
           : path === "/v2/messages"
-          ? { cancelled: 3 }
+          ? { cancelled: 3, more: false }
           : method === "POST"
-          ? { retried: 2 }
-          : { deleted: 1 }
+          ? { retried: 2, more: true }
+          : { deleted: 1, more: false }
       )
       const queue = new QueueClient({ baseUrl: server.base, token: TOKEN })
       const page = yield* run(() =>
@@ -314,9 +361,9 @@ describe("Promise client: batch, events and bulk calls as documented (a stub ser
         count: "10",
         cursor: "c1"
       })
-      assert.deepStrictEqual(yield* run(() => queue.messages.cancelMany({ messageIds: ["a", "b"] })), { cancelled: 3 })
-      assert.deepStrictEqual(yield* run(() => queue.dlq.retryMany({ filter: { url: "https://example.com/a" } })), { retried: 2 })
-      assert.deepStrictEqual(yield* run(() => queue.dlq.deleteMany({ dlqIds: ["d1"] })), { deleted: 1 })
+      assert.deepStrictEqual(yield* run(() => queue.messages.cancelMany({ messageIds: ["a", "b"] })), { cancelled: 3, more: false })
+      assert.deepStrictEqual(yield* run(() => queue.dlq.retryMany({ filter: { url: "https://example.com/a" } })), { retried: 2, more: true })
+      assert.deepStrictEqual(yield* run(() => queue.dlq.deleteMany({ dlqIds: ["d1"] })), { deleted: 1, more: false })
       assert.deepStrictEqual(server.requests.slice(1).map((r) => [r.method, r.url, r.body]), [
         ["DELETE", "/v2/messages", { messageIds: ["a", "b"] }],
         ["POST", "/v2/dlq/retry", { filter: { url: "https://example.com/a" } }],

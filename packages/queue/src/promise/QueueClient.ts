@@ -179,8 +179,11 @@ export class QueueClient {
     /** Cancels a message not yet delivered (a `message_not_cancellable` QueueError once it is finished). */
     cancel: (messageId: string): Promise<void> =>
       this.#call({ method: "DELETE", path: `/v2/messages/${segment(messageId)}` }),
-    /** `DELETE /v2/messages`: cancels the messages selected by ids and/or filter; how many were. */
-    cancelMany: (selection: MessageSelection): Promise<{ readonly cancelled: number }> =>
+    /**
+     * `DELETE /v2/messages`: cancels the messages selected by ids and/or filter, at most 1,000 a
+     * call; how many were, and whether more match (call again until `more` is false).
+     */
+    cancelMany: (selection: MessageSelection): Promise<{ readonly cancelled: number; readonly more: boolean }> =>
       this.#call({ method: "DELETE", path: "/v2/messages", json: selection })
   }
 
@@ -191,11 +194,11 @@ export class QueueClient {
     retry: (dlqId: string): Promise<PublishedMessage> =>
       this.#call({ method: "POST", path: `/v2/dlq/${segment(dlqId)}/retry` }),
     delete: (dlqId: string): Promise<void> => this.#call({ method: "DELETE", path: `/v2/dlq/${segment(dlqId)}` }),
-    /** `POST /v2/dlq/retry`: retries the entries selected by ids and/or filter; how many were. */
-    retryMany: (selection: DlqSelection): Promise<{ readonly retried: number }> =>
+    /** `POST /v2/dlq/retry`: retries the entries selected by ids and/or filter (at most 1,000 a call). */
+    retryMany: (selection: DlqSelection): Promise<{ readonly retried: number; readonly more: boolean }> =>
       this.#call({ method: "POST", path: "/v2/dlq/retry", json: selection }),
-    /** `DELETE /v2/dlq`: deletes the entries selected by ids and/or filter; how many were. */
-    deleteMany: (selection: DlqSelection): Promise<{ readonly deleted: number }> =>
+    /** `DELETE /v2/dlq`: deletes the entries selected by ids and/or filter (at most 1,000 a call). */
+    deleteMany: (selection: DlqSelection): Promise<{ readonly deleted: number; readonly more: boolean }> =>
       this.#call({ method: "DELETE", path: "/v2/dlq", json: selection })
   }
 
