@@ -1,4 +1,7 @@
 /**
+ * (About 500 lines on purpose: the index writer is one transaction story — generations, the
+ * switch, refresh states, resumption — that a reader checks for atomicity top to bottom.)
+ *
  * `IndexStore`: the index writer, the one service that writes libraries, versions and snippets (and
  * reads back what the indexer needs: a library's stored source, the unfinished versions, the listing).
  * Search.ts reads the same tables for the API.
