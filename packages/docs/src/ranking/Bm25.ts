@@ -68,7 +68,10 @@ export const rankedIds = (
     SELECT tsvector_to_array(to_tsvector('english', ${options.words})) AS terms
   ),
   m AS MATERIALIZED (
-    SELECT s.id, s.tokens, s.kind, s.title, s.search FROM (
+    SELECT s.id, s.tokens, s.kind, s.title, s.search,
+      -- the heading bonus of this snippet's terms, less for a title that is a sentence
+      ${n(HEADING_BONUS)} * least(1, ${n(NAME_WORDS)} / cardinality(regexp_split_to_array(trim(s.title), '[[:space:]]+'))) AS heading_bonus
+    FROM (
       SELECT s.id, s.tokens, s.kind, s.title, s.search FROM v JOIN docs.snippets s ON s.generation_id = v.generation_id
       -- the version's snippets first, then the match (Search.ts)
       OFFSET 0
@@ -87,7 +90,7 @@ export const rankedIds = (
   df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)
   SELECT h.id,
     sum(ln(1 + (v.n - df.df + 0.5) / (df.df + 0.5)) * ((h.tf * ${n(K1 + 1)}) / (h.tf + ${n(K1)} * (1 - ${n(B)} + ${n(B)} * m.tokens / v.avgdl))
-      + CASE WHEN h.in_heading THEN ${n(HEADING_BONUS)} * least(1, ${n(NAME_WORDS)} / cardinality(regexp_split_to_array(trim(m.title), '[[:space:]]+'))) ELSE 0 END))
+      + CASE WHEN h.in_heading THEN m.heading_bonus ELSE 0 END))
       * power(count(*)::float8 / greatest(cardinality((SELECT terms FROM q)), 1), ${n(COVERAGE_POWER)})
       * (CASE WHEN m.kind = 'code' THEN ${n(CODE_BOOST)} ELSE 1 END)
       * (CASE WHEN m.title LIKE '% (part %)' THEN ${n(PART_PENALTY)} ELSE 1 END) AS score
