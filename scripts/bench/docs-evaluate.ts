@@ -25,6 +25,9 @@ interface Asked {
   readonly rank: number | undefined
   readonly file: boolean
   readonly first: string
+  /** The answer's entries and the distinct files among them. */
+  readonly entries: number
+  readonly files: number
 }
 
 /** The library ids of a corpus's libraries (npm name or corpus name → id), indexing them. */
@@ -96,7 +99,7 @@ export const evaluate = (options: {
       for (const q of all.filter((q) => q.corpus === corpus.name)) {
         const libraryId = ids.get(q.library)
         if (libraryId === undefined) {
-          asked.push({ question: q, rank: undefined, file: false, first: "(not indexed)" })
+          asked.push({ question: q, rank: undefined, file: false, first: "(not indexed)", entries: 0, files: 0 })
           continue
         }
         const url = `${options.base}/api/v2/context?type=json&libraryId=${encodeURIComponent(libraryId)}&query=${encodeURIComponent(q.question)}`
@@ -107,7 +110,9 @@ export const evaluate = (options: {
           question: q,
           rank: index < 0 ? undefined : index + 1,
           file: snippets.some((s) => matches(q, s, false)),
-          first: snippets[0] === undefined ? "-" : `${snippets[0].sourcePath} # ${snippets[0].title}`
+          first: snippets[0] === undefined ? "-" : `${snippets[0].sourcePath} # ${snippets[0].title}`,
+          entries: snippets.length,
+          files: new Set(snippets.map((s) => s.sourcePath)).size
         })
       }
     }
@@ -123,6 +128,8 @@ export const evaluate = (options: {
       }
     }
     console.log(row("both halves", figures(asked)))
+    const mean = (f: (a: Asked) => number) => fmt(asked.reduce((sum, a) => sum + f(a), 0) / Math.max(asked.length, 1), 1)
+    console.log(`  an answer holds ${mean((a) => a.entries)} entries from ${mean((a) => a.files)} files on average (both halves)`)
     const test = figures(asked.filter((a) => a.question.half === "test"))
     console.log(`  targets on the test half: Hit@5 >= 0.92 ${test.hit5 >= 0.92 ? "ok" : "MISSED"}, MRR >= 0.80 ${test.mrr >= 0.8 ? "ok" : "MISSED"}, ` +
       `contains >= 0.97 ${test.contains >= 0.97 ? "ok" : "MISSED"}`)

@@ -49,10 +49,16 @@ export const orQuery = (question: string | undefined, ignored: ReadonlyArray<str
   return words.length === 0 ? undefined : words.join(" | ")
 }
 
-/** The distinct words of a question (letters and digits), lower-cased, `ignored` left out; at most 32. */
+/**
+ * The distinct words of a question (letters and digits), lower-cased, `ignored` left out; at most 32.
+ * A version number written apart ("HTTP/2", "utf-8", "ES 2015" is not one) is also taken joined
+ * ("http2", "utf8"), as documentation names it in identifiers and headings.
+ */
 export const questionWords = (question: string | undefined, ignored: ReadonlyArray<string> = []): ReadonlyArray<string> => {
   const skip = new Set(ignored.map((word) => word.toLowerCase()))
-  return [...new Set(question?.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((word) => !skip.has(word)).slice(0, 32)
+  const text = question?.toLowerCase() ?? ""
+  const joined = [...text.matchAll(/(?<![\p{L}\p{N}])(?=([\p{L}]+[/.-]\p{N}+)(?![\p{L}\p{N}]))/gu)].map((match) => match[1]!.replace(/[/.-]/, ""))
+  return [...new Set([...(text.match(/[\p{L}\p{N}]+/gu) ?? []), ...joined])].filter((word) => !skip.has(word)).slice(0, 32)
 }
 
 /** The words of a library's own name, left out of a question within it (see `context`). */
