@@ -265,7 +265,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
       ...message.headers,
       "svc-message-id": message.id,
       "svc-retried": String(message.retried),
-      "svc-signature": yield* Effect.promise(() => sign(key, { url: message.url, body: message.body }))
+      "svc-signature": sign(key, { url: message.url, body: message.body })
     }
     if (message.topicName !== null) headers["svc-topic-name"] = message.topicName
     if (message.scheduleId !== null) headers["svc-schedule-id"] = message.scheduleId
