@@ -35,7 +35,7 @@ import { percentile } from "./support.ts"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "effect/reactivity"
 import { benchBatch } from "./queueBatch.ts"
-import { destination } from "./queueDestination.ts"
+import { destination, postJson } from "./queueDestination.ts"
 import { healthy, sleep, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
 
 const N = Number(process.env.BENCH_MESSAGES ?? 100_000)
@@ -167,15 +167,7 @@ const benchSvc = async (databaseUrl: string, dest: Awaited<ReturnType<typeof des
 
 const benchPgBoss = async (databaseUrl: string, dest: Awaited<ReturnType<typeof destination>>): Promise<Figures> => {
   const agent = new Http.Agent({ keepAlive: true, maxSockets: 100 * PGBOSS_WORKERS })
-  const deliver = (data: unknown) =>
-    new Promise<void>((resolve, reject) => {
-      const req = Http.request(dest.url, { method: "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
-        res.resume()
-        res.on("end", () => (res.statusCode ?? 500) < 300 ? resolve() : reject(new Error(String(res.statusCode))))
-      })
-      req.on("error", reject)
-      req.end(JSON.stringify(data))
-    })
+  const deliver = postJson(agent, dest.url)
   const queueName = "bench"
   const startWorkers = async (boss: PgBoss) => {
     for (let w = 0; w < PGBOSS_WORKERS; w++) {

@@ -15,7 +15,7 @@ import * as fs from "node:fs"
 import * as Http from "node:http"
 import * as os from "node:os"
 import PgBoss from "pg-boss"
-import type { Destination } from "./queueDestination.ts"
+import { type Destination, postJson } from "./queueDestination.ts"
 import { healthy, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
 import { percentile } from "./support.ts"
 
@@ -209,15 +209,7 @@ const svcRun = async (options: BatchBenchOptions) => {
 const pgBossRun = async (options: BatchBenchOptions) => {
   const { dest } = options
   const agent = new Http.Agent({ keepAlive: true, maxSockets: 100 * PGBOSS_WORKERS })
-  const deliver = (data: unknown) =>
-    new Promise<void>((resolve, reject) => {
-      const req = Http.request(dest.url, { method: "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
-        res.resume()
-        res.on("end", () => (res.statusCode ?? 500) < 300 ? resolve() : reject(new Error(String(res.statusCode))))
-      })
-      req.on("error", reject)
-      req.end(JSON.stringify(data))
-    })
+  const deliver = postJson(agent, dest.url)
   const queueName = "bench-batch"
   const boss = new PgBoss({ connectionString: options.pgBossDatabase, max: 20 })
   boss.on("error", () => {})

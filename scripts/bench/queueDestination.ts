@@ -57,3 +57,17 @@ export const destination = async () => {
 }
 
 export type Destination = Awaited<ReturnType<typeof destination>>
+
+/**
+ * pg-boss's side of a delivery in the benches: `data` POSTed as JSON to `url` on `agent` (what a
+ * pg-boss work handler does per job); rejects unless the answer is 2xx.
+ */
+export const postJson = (agent: Http.Agent, url: string) => (data: unknown) =>
+  new Promise<void>((resolve, reject) => {
+    const req = Http.request(url, { method: "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
+      res.resume()
+      res.on("end", () => (res.statusCode ?? 500) < 300 ? resolve() : reject(new Error(String(res.statusCode))))
+    })
+    req.on("error", reject)
+    req.end(JSON.stringify(data))
+  })

@@ -87,6 +87,32 @@ export class QueueClient extends Context.Service<QueueClient, {
         Effect.provide(HttpApiMiddleware.layerClient(QueueAuth, ({ next, request }) =>
           next(HttpClientRequest.bearerToken(request, Redacted.value(token)))))
       )
+      /** Sends `request`: a 2xx answer decoded, any other a `PublishFailed` with the queue's `{code, message}`. */
+      const answer = <A>(
+        request: HttpClientRequest.HttpClientRequest,
+        decodeResult: (json: unknown) => Effect.Effect<A, Schema.SchemaError>
+      ) =>
+        Effect.gen(function*() {
+          const response = yield* http.execute(request)
+          const json = yield* response.json
+          if (response.status >= 200 && response.status < 300) return yield* decodeResult(json)
+          const error = Schema.decodeUnknownOption(ErrorBody)(json)
+          return yield* new PublishFailed({
+            status: response.status,
+            code: error._tag === "Some" ? error.value.code : "request_failed",
+            message: error._tag === "Some" ? error.value.message : `The queue answered ${response.status}`,
+            body: json
+          })
+        })
+      /** Anything but the queue's refusal (no answer, an undecodable one) as a `PublishFailed` of status 0. */
+      const failedAs = (what: string) => <A, E>(effect: Effect.Effect<A, E>) =>
+        effect.pipe(Effect.catch((error) =>
+          error instanceof PublishFailed
+            ? Effect.fail(error)
+            : Effect.fail(
+              new PublishFailed({ status: 0, code: "request_failed", message: `${what}: ${String((error as { message?: unknown }).message ?? error)}` })
+            )
+        ))
       /** POST `<route>/<destination>` with the publish headers: the raw routes publish and schedule share. */
       const send = <A>(
         route: "/v2/publish/" | "/v2/schedules/" | `/v2/enqueue/${string}/`,
@@ -106,23 +132,8 @@ export class QueueClient extends Context.Service<QueueClient, {
                 : HttpBody.uint8Array(body, publishOptions.contentType ?? "application/octet-stream")
             )
           )
-          const response = yield* http.execute(request)
-          const json = yield* response.json
-          if (response.status >= 200 && response.status < 300) return yield* decodeResult(json)
-          const error = Schema.decodeUnknownOption(ErrorBody)(json)
-          return yield* new PublishFailed({
-            status: response.status,
-            code: error._tag === "Some" ? error.value.code : "request_failed",
-            message: error._tag === "Some" ? error.value.message : `The queue answered ${response.status}`,
-            body: json
-          })
-        }).pipe(
-          Effect.catch((error) =>
-            error instanceof PublishFailed
-              ? Effect.fail(error)
-              : Effect.fail(new PublishFailed({ status: 0, code: "request_failed", message: `Could not publish: ${String((error as { message?: unknown }).message ?? error)}` }))
-          )
-        )
+          return yield* answer(request, decodeResult)
+        }).pipe(failedAs("Could not publish"))
       const publish = (publishOptions: PublishOptions) =>
         send("/v2/publish/", publishOptions, {}, Schema.decodeUnknownEffect(PublishResultSchema))
       const batch = (messages: ReadonlyArray<BatchMessageOptions>) =>
@@ -131,23 +142,8 @@ export class QueueClient extends Context.Service<QueueClient, {
             HttpClientRequest.bearerToken(Redacted.value(token)),
             HttpClientRequest.setBody(HttpBody.text(JSON.stringify(messages.map(batchElement)), "application/json"))
           )
-          const response = yield* http.execute(request)
-          const json = yield* response.json
-          if (response.status >= 200 && response.status < 300) return yield* Schema.decodeUnknownEffect(BatchResultSchema)(json)
-          const error = Schema.decodeUnknownOption(ErrorBody)(json)
-          return yield* new PublishFailed({
-            status: response.status,
-            code: error._tag === "Some" ? error.value.code : "request_failed",
-            message: error._tag === "Some" ? error.value.message : `The queue answered ${response.status}`,
-            body: json
-          })
-        }).pipe(
-          Effect.catch((error) =>
-            error instanceof PublishFailed
-              ? Effect.fail(error)
-              : Effect.fail(new PublishFailed({ status: 0, code: "request_failed", message: `Could not publish the batch: ${String((error as { message?: unknown }).message ?? error)}` }))
-          )
-        )
+          return yield* answer(request, Schema.decodeUnknownEffect(BatchResultSchema))
+        }).pipe(failedAs("Could not publish the batch"))
       return QueueClient.of({
         publish,
         batch,
