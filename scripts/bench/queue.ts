@@ -19,7 +19,7 @@
  * restarted once with `pg_stat_statements` loaded (for the batch run's statement timings).
  *
  * Then the batch run (scripts/bench/queueBatch.ts; BENCH_BATCH=false skips it, BENCH_ONLY=batch runs
- * only it), the schedules and the flow-control sections.
+ * only it), the schedules and the flow-control sections (BENCH_ONLY=flow runs only the last).
  */
 import { EmbeddedPostgres } from "@svc/platform"
 import { Effect, Exit, Redacted, Scope } from "effect"
@@ -264,16 +264,16 @@ const main = async () => {
 
     console.log(`bench:queue: ${N} messages, ${PUBLISHERS} concurrent publishers, ${os.cpus().length} cores`)
     const dest = await destination()
-    const svc = ONLY === "pg-boss" || ONLY === "batch" ? undefined : await benchSvc(databaseUrl(`bench_svc_${suffix}`), dest)
+    const svc = ONLY === "pg-boss" || ONLY === "batch" || ONLY === "flow" ? undefined : await benchSvc(databaseUrl(`bench_svc_${suffix}`), dest)
     if (svc) report("svc", svc)
-    const boss = ONLY === "svc" || ONLY === "batch" ? undefined : await benchPgBoss(databaseUrl(`bench_pgboss_${suffix}`), dest)
+    const boss = ONLY === "svc" || ONLY === "batch" || ONLY === "flow" ? undefined : await benchPgBoss(databaseUrl(`bench_pgboss_${suffix}`), dest)
     if (boss) report("pg-boss", boss)
     if (svc && boss) console.log(
       `ratio svc / pg-boss: publish ${(svc.publishRate / boss.publishRate).toFixed(2)}x, live delivery ${
         (svc.e2eRate / boss.e2eRate).toFixed(2)
       }x, drain ${(svc.drainRate / boss.drainRate).toFixed(2)}x, p50 latency ${(boss.p50 / Math.max(1, svc.p50)).toFixed(2)}x lower`
     )
-    if (process.env.BENCH_BATCH !== "false") {
+    if (process.env.BENCH_BATCH !== "false" && ONLY !== "flow") {
       await benchBatch({
         svcDatabase: databaseUrl(`bench_batch_svc_${suffix}`),
         pgBossDatabase: databaseUrl(`bench_batch_pgboss_${suffix}`),
@@ -285,7 +285,7 @@ const main = async () => {
       })
     }
     dest.close()
-    if (ONLY !== "pg-boss" && ONLY !== "batch") {
+    if (ONLY !== "pg-boss" && ONLY !== "batch" && ONLY !== "flow") {
       await benchSchedules(async () => {
         const name = `bench_schedules_${Date.now().toString(36)}`
         await adminSql(`CREATE DATABASE ${name}`)
@@ -293,7 +293,7 @@ const main = async () => {
       })
     }
     if (ONLY !== "pg-boss" && ONLY !== "batch" && process.env.BENCH_FLOW !== "false") {
-      await benchFlow(async () => {
+      await benchFlow(postmaster, async () => {
         const name = `bench_flow_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6)}`
         await adminSql(`CREATE DATABASE ${name}`)
         return databaseUrl(name)

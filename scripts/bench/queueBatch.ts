@@ -16,7 +16,7 @@ import * as Http from "node:http"
 import * as os from "node:os"
 import PgBoss from "pg-boss"
 import { type Destination, postJson } from "./queueDestination.ts"
-import { healthy, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
+import { childrenOf, cpuMs, healthy, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
 import { percentile } from "./support.ts"
 
 const N = Number(process.env.BENCH_BATCH_MESSAGES ?? 100_000)
@@ -27,30 +27,6 @@ const PGBOSS_WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 10)
 // -----------------------------------------------------------------------------
 // Where the time goes
 // -----------------------------------------------------------------------------
-
-const TICKS = 100 // USER_HZ on Linux
-
-/** User + system CPU ms of `pid` so far (0 once it has gone). */
-const cpuMs = (pid: number): number => {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS
-  } catch {
-    return 0
-  }
-}
-
-/** The children of `parent` (a postmaster's backends and helpers). */
-const childrenOf = (parent: number): Array<number> =>
-  fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((name) => {
-    try {
-      const stat = fs.readFileSync(`/proc/${name}/stat`, "utf8")
-      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === parent ? [Number(name)] : []
-    } catch {
-      return []
-    }
-  })
 
 /** CPU ms per named process group, measured from `start()` to `stop()`. */
 const cpuMeter = (groups: Record<string, () => ReadonlyArray<number>>) => {

@@ -1,8 +1,9 @@
 /**
  * The queue benchmarks' process handling, written once: a queue process (API, with or without the
- * worker) on a database, its health, its stop, and a bounded wait.
+ * worker) on a database, its health, its stop, a bounded wait, and CPU time from /proc.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 
 export const TOKEN = "bench-token"
@@ -48,3 +49,46 @@ export const stop = (child: ChildProcess) =>
 
 /** Whether the process at `port` answers `/health`. */
 export const healthy = (port: number) => () => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)
+
+const TICKS = 100 // USER_HZ on Linux
+
+/** The fields of /proc/<pid>/stat after the command name. */
+const statFields = (pid: number): Array<string> => {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+}
+
+/** User + system CPU ms of `pid` so far (0 once it has gone). */
+export const cpuMs = (pid: number): number => {
+  try {
+    const fields = statFields(pid)
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS
+  } catch {
+    return 0
+  }
+}
+
+/** The children of `parent` (a postmaster's backends and helpers). */
+export const childrenOf = (parent: number): Array<number> =>
+  fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((name) => {
+    try {
+      return Number(statFields(Number(name))[1]) === parent ? [Number(name)] : []
+    } catch {
+      return []
+    }
+  })
+
+/**
+ * CPU ms of `pid` and all its children so far, the exited ones included (the kernel adds a child's
+ * time to its parent's once reaped, which a postmaster does at once): the Postgres CPU of a phase
+ * whose backends come and go.
+ */
+export const treeCpuMs = (pid: number): number => {
+  try {
+    const fields = statFields(pid)
+    const reaped = ((Number(fields[13]) + Number(fields[14])) * 1000) / TICKS
+    return cpuMs(pid) + reaped + childrenOf(pid).reduce((sum, child) => sum + cpuMs(child), 0)
+  } catch {
+    return 0
+  }
+}

@@ -28,7 +28,7 @@ import type {
   MessageSelection,
   NewMessage
 } from "./Model.ts"
-import { CONTROLLED_POLL_MS, isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
+import { CONTROLLED_POLL_MS, isUuid, nextTurnStart, toClaimed, toMessage, toPublished } from "./Model.ts"
 import { MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
 
 export interface MessagesShape {
@@ -144,101 +144,16 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
             RETURNING m.*`
       })
 
-      // Messages under flow control or in a FIFO queue are claimed only by the transaction that holds
-      // the rows of their key and queue: the first statement locks them (FOR UPDATE SKIP LOCKED), the
-      // second (a snapshot taken after the lock, so it sees every claim committed before) counts the
-      // key's unexpired claims and its starts within the period, and takes a queue's first
-      // `parallelism` queued messages only: exact, whatever the number of workers. Starts are stamped
-      // with the claim statement's own time (not the transaction's, which began before the lock).
-      const lockControlled = SqlSchema.findAll({
-        Request: Schema.Void,
-        Result: Schema.Struct({ keys: Schema.Array(Schema.String), queues: Schema.Array(Schema.String) }),
-        execute: () =>
-          sql`
-            WITH keys AS (
-              SELECT f.key FROM queue.flow_control f
-              WHERE NOT f.paused AND EXISTS (
-                SELECT 1 FROM queue.messages m WHERE m.flow_key = f.key AND m.state = 'queued' AND m.not_before <= now())
-              FOR UPDATE SKIP LOCKED
-            ),
-            fifo AS (
-              SELECT q.name FROM queue.queues q
-              WHERE NOT q.paused AND EXISTS (
-                SELECT 1 FROM queue.messages m WHERE m.queue_name = q.name AND m.state = 'queued' AND m.not_before <= now())
-              FOR UPDATE SKIP LOCKED
-            )
-            SELECT coalesce((SELECT array_agg(key) FROM keys), '{}') AS keys,
-              coalesce((SELECT array_agg(name) FROM fifo), '{}') AS queues`
-      })
-
+      // Messages under flow control or in a FIFO queue: one call of queue.claim_controlled (its
+      // live definition, and why it is exact with any number of workers: sql/claimControlled.ts).
       const claimControlled = SqlSchema.findAll({
-        Request: Schema.Struct({
-          claimId: Schema.String,
-          limit: Schema.Number,
-          keys: Schema.Array(Schema.String),
-          queues: Schema.Array(Schema.String)
-        }),
+        Request: Schema.Struct({ claimId: Schema.String, limit: Schema.Number, after: Schema.String }),
         Result: MessageRow,
-        execute: ({ claimId, limit, keys, queues }) =>
-          sql`
-            WITH keys AS (
-              SELECT f.key, f.parallelism, f.rate, f.period_ms FROM queue.flow_control f
-              WHERE f.key = ANY(${keys}::text[])
-            ),
-            fifo AS (
-              SELECT q.name, q.parallelism FROM queue.queues q WHERE q.name = ANY(${queues}::text[])
-            ),
-            room AS (
-              SELECT k.key, LEAST(
-                COALESCE(k.parallelism - (SELECT count(*) FROM queue.messages m
-                  WHERE m.flow_key = k.key AND m.state = 'queued' AND m.not_before > now() AND m.claim_id IS NOT NULL), ${limit}),
-                COALESCE(k.rate - (SELECT count(*) FROM queue.flow_starts s
-                  WHERE s.key = k.key AND s.started_at > statement_timestamp() - k.period_ms * interval '1 millisecond'), ${limit})
-              ) AS room
-              FROM keys k
-            ),
-            heads AS (
-              SELECT w.id FROM fifo q CROSS JOIN LATERAL (
-                SELECT m.id, m.not_before FROM queue.messages m
-                WHERE m.queue_name = q.name AND m.state = 'queued' ORDER BY m.seq LIMIT q.parallelism) w
-              WHERE w.not_before <= now()
-            ),
-            controlled AS (
-              SELECT c.id, c.not_before, c.flow_key, c.seq FROM room r CROSS JOIN LATERAL (
-                SELECT m.id, m.not_before, m.flow_key, m.seq FROM queue.messages m
-                WHERE m.flow_key = r.key AND m.state = 'queued' AND m.not_before <= now()
-                  AND (m.queue_name IS NULL OR m.id IN (SELECT id FROM heads))
-                ORDER BY m.not_before, m.seq
-                LIMIT greatest(r.room, 0)) c
-              UNION ALL
-              SELECT m.id, m.not_before, m.flow_key, m.seq FROM queue.messages m
-              WHERE m.id IN (SELECT id FROM heads) AND m.flow_key IS NULL
-            ),
-            picked AS (
-              SELECT c.id FROM (
-                SELECT c.id, c.not_before,
-                  row_number() OVER (PARTITION BY c.flow_key ORDER BY c.not_before, c.seq) AS n
-                FROM controlled c) c
-              ORDER BY c.n, c.not_before
-              LIMIT ${limit}
-            ),
-            claimed AS (
-              UPDATE queue.messages m
-              SET claim_id = ${claimId}::uuid,
-                  not_before = now() + (m.timeout_ms + ${leaseMarginMs}::int4) * interval '1 millisecond'
-              FROM picked WHERE m.id = picked.id AND m.state = 'queued'
-              RETURNING m.*
-            ),
-            started AS (
-              INSERT INTO queue.flow_starts (key, started_at)
-              SELECT c.flow_key, statement_timestamp() FROM claimed c JOIN keys k ON k.key = c.flow_key WHERE k.rate IS NOT NULL
-            ),
-            pruned AS (
-              DELETE FROM queue.flow_starts s USING keys k
-              WHERE s.key = k.key AND s.started_at <= statement_timestamp() - k.period_ms * interval '1 millisecond'
-            )
-            SELECT * FROM claimed`
+        execute: ({ after, claimId, limit }) =>
+          sql`SELECT * FROM queue.claim_controlled(${claimId}::uuid, ${limit}::int4, ${after}, ${leaseMarginMs}::int4)`
       })
+      /** The last key served by this process's previous controlled claim (where the next turn starts). */
+      let lastServedKey = ""
 
       /**
        * Whether any flow-control key or queue exists (read at most once a second per process): a
@@ -264,12 +179,9 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
         Effect.gen(function*() {
           const claimId = Crypto.randomUUID()
           const controlled = (yield* hasControlled)
-            ? yield* sql.withTransaction(Effect.gen(function*() {
-              const [locked] = yield* lockControlled(undefined)
-              if (locked === undefined || (locked.keys.length === 0 && locked.queues.length === 0)) return []
-              return yield* claimControlled({ claimId, limit, keys: locked.keys, queues: locked.queues })
-            }))
+            ? yield* claimControlled({ claimId, limit, after: lastServedKey })
             : []
+          lastServedKey = nextTurnStart(lastServedKey, controlled.map((row) => row.flow_key))
           const free = controlled.length < limit ? yield* claimFree({ claimId, limit: limit - controlled.length }) : []
           return [...controlled, ...free].map((row) => toClaimed(toStoredMessage(row), claimId))
         })

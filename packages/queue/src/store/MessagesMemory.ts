@@ -10,7 +10,7 @@ import { QueueConfig } from "../QueueConfig.ts"
 import { atNow, insertMessages, MemoryTables, type Tables } from "./MemoryTables.ts"
 import type { MessagesShape } from "./Messages.ts"
 import type { Claim, MessageSelection, NewMessage, StoredMessage } from "./Model.ts"
-import { CONTROLLED_POLL_MS, isUuid, toClaimed, toMessage, toPublished } from "./Model.ts"
+import { CONTROLLED_POLL_MS, inByteOrder, isUuid, nextTurnStart, toClaimed, toMessage, toPublished } from "./Model.ts"
 
 /** The message of `claim` when it is still queued under that claim (the guard of every completion). */
 const claimed = (tables: Tables, claim: Claim): StoredMessage | undefined => {
@@ -24,50 +24,45 @@ const update = (tables: Tables, message: StoredMessage, change: Partial<StoredMe
 const byDue = (a: StoredMessage, b: StoredMessage) => a.notBefore.getTime() - b.notBefore.getTime() || Number(a.seq - b.seq)
 
 /**
- * Messages.ts's claim statement on the tables: due messages under neither flow control nor a queue,
- * plus those a key's room (parallelism minus unexpired claims, rate minus starts in the period) and
- * a queue's head (its first `parallelism` queued messages) allow, round-robin over keys.
+ * Messages.ts's claim on the tables (queue.claim_controlled, then the free claim): controlled
+ * messages first, the flow-control keys served in turns in byte order from just after `after`, each
+ * up to its room (parallelism minus unexpired claims, rate minus starts in the period), interleaved
+ * with the heads of the queues (each queue's first `parallelism` queued messages); then due messages
+ * under neither, oldest first, up to `limit` in all.
  */
-const claimable = (tables: Tables, now: number, limit: number): Array<StoredMessage> => {
+const claimable = (tables: Tables, now: number, limit: number, after: string): Array<StoredMessage> => {
   const queued = [...tables.messages.values()].filter((message) => message.state === "queued")
   const due = (message: StoredMessage) => message.notBefore.getTime() <= now
-  const free = queued
-    .filter((message) => due(message) && message.flowKey === null && message.queueName === null)
-    .sort(byDue)
-    .slice(0, limit)
-  const room = new Map<string, number>()
-  for (const flow of tables.flowControl.values()) {
-    if (flow.paused) continue
-    const inFlight = queued.filter((m) => m.flowKey === flow.key && m.claimId !== null && m.notBefore.getTime() > now).length
-    const started = tables.flowStarts.filter((s) => s.key === flow.key && s.at > now - flow.periodMs).length
-    room.set(
-      flow.key,
-      Math.min(flow.parallelism === null ? limit : flow.parallelism - inFlight, flow.rate === null ? limit : flow.rate - started)
-    )
-  }
   const heads = new Set<string>()
   for (const queue of tables.queues.values()) {
     if (queue.paused) continue
     const window = queued.filter((m) => m.queueName === queue.name).sort((a, b) => Number(a.seq - b.seq)).slice(0, queue.parallelism)
-    for (const message of window) heads.add(message.id)
+    for (const message of window) if (due(message)) heads.add(message.id)
   }
-  const rank = new Map<string | null, number>()
-  const chosen = queued
-    .filter((m) =>
-      due(m) && (m.flowKey !== null || m.queueName !== null) && (m.flowKey === null || room.has(m.flowKey)) &&
-      (m.queueName === null || heads.has(m.id))
-    )
-    .sort(byDue)
-    .map((message) => {
-      const n = (rank.get(message.flowKey) ?? 0) + 1
-      rank.set(message.flowKey, n)
-      return { message, n }
-    })
-    .filter(({ message, n }) => message.flowKey === null || n <= room.get(message.flowKey)!)
-    .sort((a, b) => a.n - b.n || byDue(a.message, b.message))
+  const flows = [...tables.flowControl.values()].filter((flow) => !flow.paused).sort((a, b) => inByteOrder(a.key, b.key))
+  const turn = [...flows.filter((flow) => inByteOrder(flow.key, after) > 0), ...flows.filter((flow) => inByteOrder(flow.key, after) <= 0)]
+  const keyed: Array<StoredMessage> = []
+  for (const flow of turn) {
+    if (keyed.length >= limit) break
+    const inFlight = queued.filter((m) => m.flowKey === flow.key && m.claimId !== null && m.notBefore.getTime() > now).length
+    const started = tables.flowStarts.filter((s) => s.key === flow.key && s.at > now - flow.periodMs).length
+    const room = Math.min(flow.parallelism === null ? limit : flow.parallelism - inFlight, flow.rate === null ? limit : flow.rate - started)
+    const candidates = queued
+      .filter((m) => m.flowKey === flow.key && due(m) && (m.queueName === null || heads.has(m.id)))
+      .sort(byDue)
+      .slice(0, Math.max(room, 0))
+    keyed.push(...candidates.slice(0, limit - keyed.length))
+  }
+  const unkeyedHeads = queued.filter((m) => heads.has(m.id) && m.flowKey === null).sort((a, b) => Number(a.seq - b.seq))
+  const controlled = [...keyed.map((message, n) => ({ message, n })), ...unkeyedHeads.map((message, n) => ({ message, n }))]
+    .sort((a, b) => a.n - b.n)
     .slice(0, limit)
     .map(({ message }) => message)
-  return [...free, ...chosen]
+  const free = queued
+    .filter((message) => due(message) && message.flowKey === null && message.queueName === null)
+    .sort(byDue)
+    .slice(0, limit - controlled.length)
+  return [...controlled, ...free]
 }
 
 /** Messages.ts's `cancelMany` selection: queued, among the ids (when given), matching every filter field. */
@@ -101,6 +96,9 @@ export const makeMessagesMemory = Effect.gen(function*() {
     return result
   }
 
+  /** The last flow-control key the previous claim served (where the next turn starts). */
+  let lastServedKey = ""
+
   const shape: MessagesShape = {
     publish: (messages, dedupId) => atNow(tables, (now) => publishOne(now, messages, dedupId)),
 
@@ -111,9 +109,8 @@ export const makeMessagesMemory = Effect.gen(function*() {
     claim: (limit) =>
       atNow(tables, (now) => {
         const claimId = Crypto.randomUUID()
-        const picked = [...claimable(tables, now, limit)]
-          .sort((a, b) => a.notBefore.getTime() - b.notBefore.getTime())
-          .slice(0, limit)
+        const picked = claimable(tables, now, limit, lastServedKey)
+        lastServedKey = nextTurnStart(lastServedKey, picked.map((message) => message.flowKey))
         tables.flowStarts = tables.flowStarts.filter((start) =>
           start.at > now - (tables.flowControl.get(start.key)?.periodMs ?? 0)
         )

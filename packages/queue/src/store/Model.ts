@@ -11,6 +11,21 @@ import type { DeliverySettings, FlowControlSettings } from "../Publish.ts"
 /** How often idle workers look again at messages waiting on flow control or a queue (ms). */
 export const CONTROLLED_POLL_MS = 50
 
+/** Compares two keys as Postgres' `COLLATE "C"` does: by their UTF-8 bytes. */
+export const inByteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b))
+
+/**
+ * Where a claim's turn over the flow-control keys starts next (both layers serve keys in byte
+ * order from just after it, wrapping around): the last of the keys just served in that order,
+ * or `after` when none was.
+ */
+export const nextTurnStart = (after: string, served: ReadonlyArray<string | null>): string => {
+  const keys = served.filter((key): key is string => key !== null)
+  const last = (candidates: ReadonlyArray<string>) => candidates.reduce((a, b) => (inByteOrder(b, a) > 0 ? b : a))
+  const later = keys.filter((key) => inByteOrder(key, after) > 0)
+  return later.length > 0 ? last(later) : keys.length > 0 ? last(keys) : after
+}
+
 export type MessageKind = "message" | "callback" | "failure_callback"
 
 /** A message as a worker claimed it: what an attempt and its callbacks need, and the claim. */

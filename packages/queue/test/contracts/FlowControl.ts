@@ -68,6 +68,25 @@ export const flowControlContract = (name: string, layer: Layer.Layer<Services, u
     )
 
     test(
+      "keys are served in turns, in byte order from after the last key served, each up to its room",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        for (const key of ["k3", "k1", "k2"]) {
+          yield* messages.publish(Array.from({ length: 4 }, (_, i) => flowMessage({ key, parallelism: 2 }, `${key}.${i}`)), undefined)
+        }
+        const keysOf = (batch: ReadonlyArray<{ readonly flowKey: string | null }>) => batch.map((m) => m.flowKey).sort()
+        const first = yield* messages.claim(2)
+        assert.deepStrictEqual(keysOf(first), ["k1", "k1"])
+        assert.deepStrictEqual(keysOf(yield* messages.claim(3)), ["k2", "k2", "k3"])
+        // k3 has room for one more; k1 and k2 are full: the turn goes on at k3.
+        assert.deepStrictEqual(keysOf(yield* messages.claim(3)), ["k3"])
+        // One of k1's finishes: the turn wraps around to k1.
+        yield* messages.markDelivered([{ id: first[0]!.id, claimId: first[0]!.claimId, status: 200 }])
+        assert.deepStrictEqual(keysOf(yield* messages.claim(10)), ["k1"])
+      })
+    )
+
+    test(
       "parallelism holds against concurrent claimers",
       Effect.gen(function*() {
         const messages = yield* Messages
