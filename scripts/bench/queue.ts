@@ -19,7 +19,7 @@
  * restarted once with `pg_stat_statements` loaded (for the batch run's statement timings).
  *
  * Then the batch run (scripts/bench/queueBatch.ts; BENCH_BATCH=false skips it, BENCH_ONLY=batch runs
- * only it), the schedules and the flow-control sections (BENCH_ONLY=flow runs only the last).
+ * only it), the schedules and the flow-control sections (BENCH_ONLY=schedules or flow runs only that one).
  */
 import { EmbeddedPostgres } from "@svc/platform"
 import { Effect, Exit, Redacted, Scope } from "effect"
@@ -46,6 +46,11 @@ const PGBOSS_WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 10)
 const EVENTS_ROUNDS = Math.max(1, Number(process.env.BENCH_EVENTS_ROUNDS ?? 2))
 /** `svc`, `pg-boss`, `batch` (the batch run only, both systems) or everything (default). */
 const ONLY = process.env.BENCH_ONLY
+/** BENCH_ONLY names one section: the others are skipped. */
+const runs = (section: "svc" | "pg-boss" | "batch" | "schedules" | "flow") =>
+  ONLY === undefined || ONLY === section ||
+  // svc and pg-boss name a side: the svc-only sections run with svc.
+  (ONLY === "svc" && section !== "pg-boss") || (ONLY === "pg-boss" && section === "batch")
 const root = fileURLToPath(new URL("../../", import.meta.url))
 
 /** `count` publishes by `PUBLISHERS` concurrent loops; returns ms taken. */
@@ -264,16 +269,16 @@ const main = async () => {
 
     console.log(`bench:queue: ${N} messages, ${PUBLISHERS} concurrent publishers, ${os.cpus().length} cores`)
     const dest = await destination()
-    const svc = ONLY === "pg-boss" || ONLY === "batch" || ONLY === "flow" ? undefined : await benchSvc(databaseUrl(`bench_svc_${suffix}`), dest)
+    const svc = !runs("svc") ? undefined : await benchSvc(databaseUrl(`bench_svc_${suffix}`), dest)
     if (svc) report("svc", svc)
-    const boss = ONLY === "svc" || ONLY === "batch" || ONLY === "flow" ? undefined : await benchPgBoss(databaseUrl(`bench_pgboss_${suffix}`), dest)
+    const boss = !runs("pg-boss") ? undefined : await benchPgBoss(databaseUrl(`bench_pgboss_${suffix}`), dest)
     if (boss) report("pg-boss", boss)
     if (svc && boss) console.log(
       `ratio svc / pg-boss: publish ${(svc.publishRate / boss.publishRate).toFixed(2)}x, live delivery ${
         (svc.e2eRate / boss.e2eRate).toFixed(2)
       }x, drain ${(svc.drainRate / boss.drainRate).toFixed(2)}x, p50 latency ${(boss.p50 / Math.max(1, svc.p50)).toFixed(2)}x lower`
     )
-    if (process.env.BENCH_BATCH !== "false" && ONLY !== "flow") {
+    if (process.env.BENCH_BATCH !== "false" && runs("batch")) {
       await benchBatch({
         svcDatabase: databaseUrl(`bench_batch_svc_${suffix}`),
         pgBossDatabase: databaseUrl(`bench_batch_pgboss_${suffix}`),
@@ -285,14 +290,14 @@ const main = async () => {
       })
     }
     dest.close()
-    if (ONLY !== "pg-boss" && ONLY !== "batch" && ONLY !== "flow") {
+    if (runs("schedules")) {
       await benchSchedules(async () => {
         const name = `bench_schedules_${Date.now().toString(36)}`
         await adminSql(`CREATE DATABASE ${name}`)
         return databaseUrl(name)
       })
     }
-    if (ONLY !== "pg-boss" && ONLY !== "batch" && process.env.BENCH_FLOW !== "false") {
+    if (runs("flow") && process.env.BENCH_FLOW !== "false") {
       await benchFlow(postmaster, async () => {
         const name = `bench_flow_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6)}`
         await adminSql(`CREATE DATABASE ${name}`)
