@@ -19,6 +19,7 @@ import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { MemoryIndex } from "./MemoryIndex.ts"
 import { answerPage, toContextSnippet } from "./ranking/Answer.ts"
 import { rankedIds } from "./ranking/Bm25.ts"
+import { identifierWords } from "./ranking/Identifiers.ts"
 import { RowId, Timestamp } from "./Rows.ts"
 
 /** Results of one library search. */
@@ -58,7 +59,8 @@ export const questionWords = (question: string | undefined, ignored: ReadonlyArr
   const skip = new Set(ignored.map((word) => word.toLowerCase()))
   const text = question?.toLowerCase() ?? ""
   const joined = [...text.matchAll(/(?<![\p{L}\p{N}])(?=([\p{L}]+[/.-]\p{N}+)(?![\p{L}\p{N}]))/gu)].map((match) => match[1]!.replace(/[/.-]/, ""))
-  return [...new Set([...(text.match(/[\p{L}\p{N}]+/gu) ?? []), ...joined])].filter((word) => !skip.has(word)).slice(0, 32)
+  const parts = identifierWords(question ?? "").split(" ").filter((part) => part !== "")
+  return [...new Set([...(text.match(/[\p{L}\p{N}]+/gu) ?? []), ...joined, ...parts])].filter((word) => !skip.has(word)).slice(0, 32)
 }
 
 /** The words of a library's own name, left out of a question within it (see `context`). */

@@ -12,4 +12,13 @@ describe("questionWords", () => {
     // only a word then a number: a path or two words stay apart
     assert.deepStrictEqual(questionWords("read a/b and x-y 2-3"), ["read", "a", "b", "and", "x", "y", "2", "3"])
   })
+
+  it("also takes the parts of an identifier, as a snippet's headings are indexed (ranking/Identifiers.ts)", () => {
+    assert.deepStrictEqual(questionWords("cancel it with an AbortSignal or keepAliveTimeout"), [
+      "cancel", "it", "with", "an", "abortsignal", "or", "keepalivetimeout", "abort", "signal", "keep", "alive", "timeout"
+    ])
+    assert.deepStrictEqual(questionWords("FST_ERR_NOT_FOUND in Effect.gen", ["effect"]), [
+      "fst", "err", "not", "found", "in", "gen"
+    ])
+  })
 })
