@@ -2,7 +2,8 @@
  * No 500 on any input at the queue's routes other than publish (issue 16, items 16-17; the publish
  * headers have their own fuzz test): the sweep's 500s (`/v2/dlq?url=%00`, `topicName=%00`,
  * `responseStatus=99999999999`) are 400s naming the parameter, and property-based requests
- * (fast-check) at the messages, DLQ, URL group and key routes and at the internal RPC — hostile path
+ * (fast-check) at the messages, DLQ, URL group, key, batch, events, bulk, schedule, flow-control, FIFO
+ * queue and enqueue routes and at the internal RPC — hostile path
  * segments, query values, JSON bodies and non-JSON ones, unknown parameters — never get a 5xx, get
  * the suite's error body, and never see a stack, SQL or a path. A real queue on a fresh database,
  * over a socket; no worker, so nothing is ever delivered anywhere.
@@ -26,6 +27,22 @@ const Seeded = Layer.effectDiscard(Effect.gen(function*() {
   const message = yield* publish("http://127.0.0.1:9/x")
   if (message.status !== 201) return yield* Effect.die(new Error(`seed message: ${message.status}`))
   messageIds.push(message.body.messageId)
+  // a schedule, a queue and a flow-control key the fuzz can also hit by name
+  const seeds = [
+    yield* call("/v2/schedules/http://127.0.0.1:9/s", {
+      method: "POST",
+      headers: { "Svc-Cron": "0 0 1 1 *", "Svc-Schedule-Id": "s1" }
+    }),
+    yield* call("/v2/queues", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ queueName: "q1", parallelism: 1 })
+    }),
+    yield* publish("http://127.0.0.1:9/k", { headers: { "Svc-Flow-Control-Key": "k1", "Svc-Flow-Control-Value": "parallelism=1" } })
+  ]
+  for (const seed of seeds) {
+    if (seed.status >= 300) return yield* Effect.die(new Error(`seed: ${seed.status} ${JSON.stringify(seed.body)}`))
+  }
 }))
 const messageIds: Array<string> = []
 
@@ -334,5 +351,62 @@ layer(TestLayer, { timeout: 180_000, excludeTestServices: true })("queue routes:
       fc.constantFrom("", "[", "[null]", "[{}]", "[[]]", "{\"destination\":\"x\"}", "\u0000")
     )
     return property([batchBody], (payload) => send("/v2/batch", { method: "POST", headers: { "content-type": "application/json" }, body: payload }), 250)
+  })
+
+  it.effect("property: schedules, flow-control keys, FIFO queues and enqueue, by any name, with any configuration query and body", () => {
+    // The configuration of these routes in its query-parameter form (the headers' parsing is the
+    // publish-header fuzz's): here every value can be hostile, NUL and non-ASCII included.
+    const CONFIG = [
+      "svc-cron", "svc-schedule-id", "svc-flow-control-key", "svc-flow-control-value", "svc-retries", "svc-delay",
+      "svc-callback", "svc-method", "svc-timeout", "limit", "cursor"
+    ]
+    const name = fc.oneof(fc.constantFrom("s1", "k1", "q1"), fc.stringMatching(/^[A-Za-z0-9._-]{1,20}$/), RequestFuzz.pathSegment)
+    const destination = fc.oneof(
+      fc.constantFrom("g1", "http://127.0.0.1:9/x"),
+      RequestFuzz.hostileString.map((path) => RequestFuzz.percentEncode(`http://127.0.0.1:9/${path}`)),
+      RequestFuzz.pathSegment
+    )
+    const queueBody = fc.oneof(
+      fc.record({
+        queueName: fc.oneof(fc.constant("q1"), RequestFuzz.hostileString),
+        parallelism: fc.oneof(fc.integer(), fc.double(), RequestFuzz.hostileString, fc.constant(null))
+      }, { requiredKeys: [] }).map((value) => JSON.stringify(value)),
+      body
+    )
+    return property(
+      [
+        fc.constantFrom(
+          ["GET", "/v2/schedules"],
+          ["GET", "/v2/schedules/{name}"],
+          ["DELETE", "/v2/schedules/{name}"],
+          ["POST", "/v2/schedules/{name}/pause"],
+          ["POST", "/v2/schedules/{name}/resume"],
+          ["POST", "/v2/schedules/{destination}"],
+          ["GET", "/v2/flow-control"],
+          ["GET", "/v2/flow-control/{name}"],
+          ["POST", "/v2/flow-control/{name}/pause"],
+          ["POST", "/v2/flow-control/{name}/resume"],
+          ["POST", "/v2/queues"],
+          ["GET", "/v2/queues"],
+          ["GET", "/v2/queues/{name}"],
+          ["DELETE", "/v2/queues/{name}"],
+          ["POST", "/v2/queues/{name}/pause"],
+          ["POST", "/v2/queues/{name}/resume"],
+          ["POST", "/v2/enqueue/{name}/{destination}"]
+        ),
+        name,
+        destination,
+        RequestFuzz.queryString(CONFIG),
+        queueBody,
+        contentType
+      ],
+      ([method, route], name, destination, query, payload, contentType) =>
+        send(`${route.replace("{name}", name).replace("{destination}", destination)}${query}`, {
+          method,
+          ...(method === "GET" ? {} : { body: payload }),
+          headers: contentType === "" ? {} : { "content-type": contentType }
+        }),
+      400
+    )
   })
 })
