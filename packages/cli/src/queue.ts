@@ -3,7 +3,16 @@
  * queue, URL groups, schedules, the events log and bulk cancellation. Results go to stdout (lines, or
  * JSON with --json); a failure is one line on stderr and exit 1 (bin.ts).
  */
-import { describeDlq, describeSchedule, describeScheduleDetails, describeTopic, describeTopicDetails, QueueRpcClient } from "@svc/queue"
+import {
+  describeDlq,
+  describeEvent,
+  describeSchedule,
+  describeScheduleDetails,
+  describeTopic,
+  describeTopicDetails,
+  QueueRpcClient
+} from "@svc/queue"
+import { EVENT_STATES, MAX_BULK, MAX_EVENTS_PAGE } from "@svc/schema"
 import { ServiceClient } from "@svc/platform"
 import { Config, Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -102,9 +111,189 @@ const dlqDelete = Command.make(
   })
 ).pipe(Command.withDescription("Remove a message from the dead-letter queue for good"))
 
+/** `value` if given: an optional flag's value as an object to spread into a request. */
+const given = <K extends string, A>(key: K, value: Option.Option<A>): { readonly [P in K]?: A } =>
+  Option.match(value, { onNone: () => ({}), onSome: (a) => ({ [key]: a } as { readonly [P in K]?: A }) })
+
+/** A time flag: ISO 8601 (`2026-11-27T09:00:00Z`) or Unix milliseconds, as Unix milliseconds. */
+const timeFlag = (name: string, description: string) =>
+  Flag.String(name).pipe(
+    Flag.withDescription(`${description} (ISO 8601 or Unix milliseconds)`),
+    Flag.filterMap(
+      (text) => {
+        const at = /^\d+$/.test(text) ? Number(text) : Date.parse(text)
+        return Number.isFinite(at) && at >= 0 ? Option.some(at) : Option.none()
+      },
+      (text) => `--${name} ${JSON.stringify(text)}: expected an ISO 8601 time or Unix milliseconds`
+    ),
+    Flag.optional
+  )
+
+const urlFilter = Flag.String("url").pipe(Flag.withDescription("Only those to this destination URL"), Flag.optional)
+const groupFilter = Flag.String("group").pipe(Flag.withDescription("Only those of this URL group"), Flag.optional)
+
+const events = Command.make(
+  "events",
+  {
+    message: Flag.String("message").pipe(Flag.withDescription("Only the events of this message"), Flag.optional),
+    state: Flag.Literals("state", EVENT_STATES).pipe(Flag.withDescription("Only events of this state"), Flag.optional),
+    url: urlFilter,
+    group: groupFilter,
+    from: timeFlag("from", "Only events at or after this time"),
+    to: timeFlag("to", "Only events at or before this time"),
+    count: Flag.Int("count").pipe(
+      Flag.withDescription(`At most this many events (1-${MAX_EVENTS_PAGE}, default 100)`),
+      Flag.filter((count) => count >= 1 && count <= MAX_EVENTS_PAGE, (count) => `--count must be from 1 to ${MAX_EVENTS_PAGE}, got ${count}`),
+      Flag.optional
+    ),
+    cursor: Flag.String("cursor").pipe(Flag.withDescription("The next (older) page, as printed after a full page"), Flag.optional),
+    json
+  },
+  Effect.fn(function*({ count, cursor, from, group, json, message, state, to, url }) {
+    const page = yield* withQueue((queue) =>
+      queue.ListEvents({
+        ...given("messageId", message),
+        ...given("state", state),
+        ...given("url", url),
+        ...given("topicName", group),
+        ...given("fromDate", from),
+        ...given("toDate", to),
+        ...given("count", count),
+        ...given("cursor", cursor)
+      })
+    )
+    if (json) return yield* printJson(page)
+    if (page.events.length === 0) return yield* Console.log("No events.")
+    yield* Effect.forEach(page.events, (event) => Console.log(describeEvent(event)), { discard: true })
+    if (page.cursor !== undefined) yield* Console.log(`More: repeat with --cursor ${page.cursor}`)
+  })
+).pipe(
+  Command.withDescription("The events log, newest first: every state change of a message, one per line"),
+  Command.withExamples([
+    { command: "svc queue events --message 0194f3c2-...", description: "What happened to one message" },
+    { command: "svc queue events --state failed --from 2026-11-27T00:00:00Z", description: "Today's moves to the DLQ" }
+  ])
+)
+
+/**
+ * Repeats a bounded bulk call (at most MAX_BULK a call) until it answers that nothing more matches,
+ * with a progress line on stderr after each call that leaves more; the total.
+ */
+const untilDone = <E extends { readonly _tag: string; readonly message: string }>(
+  what: string,
+  call: (queue: QueueRpcClient["Service"]) => Effect.Effect<{ readonly n: number; readonly more: boolean }, E>
+) =>
+  Effect.gen(function*() {
+    let total = 0
+    while (true) {
+      const { more, n } = yield* withQueue(call)
+      total += n
+      if (!more || n === 0) return total
+      yield* Console.error(`${what} ${total} so far...`)
+    }
+  })
+
+/** Ids, a filter, or --all: a bulk command never acts on everything by omission. */
+const requireSelection = (ids: ReadonlyArray<string>, filter: object, all: boolean, what: string) =>
+  ids.length > 0 || Object.keys(filter).length > 0 || all
+    ? Effect.void
+    : Effect.fail(new CommandFailed(`name the ${what}: ids, a filter flag, or --all for every one`))
+
+const all = Flag.Boolean("all").pipe(Flag.withDescription("Every one (without ids or a filter flag)"), Flag.withDefault(false))
+
+const cancel = Command.make(
+  "cancel",
+  {
+    ids: Argument.String("messageId").pipe(Argument.withDescription("Messages to cancel"), Argument.variadic()),
+    url: urlFilter,
+    group: groupFilter,
+    queueName: Flag.String("queue").pipe(Flag.withDescription("Only those of this FIFO queue"), Flag.optional),
+    schedule: Flag.String("schedule").pipe(Flag.withDescription("Only those a schedule published"), Flag.optional),
+    flowKey: Flag.String("flow-key").pipe(Flag.withDescription("Only those of this flow-control key"), Flag.optional),
+    from: timeFlag("from", "Only those created at or after this time"),
+    to: timeFlag("to", "Only those created at or before this time"),
+    all
+  },
+  Effect.fn(function*({ all, flowKey, from, group, ids, queueName, schedule, to, url }) {
+    // Created before the command started: a publisher that keeps sending cannot keep it running.
+    const chosen = {
+      ...given("url", url),
+      ...given("topicName", group),
+      ...given("queue", queueName),
+      ...given("scheduleId", schedule),
+      ...given("flowControlKey", flowKey),
+      ...given("fromDate", from),
+      ...given("toDate", to)
+    }
+    yield* requireSelection(ids, chosen, all, "messages to cancel")
+    const filter = { ...chosen, toDate: Math.min(Date.now(), chosen.toDate ?? Infinity) }
+    let cancelled = 0
+    for (let at = 0; at < Math.max(ids.length, 1); at += MAX_BULK) {
+      const chunk = ids.slice(at, at + MAX_BULK)
+      cancelled += yield* untilDone("cancelled", (queue) =>
+        Effect.map(
+          queue.CancelMessages({ ...(chunk.length === 0 ? {} : { messageIds: chunk }), filter }),
+          ({ cancelled, more }) => ({ n: cancelled, more })
+        ))
+    }
+    yield* Console.log(`cancelled ${cancelled} message${cancelled === 1 ? "" : "s"}`)
+  })
+).pipe(
+  Command.withDescription(
+    `Cancel queued messages by id or filter (they are not delivered; finished ones are left alone), ${MAX_BULK} a call until done`
+  ),
+  Command.withExamples([
+    { command: "svc queue cancel --url https://example.com/orders", description: "Everything still queued for one destination" },
+    { command: "svc queue cancel 0194f3c2-... 0194f3c3-...", description: "Two messages" }
+  ])
+)
+
+/** `svc queue dlq retry-all` and `delete-all`: DLQ entries by id or filter, until done. */
+const dlqBulk = (action: "retry" | "delete") =>
+  Command.make(
+    `${action}-all`,
+    {
+      ids: Argument.String("dlqId").pipe(Argument.withDescription("DLQ entries"), Argument.variadic()),
+      url: urlFilter,
+      group: groupFilter,
+      status: Flag.Int("status").pipe(Flag.withDescription("Only those whose last answer had this status"), Flag.optional),
+      from: timeFlag("from", "Only those failed at or after this time"),
+      to: timeFlag("to", "Only those failed at or before this time"),
+      all
+    },
+    Effect.fn(function*({ all, from, group, ids, status, to, url }) {
+      // Failed before the command started: a retried entry that fails again at once is not retried again.
+      const chosen = {
+        ...given("url", url),
+        ...given("topicName", group),
+        ...given("responseStatus", status),
+        ...given("fromDate", from),
+        ...given("toDate", to)
+      }
+      yield* requireSelection(ids, chosen, all, "DLQ entries")
+      const filter = { ...chosen, toDate: Math.min(Date.now(), chosen.toDate ?? Infinity) }
+      let done = 0
+      for (let at = 0; at < Math.max(ids.length, 1); at += MAX_BULK) {
+        const chunk = ids.slice(at, at + MAX_BULK)
+        const selection = { ...(chunk.length === 0 ? {} : { dlqIds: chunk }), filter }
+        done += yield* untilDone(action === "retry" ? "retried" : "deleted", (queue) =>
+          action === "retry"
+            ? Effect.map(queue.RetryDlqEntries(selection), ({ more, retried }) => ({ n: retried, more }))
+            : Effect.map(queue.DeleteDlqEntries(selection), ({ deleted, more }) => ({ n: deleted, more })))
+      }
+      yield* Console.log(`${action === "retry" ? "retried" : "deleted"} ${done} DLQ entr${done === 1 ? "y" : "ies"}`)
+    })
+  ).pipe(
+    Command.withDescription(
+      action === "retry"
+        ? `Deliver dead-lettered messages again by id or filter (their retries start over), ${MAX_BULK} a call until done`
+        : `Remove dead-lettered messages for good by id or filter, ${MAX_BULK} a call until done`
+    )
+  )
+
 const dlq = Command.make("dlq").pipe(
   Command.withDescription("The dead-letter queue: messages whose every retry failed"),
-  Command.withSubcommands([dlqList, dlqRetry, dlqDelete])
+  Command.withSubcommands([dlqList, dlqRetry, dlqDelete, dlqBulk("retry"), dlqBulk("delete")])
 )
 
 const groupName = Argument.String("name").pipe(Argument.withDescription("The URL group's name"))
@@ -262,7 +451,9 @@ const schedules = Command.make("schedules").pipe(
 )
 
 export const queue = Command.make("queue").pipe(
-  Command.withDescription("Operate a running queue (QUEUE_URL, QUEUE_TOKEN): dead-letter queue, URL groups and schedules"),
-  Command.withSubcommands([dlq, groups, schedules])
+  Command.withDescription(
+    "Operate a running queue (QUEUE_URL, QUEUE_TOKEN): dead-letter queue, URL groups, schedules, the events log, cancellation"
+  ),
+  Command.withSubcommands([dlq, groups, schedules, events, cancel])
 )
 

@@ -12,7 +12,7 @@
  * }).pipe(Effect.provide(QueueRpcClient.layer({ baseUrl: "http://localhost:8788", token: process.env.QUEUE_TOKEN! })))
  * ```
  */
-import type { DlqMessage, Schedule, Topic } from "@svc/schema"
+import type { DlqMessage, QueueEvent, Schedule, Topic } from "@svc/schema"
 import { QueueRpcs } from "@svc/schema"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
@@ -87,3 +87,19 @@ export const describeScheduleDetails = (schedule: Schedule): ReadonlyArray<strin
   ...Object.entries(schedule.header).map(([name, value]) => `  header ${name}: ${value}`),
   `  created ${time(schedule.createdAt)}, updated ${time(schedule.updatedAt)}`
 ]
+
+/** One line per event of the events log: when, what, which message and destination, and the details it has. */
+export const describeEvent = (event: QueueEvent): string => {
+  const group = event.topicName === undefined
+    ? ""
+    : ` (group ${event.topicName}${event.endpointName === undefined ? "" : `/${event.endpointName}`})`
+  const details = [
+    event.responseStatus === undefined ? undefined : `answered ${event.responseStatus}`,
+    event.error === undefined ? undefined : `error: ${event.error}`,
+    event.retried === undefined || event.retried === 0 ? undefined : `${event.retried} retries`,
+    event.nextDeliveryTime === undefined ? undefined : `due ${time(event.nextDeliveryTime)}`,
+    event.callbackMessageId === undefined ? undefined : `callback ${event.callbackMessageId}`
+  ].filter((detail) => detail !== undefined)
+  return `${time(event.time)}  ${event.state}  ${event.messageId}  ${event.url}${group}` +
+    (details.length === 0 ? "" : `  ${details.join(", ")}`)
+}
