@@ -8,7 +8,7 @@ import * as Http from "node:http"
 import * as path from "node:path"
 import { acceptsConnections } from "@svc/platform"
 import { spawnablePort, spawnablePorts, tempDir } from "@svc/platform/testing"
-import { finished, healthy, started, svc, svcRun } from "./svcProcess.ts"
+import { finished, healthy, started, startedQueue, svc, svcRun } from "./svcProcess.ts"
 
 /** A local HTTP server answering every request with 500: messages to it end in the DLQ. */
 const failingDestination = Effect.acquireRelease(
@@ -218,21 +218,10 @@ describe("svc", () => {
 
   it.live("queue dlq / groups: operate a running queue over its RPC; each failure is one line and exit 1", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir("svc-cli-")
-      // Not freePort(): a port from the ephemeral range can be taken by any outgoing connection
-      // (the child's own, to its database) in the seconds before the child binds it.
-      const port = yield* spawnablePort()
       const token = "cli-queue-token"
       const destination = yield* failingDestination
-      const server = yield* started(["start", "queue"], {
-        EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"),
-        QUEUE_PORT: String(port),
-        QUEUE_TOKEN: token,
-        QUEUE_ALLOW_PRIVATE: "true"
-      })
-      assert.deepStrictEqual(yield* healthy([port], server), [{ status: "ok" }])
-      const queueUrl = `http://127.0.0.1:${port}`
-      const env = { QUEUE_URL: queueUrl, QUEUE_TOKEN: token }
+      const { env } = yield* startedQueue(token)
+      const queueUrl = env.QUEUE_URL
 
       const noGroups = yield* svcRun(["queue", "groups", "list"], env)
       assert.strictEqual(noGroups.code, 0, noGroups.output)

@@ -5,9 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
-import * as path from "node:path"
-import { spawnablePort, tempDir } from "@svc/platform/testing"
-import { healthy, started, svcRun } from "./svcProcess.ts"
+import { startedQueue, svcRun } from "./svcProcess.ts"
 
 const DEAD = "http://127.0.0.1:9/dead"
 const LATER = "http://127.0.0.1:9/later"
@@ -15,17 +13,8 @@ const LATER = "http://127.0.0.1:9/later"
 describe("svc queue events, cancel, dlq retry-all / delete-all", () => {
   it.live("what happened to a message, cancellation by filter, the DLQ in bulk; bad selections are one line and exit 1", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir("svc-cli-queue-ops-")
-      const port = yield* spawnablePort()
       const token = "cli-queue-ops-token"
-      const server = yield* started(["start", "queue"], {
-        EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"),
-        QUEUE_PORT: String(port),
-        QUEUE_TOKEN: token,
-        QUEUE_ALLOW_PRIVATE: "true"
-      })
-      assert.deepStrictEqual(yield* healthy([port], server), [{ status: "ok" }])
-      const env = { QUEUE_URL: `http://127.0.0.1:${port}`, QUEUE_TOKEN: token }
+      const { env, port } = yield* startedQueue(token)
       const publish = (destination: string, headers: Record<string, string>) =>
         Effect.promise(async () => {
           const response = await fetch(`http://127.0.0.1:${port}/v2/publish/${destination}`, {

@@ -4,24 +4,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as path from "node:path"
-import { spawnablePort, tempDir } from "@svc/platform/testing"
-import { healthy, started, svcRun } from "./svcProcess.ts"
+import { startedQueue, svcRun } from "./svcProcess.ts"
 
 describe("svc queue schedules", () => {
   it.live("add, list, get, pause, resume, delete; an invalid cron is one line naming it and exit 1", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir("svc-cli-schedules-")
-      const port = yield* spawnablePort()
-      const token = "cli-schedules-token"
-      const server = yield* started(["start", "queue"], {
-        EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"),
-        QUEUE_PORT: String(port),
-        QUEUE_TOKEN: token,
-        QUEUE_ALLOW_PRIVATE: "true"
-      })
-      assert.deepStrictEqual(yield* healthy([port], server), [{ status: "ok" }])
-      const env = { QUEUE_URL: `http://127.0.0.1:${port}`, QUEUE_TOKEN: token }
+      const { env } = yield* startedQueue("cli-schedules-token")
 
       const none = yield* svcRun(["queue", "schedules", "list"], env)
       assert.strictEqual(none.code, 0, none.output)

@@ -3,7 +3,9 @@
  * and waiting for the services it starts to answer `/health`.
  */
 import { Duration, Effect, Schedule } from "effect"
+import { spawnablePort, tempDir } from "@svc/platform/testing"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as path from "node:path"
 
 const bin = new URL("../src/bin.ts", import.meta.url).pathname
 
@@ -99,3 +101,26 @@ export const healthy = (ports: ReadonlyArray<number>, run: SvcRun, within: Durat
       Effect.flatMap((code) => Effect.die(new Error(`svc exited (${code}) before answering /health:\n${run.output()}`)))
     )
   )
+
+/**
+ * `svc start queue` on a fresh embedded Postgres (a temporary folder), for the life of the scope,
+ * once it answers /health: its port and the environment `svc queue …` needs to reach it.
+ */
+export const startedQueue = (token: string) =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir("svc-cli-queue-")
+    // Not freePort(): a port from the ephemeral range can be taken by any outgoing connection
+    // (the child's own, to its database) in the seconds before the child binds it.
+    const port = yield* spawnablePort()
+    const server = yield* started(["start", "queue"], {
+      EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"),
+      QUEUE_PORT: String(port),
+      QUEUE_TOKEN: token,
+      QUEUE_ALLOW_PRIVATE: "true"
+    })
+    const health = yield* healthy([port], server)
+    if (JSON.stringify(health) !== JSON.stringify([{ status: "ok" }])) {
+      return yield* Effect.die(new Error(`the queue's /health: ${JSON.stringify(health)}`))
+    }
+    return { port, env: { QUEUE_URL: `http://127.0.0.1:${port}`, QUEUE_TOKEN: token } }
+  })
