@@ -6,7 +6,9 @@
  *   in document order: a section's prose and code blocks, or
  *   the parts of a long section, are read together and never twice. A merged section holds its parts
  *   in the order of their ranks while it stays within {@link SECTION_TOKENS} (its best part always);
- *   what does not fit is left out of the answer rather than repeated in a second entry.
+ *   what does not fit is left out of the answer rather than repeated in a second entry. A section whose
+ *   text is the same as a better-ranked one's (effect's AGENTS.md and CLAUDE.md are one file under two
+ *   names) is left out too: the budget goes to something the answer does not hold yet.
  * - **Budget and pages**: entries are taken in rank order while they fit (a big one is skipped for
  *   smaller ones after it: {@link fitBudget}); page 2 is the same over what page 1 left, and so on.
  */
@@ -84,8 +86,15 @@ export const sections = (ranked: ReadonlyArray<Ranked>): ReadonlyArray<Snippet> 
       }
     }
   }
+  const seen = new Set<string>()
   return [...groups.values()].sort((a, b) => b.score - a.score || a.rank - b.rank)
     .map((group) => merge([...group.parts].sort((a, b) => a.ordinal - b.ordinal)))
+    .filter((entry) => {
+      const text = entry.body.replace(/\s+/g, " ").trim()
+      if (seen.has(text)) return false
+      seen.add(text)
+      return true
+    })
 }
 
 /** Page `page` (1-based) of the answer within `budget` tokens a page. */

@@ -2,7 +2,7 @@
  * The contract of `Search`, run against `layerMemory` (test/unit) and Postgres
  * (test/Search.contract.test.ts), the index filled through `IndexStore`. Only what both rankings
  * must agree on: a snippet with the question's words is found; answers stay within their library
- * and version; the token budget holds; a name that matches nothing finds nothing; a library is
+ * and version; the token budget holds; the same text in two files is answered once; a name that matches nothing finds nothing; a library is
  * found by its name; team settings hide libraries exactly like missing ones; a version without an
  * index yet is "indexing". Each test builds a fresh layer.
  */
@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { IndexStore } from "../../src/IndexStore.ts"
 import { type ContextAnswer, Search } from "../../src/Search.ts"
+import { split } from "../../src/Splitter.ts"
 import { greeterDocs, indexed, manualDocs, source, widgetsDocs } from "./fixtures.ts"
 
 const found = (answer: ContextAnswer) => {
@@ -85,6 +86,18 @@ export const searchContract = (name: string, layer: Layer.Layer<Search | IndexSt
         assert.isBelow(content.indexOf("npm install manual"), content.indexOf("manual init --home"))
         assert.include(content, "initialise it to write its configuration file")
         assert.strictEqual(answer.totalTokens, answer.snippets.reduce((sum, s) => sum + s.tokens, 0))
+      }))
+
+    test("context: the same text in two files (AGENTS.md and CLAUDE.md) is one entry", () =>
+      Effect.gen(function*() {
+        const store = yield* IndexStore
+        const versionId = yield* store.register(source("/acme/agents", "1.0"), "indexing", { makeDefault: true })
+        const rules = "# Rules\n\nRun the formatter before every commit; the linter fails on unformatted files.\n"
+        yield* store.write(versionId, [...split(rules, "AGENTS.md"), ...split(rules, "CLAUDE.md"), ...split(manualDocs, "README.md")])
+        const answer = found(yield* (yield* Search).context({ libraryId: "/acme/agents", query: "formatter commit", tokens: 50_000 }))
+        const copies = answer.snippets.filter((s) => s.content.includes("Run the formatter before every commit"))
+        assert.strictEqual(copies.length, 1, answer.snippets.map((s) => s.sourcePath).join(", "))
+        assert.include(["AGENTS.md", "CLAUDE.md"], copies[0]!.sourcePath)
       }))
 
     test("context: page 2 holds what page 1 left within the same budget; a page past the end is empty", () =>
