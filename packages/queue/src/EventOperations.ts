@@ -2,22 +2,17 @@
  * `GET /v2/events` and the `ListEvents` RPC: the page request checked (beyond what the schema
  * checks: the cursor, the message id, the date range), then one store call.
  */
-import type { EventsPage, EventState, RequestIssue } from "@svc/schema"
+import type { EventsPage, RequestIssue } from "@svc/schema"
 import { DEFAULT_EVENTS_PAGE, InvalidRequest } from "@svc/schema"
 import { Effect } from "effect"
-import { Events } from "./store/Events.ts"
+import { Events, type EventsQuery } from "./store/Events.ts"
 import { isUuid } from "./store/Model.ts"
 
 /** A cursor is the id of the last event of the previous page, as the page gave it. */
 const CURSOR = /^[1-9]\d{0,17}$/
 
-export interface ListEventsRequest {
-  readonly messageId?: string | undefined
-  readonly state?: EventState | undefined
-  readonly url?: string | undefined
-  readonly topicName?: string | undefined
-  readonly fromDate?: number | undefined
-  readonly toDate?: number | undefined
+/** The store's query as a client sends it: the page size optional, the cursor as the page gave it. */
+export type ListEventsRequest = Omit<EventsQuery, "count" | "cursor"> & {
   readonly count?: number | undefined
   readonly cursor?: string | undefined
 }

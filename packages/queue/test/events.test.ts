@@ -9,6 +9,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import { pruneExpired } from "../src/EventsPruner.ts"
 import { QueueRpcClient } from "../src/RpcClient.ts"
+import { FAILED_TWICE_THEN_CALLBACK } from "./contracts/Events.ts"
 import { call, Destination, poll, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"
 
 /** GET /v2/events with `query`; the answer's status and body. */
@@ -33,17 +34,7 @@ describe("events log", () => {
         assert.strictEqual(published.status, 201)
         const id = published.body.messageId as string
         const life = yield* waitForEvents(id, (states) => states.includes("callback_delivered"))
-        assert.deepStrictEqual(life.map((event) => event.state), [
-          "created",
-          "delivering",
-          "retry_scheduled",
-          "delivering",
-          "retry_scheduled",
-          "delivering",
-          "delivered",
-          "callback_sent",
-          "callback_delivered"
-        ])
+        assert.deepStrictEqual(life.map((event) => event.state), FAILED_TWICE_THEN_CALLBACK)
         for (const event of life) {
           assert.strictEqual(event.messageId, id)
           assert.strictEqual(event.url, `${dest.baseUrl}/flaky`)
