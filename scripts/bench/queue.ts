@@ -246,10 +246,13 @@ const main = async () => {
       dir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-bench-pg-"))
       await fs.chmod(dir, 0o755)
       const dataDir = path.join(dir, "data")
-      // Started once to load pg_stat_statements at the next start (it needs shared_preload_libraries).
+      // Started once to load pg_stat_statements at the next start (it needs shared_preload_libraries);
+      // `track = all` also counts the statements the events triggers run inside a publish or claim.
       const first = Scope.makeUnsafe()
       const initial = await Effect.runPromise(EmbeddedPostgres.start({ dataDir }).pipe(Scope.provide(first)))
-      await runSql(Redacted.value(initial.url("postgres")), "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+      const initialUrl = Redacted.value(initial.url("postgres"))
+      await runSql(initialUrl, "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+      await runSql(initialUrl, "ALTER SYSTEM SET pg_stat_statements.track = 'all'")
       await Effect.runPromise(Scope.close(first, Exit.void))
       const cluster = await Effect.runPromise(EmbeddedPostgres.start({ dataDir }).pipe(Scope.provide(scope)))
       adminUrl = Redacted.value(cluster.url("postgres"))

@@ -6,9 +6,8 @@
 import { PgClient, PgTypes } from "@effect/sql-pg"
 import { Context, Effect, Layer, Result } from "effect"
 import type { SqlError } from "effect/sql"
-import * as Crypto from "node:crypto"
 import type { FlowControlSettings } from "../Publish.ts"
-import type { NewMessage } from "./Model.ts"
+import { type NewMessage, newMessageId } from "./Model.ts"
 
 /** A column of values as one typed array parameter (NULL elements allowed, even all of them). */
 const column = (oid: number, values: ReadonlyArray<unknown>) => Result.getOrThrow(PgTypes.array(values, oid))
@@ -114,7 +113,7 @@ export class Enqueue extends Context.Service<Enqueue, {
       const insert = (messages: ReadonlyArray<NewMessage>) =>
         Effect.gen(function*() {
           if (messages.length === 0) return { ids: [], due: false }
-          const ids = messages.map(() => Crypto.randomUUID())
+          const ids = messages.map(newMessageId)
           const flows = new Map(messages.flatMap((m) => m.flowControl === undefined ? [] : [[m.flowControl.key, m.flowControl]]))
           for (const flow of flows.values()) yield* upsertFlowControl(flow)
           const queues = new Set(messages.flatMap((m) => m.queueName === undefined ? [] : [m.queueName]))

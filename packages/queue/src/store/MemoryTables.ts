@@ -6,10 +6,9 @@
  */
 import type { DefaultHeaders, PublishedMessage } from "@svc/schema"
 import { Clock, Context, Effect, Layer } from "effect"
-import * as Crypto from "node:crypto"
 import type { FlowControlSettings } from "../Publish.ts"
 import { eventsOfInsert, eventsOfUpdate, type StoredEvent } from "./EventRules.ts"
-import type { NewMessage, StoredDlqEntry, StoredMessage } from "./Model.ts"
+import { type NewMessage, newMessageId, type StoredDlqEntry, type StoredMessage } from "./Model.ts"
 import type { MemorySchedules } from "./Schedules.ts"
 
 export interface MemoryTopic {
@@ -129,7 +128,7 @@ export const insertMessages = (tables: Tables, now: number, messages: ReadonlyAr
     }
   }
   return messages.map((message) => {
-    const id = Crypto.randomUUID()
+    const id = newMessageId()
     const due = new Date(Math.max(now + message.delivery.delayMs, message.delivery.notBefore ?? 0))
     tables.messages.set(id, {
       id,

@@ -6,6 +6,7 @@
  */
 import type { CallbackSettings, DlqFilter, DlqMessage, Message, MessageFilter, MessageState, PublishedMessage } from "@svc/schema"
 import { Data } from "effect"
+import { v7 as uuidv7 } from "uuid"
 import type { DeliverySettings, FlowControlSettings } from "../Publish.ts"
 
 /** How often idle workers look again at messages waiting on flow control or a queue (ms). */
@@ -191,6 +192,15 @@ export interface StoredDlqEntry {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 /** Ids are uuids: anything else names nothing (and never reaches a `::uuid` cast). */
+/**
+ * A new message's id: a UUIDv7, whose first 48 bits are the time. Ids made close in time sit close
+ * in the indexes keyed by them (the messages' primary key, the events' `(message_id, id)`), so an
+ * insert or an updated row's new index entry lands in a few recently used pages instead of a random
+ * one: 10-14 µs less Postgres CPU per delivered message in `bench:queue`'s batch run (issue 18).
+ * 74 random bits remain, as unguessable as needed (every route needs the token anyway).
+ */
+export const newMessageId = (): string => uuidv7()
+
 export const isUuid = (id: string) => UUID.test(id)
 
 /** A DLQ cursor is the `seq` of the last entry of the previous page. */

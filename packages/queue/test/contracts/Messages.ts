@@ -37,6 +37,11 @@ export const messagesContract = (name: string, layer: StoresLayer): void => {
         assert.deepStrictEqual(message.header, { "content-type": "text/plain" })
         assert.strictEqual(message.callerIP, "203.0.113.7")
         assert.isUndefined(message.dlqId)
+        // A UUIDv7 (time-ordered: index locality), and ids published later sort after earlier ones.
+        assert.match(published!.messageId, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2)))
+        const [later] = yield* messages.publish([newMessage({ body: "later" })], undefined)
+        assert.isTrue(later!.messageId > published!.messageId)
         for (const id of ["00000000-0000-0000-0000-000000000000", "not-a-uuid"]) {
           const error = yield* Effect.flip(messages.get(id))
           assert.strictEqual(error._tag, "MessageNotFound")
