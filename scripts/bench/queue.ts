@@ -12,7 +12,7 @@
  *   BENCH_EVENTS_ROUNDS (2) times each, on the same database; the svc drain figure is the mean with events.
  *
  * svc: `node packages/queue/src/main.ts` (HTTP publish on its API, worker with the defaults:
- * concurrency 100, batch 100). pg-boss: `boss.send` per message (no HTTP hop: in its favour), and
+ * concurrency 200, batch 200). pg-boss: `boss.send` per message (no HTTP hop: in its favour), and
  * BENCH_PGBOSS_WORKERS (10) `boss.work` loops of batch 100, polling every 0.5 s (pg-boss's minimum),
  * that POST each job of a batch to the destination concurrently. BENCH_ONLY=svc|pg-boss runs one side.
  * Postgres: DATABASE_URL when set, else a throwaway embedded cluster (default durability settings),

@@ -2,11 +2,11 @@
  * The flow-control and FIFO section of `npm run bench:queue` (issue 17), on svc only. Each scenario
  * gets its own database: BENCH_FLOW_MESSAGES (default 20,000) messages are published (64 concurrent
  * publishers, to an API-only process) with no worker running, then one worker process (the defaults:
- * concurrency 100, batch 100) drains them to a local destination that answers at once.
+ * concurrency 200, batch 200) drains them to a local destination that answers at once.
  *
  * - delivery rate without flow control vs with 100 flow-control keys at parallelism 5 (message i
  *   gets key `k<i % 100>`): the ratio is the cost of enforcing the limits (target >= 0.8); the limits
- *   (500 in flight) do not bind a worker of concurrency 100. The two alternate BENCH_FLOW_ROUNDS
+ *   (500 in flight) do not bind a worker of concurrency 200. The two alternate BENCH_FLOW_ROUNDS
  *   (default 3) times, each round printed with the worker's and Postgres' CPU during the drain
  *   (Postgres: embedded cluster only), and the ratio of the mean rates closes the section: on a
  *   2-core machine one drain of a few seconds moves by 20 % from run to run.
