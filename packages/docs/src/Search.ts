@@ -149,6 +149,8 @@ const TargetRow = Schema.Struct({
   generation_id: Schema.NullOr(RowId),
   versions: Schema.NullOr(Schema.Array(Schema.String))
 })
+const decodeTarget = Schema.decodeUnknownEffect(TargetRow)
+const decodeSnippets = Schema.decodeUnknownEffect(Schema.Array(SnippetRow))
 
 export class Search extends Context.Service<Search, {
   /** `access`: the caller's team settings; libraries outside them are not found. */
@@ -253,14 +255,51 @@ export class Search extends Context.Service<Search, {
         readonly access?: TeamSettings | undefined
       }) {
         const { id, version: asked } = parseLibraryId(options.libraryId)
-        const found = yield* SqlSchema.findAll({ Request: Schema.Void, Result: TargetRow, execute: () => sql`
+        // Within a library its own name says nothing ("effect" is in every snippet of effect's docs):
+        // left in, it ranks whatever repeats the name most over what answers the question.
+        const tsquery = orQuery(options.query, nameWords(id)) ?? orQuery(options.query)
+        const words = questionWords(options.query, nameWords(id))
+        const terms = words.length > 0 ? words : questionWords(options.query)
+        const page = options.page ?? 1
+        const columns = sql`s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.source_url, s.tokens, s.ordinal`
+        // The library and the version asked (its default when none is), within the caller's access.
+        const target = sql`
           SELECT l.default_version, v.version, v.state, v.generation_id,
             (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = l.id) AS versions
           FROM docs.libraries l
           LEFT JOIN docs.versions v ON v.library_id = l.id AND v.version = coalesce(${asked ?? null}, l.default_version)
-          WHERE l.id = ${id} AND ${accessCondition(sql, options.access)}` })()
-        const library = found[0]
-        if (library === undefined) return yield* new LibraryNotFound({ libraryId: options.libraryId })
+          WHERE l.id = ${id} AND ${accessCondition(sql, options.access)}`
+        // With a question, the target and the version's best snippets come in one statement (one row
+        // per snippet, the target's columns on each; one row with no snippet when none matches; none
+        // when there is no such library): a second round trip cost 8-15 % of the requests per second
+        // at 16 clients. The snippets are ranked by ranking/Bm25.ts (BM25 with field weights from the
+        // version's own statistics), joined through the version's generation pointer (module comment).
+        //
+        // The version's snippets are read through the generation index and only then matched against
+        // the question (OFFSET 0 keeps the planner from merging the two): offered the full-text index
+        // over every library's snippets, it combined both indexes after a bulk load (stale
+        // statistics) and read 100,000 index entries for a common word: 29 ms instead of 0.3 ms,
+        // p99 0.9 s at 16 clients. A library's own snippets are few enough to match one by one.
+        const rankedWithTarget = sql<Record<string, unknown>>`
+          WITH target AS MATERIALIZED (${target})
+          SELECT t.default_version, t.version, t.state, t.generation_id, t.versions, a.*
+          FROM target t LEFT JOIN (
+            SELECT ${columns}, r.score, r.id AS ranked_id
+            FROM (${
+          rankedIds(sql, {
+            libraryId: id,
+            version: sql`(SELECT version FROM target)`,
+            words: terms.join(" "),
+            tsquery: tsquery!,
+            limit: CANDIDATES * page
+          })
+        }) r
+            JOIN docs.snippets s ON s.id = r.id
+          ) a ON true
+          ORDER BY a.score DESC, a.ranked_id`
+        const rows = tsquery === undefined ? yield* sql<Record<string, unknown>>`${target}` : yield* rankedWithTarget
+        if (rows.length === 0) return yield* new LibraryNotFound({ libraryId: options.libraryId })
+        const library = yield* decodeTarget(rows[0])
         if (library.version === null) {
           return yield* new LibraryNotFound({
             libraryId: options.libraryId,
@@ -272,38 +311,17 @@ export class Search extends Context.Service<Search, {
           return { _tag: "Indexing", libraryId: `${id}/${version}`, version, state: library.state ?? "queued" } as const
         }
         const budget = options.tokens ?? DEFAULT_CONTEXT_TOKENS
-        // Within a library its own name says nothing ("effect" is in every snippet of effect's docs):
-        // left in, it ranks whatever repeats the name most over what answers the question.
-        const tsquery = orQuery(options.query, nameWords(id)) ?? orQuery(options.query)
-        // One statement each, joined through the version's pointer (see the module comment). With a
-        // question, the version's snippets are ranked by ranking/Bm25.ts (BM25 with field weights from
-        // the version's own statistics); without one, or when none matches, they come in document order.
-        //
-        // The version's snippets are read through the generation index and only then matched against
-        // the question (OFFSET 0 keeps the planner from merging the two): offered the full-text index
-        // over every library's snippets, it combined both indexes after a bulk load (stale
-        // statistics) and read 100,000 index entries for a common word: 29 ms instead of 0.3 ms,
-        // p99 0.9 s at 16 clients. A library's own snippets are few enough to match one by one.
-        const words = questionWords(options.query, nameWords(id))
-        const terms = words.length > 0 ? words : questionWords(options.query)
-        const page = options.page ?? 1
-        const columns = sql`s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.source_url, s.tokens, s.ordinal`
-        const ranked = SqlSchema.findAll({ Request: Schema.Void, Result: SnippetRow, execute: () => sql`
-          SELECT ${columns}, r.score
-          FROM (${rankedIds(sql, { libraryId: id, version, words: terms.join(" "), tsquery: tsquery!, limit: CANDIDATES * page })}) r
-          JOIN docs.snippets s ON s.id = r.id
-          ORDER BY r.score DESC, r.id` })
+        // Without a question, or when no snippet matches, the version's snippets in document order.
         const inOrder = SqlSchema.findAll({ Request: Schema.Void, Result: SnippetRow, execute: () => sql`
           SELECT ${columns} FROM docs.versions v
           JOIN docs.snippets s ON s.generation_id = v.generation_id
           WHERE v.library_id = ${id} AND v.version = ${version}
           ORDER BY s.ordinal
           LIMIT ${CANDIDATES * page}` })
-        // A question no snippet matches still gets the version's opening snippets.
-        let rows = tsquery === undefined ? [] : yield* ranked()
-        if (rows.length === 0) rows = yield* inOrder()
+        const ranked = yield* decodeSnippets(rows.filter((row) => row.kind !== null && row.kind !== undefined))
+        const snippets = ranked.length > 0 ? ranked : yield* inOrder()
         const { picked, used } = answerPage(
-          rows.map(({ source_url, ...row }) => ({
+          snippets.map(({ source_url, ...row }) => ({
             ...row,
             headingPath: row.heading_path,
             sourcePath: row.source_path,

@@ -50,7 +50,8 @@ export const rankedIds = (
   sql: SqlClient.SqlClient,
   options: {
     readonly libraryId: string
-    readonly version: string
+    /** The version's name, or a fragment that yields it (Search.ts: the version its own statement resolved). */
+    readonly version: string | Statement.Fragment
     readonly words: string
     readonly tsquery: string
     readonly limit: number
