@@ -280,7 +280,8 @@ export class Search extends Context.Service<Search, {
         // over every library's snippets, it combined both indexes after a bulk load (stale
         // statistics) and read 100,000 index entries for a common word: 29 ms instead of 0.3 ms,
         // p99 0.9 s at 16 clients. A library's own snippets are few enough to match one by one.
-        const rankedWithTarget = sql<Record<string, unknown>>`
+        const rankedWithTarget = (tsquery: string) =>
+          sql<Record<string, unknown>>`
           WITH target AS MATERIALIZED (${target})
           SELECT t.default_version, t.version, t.state, t.generation_id, t.versions, a.*
           FROM target t LEFT JOIN (
@@ -290,14 +291,14 @@ export class Search extends Context.Service<Search, {
             libraryId: id,
             version: sql`(SELECT version FROM target)`,
             words: terms.join(" "),
-            tsquery: tsquery!,
+            tsquery,
             limit: CANDIDATES * page
           })
         }) r
             JOIN docs.snippets s ON s.id = r.id
           ) a ON true
           ORDER BY a.score DESC, a.ranked_id`
-        const rows = tsquery === undefined ? yield* sql<Record<string, unknown>>`${target}` : yield* rankedWithTarget
+        const rows = tsquery === undefined ? yield* sql<Record<string, unknown>>`${target}` : yield* rankedWithTarget(tsquery)
         if (rows.length === 0) return yield* new LibraryNotFound({ libraryId: options.libraryId })
         const library = yield* decodeTarget(rows[0])
         if (library.version === null) {
