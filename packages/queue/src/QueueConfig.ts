@@ -33,7 +33,7 @@ export interface QueueSettings {
   /**
    * `QUEUE_CONCURRENCY` (200): deliveries in flight per worker process. 200 rather than 100: claims of
    * 100 instead of 50 messages cost Postgres less per message, and a backlog drained 9-18 % faster in
-   * three alternating pairs of bench:queue's batch run (README, "Benchmarks"). The price is memory: up
+   * three alternating pairs of bench:queue's batch run (README, "Benchmark"). The price is memory: up
    * to this many bodies (each at most `QUEUE_MAX_MESSAGE_BYTES`) and response bodies (same cap) held.
    */
   readonly concurrency: number
