@@ -78,7 +78,8 @@ export const receiverKeys = (keys: { readonly currentSigningKey: string; readonl
 }
 
 /** base64url(SHA-256(body)), the `body` claim. */
-export const bodyHash = (body: Uint8Array): string => Crypto.createHash("sha256").update(body).digest("base64url")
+// (`Crypto.hash`, node's one-shot digest: a third of `createHash`'s cost on a small body.)
+export const bodyHash = (body: Uint8Array): string => Crypto.hash("sha256", body, "base64url")
 
 /** A fresh signing key: `sig_` and 32 random bytes, base64url. */
 export const newSigningKey = (): string => `sig_${Crypto.randomBytes(32).toString("base64url")}`

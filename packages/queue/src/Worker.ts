@@ -22,7 +22,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { postgresReason } from "@svc/platform"
 import type { CallbackSettings } from "@svc/schema"
-import { Duration, Effect, FiberSet, Layer, Option, Queue, Schedule } from "effect"
+import { Duration, Effect, Exit, FiberSet, Layer, Option, Queue, Schedule } from "effect"
 import { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import type { DeliveryOutcome } from "./Delivery.ts"
@@ -187,14 +187,11 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const inFlight = new Map<string, string>()
   let stopping = false
 
-  let keyCache: { readonly key: string; readonly at: number } | undefined
-  const currentKey = Effect.suspend(() =>
-    keyCache !== undefined && Date.now() - keyCache.at < 1000
-      ? Effect.succeed(keyCache.key)
-      : Effect.map(signingKeys.get, (keys) => {
-        keyCache = { key: keys.current, at: Date.now() }
-        return keys.current
-      })
+  // Read at most once a second, however many deliveries start at once (they share the pending
+  // read); a rotation reaches deliveries within that second. A failed read is not kept.
+  const currentKey = yield* Effect.cachedWithTTL(
+    Effect.map(signingKeys.get, (keys) => keys.current),
+    (exit) => Exit.isSuccess(exit) ? "1 second" : 0
   )
 
   // The stores die on a database failure (their boundary): the worker logs it and carries on.

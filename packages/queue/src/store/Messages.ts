@@ -12,7 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import type { Message, PublishedMessage } from "@svc/schema"
 import { MessageNotCancellable, MessageNotFound } from "@svc/schema"
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
-import { SqlSchema } from "effect/sql"
+import { SqlSchema, type Statement } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { QueueConfig } from "../QueueConfig.ts"
 import { Enqueue } from "./Enqueue.ts"
@@ -28,8 +28,8 @@ import type {
   MessageSelection,
   NewMessage
 } from "./Model.ts"
-import { CONTROLLED_POLL_MS, isUuid, nextTurnStart, toClaimed, toMessage, toPublished } from "./Model.ts"
-import { MessageRow, MessageViewRow, toStoredMessage } from "./Rows.ts"
+import { CONTROLLED_POLL_MS, isUuid, nextTurnStart, toMessage, toPublished } from "./Model.ts"
+import { ClaimRow, MessageViewRow, toClaimedMessage, toStoredMessage } from "./Rows.ts"
 
 export interface MessagesShape {
   /** Enqueue; with a deduplication id, a repeat within the window enqueues nothing and answers the first. */
@@ -124,10 +124,12 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           ? Effect.map(insert(messages).pipe(Effect.tap(({ due }) => wakeIf(due))), ({ ids }) => toPublished(messages, ids))
           : publishOnce(messages, dedupId)
 
+      const claimColumns = sql.join(", ", false)(Object.keys(ClaimRow.fields).map((column) => sql`m.${sql(column)}`))
+
       /** Messages under neither flow control nor a queue: one statement, `FOR UPDATE SKIP LOCKED`. */
       const claimFree = SqlSchema.findAll({
         Request: Schema.Struct({ claimId: Schema.String, limit: Schema.Number }),
-        Result: MessageRow,
+        Result: ClaimRow,
         execute: ({ claimId, limit }) =>
           sql`
             WITH due AS (
@@ -141,16 +143,16 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
             SET claim_id = ${claimId}::uuid,
                 not_before = now() + (m.timeout_ms + ${leaseMarginMs}::int4) * interval '1 millisecond'
             FROM due WHERE m.id = due.id
-            RETURNING m.*`
+            RETURNING ${claimColumns}`
       })
 
       // Messages under flow control or in a FIFO queue: one call of queue.claim_controlled (its
       // live definition, and why it is exact with any number of workers: sql/claimControlled.ts).
       const claimControlled = SqlSchema.findAll({
         Request: Schema.Struct({ claimId: Schema.String, limit: Schema.Number, after: Schema.String }),
-        Result: MessageRow,
+        Result: ClaimRow,
         execute: ({ after, claimId, limit }) =>
-          sql`SELECT * FROM queue.claim_controlled(${claimId}::uuid, ${limit}::int4, ${after}, ${leaseMarginMs}::int4)`
+          sql`SELECT ${claimColumns} FROM queue.claim_controlled(${claimId}::uuid, ${limit}::int4, ${after}, ${leaseMarginMs}::int4) m`
       })
       /** The last key served by this process's previous controlled claim (where the next turn starts). */
       let lastServedKey = ""
@@ -183,7 +185,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
             : []
           lastServedKey = nextTurnStart(lastServedKey, controlled.map((row) => row.flow_key))
           const free = controlled.length < limit ? yield* claimFree({ claimId, limit: limit - controlled.length }) : []
-          return [...controlled, ...free].map((row) => toClaimed(toStoredMessage(row), claimId))
+          return [...controlled, ...free].map((row) => toClaimedMessage(row, claimId))
         })
 
       const dueRow = SqlSchema.findAll({
@@ -306,10 +308,17 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           ...(filter?.fromDate === undefined ? [] : [sql`created_at >= ${at(filter.fromDate)}`]),
           ...(filter?.toDate === undefined ? [] : [sql`created_at <= ${at(filter.toDate)}`])
         ]
-        // One more candidate than the limit tells whether more match.
+        // One more candidate than the limit tells whether more match. Queued messages are indexed in
+        // three parts (free, flow control, FIFO queue), each read by its partial index.
+        const part = (partition: Statement.Fragment) =>
+          sql`(SELECT id, seq FROM queue.messages WHERE ${sql.and([...conditions, partition])} ORDER BY seq LIMIT ${limit + 1})`
         return sql`
             WITH candidates AS (
-              SELECT id FROM queue.messages WHERE ${sql.and(conditions)} ORDER BY seq LIMIT ${limit + 1}
+              SELECT id FROM (
+                ${part(sql`flow_key IS NULL AND queue_name IS NULL`)}
+                UNION ALL ${part(sql`flow_key IS NOT NULL`)}
+                UNION ALL ${part(sql`flow_key IS NULL AND queue_name IS NOT NULL`)}
+              ) queued ORDER BY seq LIMIT ${limit + 1}
             ), cancelled AS (
               UPDATE queue.messages m SET state = 'cancelled', claim_id = NULL
               FROM (SELECT id FROM candidates LIMIT ${limit}) c

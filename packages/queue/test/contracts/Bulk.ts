@@ -141,6 +141,27 @@ export const bulkContract = (name: string, layer: StoresLayer): void => {
     )
 
     test(
+      "the limit takes the earliest published first, whether free, under flow control or in a queue",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const url = "https://example.com/mixed"
+        const flowControl = { key: "mixed", parallelism: 1, rate: undefined, periodMs: 1000 }
+        const ids = yield* publish([
+          { ...newMessage({ url }), flowControl },
+          newMessage({ url }),
+          { ...newMessage({ url }), queueName: "mixed" },
+          { ...newMessage({ url }), queueName: "mixed", flowControl },
+          newMessage({ url })
+        ])
+        assert.deepStrictEqual(yield* messages.cancelMany({ filter: { url } }, 4), { count: 4, more: true })
+        assert.deepStrictEqual(
+          yield* Effect.forEach(ids, stateOf),
+          ["cancelled", "cancelled", "cancelled", "cancelled", "queued"]
+        )
+      })
+    )
+
+    test(
       "DLQ retry by filter: the entries go, their messages are queued again with retries starting over; a repeat retries nothing",
       Effect.gen(function*() {
         const dlq = yield* Dlq
