@@ -13,11 +13,13 @@
  *   previous claim served), wrapping around, each up to its room, until `lim` messages are picked:
  *   a claim looks at as many keys as it needs, not at every key. FIFO heads are interleaved with them.
  * - Starts are stamped with the claim statement's own time.
+ * - The picked rows are updated by primary key (`id = ANY(array)`), never joined as a set: with
+ *   stale statistics the planner hash-joined the set with a scan of the whole table (Messages.ts).
  * - Planned for each call's values (`plan_cache_mode = force_custom_plan`): the cached generic plan
  *   plpgsql switches to after five calls made some bench drains 2-4 times slower per claim.
  *
  * Migration 0006 applies this text (`CREATE OR REPLACE`); a change here needs a new migration that
- * applies it again.
+ * applies it again (0008 did, for the update by primary key).
  */
 const CONTROLLED_CLAIM_LOCK = "svc.queue.controlled-claim"
 
@@ -73,7 +75,7 @@ export const claimControlled = `
         UPDATE queue.messages m
         SET claim_id = claim,
             not_before = now() + (m.timeout_ms + lease_margin_ms) * interval '1 millisecond'
-        FROM picked WHERE m.id = picked.id AND m.state = 'queued'
+        WHERE m.id = ANY(ARRAY(SELECT p.id FROM picked p)) AND m.state = 'queued'
         RETURNING m.*
       ),
       started AS (
