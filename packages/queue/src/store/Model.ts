@@ -283,27 +283,5 @@ export const toDlqMessage = (message: StoredMessage, entry: StoredDlqEntry): Dlq
   })
 })
 
-/** What a claim hands the worker of a stored message. */
-export const toClaimed = (row: StoredMessage, claimId: string): ClaimedMessage => ({
-  id: row.id,
-  claimId,
-  kind: row.kind,
-  url: row.url,
-  method: row.method,
-  headers: row.headers,
-  body: row.body,
-  timeoutMs: row.timeoutMs,
-  maxRetries: row.maxRetries,
-  retried: row.retried,
-  callback: row.callback,
-  failureCallback: row.failureCallback,
-  topicName: row.topicName,
-  endpointName: row.endpointName,
-  callerIp: row.callerIp,
-  scheduledAt: row.scheduledAt,
-  createdAt: row.createdAt,
-  scheduleId: row.scheduleId,
-  flowKey: row.flowKey,
-  queueName: row.queueName,
-  retryDelay: row.retryDelay
-})
+/** A claimed copy of a stored message (the memory layer's claim; the record's other fields ride along unused). */
+export const toClaimed = (message: StoredMessage, claimId: string): ClaimedMessage => ({ ...message, claimId })

@@ -42,38 +42,6 @@ export const MessageRow = Schema.Struct({
   retry_delay: NullOr(Schema.String)
 })
 
-export const toStoredMessage = (row: typeof MessageRow.Type): StoredMessage => ({
-  id: row.id,
-  kind: row.kind,
-  state: row.state,
-  url: row.url,
-  method: row.method,
-  headers: row.headers,
-  body: row.body,
-  timeoutMs: row.timeout_ms,
-  maxRetries: row.max_retries,
-  retried: row.retried,
-  notBefore: row.not_before,
-  scheduledAt: row.scheduled_at,
-  createdAt: row.created_at,
-  claimId: row.claim_id,
-  deliveredAt: row.delivered_at,
-  lastStatus: row.last_status,
-  lastError: row.last_error,
-  callback: row.callback,
-  failureCallback: row.failure_callback,
-  topicName: row.topic_name,
-  endpointName: row.endpoint_name,
-  callerIp: row.caller_ip,
-  dedupId: row.dedup_id,
-  sourceMessageId: row.source_message_id,
-  scheduleId: row.schedule_id,
-  flowKey: row.flow_key,
-  queueName: row.queue_name,
-  seq: row.seq,
-  retryDelay: row.retry_delay
-})
-
 const f = MessageRow.fields
 
 /**
@@ -103,9 +71,9 @@ export const ClaimRow = Schema.Struct({
   retry_delay: f.retry_delay
 })
 
-export const toClaimedMessage = (row: typeof ClaimRow.Type, claimId: string): ClaimedMessage => ({
+/** The columns of {@link ClaimRow} as the record's fields (the part both conversions below share). */
+const claimedFields = (row: typeof ClaimRow.Type): Omit<ClaimedMessage, "claimId"> => ({
   id: row.id,
-  claimId,
   kind: row.kind,
   url: row.url,
   method: row.method,
@@ -125,6 +93,21 @@ export const toClaimedMessage = (row: typeof ClaimRow.Type, claimId: string): Cl
   flowKey: row.flow_key,
   queueName: row.queue_name,
   retryDelay: row.retry_delay
+})
+
+export const toClaimedMessage = (row: typeof ClaimRow.Type, claimId: string): ClaimedMessage => ({ ...claimedFields(row), claimId })
+
+export const toStoredMessage = (row: typeof MessageRow.Type): StoredMessage => ({
+  ...claimedFields(row),
+  state: row.state,
+  notBefore: row.not_before,
+  claimId: row.claim_id,
+  deliveredAt: row.delivered_at,
+  lastStatus: row.last_status,
+  lastError: row.last_error,
+  dedupId: row.dedup_id,
+  sourceMessageId: row.source_message_id,
+  seq: row.seq
 })
 
 /** A message with whether its claim is unexpired and its DLQ entry's id (`GET /v2/messages/<id>`). */
