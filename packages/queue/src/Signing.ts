@@ -77,8 +77,7 @@ export const receiverKeys = (keys: { readonly currentSigningKey: string; readonl
   return [keys.currentSigningKey, keys.nextSigningKey]
 }
 
-/** base64url(SHA-256(body)), the `body` claim. */
-// (`Crypto.hash`, node's one-shot digest: a third of `createHash`'s cost on a small body.)
+/** base64url(SHA-256(body)), the `body` claim (node's one-shot digest: a third of `createHash`'s cost on a small body). */
 export const bodyHash = (body: Uint8Array): string => Crypto.hash("sha256", body, "base64url")
 
 /** A fresh signing key: `sig_` and 32 random bytes, base64url. */
