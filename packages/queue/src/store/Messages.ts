@@ -257,13 +257,13 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           return (yield* insert(exhausted.callbacks)).due
         })).pipe(Effect.flatMap(wakeIf))
 
-      const release = (claims: ReadonlyArray<Claim>) =>
-        claims.length === 0 ? Effect.void : sql`
+      const release = (claims: ReadonlyArray<Claim>) => {
+        const ids = claims.map((c) => c.id)
+        return claims.length === 0 ? Effect.void : sql`
           UPDATE queue.messages m SET claim_id = NULL, not_before = now()
-          FROM unnest(${claims.map((c) => c.id)}::uuid[], ${claims.map((c) => c.claimId)}::uuid[]) AS d(id, claim)
-          WHERE m.id = ANY(${claims.map((c) => c.id)}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state = 'queued'`.pipe(
-            Effect.asVoid
-          )
+          FROM unnest(${ids}::uuid[], ${claims.map((c) => c.claimId)}::uuid[]) AS d(id, claim)
+          WHERE m.id = ANY(${ids}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state = 'queued'`.pipe(Effect.asVoid)
+      }
 
       const viewRow = SqlSchema.findOneOption({
         Request: Schema.String,
