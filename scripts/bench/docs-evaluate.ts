@@ -9,11 +9,15 @@
  * - file: the answer holds any snippet of a labelled file (heading not checked; the outside measurement's
  *   "expected file anywhere in the answer").
  *
+ * Beside it, when the bench gives the indexed snippets: the same questions ranked by docs-mcp-server's
+ * full-text formula, emulated over the same snippets (docs-baseline.ts), as many entries as svc's answer.
+ *
  * `--misses=dev` prints the dev half's questions not answered first (tuning reads only those: the test
  * half's misses are never printed question by question).
  */
 import { Effect, Option } from "effect"
 import type { Indexer } from "@svc/docs"
+import { type BaselineSnippet, makeBaseline } from "./docs-baseline.ts"
 import { corpora, type EvalCorpus, type EvalQuestion, questions } from "./docs-eval.ts"
 import { fmt } from "./support.ts"
 
@@ -28,6 +32,8 @@ interface Asked {
   /** The answer's entries and the distinct files among them. */
   readonly entries: number
   readonly files: number
+  /** The same question ranked by the plain full-text baseline (docs-baseline.ts), as many entries as the answer. */
+  readonly baseline?: { readonly rank: number | undefined; readonly file: boolean }
 }
 
 /** The library ids of a corpus's libraries (npm name or corpus name → id), indexing them. */
@@ -78,6 +84,18 @@ const figures = (asked: ReadonlyArray<Asked>): Figures => {
 const row = (label: string, f: Figures) =>
   `  ${label.padEnd(18)} ${String(f.n).padStart(4)}  ${fmt(f.hit1, 3)}  ${fmt(f.hit5, 3)}  ${fmt(f.mrr, 3)}   ${fmt(f.contains, 3)}   ${fmt(f.file, 3)}`
 
+/** Per half (test first), all corpora and then each. */
+const printHalves = (asked: ReadonlyArray<Asked>) => {
+  for (const half of ["test", "dev"] as const) {
+    const inHalf = asked.filter((a) => a.question.half === half)
+    console.log(row(`${half} (all)`, figures(inHalf)))
+    for (const corpus of corpora()) {
+      const some = inHalf.filter((a) => a.question.corpus === corpus.name)
+      if (some.length > 0) console.log(row(`${half} ${corpus.name}`, figures(some)))
+    }
+  }
+}
+
 /** Runs the evaluation; `known`: ids of libraries the bench indexed already (npm name → id). */
 export const evaluate = (options: {
   readonly indexer: Indexer["Service"]
@@ -85,9 +103,21 @@ export const evaluate = (options: {
   readonly getJson: GetJson
   readonly known: ReadonlyMap<string, string>
   readonly printMisses: boolean
+  /** A library's snippets as indexed, for the baseline beside the ranking (docs-baseline.ts); none: no baseline. */
+  readonly snippetsOf?: (libraryId: string) => Effect.Effect<ReadonlyArray<BaselineSnippet>>
 }) =>
   Effect.gen(function*() {
     const all = questions()
+    const baselines = new Map<string, ReturnType<typeof makeBaseline>>()
+    const baselineOf = (libraryId: string) =>
+      options.snippetsOf === undefined ? Effect.succeed(undefined) : Effect.suspend(() => {
+        const built = baselines.get(libraryId)
+        return built !== undefined ? Effect.succeed(built) : Effect.map(options.snippetsOf!(libraryId), (snippets) => {
+          const baseline = makeBaseline(snippets)
+          baselines.set(libraryId, baseline)
+          return baseline
+        })
+      })
     const asked: Array<Asked> = []
     const skipped: Array<string> = []
     for (const corpus of corpora()) {
@@ -106,7 +136,12 @@ export const evaluate = (options: {
         const { body } = yield* Effect.promise(() => options.getJson(url))
         const snippets: ReadonlyArray<any> = body.snippets ?? []
         const index = snippets.findIndex((s) => matches(q, s, true))
+        const baseline = (yield* baselineOf(libraryId))?.rank(q.question, snippets.length)
+        const baselineIndex = baseline?.findIndex((s) => matches(q, s, true)) ?? -1
         asked.push({
+          ...(baseline === undefined ? {} : {
+            baseline: { rank: baselineIndex < 0 ? undefined : baselineIndex + 1, file: baseline.some((s) => matches(q, s, false)) }
+          }),
           question: q,
           rank: index < 0 ? undefined : index + 1,
           file: snippets.some((s) => matches(q, s, false)),
@@ -119,17 +154,17 @@ export const evaluate = (options: {
     console.log(`\nevaluation set (docs-eval.ts, ${asked.length} questions, GET /api/v2/context at the default budget):`)
     if (skipped.length > 0) console.log(`  not on this machine (see corpora/README.md): ${skipped.join(", ")}`)
     console.log(`  ${"".padEnd(18)} ${"n".padStart(4)}  Hit@1  Hit@5  MRR     contains file`)
-    for (const half of ["test", "dev"] as const) {
-      const inHalf = asked.filter((a) => a.question.half === half)
-      console.log(row(`${half} (all)`, figures(inHalf)))
-      for (const corpus of corpora()) {
-        const some = inHalf.filter((a) => a.question.corpus === corpus.name)
-        if (some.length > 0) console.log(row(`${half} ${corpus.name}`, figures(some)))
-      }
-    }
+    printHalves(asked)
     console.log(row("both halves", figures(asked)))
     const mean = (f: (a: Asked) => number) => fmt(asked.reduce((sum, a) => sum + f(a), 0) / Math.max(asked.length, 1), 1)
     console.log(`  an answer holds ${mean((a) => a.entries)} entries from ${mean((a) => a.files)} files on average (both halves)`)
+    const withBaseline = asked.flatMap((a) => a.baseline === undefined ? [] : [{ ...a, ...a.baseline }])
+    if (withBaseline.length > 0) {
+      console.log(`  the same questions ranked by docs-mcp-server's full-text formula, emulated over the same snippets ` +
+        `(docs-baseline.ts: FTS5 bm25 10/1/5/1, the phrase OR each word), as many entries as svc's answer:`)
+      printHalves(withBaseline)
+    }
+    for (const baseline of baselines.values()) baseline.close()
     const test = figures(asked.filter((a) => a.question.half === "test"))
     console.log(`  targets on the test half: Hit@5 >= 0.92 ${test.hit5 >= 0.92 ? "ok" : "MISSED"}, MRR >= 0.80 ${test.mrr >= 0.8 ? "ok" : "MISSED"}, ` +
       `contains >= 0.97 ${test.contains >= 0.97 ? "ok" : "MISSED"}`)

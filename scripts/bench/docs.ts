@@ -151,7 +151,18 @@ const program = Effect.gen(function*() {
   if (misses.length > 0 && DEV_MISSES) console.log(`  not first:\n${misses.join("\n")}`)
 
   // the held-out evaluation set (docs-evaluate.ts): per corpus and per half
-  yield* evaluate({ indexer, base, getJson, known: ids, printMisses: DEV_MISSES })
+  const sql = Context.get(context, SqlClient.SqlClient)
+  // a library's snippets as indexed (its default version), for the plain full-text baseline beside the ranking
+  const snippetsOf = (libraryId: string) =>
+    sql<{ title: string; heading_path: Array<string>; description: string; body: string; source_path: string }>`
+      SELECT s.title, s.heading_path, s.description, s.body, s.source_path
+      FROM docs.libraries l JOIN docs.versions v ON v.library_id = l.id AND v.version = l.default_version
+      JOIN docs.snippets s ON s.generation_id = v.generation_id
+      WHERE l.id = ${libraryId} ORDER BY s.ordinal`.pipe(
+      Effect.map((rows) => rows.map((r) => ({ ...r, headingPath: r.heading_path, sourcePath: r.source_path }))),
+      Effect.orDie
+    )
+  yield* evaluate({ indexer, base, getJson, known: ids, printMisses: DEV_MISSES, snippetsOf })
   if (QUALITY_ONLY) return
 
   // --- 2. speed ------------------------------------------------------------------------------------
@@ -185,7 +196,6 @@ const program = Effect.gen(function*() {
     `(${fmt(indexed / indexSeconds, 0)} snippets/s)`)
 
   if (EXPLAIN) {
-    const sql = Context.get(context, SqlClient.SqlClient)
     for (const url of [
       `${base}/api/v2/libs/search?libraryName=${vocabulary[7]}&query=${words(4).replaceAll(" ", "+")}`,
       `${base}/api/v2/context?libraryId=${encodeURIComponent(`/synth-7/${vocabulary[7]}-7`)}&query=${words(6).replaceAll(" ", "+")}`
@@ -206,7 +216,6 @@ const program = Effect.gen(function*() {
   // (measured: two workers, p99 69 ms); the targets are for the steady state after it, which the
   // bench reaches with its own VACUUM ANALYZE (like bench:listings) instead of waiting for autovacuum.
   const searchDuringVacuum = yield* searchOnce
-  const sql = Context.get(context, SqlClient.SqlClient)
   yield* sql`VACUUM ANALYZE docs.snippets`
   yield* sql`VACUUM ANALYZE docs.generations`
   yield* sql`VACUUM ANALYZE docs.versions`
