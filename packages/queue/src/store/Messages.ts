@@ -134,6 +134,9 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           // The claimed ids as an array the UPDATE finds by primary key: joined as a set instead, stale
           // statistics (a table that grew since its last ANALYZE) made the planner hash-join with a
           // scan of the whole table, 16 ms a claim of 100 rows in a table of 100,000 (bench:queue).
+          // Planned at every call (`unprepared`), on the table's size at that moment: a prepared
+          // statement's generic plan made while the table was nearly empty (a new database, the first
+          // seconds of a burst) kept scanning all of it as it grew, until the next ANALYZE.
           sql`
             UPDATE queue.messages m
             SET claim_id = ${claimId}::uuid,
@@ -145,7 +148,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
               LIMIT ${limit}
               FOR UPDATE SKIP LOCKED
             ))
-            RETURNING ${claimColumns}`
+            RETURNING ${claimColumns}`.unprepared
       })
 
       // Messages under flow control or in a FIFO queue: one call of queue.claim_controlled (its
@@ -213,7 +216,10 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           : Option.some(Math.max(0, row.due.getTime() - row.now.getTime())))
 
       // `m.id = ANY(ids)` beside the join: the rows are found by primary key whatever the statistics
-      // say (as in the claim above).
+      // say (as in the claim above). Planned at every call (`unprepared`), with the arrays' real
+      // sizes: a prepared statement's generic plan assumes 10 elements, and one such plan (bench:queue,
+      // auto_explain) rescanned the unnest of 2,000 results once per matched row — 0.8 s a call, and
+      // the slower the calls, the bigger the next batch. Planning costs ~0.1 ms a batch.
       const markDelivered = (results: ReadonlyArray<DeliveredResult>) => {
         const ids = results.map((r) => r.id)
         return results.length === 0 ? Effect.void : sql`
@@ -221,7 +227,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           SET state = 'delivered', delivered_at = now(), claim_id = NULL, last_status = d.status, last_error = NULL
           FROM unnest(${ids}::uuid[], ${results.map((r) => r.claimId)}::uuid[], ${results.map((r) => r.status)}::int4[])
             AS d(id, claim, status)
-          WHERE m.id = ANY(${ids}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state = 'queued'`.pipe(Effect.asVoid)
+          WHERE m.id = ANY(${ids}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state = 'queued'`.unprepared.pipe(Effect.asVoid)
       }
 
       const deliveredWithCallback = (result: DeliveredResult, callback: NewMessage) =>
@@ -257,12 +263,13 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           return (yield* insert(exhausted.callbacks)).due
         })).pipe(Effect.flatMap(wakeIf))
 
+      // Planned at every call, as the delivered batch is.
       const release = (claims: ReadonlyArray<Claim>) => {
         const ids = claims.map((c) => c.id)
         return claims.length === 0 ? Effect.void : sql`
           UPDATE queue.messages m SET claim_id = NULL, not_before = now()
           FROM unnest(${ids}::uuid[], ${claims.map((c) => c.claimId)}::uuid[]) AS d(id, claim)
-          WHERE m.id = ANY(${ids}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state = 'queued'`.pipe(Effect.asVoid)
+          WHERE m.id = ANY(${ids}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state = 'queued'`.unprepared.pipe(Effect.asVoid)
       }
 
       const viewRow = SqlSchema.findOneOption({
