@@ -3,7 +3,8 @@
  * published in batches of BENCH_BATCH_SIZE (100) by BENCH_BATCH_PUBLISHERS (8) concurrent publishers
  * to an API-only process (`POST /v2/batch`), while a worker process (the defaults) delivers them to a
  * local destination. Reported: accepted msg/s (messages / first post -> last 201), delivered msg/s
- * (messages / first post -> last delivery), publish -> delivery p50/p99.
+ * (messages / first post -> last delivery), publish -> delivery p50/p99 — for the first round, right
+ * after the two processes started ("cold"), and apart for the later rounds on the same processes ("warm").
  *
  * The same run through pg-boss with its own batch insert (`boss.insert` of 100 jobs, same publishers)
  * and BENCH_PGBOSS_WORKERS (20) work loops, for the ratio. Where the time goes: CPU seconds per process
@@ -28,7 +29,10 @@ const PUBLISHERS = Number(process.env.BENCH_BATCH_PUBLISHERS ?? 8)
  * (one round each, 2026-11-28: 10 loops 1,965-1,981/s, 20 loops 3,210/s, 40 loops 2,285/s).
  */
 const PGBOSS_WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 20)
-/** svc rounds, each on emptied tables: one drain of ~12 s moves ±10 % on this 2-core machine. */
+/**
+ * svc rounds, each on emptied tables, all on the same two processes: the first cold, the others warm
+ * (svcRuns). One drain of ~8 s moves ±10 % on this 2-core machine.
+ */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_BATCH_ROUNDS ?? 3))
 
 // -----------------------------------------------------------------------------
@@ -151,7 +155,12 @@ export interface BatchBenchOptions {
   readonly statementsAvailable: boolean
 }
 
-const svcRun = async (options: BatchBenchOptions) => {
+/**
+ * svc's rounds on one API process and one worker process: the first round right after they started
+ * ("cold": V8 still compiling the hot paths, the connections' caches empty), the later ones on the same
+ * processes ("warm", as a long-running deployment meets a burst). Each round starts from empty tables.
+ */
+const svcRuns = async (options: BatchBenchOptions, rounds: number) => {
   const { dest } = options
   const agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
   const port = 19_000 + Math.floor(Math.random() * 400)
@@ -177,31 +186,35 @@ const svcRun = async (options: BatchBenchOptions) => {
       req.on("error", reject)
       req.end(body)
     })
-  // Every round starts from empty tables, as the first did (the worker's claims scan by due time).
-  await options.query(options.svcDatabase, "TRUNCATE queue.messages, queue.events, queue.dedup, queue.dlq")
-  if (options.statementsAvailable) {
-    await options.query(options.svcDatabase, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-    await options.query(options.svcDatabase, "SELECT pg_stat_statements_reset()")
-  }
-  dest.reset()
-  const meter = cpuMeter({
-    "API process": () => [api.pid!],
-    "worker process": () => [worker.pid!],
-    ...(options.postmaster === undefined ? {} : { "Postgres": () => [options.postmaster!, ...childrenOf(options.postmaster!)] })
-  })
-  const run = await publishBatches(post)
-  await waitUntil(() => dest.count() >= N, 600_000, "svc batch deliveries")
-  const cpu = meter()
-  const result = figures(dest, run)
-  report("svc", result)
-  console.log(`batch svc CPU over ${result.seconds.toFixed(1)} s: ${formatCpu(cpu, result.seconds)}`)
-  if (options.statementsAvailable) {
-    console.log(`batch svc statements by total time (pg_stat_statements; a trigger's INSERT is listed too and its time is also inside the statement that fired it):\n${await statements((text) => options.query(options.svcDatabase, text))}`)
+  const results: Array<BatchFigures> = []
+  for (let round = 0; round < rounds; round++) {
+    // Every round starts from empty tables, as the first did (the worker's claims scan by due time).
+    await options.query(options.svcDatabase, "TRUNCATE queue.messages, queue.events, queue.dedup, queue.dlq")
+    if (options.statementsAvailable) {
+      await options.query(options.svcDatabase, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+      await options.query(options.svcDatabase, "SELECT pg_stat_statements_reset()")
+    }
+    dest.reset()
+    const meter = cpuMeter({
+      "API process": () => [api.pid!],
+      "worker process": () => [worker.pid!],
+      ...(options.postmaster === undefined ? {} : { "Postgres": () => [options.postmaster!, ...childrenOf(options.postmaster!)] })
+    })
+    const run = await publishBatches(post)
+    await waitUntil(() => dest.count() >= N, 600_000, "svc batch deliveries")
+    const cpu = meter()
+    const result = figures(dest, run)
+    report(`svc ${round === 0 ? "cold" : "warm"}`, result)
+    console.log(`batch svc CPU over ${result.seconds.toFixed(1)} s: ${formatCpu(cpu, result.seconds)}`)
+    if (options.statementsAvailable) {
+      console.log(`batch svc statements by total time (pg_stat_statements; a trigger's INSERT is listed too and its time is also inside the statement that fired it):\n${await statements((text) => options.query(options.svcDatabase, text))}`)
+    }
+    results.push(result)
   }
   await stop(api)
   await stop(worker)
   agent.destroy()
-  return result
+  return results
 }
 
 const pgBossRun = async (options: BatchBenchOptions) => {
@@ -235,22 +248,26 @@ const pgBossRun = async (options: BatchBenchOptions) => {
 export const benchBatch = async (options: BatchBenchOptions) => {
   const load = () => os.loadavg().map((n) => n.toFixed(1)).join(" ")
   console.log(`bench:queue batch: ${N} messages in batches of ${SIZE}, ${PUBLISHERS} concurrent publishers; load average ${load()}`)
-  const rounds: Array<BatchFigures> = []
-  for (let round = 0; round < ROUNDS && options.only !== "pg-boss"; round++) rounds.push(await svcRun(options))
-  const svc = rounds.length === 0 ? undefined : mean(rounds)
-  if (rounds.length > 1) {
-    const range = (f: (r: BatchFigures) => number) => `${Math.min(...rounds.map(f)).toFixed(0)}-${Math.max(...rounds.map(f)).toFixed(0)}`
-    console.log(`batch svc over ${rounds.length} rounds (mean, range): accepted ${svc!.acceptedRate.toFixed(0)} (${range((r) => r.acceptedRate)}) msg/s, ` +
-      `delivered live ${svc!.deliveredRate.toFixed(0)} (${range((r) => r.deliveredRate)}) msg/s`)
+  const rounds = options.only === "pg-boss" ? [] : await svcRuns(options, ROUNDS)
+  const summary = (label: string, some: ReadonlyArray<BatchFigures>) => {
+    if (some.length === 0) return undefined
+    const averaged = mean(some)
+    const range = (f: (r: BatchFigures) => number) => `${Math.min(...some.map(f)).toFixed(0)}-${Math.max(...some.map(f)).toFixed(0)}`
+    console.log(`batch svc ${label} over ${some.length} round${some.length === 1 ? "" : "s"} (mean, range): accepted ${averaged.acceptedRate.toFixed(0)} ` +
+      `(${range((r) => r.acceptedRate)}) msg/s, delivered live ${averaged.deliveredRate.toFixed(0)} (${range((r) => r.deliveredRate)}) msg/s`)
+    return averaged
   }
+  const cold = summary("cold", rounds.slice(0, 1))
+  const warm = summary("warm", rounds.slice(1))
   const boss = options.only === "svc" ? undefined : await pgBossRun(options)
   console.log(`bench:queue batch: load average at the end ${load()}`)
-  if (svc !== undefined) {
-    console.log(`batch targets: accepted ${svc.acceptedRate.toFixed(0)} msg/s (target >= 20,000), delivered live ${svc.deliveredRate.toFixed(0)} msg/s (target >= 8,000)`)
-  }
-  if (svc !== undefined && boss !== undefined) {
-    console.log(`batch ratio svc / pg-boss: accepted ${(svc.acceptedRate / boss.acceptedRate).toFixed(2)}x, delivered live ${
-      (svc.deliveredRate / boss.deliveredRate).toFixed(2)
-    }x (target >= 4x), p50 latency ${(boss.p50 / Math.max(1, svc.p50)).toFixed(2)}x lower`)
+  for (const [label, svc] of [["cold", cold], ["warm", warm]] as const) {
+    if (svc === undefined) continue
+    console.log(`batch targets, ${label}: accepted ${svc.acceptedRate.toFixed(0)} msg/s (target >= 20,000), delivered live ${svc.deliveredRate.toFixed(0)} msg/s (target >= 8,000)`)
+    if (boss !== undefined) {
+      console.log(`batch ratio svc ${label} / pg-boss: accepted ${(svc.acceptedRate / boss.acceptedRate).toFixed(2)}x, delivered live ${
+        (svc.deliveredRate / boss.deliveredRate).toFixed(2)
+      }x (target >= 4x), p50 latency ${(boss.p50 / Math.max(1, svc.p50)).toFixed(2)}x lower`)
+    }
   }
 }
