@@ -3,14 +3,18 @@
  * on this machine, asks each labelled question through `GET /api/v2/context` at the default budget, and
  * reports per corpus and per half (dev / test):
  *
- * - Hit@1, Hit@5, MRR: the rank of the first snippet of the answer from a labelled file (under the labelled
- *   heading, when the question names one); a question whose answer holds none counts 0 (MRR) and a miss;
- * - contains: the answer holds such a snippet anywhere;
+ * - Hit@1, Hit@5, MRR: the rank of the answer's first entry (one per file: ranking/Answer.ts) holding a
+ *   section of a labelled file (under the labelled heading, when the question names one); a question whose
+ *   answer holds none counts 0 (MRR) and a miss;
+ * - contains: the answer holds such a section anywhere;
  * - file: the answer holds any snippet of a labelled file (heading not checked; the outside measurement's
  *   "expected file anywhere in the answer").
  *
  * Beside it, when the bench gives the indexed snippets: the same questions ranked by docs-mcp-server's
- * full-text formula, emulated over the same snippets (docs-baseline.ts), as many entries as svc's answer.
+ * full-text formula, emulated over the same snippets (docs-baseline.ts): as many sections as svc's answer
+ * holds, grouped by file the same way;
+ * - and both by section, in the order they are read (a file's sections one after the other): the rank of
+ *   the first labelled section among all sections read before it.
  *
  * `--misses=dev` prints the dev half's questions not answered first (tuning reads only those: the test
  * half's misses are never printed question by question).
@@ -25,15 +29,17 @@ type GetJson = (url: string) => Promise<{ status: number; body: any }>
 
 interface Asked {
   readonly question: EvalQuestion
-  /** 1-based rank of the first matching snippet; undefined: none in the answer. */
+  /** 1-based rank of the first entry holding a matching section; undefined: none in the answer. */
   readonly rank: number | undefined
+  /** The same over the answer's sections in reading order. */
+  readonly sectionRank: number | undefined
   readonly file: boolean
   readonly first: string
-  /** The answer's entries and the distinct files among them. */
-  readonly entries: number
+  /** The sections the answer holds and the files they come from (its entries). */
+  readonly sections: number
   readonly files: number
-  /** The same question ranked by the plain full-text baseline (docs-baseline.ts), as many entries as the answer. */
-  readonly baseline?: { readonly rank: number | undefined; readonly file: boolean }
+  /** The same question ranked by the plain full-text baseline (docs-baseline.ts), as many sections as the answer. */
+  readonly baseline?: { readonly rank: number | undefined; readonly sectionRank: number | undefined; readonly file: boolean }
 }
 
 /** The library ids of a corpus's libraries (npm name or corpus name → id), indexing them. */
@@ -54,10 +60,38 @@ const indexCorpus = (indexer: Indexer["Service"], corpus: EvalCorpus, known: Rea
     return ids
   })
 
-const matches = (q: EvalQuestion, snippet: any, heading: boolean) =>
-  q.paths.includes(snippet.sourcePath) &&
-  (!heading || q.heading === undefined ||
-    [...snippet.headingPath, snippet.title].some((h: string) => h.toLowerCase().includes(q.heading!.toLowerCase())))
+/** A section (or snippet) of `paths`, under `heading` when one is named. */
+const isSection = (paths: ReadonlyArray<string>, heading: string | undefined, section: any) =>
+  paths.includes(section.sourcePath) &&
+  (heading === undefined ||
+    [...section.headingPath, section.title].some((h: string) => h.toLowerCase().includes(heading.toLowerCase())))
+
+const matches = (q: EvalQuestion, snippet: any, heading: boolean) => isSection(q.paths, heading ? q.heading : undefined, snippet)
+
+/** Whether an answer's entry holds a section of `paths` (under `heading`, when one is named). */
+export const entryHolds = (entry: any, paths: ReadonlyArray<string>, heading: string | undefined) =>
+  sectionsOf(entry).some((section) => isSection(paths, heading, section))
+
+/** An answer's entry as the sections it holds (`sections` when it holds more than one). */
+const sectionsOf = (entry: any): ReadonlyArray<any> =>
+  (entry.sections ?? [entry]).map((section: any) => ({ ...section, sourcePath: entry.sourcePath }))
+
+/** 1-based rank of the first entry (a list of sections) holding a match; undefined: none. */
+const rankOf = (q: EvalQuestion, entries: ReadonlyArray<ReadonlyArray<any>>, heading: boolean) => {
+  const index = entries.findIndex((sections) => sections.some((s) => matches(q, s, heading)))
+  return index < 0 ? undefined : index + 1
+}
+
+/** Sections grouped by file, files in the order of their first section (as ranking/Answer.ts does). */
+const groupByFile = <A extends { readonly sourcePath: string }>(sections: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> => {
+  const files = new Map<string, Array<A>>()
+  for (const section of sections) {
+    const file = files.get(section.sourcePath)
+    if (file === undefined) files.set(section.sourcePath, [section])
+    else file.push(section)
+  }
+  return [...files.values()]
+}
 
 interface Figures {
   readonly n: number
@@ -68,15 +102,18 @@ interface Figures {
   readonly file: number
 }
 
-const figures = (asked: ReadonlyArray<Asked>): Figures => {
+type Scored = Pick<Asked, "question" | "rank" | "sectionRank" | "file">
+
+/** The figures of `asked` by entry (`rank`) or by section in reading order (`sectionRank`). */
+const figures = (asked: ReadonlyArray<Scored>, by: "rank" | "sectionRank" = "rank"): Figures => {
   const n = asked.length
-  const share = (f: (a: Asked) => boolean) => n === 0 ? 0 : asked.filter(f).length / n
+  const share = (f: (a: Scored) => boolean) => n === 0 ? 0 : asked.filter(f).length / n
   return {
     n,
-    hit1: share((a) => a.rank === 1),
-    hit5: share((a) => a.rank !== undefined && a.rank <= 5),
-    mrr: n === 0 ? 0 : asked.reduce((sum, a) => sum + (a.rank === undefined ? 0 : 1 / a.rank), 0) / n,
-    contains: share((a) => a.rank !== undefined),
+    hit1: share((a) => a[by] === 1),
+    hit5: share((a) => a[by] !== undefined && a[by] <= 5),
+    mrr: n === 0 ? 0 : asked.reduce((sum, a) => sum + (a[by] === undefined ? 0 : 1 / a[by]), 0) / n,
+    contains: share((a) => a[by] !== undefined),
     file: share((a) => a.file)
   }
 }
@@ -85,13 +122,13 @@ const row = (label: string, f: Figures) =>
   `  ${label.padEnd(18)} ${String(f.n).padStart(4)}  ${fmt(f.hit1, 3)}  ${fmt(f.hit5, 3)}  ${fmt(f.mrr, 3)}   ${fmt(f.contains, 3)}   ${fmt(f.file, 3)}`
 
 /** Per half (test first), all corpora and then each. */
-const printHalves = (asked: ReadonlyArray<Asked>) => {
+const printHalves = (asked: ReadonlyArray<Scored>, by: "rank" | "sectionRank" = "rank") => {
   for (const half of ["test", "dev"] as const) {
     const inHalf = asked.filter((a) => a.question.half === half)
-    console.log(row(`${half} (all)`, figures(inHalf)))
+    console.log(row(`${half} (all)`, figures(inHalf, by)))
     for (const corpus of corpora()) {
       const some = inHalf.filter((a) => a.question.corpus === corpus.name)
-      if (some.length > 0) console.log(row(`${half} ${corpus.name}`, figures(some)))
+      if (some.length > 0) console.log(row(`${half} ${corpus.name}`, figures(some, by)))
     }
   }
 }
@@ -129,25 +166,30 @@ export const evaluate = (options: {
       for (const q of all.filter((q) => q.corpus === corpus.name)) {
         const libraryId = ids.get(q.library)
         if (libraryId === undefined) {
-          asked.push({ question: q, rank: undefined, file: false, first: "(not indexed)", entries: 0, files: 0 })
+          asked.push({ question: q, rank: undefined, sectionRank: undefined, file: false, first: "(not indexed)", sections: 0, files: 0 })
           continue
         }
         const url = `${options.base}/api/v2/context?type=json&libraryId=${encodeURIComponent(libraryId)}&query=${encodeURIComponent(q.question)}`
         const { body } = yield* Effect.promise(() => options.getJson(url))
         const snippets: ReadonlyArray<any> = body.snippets ?? []
-        const index = snippets.findIndex((s) => matches(q, s, true))
-        const baseline = (yield* baselineOf(libraryId))?.rank(q.question, snippets.length)
-        const baselineIndex = baseline?.findIndex((s) => matches(q, s, true)) ?? -1
+        const entries = snippets.map(sectionsOf)
+        const read = entries.flat()
+        const baseline = (yield* baselineOf(libraryId))?.rank(q.question, read.length)
         asked.push({
           ...(baseline === undefined ? {} : {
-            baseline: { rank: baselineIndex < 0 ? undefined : baselineIndex + 1, file: baseline.some((s) => matches(q, s, false)) }
+            baseline: {
+              rank: rankOf(q, groupByFile(baseline), true),
+              sectionRank: rankOf(q, groupByFile(baseline).flat().map((s) => [s]), true),
+              file: baseline.some((s) => matches(q, s, false))
+            }
           }),
           question: q,
-          rank: index < 0 ? undefined : index + 1,
-          file: snippets.some((s) => matches(q, s, false)),
+          rank: rankOf(q, entries, true),
+          sectionRank: rankOf(q, read.map((s) => [s]), true),
+          file: read.some((s) => matches(q, s, false)),
           first: snippets[0] === undefined ? "-" : `${snippets[0].sourcePath} # ${snippets[0].title}`,
-          entries: snippets.length,
-          files: new Set(snippets.map((s) => s.sourcePath)).size
+          sections: read.length,
+          files: snippets.length
         })
       }
     }
@@ -157,12 +199,16 @@ export const evaluate = (options: {
     printHalves(asked)
     console.log(row("both halves", figures(asked)))
     const mean = (f: (a: Asked) => number) => fmt(asked.reduce((sum, a) => sum + f(a), 0) / Math.max(asked.length, 1), 1)
-    console.log(`  an answer holds ${mean((a) => a.entries)} entries from ${mean((a) => a.files)} files on average (both halves)`)
+    console.log(`  an answer holds ${mean((a) => a.sections)} sections from ${mean((a) => a.files)} files on average (both halves)`)
+    console.log(`  by section, in the order an agent reads them (the rank of the labelled section among all sections):`)
+    printHalves(asked, "sectionRank")
     const withBaseline = asked.flatMap((a) => a.baseline === undefined ? [] : [{ ...a, ...a.baseline }])
     if (withBaseline.length > 0) {
       console.log(`  the same questions ranked by docs-mcp-server's full-text formula, emulated over the same snippets ` +
-        `(docs-baseline.ts: FTS5 bm25 10/1/5/1, the phrase OR each word), as many entries as svc's answer:`)
+        `(docs-baseline.ts: FTS5 bm25 10/1/5/1, the phrase OR each word), as many sections as svc's answer, by file:`)
       printHalves(withBaseline)
+      console.log(`  the same, by section in reading order:`)
+      printHalves(withBaseline, "sectionRank")
     }
     for (const baseline of baselines.values()) baseline.close()
     const test = figures(asked.filter((a) => a.question.half === "test"))

@@ -27,7 +27,7 @@ import * as Http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { questions } from "./docs-questions.ts"
-import { evaluate } from "./docs-evaluate.ts"
+import { entryHolds, evaluate } from "./docs-evaluate.ts"
 import { fmt, httpGet as getVia, load, statementRecorder } from "./support.ts"
 
 const LIBRARIES = Number(process.env.BENCH_LIBRARIES ?? 10_000)
@@ -125,11 +125,7 @@ const program = Effect.gen(function*() {
     const url = `${base}/api/v2/context?type=json&libraryId=${encodeURIComponent(libraryId)}&query=${encodeURIComponent(q.question)}`
     const { body } = yield* Effect.promise(() => getJson(url))
     const snippets: ReadonlyArray<any> = body.snippets ?? []
-    const index = snippets.findIndex((snippet) =>
-      snippet.sourcePath === q.path &&
-      (q.heading === undefined ||
-        [...snippet.headingPath, snippet.title].some((heading: string) => heading.toLowerCase().includes(q.heading!.toLowerCase())))
-    )
+    const index = snippets.findIndex((entry) => entryHolds(entry, [q.path], q.heading))
     ranks.push(index < 0 ? undefined : index + 1)
     if (index !== 0) {
       misses.push(`  ${index < 0 ? "miss" : `rank ${index + 1}`}: ${libraryId} "${q.question}" -> ${q.path}${q.heading ? ` # ${q.heading}` : ""}` +

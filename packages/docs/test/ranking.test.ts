@@ -37,7 +37,9 @@ Servers that only speak HTTP answer the first request of a connection with the v
 Type: number. How long to wait for the server, in milliseconds.
 `
 
-const titles = (answer: ContextAnswer) => answer._tag === "Found" ? answer.snippets.map((snippet) => snippet.title) : []
+/** The answer's section titles in the order they are read (one entry per file, its sections best first). */
+const titles = (answer: ContextAnswer) =>
+  answer._tag === "Found" ? answer.snippets.flatMap((entry) => (entry.sections ?? [entry]).map((section) => section.title)) : []
 
 layer(stack, { timeout: 60_000 })("context ranking on Postgres", (it) => {
   it.effect("a heading naming what is asked comes before a section that only repeats the question's words", () =>

@@ -32,14 +32,16 @@ layer(socketClient.pipe(Layer.provideMerge(stack)), { timeout: 120_000 })("re-in
         while (!(yield* Ref.get(done))) {
           const { status, body } = yield* get("/api/v2/context?libraryId=/me/flip&query=configuring%20widget%20options&type=json&tokens=50000")
           assert.strictEqual(status, 200)
-          const contents: Array<string> = body.snippets.map((snippet: any) => snippet.content)
-          const alphas = contents.filter((content) => content.includes(ALPHA.marker)).length
-          const bravos = contents.filter((content) => content.includes(BRAVO.marker)).length
+          // the sections come as one entry (one file): count each marker's sections in the text
+          const text = body.snippets.map((snippet: any) => snippet.content).join("\n")
+          const sectionsOf = (marker: string) => text.split(`The ${marker} text of section`).length - 1
+          const alphas = sectionsOf(ALPHA.marker)
+          const bravos = sectionsOf(BRAVO.marker)
           const verdict = alphas === ALPHA.count && bravos === 0
             ? "alpha"
             : bravos === BRAVO.count && alphas === 0
             ? "bravo"
-            : `mixed: ${alphas} alpha + ${bravos} bravo of ${contents.length}`
+            : `mixed: ${alphas} alpha + ${bravos} bravo`
           yield* Ref.update(answers, (list) => [...list, verdict])
         }
       })

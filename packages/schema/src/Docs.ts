@@ -72,6 +72,20 @@ export const LibrarySearchResponse = Schema.Struct({
 }).annotate({ identifier: "LibrarySearchResponse" })
 export type LibrarySearchResponse = typeof LibrarySearchResponse.Type
 
+/** One of the sections an answer's entry holds from its file (see `ContextSnippet.sections`). */
+export const ContextSection = Schema.Struct({
+  title: Schema.String,
+  headingPath: Schema.Array(Schema.String),
+  sourceUrl: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "ContextSection" })
+export type ContextSection = typeof ContextSection.Type
+
+/**
+ * An entry of a context answer: what the answer took from one file. With one section, that section
+ * (`kind`, `title`, ... its own); with more, they are read together in the file's order: `content` is
+ * Markdown, the first section as it reads alone and each next one under its `####` title and `Source:`
+ * line; `title`, `headingPath` and `sourceUrl` are the first section's and `sections` names each.
+ */
 export const ContextSnippet = Schema.Struct({
   kind: Schema.Literals(["code", "prose"]),
   title: Schema.String,
@@ -89,7 +103,9 @@ export const ContextSnippet = Schema.Struct({
    * naming a repository), or the file's path (folders). The text answer's `Source:` line shows it.
    */
   sourceUrl: Schema.optionalKey(Schema.String),
-  tokens: Schema.Finite
+  tokens: Schema.Finite,
+  /** The file's sections in this entry, in the file's order, when there are more than one. */
+  sections: Schema.optionalKey(Schema.Array(ContextSection))
 }).annotate({ identifier: "ContextSnippet" })
 export type ContextSnippet = typeof ContextSnippet.Type
 

@@ -9,10 +9,15 @@
  *   what does not fit is left out of the answer rather than repeated in a second entry. A section whose
  *   text is the same as a better-ranked one's (effect's AGENTS.md and CLAUDE.md are one file under two
  *   names) is left out too: the budget goes to something the answer does not hold yet.
- * - **Budget and pages**: entries are taken in rank order while they fit (a big one is skipped for
+ * - **Budget and pages**: sections are taken in rank order while they fit (a big one is skipped for
  *   smaller ones after it: {@link fitBudget}); page 2 is the same over what page 1 left, and so on.
+ * - **One entry per file** ({@link byFile}): the sections an answer took from one file are read together
+ *   as one entry, best first; entries come in the order of their best section. An agent reads what one
+ *   page says before the next page (docs-mcp-server likewise answers with pages reassembled from its
+ *   chunks) and the answer's first entries are the files that answer, while its first section is the
+ *   best one as before (docs README, "Answers by file").
  */
-import type { ContextSnippet } from "@svc/schema"
+import type { ContextSection, ContextSnippet } from "@svc/schema"
 import { type Snippet, tokensOf } from "../Splitter.ts"
 
 /** A merged section's size bound, in tokens (one snippet is at most ~1,000: Splitter.MAX_SNIPPET_CHARS). */
@@ -46,10 +51,13 @@ export const fitBudget = <A extends { readonly tokens: number }>(ranked: Readonl
 const sectionKey = (snippet: Ranked) => `${snippet.sourcePath}\u0000${snippet.headingPath.join("\u0000")}`
 
 /** A code snippet as Markdown inside a merged section. */
-const asMarkdown = (part: Ranked) =>
+const asMarkdown = (part: Snippet) =>
   part.kind === "prose"
     ? part.body
     : `${part.description === "" ? "" : `${part.description}\n\n`}\`\`\`${part.language ?? ""}\n${part.body}\n\`\`\``
+
+/** An answer's entry: one file's sections; `sections` names them when there are more than one. */
+export type Entry = Snippet & { readonly sections?: ReadonlyArray<ContextSection> | undefined }
 
 /** One entry from a section's parts (document order): itself for one part, else a prose entry. */
 const merge = (parts: ReadonlyArray<Ranked>): Snippet => {
@@ -97,7 +105,45 @@ export const sections = (ranked: ReadonlyArray<Ranked>): ReadonlyArray<Snippet> 
     })
 }
 
-/** Page `page` (1-based) of the answer within `budget` tokens a page. */
+const sectionOf = (section: Snippet): ContextSection => ({
+  title: section.title,
+  headingPath: section.headingPath,
+  ...(section.sourceUrl === undefined ? {} : { sourceUrl: section.sourceUrl })
+})
+
+/**
+ * One file's sections (best first) as one entry: the first section as it reads alone, each next one
+ * under its own title and `Source:` line. It costs less than the sections apart (one separator, and a
+ * shorter heading, for each next one), so a page of sections that fit the budget fits it.
+ */
+const fileEntry = (parts: ReadonlyArray<Snippet>): Entry => {
+  const [first, ...rest] = parts
+  if (rest.length === 0) return first!
+  const merged = {
+    ...first!,
+    kind: "prose" as const,
+    description: "",
+    language: null,
+    body: [
+      asMarkdown(first!),
+      ...rest.map((part) => `#### ${part.title}\n\nSource: ${part.sourceUrl ?? part.sourcePath}\n\n${asMarkdown(part)}`)
+    ].join("\n\n")
+  }
+  return { ...merged, tokens: tokensOf(merged), sections: parts.map(sectionOf) }
+}
+
+/** The picked sections (best first) as one entry per file, files in the order of their best section. */
+export const byFile = (picked: ReadonlyArray<Snippet>): ReadonlyArray<Entry> => {
+  const files = new Map<string, Array<Snippet>>()
+  for (const section of picked) {
+    const file = files.get(section.sourcePath)
+    if (file === undefined) files.set(section.sourcePath, [section])
+    else file.push(section)
+  }
+  return [...files.values()].map(fileEntry)
+}
+
+/** Page `page` (1-based) of the answer within `budget` tokens a page, one entry per file. */
 export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page = 1) => {
   let remaining = sections(ranked)
   let result = fitBudget(remaining, budget)
@@ -106,11 +152,12 @@ export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page =
     remaining = remaining.filter((entry) => !taken.has(entry))
     result = fitBudget(remaining, budget)
   }
-  return result
+  const entries = byFile(result.picked)
+  return { picked: entries, used: entries.reduce((sum, entry) => sum + entry.tokens, 0) }
 }
 
-/** An answer's entry as the API sends it (`content` is the snippet's body). */
-export const toContextSnippet = (snippet: Snippet): ContextSnippet => ({
+/** An answer's entry as the API sends it (`content` is the entry's body). */
+export const toContextSnippet = (snippet: Entry): ContextSnippet => ({
   kind: snippet.kind,
   title: snippet.title,
   headingPath: snippet.headingPath,
@@ -119,5 +166,6 @@ export const toContextSnippet = (snippet: Snippet): ContextSnippet => ({
   content: snippet.body,
   sourcePath: snippet.sourcePath,
   ...(snippet.sourceUrl === undefined ? {} : { sourceUrl: snippet.sourceUrl }),
-  tokens: snippet.tokens
+  tokens: snippet.tokens,
+  ...(snippet.sections === undefined ? {} : { sections: snippet.sections })
 })

@@ -10,13 +10,17 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { IndexStore } from "../../src/IndexStore.ts"
 import { type ContextAnswer, Search } from "../../src/Search.ts"
-import { split } from "../../src/Splitter.ts"
+import { split, tokensOf } from "../../src/Splitter.ts"
 import { greeterDocs, indexed, manualDocs, source, widgetsDocs } from "./fixtures.ts"
 
 const found = (answer: ContextAnswer) => {
   assert.strictEqual(answer._tag, "Found")
   return answer as Extract<ContextAnswer, { readonly _tag: "Found" }>
 }
+
+type Entry = Extract<ContextAnswer, { readonly _tag: "Found" }>["snippets"][number]
+/** The sections an answer's entry (one file) holds, as `file # heading > path`. */
+const sectionsOf = (entry: Entry) => (entry.sections ?? [entry]).map((section) => `${entry.sourcePath} # ${section.headingPath.join(" > ")}`)
 
 export const searchContract = (name: string, layer: Layer.Layer<Search | IndexStore, unknown>) =>
   describe(`Search contract (${name})`, () => {
@@ -67,7 +71,7 @@ export const searchContract = (name: string, layer: Layer.Layer<Search | IndexSt
         assert.strictEqual(answer.totalTokens, answer.snippets.reduce((sum, s) => sum + s.tokens, 0))
         assert.isTrue(answer.snippets.length >= 1)
         const all = found(yield* search.context({ libraryId: "/acme/greeter", tokens: 50_000 }))
-        assert.strictEqual(all.snippets.length, snippets.length)
+        assert.strictEqual(all.snippets.flatMap(sectionsOf).length, snippets.length)
         const none = found(yield* search.context({ libraryId: "/acme/greeter", tokens: smallest - 1 }))
         assert.deepStrictEqual([none.snippets.length, none.totalTokens], [0, 0])
       }))
@@ -78,13 +82,36 @@ export const searchContract = (name: string, layer: Layer.Layer<Search | IndexSt
         const installing = snippets.filter((s) => s.headingPath.at(-1) === "Installing the manual")
         assert.isAtLeast(installing.length, 3)
         const answer = found(yield* (yield* Search).context({ libraryId: "/acme/manual", query: "install manual init", tokens: 50_000 }))
-        const pairs = answer.snippets.map((s) => `${s.sourcePath} # ${s.headingPath.join(" > ")}`)
+        const pairs = answer.snippets.flatMap(sectionsOf)
         assert.strictEqual(new Set(pairs).size, pairs.length, pairs.join("\n"))
-        const merged = answer.snippets.filter((s) => s.headingPath.at(-1) === "Installing the manual")
-        assert.strictEqual(merged.length, 1)
-        const content = merged[0]!.content
+        assert.strictEqual(pairs.filter((pair) => pair.endsWith("> Installing the manual")).length, 1)
+        const content = answer.snippets[0]!.content
         assert.isBelow(content.indexOf("npm install manual"), content.indexOf("manual init --home"))
         assert.include(content, "initialise it to write its configuration file")
+        assert.strictEqual(answer.totalTokens, answer.snippets.reduce((sum, s) => sum + s.tokens, 0))
+      }))
+
+    test("context: one entry per file, its sections best first, files in the order of their best section", () =>
+      Effect.gen(function*() {
+        const store = yield* IndexStore
+        const versionId = yield* store.register(source("/acme/manual", "1.0"), "indexing", { makeDefault: true })
+        yield* store.write(versionId, [...split(manualDocs, "docs/manual.md"), ...split(greeterDocs, "docs/greeter.md")])
+        const answer = found(yield* (yield* Search).context({ libraryId: "/acme/manual", query: "upgrading configuration farewell", tokens: 50_000 }))
+        const files = answer.snippets.map((entry) => entry.sourcePath)
+        assert.strictEqual(new Set(files).size, files.length, files.join(", "))
+        const manual = answer.snippets.find((entry) => entry.sourcePath === "docs/manual.md")!
+        // "upgrading" is in one section's heading: it leads its file's entry; the sections naming "configuration" follow
+        assert.strictEqual(manual.title, "Upgrading the manual")
+        assert.isAbove(manual.sections!.length, 1)
+        assert.deepStrictEqual(manual.sections![0]!.headingPath, ["Manual", "Upgrading the manual"])
+        assert.strictEqual(manual.kind, "prose")
+        for (const section of manual.sections!.slice(1)) assert.include(manual.content, `#### ${section.title}\n\nSource: docs/manual.md`)
+        assert.strictEqual(manual.tokens, tokensOf({ ...manual, body: manual.content }))
+        // an entry with one section is that section, without a list
+        const single = found(yield* (yield* Search).context({ libraryId: "/acme/manual", query: "withLanguage polish", tokens: 50_000 }))
+        const greeter = single.snippets.find((entry) => entry.sourcePath === "docs/greeter.md")!
+        assert.strictEqual(single.snippets[0], greeter)
+        assert.include(greeter.content, "withLanguage")
         assert.strictEqual(answer.totalTokens, answer.snippets.reduce((sum, s) => sum + s.tokens, 0))
       }))
 
