@@ -1,10 +1,10 @@
 /** An answer's entries (src/ranking/Answer.ts `byFile`): one per file, its sections best first, within the budget. */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { byFile } from "../../src/ranking/Answer.ts"
+import { byFile, EVIDENCE, type Section } from "../../src/ranking/Answer.ts"
 import { type Snippet, tokensOf } from "../../src/Splitter.ts"
 
-const section = (sourcePath: string, title: string, body: string, kind: Snippet["kind"] = "prose"): Snippet => {
+const section = (sourcePath: string, title: string, body: string, kind: Snippet["kind"] = "prose", score = 1): Section => {
   const snippet = {
     kind,
     title,
@@ -15,16 +15,17 @@ const section = (sourcePath: string, title: string, body: string, kind: Snippet[
     sourcePath,
     sourceUrl: `https://example.invalid/${sourcePath}#${title}`
   }
-  return { ...snippet, tokens: tokensOf(snippet) }
+  return { ...snippet, tokens: tokensOf(snippet), score }
 }
+const withoutScore = ({ score: _, ...snippet }: Section): Snippet => snippet
 
 describe("byFile", () => {
   it("makes one entry per file, files in the order of their best section, a file's sections best first", () => {
     const picked = [
-      section("retries.md", "Backoff", "Retries wait longer each time."),
-      section("hooks.md", "beforeRetry", "Runs before each retry."),
-      section("retries.md", "Limit", "At most two retries by default.", "code"),
-      section("hooks.md", "afterResponse", "Runs after each response.")
+      section("retries.md", "Backoff", "Retries wait longer each time.", "prose", 10),
+      section("hooks.md", "beforeRetry", "Runs before each retry.", "prose", 9),
+      section("retries.md", "Limit", "At most two retries by default.", "code", 5),
+      section("hooks.md", "afterResponse", "Runs after each response.", "prose", 4)
     ]
     const entries = byFile(picked)
     assert.deepStrictEqual(entries.map((entry) => entry.sourcePath), ["retries.md", "hooks.md"])
@@ -45,8 +46,22 @@ describe("byFile", () => {
 
   it("leaves a file's only section as it is, without a list", () => {
     const alone = section("faq.md", "Why", "Because the answer is short.", "code")
-    assert.deepStrictEqual(byFile([alone]), [alone])
+    assert.deepStrictEqual(byFile([alone]), [withoutScore(alone)])
     assert.deepStrictEqual(byFile([]), [])
+  })
+
+  it("ranks a file that answers in several places above one whose single section is a little better", () => {
+    const picked = [
+      section("options.md", "retry", "The retry option.", "prose", 10),
+      section("guide.md", "Retrying", "Retrying requests.", "prose", 9),
+      section("guide.md", "Retry limits", "How many retries.", "prose", 9)
+    ]
+    // guide.md: 9 + 0.1 * 9 = 9.9 < 10: a share of the other sections, not their sum
+    assert.strictEqual(EVIDENCE, 0.1)
+    assert.deepStrictEqual(byFile(picked).map((entry) => entry.sourcePath), ["options.md", "guide.md"])
+    // 9 + 0.1 * 18 = 10.8 > 10
+    const more = [...picked, section("guide.md", "Retry hooks", "Hooks around retries.", "prose", 9)]
+    assert.deepStrictEqual(byFile(more).map((entry) => entry.sourcePath), ["guide.md", "options.md"])
   })
 
   it("never costs more tokens than its sections apart, so a budget the sections fit holds", () => {
