@@ -118,8 +118,9 @@ const sectionOf = (section: Snippet): ContextSection => ({
 
 /**
  * One file's sections (best first) as one entry: the first section as it reads alone, each next one
- * under its own title and `Source:` line. It costs less than the sections apart (one separator, and a
- * shorter heading, for each next one), so a page of sections that fit the budget fits it.
+ * under its own title and, when it differs from the first's (a line anchor: sources/SourceLinks.ts),
+ * its `Source:` line. It costs less than the sections apart (one separator, and a shorter heading, for
+ * each next one), so a page of sections that fit the budget fits it.
  */
 const fileEntry = (sections: ReadonlyArray<Section>): Entry => {
   const [first, ...rest] = sections.map(({ score: _, ...section }) => section)
@@ -131,7 +132,10 @@ const fileEntry = (sections: ReadonlyArray<Section>): Entry => {
     language: null,
     body: [
       asMarkdown(first!),
-      ...rest.map((part) => `#### ${part.title}\n\nSource: ${part.sourceUrl ?? part.sourcePath}\n\n${asMarkdown(part)}`)
+      ...rest.map((part) => {
+        const source = part.sourceUrl ?? part.sourcePath
+        return `#### ${part.title}\n\n${source === (first!.sourceUrl ?? first!.sourcePath) ? "" : `Source: ${source}\n\n`}${asMarkdown(part)}`
+      })
     ].join("\n\n")
   }
   return { ...merged, tokens: tokensOf(merged), sections: [first!, ...rest].map(sectionOf) }

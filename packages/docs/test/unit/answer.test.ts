@@ -44,6 +44,15 @@ describe("byFile", () => {
     assert.strictEqual(retries!.tokens, tokensOf(retries!))
   })
 
+  it("writes a next section's Source line only where it differs from the entry's (a folder's file path)", () => {
+    const [entry] = byFile([
+      { ...section("guide.md", "Install", "npm install guide"), sourceUrl: "/srv/docs/guide.md" },
+      { ...section("guide.md", "Upgrade", "npm update guide"), sourceUrl: "/srv/docs/guide.md" }
+    ])
+    assert.strictEqual(entry!.body, "npm install guide\n\n#### Upgrade\n\nnpm update guide")
+    assert.strictEqual(entry!.sourceUrl, "/srv/docs/guide.md")
+  })
+
   it("leaves a file's only section as it is, without a list", () => {
     const alone = section("faq.md", "Why", "Because the answer is short.", "code")
     assert.deepStrictEqual(byFile([alone]), [withoutScore(alone)])
