@@ -43,8 +43,8 @@ export const INSTRUCTIONS =
   "1. Call resolve-library-id with the library's name (libraryName) and the user's question (query); pick the " +
   "best matching Library ID (/owner/repo) from the answer. Skip this when the user gave an ID like /owner/repo " +
   "or /owner/repo/version.\n" +
-  "2. Call query-docs with that libraryId and a specific question (query). Each snippet names its Source: a " +
-  "URL or path you can open for more.\n\n" +
+  "2. Call query-docs with that libraryId and a specific question (query). Each file's part of the answer " +
+  "names its Source: a URL or path you can open for more.\n\n" +
   "A failed call says what to fix (a wrong ID, a missing argument, a key refused, a rate limit); follow it " +
   "rather than repeating the same call. At most 3 calls per tool and question."
 
@@ -91,8 +91,9 @@ export const tools = [
     title: "Query documentation",
     annotations: { title: "Query documentation", ...readOnly },
     description:
-      "Retrieves current documentation and code examples of one library for a question: the snippets " +
-      "that answer it best, each with its title, source file, description and code.\n\n" +
+      "Retrieves current documentation and code examples of one library for a question: the sections " +
+      "that answer it best, grouped by file (the best file first, its best section first), each with its " +
+      "title, source, description and code.\n\n" +
       "You must call resolve-library-id first to get the library ID, unless the user gave one in the form " +
       "`/owner/repo` or `/owner/repo/version`. Ask a specific question (\"how do I retry with exponential " +
       `backoff\" rather than \"retry\").\n\n${CALL_LIMIT}`,
