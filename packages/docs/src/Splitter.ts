@@ -46,8 +46,9 @@ export const MIN_CODE_CHARS = 8
 /** About 1,000 tokens: one snippet must fit comfortably into a small context budget. */
 export const MAX_SNIPPET_CHARS = 4000
 
-/** ≈ chars / 4, the usual estimate for English text and code. */
-export const estimateTokens = (text: string): number => Math.ceil(text.length / 4)
+/** The tokens of a text of `length` characters: ≈ chars / 4, the usual estimate for English text and code. */
+export const tokensOfLength = (length: number): number => Math.ceil(length / 4)
+export const estimateTokens = (text: string): number => tokensOfLength(text.length)
 
 /** Folders whose source files are examples meant to be read (`examples/`, `ai-docs/`, ...). */
 const EXAMPLE_FOLDERS = new Set(["example", "examples", "ai-docs", "cookbook", "recipes"])

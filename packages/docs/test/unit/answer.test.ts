@@ -1,7 +1,7 @@
 /** An answer's entries (src/ranking/Answer.ts `byFile`): one per file, its sections best first, within the budget. */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { byFile, EVIDENCE, type Section } from "../../src/ranking/Answer.ts"
+import { answerPage, byFile, EVIDENCE, type Ranked, type Section } from "../../src/ranking/Answer.ts"
 import { type Snippet, tokensOf } from "../../src/Splitter.ts"
 
 const section = (sourcePath: string, title: string, body: string, kind: Snippet["kind"] = "prose", score = 1): Section => {
@@ -87,5 +87,44 @@ describe("byFile", () => {
       assert.isAtMost(together, apart)
       assert.strictEqual(entries.reduce((sum, e) => sum + (e.sections?.length ?? 1), 0), picked.length)
     }))
+  })
+
+  it("an answer holds more sections than their sizes apart allow, and never more tokens than the budget", () => {
+    const arbitraryRanked = fc.record({
+      file: fc.constantFrom("a.md", "b.md", "docs/c.md", "d.md"),
+      heading: fc.constantFrom("Install", "Usage", "Options", "Errors", "Hooks", "FAQ"),
+      body: fc.string({ minLength: 1, maxLength: 900 }),
+      kind: fc.constantFrom<Snippet["kind"]>("prose", "code"),
+      anchored: fc.boolean()
+    }).map(({ anchored, body, file, heading, kind }): Omit<Ranked, "ordinal" | "score"> => {
+      const snippet = {
+        ...section(file, heading, body, kind),
+        sourceUrl: anchored ? `https://example.invalid/${file}#L${body.length}` : `/srv/${file}`
+      }
+      const { score: _, ...rest } = { ...snippet, tokens: tokensOf(snippet) }
+      return rest
+    })
+    fc.assert(fc.property(fc.array(arbitraryRanked, { maxLength: 40 }), fc.integer({ min: 100, max: 3000 }), (parts, budget) => {
+      const ranked = parts.map((part, i) => ({ ...part, ordinal: i, score: parts.length - i }))
+      for (const page of [1, 2]) {
+        const { picked, used } = answerPage(ranked, budget, page)
+        assert.isAtMost(used, budget)
+        assert.strictEqual(used, picked.reduce((sum, entry) => sum + entry.tokens, 0))
+        for (const entry of picked) assert.strictEqual(entry.tokens, tokensOf(entry))
+      }
+    }), { numRuns: 300 })
+    // three sections of one file, each 40 tokens apart: a budget of 100 holds two apart, all three as sent
+    const one = (title: string, ordinal: number): Ranked => {
+      // the same length for each title, and different text (the same text twice is answered once)
+      const snippet = { ...section("guide.md", title, `${title} ${"x".repeat(114 - title.length)}`), sourceUrl: "/srv/guide.md" }
+      const { score: _, ...rest } = snippet
+      return { ...rest, tokens: tokensOf(rest), ordinal, score: 10 - ordinal }
+    }
+    const three = [one("First", 0), one("Second", 1), one("Third", 2)]
+    assert.deepStrictEqual(three.map((s) => s.tokens), [three[0]!.tokens, three[0]!.tokens, three[0]!.tokens])
+    const budget = three[0]!.tokens * 2 + 20
+    const { picked, used } = answerPage(three, budget)
+    assert.deepStrictEqual(picked[0]!.sections?.map((s) => s.title), ["First", "Second", "Third"])
+    assert.isAtMost(used, budget)
   })
 })
