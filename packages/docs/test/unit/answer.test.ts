@@ -127,4 +127,18 @@ describe("byFile", () => {
     assert.deepStrictEqual(picked[0]!.sections?.map((s) => s.title), ["First", "Second", "Third"])
     assert.isAtMost(used, budget)
   })
+
+  it("holds a text once across pages: a copy under another file name is left out of page 2 too", () => {
+    const at = (sourcePath: string, title: string, body: string, ordinal: number): Ranked => {
+      const { score: _, ...snippet } = section(sourcePath, title, body)
+      return { ...snippet, ordinal, score: 10 - ordinal }
+    }
+    const rules = "Run the formatter before every commit; the linter fails on unformatted files."
+    const ranked = [at("AGENTS.md", "Rules", rules, 0), at("CLAUDE.md", "Rules", rules.replace(" ", "\n"), 1), at("docs/lint.md", "Lint", "The linter reads lint.json.", 2)]
+    // each fits a page alone: the copy, as big as the original, would be page 2 if it were new
+    assert.strictEqual(ranked[1]!.tokens, ranked[0]!.tokens)
+    const budget = ranked[0]!.tokens + 5
+    const pages = [1, 2, 3].map((page) => answerPage(ranked, budget, page).picked.map((entry) => entry.sourcePath))
+    assert.deepStrictEqual(pages, [["AGENTS.md"], ["docs/lint.md"], []])
+  })
 })
