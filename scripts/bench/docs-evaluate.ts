@@ -82,7 +82,7 @@ const rankOf = (q: EvalQuestion, entries: ReadonlyArray<ReadonlyArray<any>>, hea
   return index < 0 ? undefined : index + 1
 }
 
-/** Sections grouped by file, files in the order of their first section (as ranking/Answer.ts does). */
+/** Sections grouped by file, files in the order of their first section (ranking/Answer.ts also weighs a file's other sections). */
 const groupByFile = <A extends { readonly sourcePath: string }>(sections: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> => {
   const files = new Map<string, Array<A>>()
   for (const section of sections) {
