@@ -82,9 +82,10 @@ export type ContextSection = typeof ContextSection.Type
 
 /**
  * An entry of a context answer: what the answer took from one file. With one section, that section
- * (`kind`, `title`, ... its own); with more, they are read together in the file's order: `content` is
- * Markdown, the first section as it reads alone and each next one under its `####` title and `Source:`
- * line; `title`, `headingPath` and `sourceUrl` are the first section's and `sections` names each.
+ * (`kind`, `title`, ... its own); with more, they are read together, best first: `content` is Markdown,
+ * the first section as it reads alone and each next one under its `####` title (and its `Source:` line
+ * where that differs from the first's); `title`, `headingPath` and `sourceUrl` are the first section's
+ * and `sections` names each.
  */
 export const ContextSnippet = Schema.Struct({
   kind: Schema.Literals(["code", "prose"]),
@@ -104,7 +105,7 @@ export const ContextSnippet = Schema.Struct({
    */
   sourceUrl: Schema.optionalKey(Schema.String),
   tokens: Schema.Finite,
-  /** The file's sections in this entry, in the file's order, when there are more than one. */
+  /** The file's sections in this entry, best first, when there are more than one. */
   sections: Schema.optionalKey(Schema.Array(ContextSection))
 }).annotate({ identifier: "ContextSnippet" })
 export type ContextSnippet = typeof ContextSnippet.Type

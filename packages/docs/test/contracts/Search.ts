@@ -91,7 +91,7 @@ export const searchContract = (name: string, layer: Layer.Layer<Search | IndexSt
         assert.strictEqual(answer.totalTokens, answer.snippets.reduce((sum, s) => sum + s.tokens, 0))
       }))
 
-    test("context: one entry per file, its sections best first, files in the order of their best section", () =>
+    test("context: one entry per file, its sections best first; one section is an entry without a list", () =>
       Effect.gen(function*() {
         const store = yield* IndexStore
         const versionId = yield* store.register(source("/acme/manual", "1.0"), "indexing", { makeDefault: true })
