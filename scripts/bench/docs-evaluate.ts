@@ -29,6 +29,8 @@ type GetJson = (url: string) => Promise<{ status: number; body: any }>
 
 interface Asked {
   readonly question: EvalQuestion
+  /** The context request that answered it (`bench:docs` replays them under load). */
+  readonly url?: string
   /** 1-based rank of the first entry holding a matching section; undefined: none in the answer. */
   readonly rank: number | undefined
   /** The same over the answer's sections in reading order. */
@@ -184,6 +186,7 @@ export const evaluate = (options: {
             }
           }),
           question: q,
+          url,
           rank: rankOf(q, entries, true),
           sectionRank: rankOf(q, read.map((s) => [s]), true),
           file: read.some((s) => matches(q, s, false)),

@@ -16,7 +16,9 @@
  *    after the bulk load, while autovacuum works through it).
  *    `--quality-only` skips this part.
  *
- * Targets: Hit@5 >= 0.90, MRR >= 0.75; p99 <= 50 ms for search and <= 150 ms for context (2 cores).
+ * Targets: Hit@5 >= 0.90, MRR >= 0.75; p99 <= 50 ms for search and <= 150 ms for context (2 cores);
+ * issue 19's, at the million snippets: p99 <= 15 ms for search and <= 25 ms for context. Context is also
+ * measured over the evaluation's real corpora (their questions in turn), whose libraries are ten times larger.
  */
 import { Database, EmbeddedPostgres, freePort, Migrations, serve } from "@svc/platform"
 import { DefaultLibraries, Indexer, Service } from "@svc/docs"
@@ -158,7 +160,7 @@ const program = Effect.gen(function*() {
       Effect.map((rows) => rows.map((r) => ({ ...r, headingPath: r.heading_path, sourcePath: r.source_path }))),
       Effect.orDie
     )
-  yield* evaluate({ indexer, base, getJson, known: ids, printMisses: DEV_MISSES, snippetsOf })
+  const evaluated = yield* evaluate({ indexer, base, getJson, known: ids, printMisses: DEV_MISSES, snippetsOf })
   if (QUALITY_ONLY) return
 
   // --- 2. speed ------------------------------------------------------------------------------------
@@ -224,13 +226,24 @@ const program = Effect.gen(function*() {
       const { status } = await getJson(`${base}/api/v2/context?libraryId=${encodeURIComponent(id)}&query=${words(6).replaceAll(" ", "+")}`)
       if (status !== 200) throw new Error(`context answered ${status}`)
     }))
+  // The synthetic libraries hold 101 snippets each; real documentation holds hundreds to thousands, and a
+  // question of common words ("route", "request", "reply") matches most of them. The evaluation's questions
+  // over its real corpora, asked in turn (no two clients ask the same one at once; nothing caches answers).
+  const realUrls = evaluated.flatMap((asked) => asked.url === undefined ? [] : [asked.url])
+  const realLoad = yield* Effect.promise(() =>
+    load(CONCURRENCY, SECONDS, async (i) => {
+      const { status } = await getJson(realUrls[i % realUrls.length]!)
+      if (status !== 200) throw new Error(`context answered ${status}`)
+    }))
   console.log(`\nat ${CONCURRENCY} concurrent clients, ${SECONDS} s each      p50 ms    p99 ms     req/s   (after VACUUM ANALYZE)`)
   console.log(`  GET /api/v2/libs/search          ${fmt(searchLoad.p50, 1).padStart(8)}  ${fmt(searchLoad.p99, 1).padStart(8)}  ${fmt(searchLoad.rps, 0).padStart(8)}` +
-    `   (target p99 <= 50 ms: ${searchLoad.p99 <= 50 ? "ok" : "MISSED"})`)
+    `   (targets p99 <= 50 ms: ${searchLoad.p99 <= 50 ? "ok" : "MISSED"}; issue 19, <= 15 ms: ${searchLoad.p99 <= 15 ? "ok" : "MISSED"})`)
   console.log(`  search right after the bulk load  ${fmt(searchDuringVacuum.p50, 1).padStart(8)}  ${fmt(searchDuringVacuum.p99, 1).padStart(8)}  ${fmt(searchDuringVacuum.rps, 0).padStart(8)}` +
     `   (autovacuum still working through the new snippets)`)
   console.log(`  GET /api/v2/context              ${fmt(contextLoad.p50, 1).padStart(8)}  ${fmt(contextLoad.p99, 1).padStart(8)}  ${fmt(contextLoad.rps, 0).padStart(8)}` +
-    `   (target p99 <= 150 ms: ${contextLoad.p99 <= 150 ? "ok" : "MISSED"})`)
+    `   (targets p99 <= 150 ms: ${contextLoad.p99 <= 150 ? "ok" : "MISSED"}; issue 19, <= 25 ms: ${contextLoad.p99 <= 25 ? "ok" : "MISSED"})`)
+  console.log(`  context, real corpora (${realUrls.length} q.) ${fmt(realLoad.p50, 1).padStart(8)}  ${fmt(realLoad.p99, 1).padStart(8)}  ${fmt(realLoad.rps, 0).padStart(8)}` +
+    `   (the evaluation's questions over its five corpora, in turn)`)
 }).pipe(
   Effect.scoped,
   Effect.provideService(References.MinimumLogLevel, "Warn"),

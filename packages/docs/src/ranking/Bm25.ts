@@ -66,7 +66,8 @@ export const rankedIds = (
     FROM docs.versions v WHERE v.library_id = ${options.libraryId} AND v.version = ${options.version}
   ),
   q AS (
-    SELECT tsvector_to_array(to_tsvector('english', ${options.words})) AS terms
+    SELECT tsvector_to_array(to_tsvector('english', ${options.words})) AS terms,
+      to_tsquery('english', ${options.tsquery}) AS match
   ),
   m AS MATERIALIZED (
     SELECT s.id, s.tokens, s.kind, s.title, s.search,
@@ -76,27 +77,29 @@ export const rankedIds = (
       SELECT s.id, s.tokens, s.kind, s.title, s.search FROM v JOIN docs.snippets s ON s.generation_id = v.generation_id
       -- the version's snippets first, then the match (Search.ts)
       OFFSET 0
-    ) s WHERE s.search @@ to_tsquery('english', ${options.tsquery})
+    ) s WHERE s.search @@ (SELECT match FROM q)
   ),
   hits AS (
-    SELECT m.id, u.lexeme,
+    SELECT m.id, m.tokens, m.kind, m.title, m.heading_bonus, u.lexeme,
       ${n(FIELD_WEIGHTS.title)} * cardinality(array_positions(u.weights, 'A'))
         + ${n(FIELD_WEIGHTS.heading)} * cardinality(array_positions(u.weights, 'B'))
         + ${n(FIELD_WEIGHTS.body)} * cardinality(array_positions(u.weights, 'C'))
         + ${n(FIELD_WEIGHTS.identifier)} * cardinality(array_positions(u.weights, 'D')) AS tf,
-      (u.weights && ARRAY['A', 'B', 'D']) AS in_heading
-    FROM m, q, unnest(m.search) u
+      (u.weights && ARRAY['A', 'B', 'D']) AS in_heading,
+      -- the term's document frequency in the version: the matched snippets holding it
+      count(*) OVER (PARTITION BY u.lexeme)::float8 AS df
+    -- only the question's terms: the vector less every other lexeme (ts_delete twice), not all ~40 lexemes unnested
+    FROM m, q, unnest(ts_delete(m.search, tsvector_to_array(ts_delete(m.search, q.terms)))) u
     WHERE u.lexeme = ANY (q.terms)
-  ),
-  df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)
+  )
   SELECT h.id,
-    sum(ln(1 + (v.n - df.df + 0.5) / (df.df + 0.5)) * ((h.tf * ${n(K1 + 1)}) / (h.tf + ${n(K1)} * (1 - ${n(B)} + ${n(B)} * m.tokens / v.avgdl))
-      + CASE WHEN h.in_heading THEN m.heading_bonus ELSE 0 END))
+    sum(ln(1 + (v.n - h.df + 0.5) / (h.df + 0.5)) * ((h.tf * ${n(K1 + 1)}) / (h.tf + ${n(K1)} * (1 - ${n(B)} + ${n(B)} * h.tokens / v.avgdl))
+      + CASE WHEN h.in_heading THEN h.heading_bonus ELSE 0 END))
       * power(count(*)::float8 / greatest(cardinality((SELECT terms FROM q)), 1), ${n(COVERAGE_POWER)})
-      * (CASE WHEN m.kind = 'code' THEN ${n(CODE_BOOST)} ELSE 1 END)
-      * (CASE WHEN m.title LIKE '% (part %)' THEN ${n(PART_PENALTY)} ELSE 1 END) AS score
-  FROM hits h JOIN df USING (lexeme) JOIN m ON m.id = h.id CROSS JOIN v
-  GROUP BY h.id, m.kind, m.title
+      * (CASE WHEN h.kind = 'code' THEN ${n(CODE_BOOST)} ELSE 1 END)
+      * (CASE WHEN h.title LIKE '% (part %)' THEN ${n(PART_PENALTY)} ELSE 1 END) AS score
+  FROM hits h CROSS JOIN v
+  GROUP BY h.id, h.kind, h.title
   ORDER BY score DESC, h.id
   LIMIT ${options.limit}`
 }
