@@ -5,9 +5,14 @@
  * - The question's terms are its words as the english configuration stems them (stop words gone), its
  *   library's own name left out (Search.ts).
  * - Only the version's snippets that hold one of the terms are scored (read through the generation
- *   index, then matched: see the fence in Search.ts); for each, `unnest(search)` gives every term's
- *   positions and their weights: A the title, B the heading path, C the description and body
- *   (migration 0001), D identifiers split at camelCase, snake_case and dots (migration 0004).
+ *   index, then matched: see the fence in Search.ts); for each, its vector cut to the question's terms
+ *   is unnested into every term's positions and their weights: A the title, B the heading path, C the
+ *   description and body (migration 0001), D identifiers split at camelCase, snake_case and dots
+ *   (migration 0004).
+ * - The statement holds no join whose cost depends on an estimate: after five executions Postgres may
+ *   run a prepared statement's generic plan, which estimated the matched snippets at two rows and
+ *   joined them to their term hits by nested loop (85 ms instead of 11 for a common-word question over
+ *   fastify's 1,091 snippets; docs README, "A plan that stays fast once Postgres caches it").
  * - Term frequency is field-weighted ({@link FIELD_WEIGHTS}); inverse document frequency counts the
  *   snippets of this version holding the term (`ln(1 + (N - df + 0.5) / (df + 0.5))`), so a word every
  *   snippet has ("run", "tests") weighs almost nothing and a rare one (`setTimeout`) decides; the
