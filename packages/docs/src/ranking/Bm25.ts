@@ -93,9 +93,9 @@ export const rankedIds = (
       (u.weights && ARRAY['A', 'B', 'D']) AS in_heading,
       -- the term's document frequency in the version: the matched snippets holding it
       count(*) OVER (PARTITION BY u.lexeme)::float8 AS df
-    -- only the question's terms: the vector less every other lexeme (ts_delete twice), not all ~40 lexemes unnested
+    -- the vector cut to the question's terms (less every other lexeme: ts_delete twice) is unnested,
+    -- not all of a snippet's ~40 lexemes, to keep its terms (17 -> 11 ms for 770 matched snippets)
     FROM m, q, unnest(ts_delete(m.search, tsvector_to_array(ts_delete(m.search, q.terms)))) u
-    WHERE u.lexeme = ANY (q.terms)
   )
   SELECT h.id,
     sum(ln(1 + (v.n - h.df + 0.5) / (h.df + 0.5)) * ((h.tf * ${n(K1 + 1)}) / (h.tf + ${n(K1)} * (1 - ${n(B)} + ${n(B)} * h.tokens / v.avgdl))
