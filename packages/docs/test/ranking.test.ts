@@ -87,7 +87,6 @@ layer(stack, { timeout: 60_000 })("context ranking on Postgres", (it) => {
       assert.notInclude(generic.plan, "Join Filter")
     }))
 
-
   it.effect("a heading naming what is asked comes before a section that only repeats the question's words", () =>
     Effect.gen(function*() {
       yield* (yield* Indexer).add(yield* docsFolder({ "options.md": options }), { id: "/acme/client", version: "1.0.0" })
