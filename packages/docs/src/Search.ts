@@ -17,7 +17,7 @@ import {
 import { Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { MemoryIndex } from "./MemoryIndex.ts"
-import { answerPage, toContextSnippet } from "./ranking/Answer.ts"
+import { answerPage, answerRules, toContextSnippet } from "./ranking/Answer.ts"
 import { rankedIds } from "./ranking/Bm25.ts"
 import { identifierWords } from "./ranking/Identifiers.ts"
 import { RowId, Timestamp } from "./Rows.ts"
@@ -102,6 +102,9 @@ export type ContextAnswer =
     readonly libraryId: string
     readonly version: string
     readonly snippets: ReadonlyArray<ContextSnippet>
+    /** The library's rules for agents (`svc.json`) that page 1 shows; none on later pages. */
+    readonly rules: ReadonlyArray<string>
+    /** The snippets' tokens and the rules'. */
     readonly totalTokens: number
   }
   | { readonly _tag: "Indexing"; readonly libraryId: string; readonly version: string; readonly state: IndexState }
@@ -147,7 +150,8 @@ const TargetRow = Schema.Struct({
   version: Schema.NullOr(Schema.String),
   state: Schema.NullOr(IndexState),
   generation_id: Schema.NullOr(RowId),
-  versions: Schema.NullOr(Schema.Array(Schema.String))
+  versions: Schema.NullOr(Schema.Array(Schema.String)),
+  rules: Schema.Array(Schema.String)
 })
 const decodeTarget = Schema.decodeUnknownEffect(TargetRow)
 const decodeSnippets = Schema.decodeUnknownEffect(Schema.Array(SnippetRow))
@@ -271,7 +275,7 @@ export class Search extends Context.Service<Search, {
         const columns = sql`s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.source_url, s.tokens, s.ordinal`
         // The library and the version asked (its default when none is), within the caller's access.
         const target = sql`
-          SELECT l.default_version, v.version, v.state, v.generation_id,
+          SELECT l.default_version, v.version, v.state, v.generation_id, l.rules,
             (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = l.id) AS versions
           FROM docs.libraries l
           LEFT JOIN docs.versions v ON v.library_id = l.id AND v.version = coalesce(${asked ?? null}, l.default_version)
@@ -290,7 +294,7 @@ export class Search extends Context.Service<Search, {
         const rankedWithTarget = (tsquery: string) =>
           sql<Record<string, unknown>>`
           WITH target AS MATERIALIZED (${target})
-          SELECT t.default_version, t.version, t.state, t.generation_id, t.versions, a.*
+          SELECT t.default_version, t.version, t.state, t.generation_id, t.versions, t.rules, a.*
           FROM target t LEFT JOIN (
             SELECT ${columns}, r.score, r.id AS ranked_id
             FROM (${
@@ -328,6 +332,8 @@ export class Search extends Context.Service<Search, {
           LIMIT ${CANDIDATES * page}` })
         const ranked = yield* decodeSnippets(rows.filter((row) => row.kind !== null && row.kind !== undefined))
         const snippets = ranked.length > 0 ? ranked : yield* inOrder()
+        // page 1's rules take their room on every page's count, so that page n starts where n - 1 ended
+        const rules = answerRules(`${id}/${version}`, library.rules, budget)
         const { picked, used } = answerPage(
           snippets.map(({ source_url, ...row }) => ({
             ...row,
@@ -336,13 +342,15 @@ export class Search extends Context.Service<Search, {
             ...(source_url === null ? {} : { sourceUrl: source_url })
           })),
           budget,
-          page
+          page,
+          rules.tokens
         )
         return {
           _tag: "Found",
           libraryId: `${id}/${version}`,
           version,
-          totalTokens: used,
+          totalTokens: used + (page === 1 ? rules.tokens : 0),
+          rules: page === 1 ? rules.rules : [],
           snippets: picked.map(toContextSnippet)
         } as const
       })
@@ -442,12 +450,15 @@ export class Search extends Context.Service<Search, {
         const page = options.page ?? 1
         const candidates = (ranked.length > 0 ? ranked : found.live.map((snippet, ordinal) => ({ ...snippet, ordinal })))
           .slice(0, CANDIDATES * page)
-        const { picked, used } = answerPage(candidates, options.tokens ?? DEFAULT_CONTEXT_TOKENS, page)
+        const budget = options.tokens ?? DEFAULT_CONTEXT_TOKENS
+        const rules = answerRules(`${id}/${found.version}`, library.rules ?? [], budget)
+        const { picked, used } = answerPage(candidates, budget, page, rules.tokens)
         return {
           _tag: "Found",
           libraryId: `${id}/${found.version}`,
           version: found.version,
-          totalTokens: used,
+          totalTokens: used + (page === 1 ? rules.tokens : 0),
+          rules: page === 1 ? rules.rules : [],
           snippets: picked.map(toContextSnippet)
         } as const
       })

@@ -11,6 +11,7 @@ import { Effect, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Search } from "./Search.ts"
+import { renderRules } from "./ranking/Answer.ts"
 import { render, SEPARATOR } from "./Splitter.ts"
 
 const json = (body: unknown, status = 200) =>
@@ -76,14 +77,18 @@ const ContextHandlers = HttpApiBuilder.group(
             version: answer.version,
             query: query.query ?? null,
             totalTokens: answer.totalTokens,
+            ...(answer.rules.length === 0 ? {} : { rules: answer.rules }),
             snippets: answer.snippets
           })
         }
-        const text = answer.snippets.length === 0
-          ? (query.page ?? 1) > 1
-            ? `Page ${query.page} of ${answer.libraryId} holds no more snippets: the earlier pages hold them all.`
-            : `No snippet of ${answer.libraryId} fits in ${query.tokens} tokens: ask with a larger tokens value.`
-          : answer.snippets.map((snippet) => render({ ...snippet, body: snippet.content })).join(SEPARATOR)
+        const snippets = answer.snippets.length === 0
+          ? [
+            (query.page ?? 1) > 1
+              ? `Page ${query.page} of ${answer.libraryId} holds no more snippets: the earlier pages hold them all.`
+              : `No snippet of ${answer.libraryId} fits in ${query.tokens} tokens: ask with a larger tokens value.`
+          ]
+          : answer.snippets.map((snippet) => render({ ...snippet, body: snippet.content }))
+        const text = [...(answer.rules.length === 0 ? [] : [renderRules(answer.libraryId, answer.rules)]), ...snippets].join(SEPARATOR)
         return HttpServerResponse.text(text, { contentType: "text/plain; charset=utf-8" })
       }))
   })

@@ -66,6 +66,7 @@ export const RpcHandlers = DocsRpcs.toLayer(Effect.gen(function*() {
           title: library.title,
           source: library.source,
           defaultVersion: library.defaultVersion,
+          rules: library.rules ?? [],
           versions: library.versions.map((version) => ({
             version: version.version,
             state: version.state,

@@ -13,6 +13,9 @@ import { Client, docsFolder, fixtures, get, inProcessClient, socketClient, stack
 const page = (title: string, text: string, code = "") =>
   `# ${title}\n\n${text}\n${code === "" ? "" : `\nFor example:\n\n\`\`\`ts\n${code}\n\`\`\`\n`}`
 
+/** Rules for agents in a library's svc.json: page 1 of its context answer shows them. */
+const RULES = ["Dispose every widget with widget.close()", "Prefer Widget.make over new Widget"]
+
 const corpus: ReadonlyArray<readonly [string, Record<string, string>]> = [
   ["/facebook/react", {
     "README.md": page("React", "React is a library for building user interfaces out of components.", "function App() { return <h1>Hi</h1> }"),
@@ -30,6 +33,11 @@ const corpus: ReadonlyArray<readonly [string, Record<string, string>]> = [
   ["/acme/http-client", {
     "README.md": page("HTTP client", "Send HTTP requests from Node.js and browsers with a small fluent API."),
     "retries.md": page("Retries", "Retry failed requests automatically with exponential backoff and a capped number of attempts.", "client.get(url, { retry: { times: 3, backoff: 'exponential' } })")
+  }],
+  ["/acme/ruled", {
+    "README.md": page("Ruled widgets", "Widgets with rules for the agents that use them: make, render and dispose."),
+    "dispose.md": page("Disposing", "Dispose a widget when its view goes away, or its timers keep running.", "widget.close()"),
+    "svc.json": JSON.stringify({ rules: RULES })
   }],
   ["/acme/http-server", {
     "README.md": page("HTTP server", "Serve HTTP requests with routing and middleware on any port you choose."),
@@ -175,6 +183,25 @@ const contractTests = (it: LayerIt) => {
       assert.isTrue(text.startsWith(`### Switching the language\n\nSource: ${file}\n\n`), text.slice(0, 200))
       assert.include(text, "```ts\nconst polish = greeter.withLanguage(\"pl\")")
       assert.include(text, "\n----------------------------------------\n")
+    }))
+
+  it.effect("context: a library's rules for agents (svc.json) lead page 1, in json and text; later pages and other libraries have none", () =>
+    Effect.gen(function*() {
+      const json = yield* context("/acme/ruled", { query: "dispose a widget", type: "json" })
+      assert.strictEqual(json.status, 200)
+      assert.deepStrictEqual(Schema.decodeUnknownSync(ContextResponse)(json.body), json.body)
+      assert.deepStrictEqual(json.body.rules, RULES)
+      assert.isAbove(json.body.totalTokens, json.body.snippets.reduce((sum: number, snippet: any) => sum + snippet.tokens, 0))
+      const text = yield* context("/acme/ruled", { query: "dispose a widget" })
+      assert.isTrue(
+        text.text.startsWith(`### Rules for /acme/ruled/1.0.0\n\n- ${RULES[0]}\n- ${RULES[1]}\n\n----------------------------------------\n\n### `),
+        text.text.slice(0, 300)
+      )
+      assert.isAtMost(Math.ceil(text.text.length / 4), json.body.totalTokens)
+      const second = yield* context("/acme/ruled", { query: "dispose a widget", type: "json", page: "2", tokens: "100" })
+      assert.notProperty(second.body, "rules")
+      assert.notInclude((yield* context("/acme/ruled", { query: "dispose a widget", page: "2", tokens: "100" })).text, "### Rules for")
+      assert.notProperty((yield* context("/acme/greeter/1.0.0", { query: "switch the language", type: "json" })).body, "rules")
     }))
 
   it.effect("context: /owner/repo answers the default (latest added) version, /owner/repo/version that one", () =>

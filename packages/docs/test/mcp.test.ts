@@ -25,7 +25,8 @@ const bin = new URL("../../cli/src/bin.ts", import.meta.url).pathname
 const retryDocs = {
   "README.md": "# HTTP client\n\nSend HTTP requests from Node.js with a small fluent API.\n",
   "retries.md": "# Retries\n\nRetry failed requests automatically with exponential backoff.\n\n" +
-    "```ts\nclient.get(url, { retry: { times: 3, backoff: \"exponential\" } })\n```\n"
+    "```ts\nclient.get(url, { retry: { times: 3, backoff: \"exponential\" } })\n```\n",
+  "svc.json": JSON.stringify({ rules: ["Give every request a timeout"] })
 }
 
 const Seeded = Layer.effectDiscard(Effect.gen(function*() {
@@ -188,6 +189,8 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
         const result = yield* Effect.promise(() => client.callTool({ name: "query-docs", arguments: args }))
         assert.isUndefined(result.isError, JSON.stringify(args))
         assert.include(textOf(result), "backoff: \"exponential\"", JSON.stringify(args))
+        // the library's rules (its svc.json) come first, as Context7 answers with a library's rules
+        assert.isTrue(textOf(result).startsWith("### Rules for /acme/http-client/1.0.0\n\n- Give every request a timeout\n"), textOf(result).slice(0, 200))
       }
     }).pipe(Effect.scoped))
 

@@ -75,6 +75,7 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
         await fs.symlink(rootB, path.join(base, "b-link"))
         await fs.mkdir(path.join(rootB, "gadgets"))
         await fs.writeFile(path.join(rootB, "gadgets", "README.md"), readme("Gadgets")["README.md"])
+        await fs.writeFile(path.join(rootB, "gadgets", "svc.json"), JSON.stringify({ rules: ["Charge a gadget before use"] }))
       })
       const { ops } = yield* remote({ DOCS_SOURCE_ROOTS: [rootA, path.join(base, "b-link")].join(path.delimiter) })
 
@@ -100,8 +101,12 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
       const missing = yield* refusal(ops, path.join(rootA, "nope"))
       assert.strictEqual(missing.category, "source_not_found")
 
-      const ids = (yield* ops.list).map((library) => library.id)
+      const listed = yield* ops.list
+      const ids = listed.map((library) => library.id)
       assert.includeMembers(ids, ["/acme/widgets", "/acme/gadgets"])
+      // svc.json's rules travel with the listing (`svc docs list` prints them)
+      assert.deepStrictEqual(listed.find((library) => library.id === "/acme/gadgets")?.rules, ["Charge a gadget before use"])
+      assert.deepStrictEqual(listed.find((library) => library.id === "/acme/widgets")?.rules, [])
       assert.notInclude(ids, "/evil/secret")
     }).pipe(Effect.scoped))
 

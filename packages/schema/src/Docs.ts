@@ -116,8 +116,13 @@ export const ContextResponse = Schema.Struct({
   libraryId: Schema.String,
   version: Schema.String,
   query: Schema.NullOr(Schema.String),
-  /** Sum of the snippets' tokens; at most the `tokens` budget. */
+  /** The snippets' tokens and the rules'; at most the `tokens` budget. */
   totalTokens: Schema.Finite,
+  /**
+   * Page 1 only, when the library has any: its rules for agents (its `svc.json`), in their order while
+   * they fit in half the budget.
+   */
+  rules: Schema.optionalKey(Schema.Array(Schema.String)),
   snippets: Schema.Array(ContextSnippet)
 }).annotate({ identifier: "ContextResponse" })
 export type ContextResponse = typeof ContextResponse.Type
@@ -333,6 +338,8 @@ export const LibraryEntry = Schema.Struct({
   title: Schema.String,
   source: Schema.String,
   defaultVersion: Schema.String,
+  /** Rules for agents from the library's `svc.json` (absent from servers before they were listed). */
+  rules: Schema.optionalKey(Schema.Array(Schema.String)),
   versions: Schema.Array(Schema.Struct({
     version: Schema.String,
     state: Schema.String,

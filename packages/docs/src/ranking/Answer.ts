@@ -18,7 +18,7 @@
  *   answer's first entries are the files that answer (docs README, "Answers by file").
  */
 import type { ContextSection, ContextSnippet } from "@svc/schema"
-import { render, SEPARATOR, type Snippet, tokensOf, tokensOfLength } from "../Splitter.ts"
+import { estimateTokens, render, SEPARATOR, type Snippet, tokensOf, tokensOfLength } from "../Splitter.ts"
 
 /** A merged section's size bound, in tokens (one snippet is at most ~1,000: Splitter.MAX_SNIPPET_CHARS). */
 export const SECTION_TOKENS = 1500
@@ -195,11 +195,14 @@ export const byFile = (picked: ReadonlyArray<Section>): ReadonlyArray<Entry> => 
   return [...files.values()].sort((a, b) => b.score - a.score || a.rank - b.rank).map((file) => fileEntry(file.sections))
 }
 
-/** Page `page` (1-based) of the answer within `budget` tokens a page, one entry per file. */
-export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page = 1) => {
+/**
+ * Page `page` (1-based) of the answer within `budget` tokens a page, one entry per file; `reserved`
+ * tokens of page 1 hold something else (the library's rules: {@link answerRules}).
+ */
+export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page = 1, reserved = 0) => {
   let remaining = sections(ranked)
   const seen = new Set<string>()
-  let picked = fitBudget(remaining, budget, seen)
+  let picked = fitBudget(remaining, budget - reserved, seen)
   for (let n = 1; n < page; n++) {
     const taken = new Set(picked)
     remaining = remaining.filter((entry) => !taken.has(entry))
@@ -222,3 +225,28 @@ export const toContextSnippet = (snippet: Entry): ContextSnippet => ({
   tokens: snippet.tokens,
   ...(snippet.sections === undefined ? {} : { sections: snippet.sections })
 })
+
+/**
+ * At most this share of page 1's budget goes to the library's rules for agents; the rest, at least,
+ * to its documentation.
+ */
+export const RULES_SHARE = 0.5
+
+/** A library's rules as the text answer shows them, above its first snippet. */
+export const renderRules = (libraryId: string, rules: ReadonlyArray<string>): string =>
+  `### Rules for ${libraryId}\n\n${rules.map((rule) => `- ${rule}`).join("\n")}`
+
+/**
+ * The rules of page 1 (`svc.json`'s `rules`; Context7 likewise answers with a library's rules beside its
+ * snippets): in their order while they fit in {@link RULES_SHARE} of the budget, and the tokens they take
+ * from it as sent (their block and its separator).
+ */
+export const answerRules = (libraryId: string, rules: ReadonlyArray<string>, budget: number) => {
+  const cost = (kept: ReadonlyArray<string>) => kept.length === 0 ? 0 : estimateTokens(renderRules(libraryId, kept) + SEPARATOR)
+  let kept: ReadonlyArray<string> = []
+  for (const rule of rules) {
+    if (cost([...kept, rule]) > budget * RULES_SHARE) break
+    kept = [...kept, rule]
+  }
+  return { rules: kept, tokens: cost(kept) }
+}

@@ -10,7 +10,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { IndexStore } from "../../src/IndexStore.ts"
 import { type ContextAnswer, Search } from "../../src/Search.ts"
-import { split, tokensOf } from "../../src/Splitter.ts"
+import { answerRules, renderRules } from "../../src/ranking/Answer.ts"
+import { estimateTokens, SEPARATOR, split, tokensOf } from "../../src/Splitter.ts"
 import { greeterDocs, indexed, manualDocs, source, widgetsDocs } from "./fixtures.ts"
 
 const found = (answer: ContextAnswer) => {
@@ -143,6 +144,52 @@ export const searchContract = (name: string, layer: Layer.Layer<Search | IndexSt
         for (const entry of titles(second)) assert.notInclude(titles(first), entry)
         const last = found(yield* ask(10))
         assert.deepStrictEqual([last.snippets.length, last.totalTokens], [0, 0])
+      }))
+
+    test("context: a library's rules for agents lead page 1 within the budget; the pages still hold every section once", () =>
+      Effect.gen(function*() {
+        // long enough to take room a section would have had: page 1 holds less documentation
+        const rules = [
+          "Always close a greeter with greeter.close() once it has said goodbye, or its phrase engine keeps its timers running.",
+          "Prefer withLanguage on one greeter over a new greeter per language: each greeter loads every phrase book it knows."
+        ]
+        yield* indexed({ ...source("/acme/greeter", "1.0.0"), rules }, greeterDocs)
+        yield* indexed(source("/acme/widgets", "1.0"), widgetsDocs)
+        const search = yield* Search
+        const ask = (page: number) => search.context({ libraryId: "/acme/greeter", query: "greeter language farewell", tokens: 200, page })
+        const first = found(yield* ask(1))
+        assert.deepStrictEqual(first.rules, rules)
+        const room = answerRules("/acme/greeter/1.0.0", rules, 200).tokens
+        assert.isAbove(room, 0)
+        assert.strictEqual(first.totalTokens, first.snippets.reduce((sum, s) => sum + s.tokens, 0) + room)
+        assert.isAtMost(first.totalTokens, 200)
+        assert.isAbove(first.snippets.length, 0)
+        // page n starts where page n - 1 ended (page 1's rules counted on every page): every matching section once
+        const seen: Array<string> = []
+        for (let page = 2; page < 50; page++) {
+          const next = found(yield* ask(page))
+          assert.deepStrictEqual(next.rules, [], `page ${page} shows no rules`)
+          if (next.snippets.length === 0) break
+          seen.push(...next.snippets.flatMap(sectionsOf))
+        }
+        seen.push(...first.snippets.flatMap(sectionsOf))
+        const all = found(yield* search.context({ libraryId: "/acme/greeter", query: "greeter language farewell", tokens: 50_000 }))
+        assert.sameMembers(seen, all.snippets.flatMap(sectionsOf))
+        // a library without rules shows none
+        assert.deepStrictEqual(found(yield* search.context({ libraryId: "/acme/widgets", query: "gauge" })).rules, [])
+      }))
+
+    test("context: rules past half the budget are left out, in their order; the documentation keeps the rest", () =>
+      Effect.gen(function*() {
+        const rules = Array.from({ length: 30 }, (_, i) => `Rule ${i + 1}: ${"keep widgets small and dispose them ".repeat(13)}`)
+        yield* indexed({ ...source("/acme/greeter", "1.0.0"), rules }, greeterDocs)
+        const answer = found(yield* (yield* Search).context({ libraryId: "/acme/greeter", query: "greeter language", tokens: 1000 }))
+        assert.isAbove(answer.rules.length, 0)
+        assert.isBelow(answer.rules.length, rules.length)
+        assert.deepStrictEqual(answer.rules, rules.slice(0, answer.rules.length))
+        assert.isAtMost(estimateTokens(renderRules("/acme/greeter/1.0.0", answer.rules) + SEPARATOR), 500)
+        assert.isAbove(answer.snippets.length, 0)
+        assert.isAtMost(answer.totalTokens, 1000)
       }))
 
     test("context: a version registered but not indexed yet answers Indexing with its state", () =>
