@@ -33,10 +33,11 @@ type FunctionName = "pow" | "min" | "max" | "abs"
 /** How many arguments each function takes: [fewest, most]. */
 const ARITY: Record<FunctionName, readonly [number, number]> = { pow: [2, 2], min: [2, 16], max: [2, 16], abs: [1, 1] }
 
+/** A token and where it starts; `text` as written (a number's value is not: "1." is 1). */
 type Token =
-  | { readonly kind: "number"; readonly value: number; readonly at: number }
-  | { readonly kind: "name"; readonly value: string; readonly at: number }
-  | { readonly kind: "symbol"; readonly value: string; readonly at: number }
+  | { readonly kind: "number"; readonly value: number; readonly text: string; readonly at: number }
+  | { readonly kind: "name"; readonly value: string; readonly text: string; readonly at: number }
+  | { readonly kind: "symbol"; readonly value: string; readonly text: string; readonly at: number }
 
 const tokenize = (text: string): Array<Token> | string => {
   const tokens: Array<Token> = []
@@ -48,14 +49,14 @@ const tokenize = (text: string): Array<Token> | string => {
     } else if (/[0-9.]/.test(char)) {
       const match = /^(\d+(\.\d*)?|\.\d+)/.exec(text.slice(i))
       if (match === null) return `unexpected "." at position ${i + 1}`
-      tokens.push({ kind: "number", value: Number(match[0]), at: i })
+      tokens.push({ kind: "number", value: Number(match[0]), text: match[0], at: i })
       i += match[0].length
     } else if (/[A-Za-z_]/.test(char)) {
       const match = /^[A-Za-z_][A-Za-z0-9_]*/.exec(text.slice(i))!
-      tokens.push({ kind: "name", value: match[0], at: i })
+      tokens.push({ kind: "name", value: match[0], text: match[0], at: i })
       i += match[0].length
     } else if ("+-*/(),".includes(char)) {
-      tokens.push({ kind: "symbol", value: char, at: i })
+      tokens.push({ kind: "symbol", value: char, text: char, at: i })
       i++
     } else {
       return `unexpected character ${JSON.stringify(char)} at position ${i + 1}`
@@ -121,7 +122,8 @@ export const parseRetryDelay = (text: string): { readonly expression: RetryDelay
     if (token.kind === "number") return { _tag: "Number", value: token.value }
     if (token.kind === "name") {
       if (token.value === "retried") return { _tag: "Retried" }
-      if (!(token.value in ARITY)) {
+      // own keys only: `in` also finds an object's inherited ones (constructor, toString, __proto__)
+      if (!Object.hasOwn(ARITY, token.value)) {
         return fail(`unknown name ${JSON.stringify(token.value)} at position ${token.at + 1} (known: retried, pow, min, max, abs)`)
       }
       const name = token.value as FunctionName
@@ -143,12 +145,12 @@ export const parseRetryDelay = (text: string): { readonly expression: RetryDelay
       expect(")")
       return inner
     }
-    return fail(`unexpected "${token.value}" at position ${token.at + 1}`)
+    return fail(`unexpected "${token.text}" at position ${token.at + 1}`)
   }
 
   try {
     const parsed = expression()
-    if (position < tokens.length) return { problem: `unexpected "${tokens[position]!.value}" ${where(tokens[position])}` }
+    if (position < tokens.length) return { problem: `unexpected "${tokens[position]!.text}" ${where(tokens[position])}` }
     return { expression: parsed }
   } catch (error) {
     if (error instanceof ParseFailure) return { problem: error.problem }

@@ -28,6 +28,13 @@ describe("Svc-Retry-Delay expressions", () => {
     assert.match(problem("")!, /empty/)
     assert.match(problem("1+".repeat(150) + "1")!, /longer than 200/)
     assert.isUndefined(problem("  pow(2, retried) * 1000 "))
+    // names an object inherits are not functions of the grammar
+    for (const name of ["constructor", "toString", "valueOf", "hasOwnProperty", "__proto__", "isPrototypeOf"]) {
+      assert.match(problem(`${name}(1)`)!, new RegExp(`unknown name "${name}" at position 1`), name)
+      assert.match(problem(name)!, new RegExp(`unknown name "${name}"`), name)
+    }
+    // a token is named as written
+    assert.match(problem("1..2")!, /unexpected "\.2" at position 3/)
   })
 })
 
