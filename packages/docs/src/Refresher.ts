@@ -26,7 +26,7 @@ import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import * as os from "node:os"
 import { Indexer } from "./Indexer.ts"
 import { RefreshStore, type RefreshableLibrary } from "./RefreshStore.ts"
-import { GitSettings } from "./sources/Git.ts"
+import { GIT_ENV, GitSettings, networkOptions } from "./sources/Git.ts"
 
 /** `DOCS_REFRESH_INTERVAL`: none when unset. */
 export const RefreshInterval = Config.option(Config.Duration("DOCS_REFRESH_INTERVAL"))
@@ -45,8 +45,6 @@ export interface LibraryCheck {
   readonly message?: string | undefined
 }
 
-const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never" }
-
 /** The commit `git ls-remote` reports for a stored git location (`url#ref`, else HEAD). */
 const remoteCommit = Effect.fnUntraced(function*(location: string) {
   const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
@@ -54,8 +52,10 @@ const remoteCommit = Effect.fnUntraced(function*(location: string) {
   const hash = location.lastIndexOf("#")
   const url = hash === -1 ? location : location.slice(0, hash)
   const ref = hash === -1 ? "HEAD" : location.slice(hash + 1)
+  // the same outbound guard as the clone's (sources/Git.ts)
+  const network = yield* networkOptions(url, url, settings)
   const output = yield* Effect.scoped(Effect.gen(function*() {
-    const handle = yield* spawner.spawn(ChildProcess.make(settings.binary, ["ls-remote", "--", url, ref], {
+    const handle = yield* spawner.spawn(ChildProcess.make(settings.binary, [...network, "ls-remote", "--", url, ref], {
       env: GIT_ENV,
       extendEnv: true,
       stdin: "ignore",

@@ -1,18 +1,22 @@
 /**
  * Git sources on a real database and the system `git`, with repositories made here in temporary
  * folders (no network): clone by path and by file:// URL, id and version rules, refresh after a new
- * commit, `#ref`, credentials never stored or shown, clone failures, git missing, the clone timeout.
+ * commit, `#ref`, credentials never stored or shown, clone failures, git missing, the clone timeout,
+ * and the outbound guard: loopback, private and local hosts refused before git runs (unless
+ * DOCS_ALLOW_PRIVATE=true), the addresses checked pinned for git's http, redirects not followed.
  */
 import { tempDir } from "@svc/platform/testing"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Result } from "effect"
 import { SqlClient } from "effect/sql"
+import { execFile } from "node:child_process"
 import * as fs from "node:fs/promises"
+import * as http from "node:http"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type IndexProgress, Indexer } from "../src/Indexer.ts"
-import { gitLibraryId, withoutCredentials } from "../src/sources/Git.ts"
+import { gitLibraryId, networkOptions, remoteOf, withoutCredentials } from "../src/sources/Git.ts"
 import type { IndexFailed } from "../src/sources/Source.ts"
 import { git, stack } from "./support.ts"
 
@@ -59,6 +63,38 @@ const makeRepository = (owner: string, name: string) =>
 const clones = () =>
   Effect.promise(() => fs.readdir(os.tmpdir()).then((names) => names.filter((name) => name.startsWith("svc-docs-git-"))))
 
+const withSettings = (env: Record<string, string>) => Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
+/** As a developer's machine would: git servers on 127.0.0.1 allowed. */
+const allowPrivate = withSettings({ DOCS_ALLOW_PRIVATE: "true" })
+
+/** A TCP server on 127.0.0.1 that counts the connections it gets (and answers none). */
+const listener = Effect.acquireRelease(
+  Effect.callback<{ readonly server: net.Server; readonly sockets: Array<net.Socket> }>((resume) => {
+    const sockets: Array<net.Socket> = []
+    const server = net.createServer((socket) => void sockets.push(socket))
+    server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ server, sockets })))
+  }),
+  ({ server, sockets }) =>
+    Effect.callback<void>((resume) => {
+      sockets.forEach((socket) => socket.destroy())
+      server.close(() => resume(Effect.void))
+    })
+)
+
+/** An HTTP server on 127.0.0.1 answering every request with `answer`; the paths it was asked. */
+const httpServer = (answer: (request: http.IncomingMessage, response: http.ServerResponse) => void) =>
+  Effect.acquireRelease(
+    Effect.callback<{ readonly port: number; readonly asked: Array<string>; readonly server: http.Server }>((resume) => {
+      const asked: Array<string> = []
+      const server = http.createServer((request, response) => {
+        asked.push(request.url ?? "")
+        answer(request, response)
+      })
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ port: (server.address() as net.AddressInfo).port, asked, server })))
+    }),
+    ({ server }) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+  )
+
 const failureOf = <A>(effect: Effect.Effect<A, IndexFailed | { readonly _tag: string; readonly message: string }>) =>
   Effect.map(Effect.result(effect), (result) => {
     if (Result.isSuccess(result)) throw new Error("expected a failure, the run succeeded")
@@ -66,6 +102,44 @@ const failureOf = <A>(effect: Effect.Effect<A, IndexFailed | { readonly _tag: st
   })
 
 describe("git source helpers", () => {
+  it("remoteOf: the host every network transport connects to, read as a URL reads it; none for local clones", () => {
+    assert.deepStrictEqual(remoteOf("https://user:tok@github.com/a/b.git"), { transport: "https", hostname: "github.com", port: 443 })
+    assert.deepStrictEqual(remoteOf("http://0x7f000001:8080/a/b.git"), { transport: "http", hostname: "127.0.0.1", port: 8080 })
+    assert.deepStrictEqual(remoteOf("git://2130706433/a/b.git"), { transport: "git", hostname: "127.0.0.1", port: 9418 })
+    assert.deepStrictEqual(remoteOf("ssh://git@[::1]:2222/a/b.git"), { transport: "ssh", hostname: "[::1]", port: 2222 })
+    assert.deepStrictEqual(remoteOf("git@localhost:a/b.git"), { transport: "ssh", hostname: "localhost", port: 22 })
+    assert.isUndefined(remoteOf("file:///srv/git/a/b.git"))
+    assert.isUndefined(remoteOf("/srv/git/a/b.git"))
+  })
+
+  it.effect("networkOptions: redirects off, git's http pinned to the addresses checked; a private answer refused", () =>
+    Effect.gen(function*() {
+      const publicAnswer = { allowPrivate: false, resolve: async () => [{ address: "203.0.114.7", family: 4 }, { address: "2a00:1450::1", family: 6 }] }
+      assert.deepStrictEqual(
+        yield* networkOptions("https://docs.example.org/acme/widgets.git", "https://docs.example.org/acme/widgets.git", publicAnswer),
+        ["-c", "http.followRedirects=false", "-c", "http.curloptResolve=docs.example.org:443:203.0.114.7,[2a00:1450::1]"]
+      )
+      // ssh and git:// are checked, not pinned (git's own lookup); file:// and paths are local
+      assert.deepStrictEqual(yield* networkOptions("git@docs.example.org:acme/w.git", "x", publicAnswer), ["-c", "http.followRedirects=false"])
+      assert.deepStrictEqual(yield* networkOptions("file:///srv/acme/w.git", "x", publicAnswer), [])
+      const rebinding = { allowPrivate: false, resolve: async () => [{ address: "203.0.114.7", family: 4 }, { address: "10.0.0.5", family: 4 }] }
+      const refused = yield* Effect.flip(networkOptions("https://docs.example.org/acme/w.git", "https://docs.example.org/acme/w.git", rebinding))
+      assert.strictEqual(refused.category, "source_not_allowed")
+      assert.match(refused.message, /^Refused to reach https:\/\/docs\.example\.org\/acme\/w\.git: docs\.example\.org resolves to 10\.0\.0\.5 is in the private range \(set DOCS_ALLOW_PRIVATE=true to allow it\)$/)
+    }))
+
+  it.effect("git honours the pin: a name that resolves nowhere is cloned from the pinned address", () =>
+    Effect.gen(function*() {
+      const { asked, port } = yield* httpServer((_request, response) => response.writeHead(404).end())
+      // a loopback pin made by hand (the guard would refuse it): what git does with one is what is tested
+      const failed = yield* Effect.callback<boolean>((resume) => {
+        execFile("git", ["-c", `http.curloptResolve=pinned.invalid:${port}:127.0.0.1`, "ls-remote", "--", `http://pinned.invalid:${port}/acme/w.git`], {
+          env: { ...process.env, GIT_TERMINAL_PROMPT: "0" }
+        }, (error) => resume(Effect.succeed(error !== null)))
+      })
+      assert.isTrue(failed, "a 404 is a failure")
+      assert.include(asked, "/acme/w.git/info/refs?service=git-upload-pack")
+    }).pipe(Effect.scoped))
   it("library ids from the URL's last two path segments; credentials stripped", () => {
     assert.strictEqual(gitLibraryId("https://github.com/Effect-TS/Effect.git"), "/effect-ts/effect")
     assert.strictEqual(gitLibraryId("git@github.com:owner/repo.git"), "/owner/repo")
@@ -172,7 +246,8 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
           "git+http://user:secret@127.0.0.1:1/acme/nothing.git#main"
         ]
       ) {
-        const failure = yield* failureOf(indexer.add(url))
+        // private hosts allowed, so that git runs and fails and its own words are what is redacted
+        const failure = yield* failureOf(indexer.add(url).pipe(allowPrivate))
         assert.strictEqual(failure.category, "clone_failed")
         assert.match(failure.message, /^git could not clone https?:\/\/127\.0\.0\.1:1\/acme\/nothing\.git(#main)?: /)
         assert.notInclude(failure.message, "secret")
@@ -213,13 +288,59 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
       assert.notInclude(ids, "/acme/branches")
     }))
 
+  it.effect("a clone from a loopback, private or local host is refused before git runs; nothing connects", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const { sockets, server } = yield* listener
+      const port = (server.address() as net.AddressInfo).port
+      for (
+        const url of [
+          `http://127.0.0.1:${port}/acme/widgets.git`,
+          `https://user:secret@127.0.0.1:${port}/acme/widgets.git`,
+          `git+http://127.0.0.1:${port}/acme/widgets.git#main`,
+          `git://127.0.0.1:${port}/acme/widgets.git`,
+          `ssh://git@127.0.0.1:${port}/acme/widgets.git`,
+          `http://0x7f000001:${port}/acme/widgets.git`,
+          `http://2130706433:${port}/acme/widgets.git`,
+          `http://[::1]:${port}/acme/widgets.git`,
+          `http://[::ffff:127.0.0.1]:${port}/acme/widgets.git`,
+          `http://10.1.2.3:${port}/acme/widgets.git`,
+          `http://169.254.169.254/acme/widgets.git`,
+          "git@localhost:acme/widgets.git",
+          `http://git.internal:${port}/acme/widgets.git`
+        ]
+      ) {
+        const failure = yield* failureOf(indexer.add(url))
+        assert.strictEqual(failure.category, "source_not_allowed", url)
+        assert.match(failure.message, /^Refused to reach .*\(set DOCS_ALLOW_PRIVATE=true to allow it\)$/, url)
+        assert.notInclude(failure.message, "secret")
+      }
+      const unresolved = yield* failureOf(indexer.add("https://widgets.invalid/acme/widgets.git"))
+      assert.deepStrictEqual([unresolved.category, unresolved.message], [
+        "source_not_allowed",
+        "Refused to reach https://widgets.invalid/acme/widgets.git: widgets.invalid does not resolve"
+      ])
+      assert.strictEqual(sockets.length, 0, "git never connected")
+      assert.notInclude((yield* indexer.list).map((library) => library.id), "/acme/widgets")
+    }).pipe(Effect.scoped))
+
+  it.effect("a redirect is not followed, even between hosts git may reach", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const target = yield* httpServer((_request, response) => response.writeHead(404).end())
+      const redirecting = yield* httpServer((request, response) =>
+        response.writeHead(301, { location: `http://127.0.0.1:${target.port}${request.url}` }).end()
+      )
+      const failure = yield* failureOf(indexer.add(`http://127.0.0.1:${redirecting.port}/acme/moved.git`).pipe(allowPrivate))
+      assert.strictEqual(failure.category, "clone_failed")
+      assert.isAbove(redirecting.asked.length, 0)
+      assert.deepStrictEqual(target.asked, [], "the redirect's target was never asked")
+    }).pipe(Effect.scoped))
+
   it.effect("git missing, and a clone that hangs stopped by DOCS_GIT_CLONE_TIMEOUT, are clear failures", () =>
     Effect.gen(function*() {
       const indexer = yield* Indexer
       const repo = yield* makeRepository("acme", "settings")
-      const withSettings = (env: Record<string, string>) =>
-        Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
-
       const noGit = yield* failureOf(indexer.add(repo.bare).pipe(withSettings({ DOCS_GIT: "/nonexistent/bin/git" })))
       assert.strictEqual(noGit.category, "clone_failed")
       assert.strictEqual(
@@ -228,23 +349,14 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
       )
 
       // A server that accepts connections and never answers.
-      const sockets: Array<net.Socket> = []
-      const server = yield* Effect.acquireRelease(
-        Effect.callback<net.Server>((resume) => {
-          const server = net.createServer((socket) => void sockets.push(socket))
-          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-        }),
-        (server) =>
-          Effect.callback<void>((resume) => {
-            sockets.forEach((socket) => socket.destroy())
-            server.close(() => resume(Effect.void))
-          })
-      )
+      const { server, sockets } = yield* listener
       const port = (server.address() as net.AddressInfo).port
       const before = yield* clones()
       const started = Date.now()
       const hung = yield* failureOf(
-        indexer.add(`http://user:secret@127.0.0.1:${port}/acme/hung.git`).pipe(withSettings({ DOCS_GIT_CLONE_TIMEOUT: "1 second" }))
+        indexer.add(`http://user:secret@127.0.0.1:${port}/acme/hung.git`).pipe(
+          withSettings({ DOCS_GIT_CLONE_TIMEOUT: "1 second", DOCS_ALLOW_PRIVATE: "true" })
+        )
       )
       assert.strictEqual(hung.category, "clone_failed")
       assert.strictEqual(

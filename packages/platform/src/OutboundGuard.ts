@@ -232,9 +232,38 @@ const resolvedRefusal = (
 }
 
 /**
- * Why `url` may not be reached, or `undefined` when it may: only http(s); literal addresses and local
- * names at once; any other name is resolved and refused when it resolves to a refused address or not
- * at all (within 3 s). A check ahead of time (at publish); the request itself is checked again.
+ * The addresses `hostname` (as a URL's `hostname` gives it) may be reached at, or why it may not be:
+ * a literal address is itself; a local name is refused at once; any other name is resolved and refused
+ * when one of its addresses is refused or it does not resolve (within 3 s). For a transport the guard
+ * cannot sit in (the system `git`), which is then told to connect to these addresses only. With
+ * `allowPrivate`, every name is allowed unresolved (`addresses` empty: connect as usual).
+ */
+export type AllowedAddresses = { readonly addresses: ReadonlyArray<string> } | { readonly refusal: string }
+
+export const allowedAddresses = (hostname: string, options: GuardOptions): Effect.Effect<AllowedAddresses> =>
+  Effect.suspend((): Effect.Effect<AllowedAddresses> => {
+    if (options.allowPrivate) return Effect.succeed({ addresses: [] })
+    const literal = literalRefusal(hostname, options)
+    if (literal !== undefined) return Effect.succeed({ refusal: literal })
+    const verdict = classifyAddress(hostname)
+    if (verdict !== undefined) return Effect.succeed({ addresses: [verdict.address] })
+    const resolve = options.resolve ?? systemResolve
+    return Effect.tryPromise(() => resolve(hostname)).pipe(
+      Effect.map((resolved): AllowedAddresses => {
+        const why = resolved.length === 0 ? `${hostname} does not resolve` : resolvedRefusal(hostname, resolved, options)
+        return why === undefined ? { addresses: resolved.map((entry) => entry.address) } : { refusal: why }
+      }),
+      Effect.orElseSucceed((): AllowedAddresses => ({ refusal: `${hostname} does not resolve` })),
+      Effect.timeoutOrElse({
+        duration: "3 seconds",
+        orElse: () => Effect.succeed<AllowedAddresses>({ refusal: `${hostname} did not resolve in time` })
+      })
+    )
+  })
+
+/**
+ * Why `url` may not be reached, or `undefined` when it may: only http(s), and its host as
+ * {@link allowedAddresses} judges it. A check ahead of time (at publish); the request itself is checked again.
  */
 export const refusal = (url: string, options: GuardOptions): Effect.Effect<string | undefined> =>
   Effect.suspend(() => {
@@ -247,18 +276,8 @@ export const refusal = (url: string, options: GuardOptions): Effect.Effect<strin
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
       return Effect.succeed(`${parsed.protocol} URLs are not allowed, only http and https`)
     }
-    if (options.allowPrivate || exempt(parsed, options)) return Effect.succeed(undefined)
-    const hostname = parsed.hostname
-    const literal = literalRefusal(hostname, options)
-    if (literal !== undefined || classifyAddress(hostname) !== undefined) return Effect.succeed(literal)
-    const resolve = options.resolve ?? systemResolve
-    return Effect.tryPromise(() => resolve(hostname)).pipe(
-      Effect.map((addresses) =>
-        addresses.length === 0 ? `${hostname} does not resolve` : resolvedRefusal(hostname, addresses, options)
-      ),
-      Effect.orElseSucceed(() => `${hostname} does not resolve`),
-      Effect.timeoutOrElse({ duration: "3 seconds", orElse: () => Effect.succeed(`${hostname} did not resolve in time`) })
-    )
+    if (exempt(parsed, options)) return Effect.succeed(undefined)
+    return Effect.map(allowedAddresses(parsed.hostname, options), (allowed) => "refusal" in allowed ? allowed.refusal : undefined)
   })
 
 // -----------------------------------------------------------------------------

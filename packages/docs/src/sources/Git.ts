@@ -5,11 +5,21 @@
  * removed when the scope closes, then read like a folder. Id from the URL's last two path segments,
  * version from the tag at HEAD else the short commit hash. Credentials in the URL are used for that
  * clone only: never stored, logged or shown.
+ *
+ * A clone over the network goes through the suite's outbound guard (`@svc/platform` OutboundGuard), which
+ * cannot sit inside git: the host is checked first (a loopback, private or link-local address, a local
+ * name, or a name resolving to one is refused, unless `DOCS_ALLOW_PRIVATE=true`), and git over http(s)
+ * is then told to connect to the addresses checked and nowhere else (`http.curloptResolve`, so a name
+ * that answers differently a moment later is not followed) and never to follow a redirect
+ * (`http.followRedirects=false`: a redirect could lead anywhere, credentials included). ssh and git://
+ * connections are checked the same way before they start; their own lookup is not pinned.
  */
+import { OutboundGuard } from "@svc/platform"
 import { Config, Duration, Effect, FileSystem, Path, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { describedSource } from "./Folder.ts"
 import { repositoryBase } from "./SourceLinks.ts"
+import { ALLOW_PRIVATE_SETTING } from "./WebFetch.ts"
 import {
   checkLibraryId,
   checkVersion,
@@ -27,17 +37,21 @@ export const GIT_URL = /^((git|ssh|file|https?|git\+(ssh|https?|file)):\/\/|[\w.
 /** A branch or tag after `#`: no option look-alikes, no `..`. */
 const GIT_REF = /^\w[\w.\/+-]*$/
 
-/** Where the system `git` is, and how long a clone may take (`DOCS_GIT`, `DOCS_GIT_CLONE_TIMEOUT`). */
+/**
+ * Where the system `git` is, how long a clone may take, and whether private hosts may be cloned from
+ * (`DOCS_GIT`, `DOCS_GIT_CLONE_TIMEOUT`, `DOCS_ALLOW_PRIVATE`, the web sources' setting).
+ */
 export const GitSettings = Config.all({
   binary: Config.String("DOCS_GIT").pipe(Config.withDefault("git")),
-  cloneTimeout: Config.Duration("DOCS_GIT_CLONE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(5)))
+  cloneTimeout: Config.Duration("DOCS_GIT_CLONE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(5))),
+  allowPrivate: Config.Boolean(ALLOW_PRIVATE_SETTING).pipe(Config.withDefault(false))
 })
 
 /**
  * Never waits for a person: no terminal prompt for a password (fails instead), no Git Credential
  * Manager dialog; LFS pointers stay pointers (docs are not in LFS, and it would download).
  */
-const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", GIT_LFS_SKIP_SMUDGE: "1" }
+export const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", GIT_LFS_SKIP_SMUDGE: "1" }
 
 const URL_USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/i
 const isSsh = (scheme: string) => /ssh/i.test(scheme)
@@ -88,6 +102,47 @@ export const gitLibraryId = (url: string): string | undefined => {
   const owner = segments.at(-2)
   return owner === undefined || repo === undefined || repo === "" ? undefined : repositoryId(`${owner}/${repo}`)
 }
+
+/** Where a clone URL connects (none for a path or file://): git's transport, the host as URLs write it, the port. */
+export const remoteOf = (url: string) => {
+  const scpLike = /^[\w.-]+@([\w.-]+):/.exec(url)
+  const match = scpLike === null ? /^(https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#]*)/i.exec(url) : null
+  const transport = scpLike !== null ? "ssh" : match?.[1]?.toLowerCase()
+  const authority = scpLike !== null ? scpLike[1]! : match?.[2]
+  if (transport === undefined || authority === undefined) return undefined
+  let parsed: URL
+  try {
+    // as an http URL, so that every transport's host is read alike: 0x7f000001, 2130706433 and 127.1
+    // are 127.0.0.1 to the guard as they are to the connection
+    parsed = new URL(`http://${authority}`)
+  } catch {
+    return undefined
+  }
+  const port = parsed.port !== "" ? Number(parsed.port) : ({ http: 80, https: 443, ssh: 22, git: 9418 } as const)[transport as "http"]
+  return { transport, hostname: parsed.hostname, port }
+}
+
+/**
+ * The `git -c` options under which git may connect for `url`, after the outbound guard allowed its
+ * host (module comment); fails `source_not_allowed` with the guard's reason when it did not.
+ */
+export const networkOptions = Effect.fnUntraced(function*(
+  url: string,
+  shown: string,
+  guard: { readonly allowPrivate: boolean; readonly resolve?: OutboundGuard.Resolve | undefined }
+) {
+  const remote = remoteOf(url)
+  if (remote === undefined) return []
+  const allowed = yield* OutboundGuard.allowedAddresses(remote.hostname, { ...guard, setting: ALLOW_PRIVATE_SETTING })
+  if ("refusal" in allowed) {
+    return yield* new IndexFailed({ category: "source_not_allowed", message: `Refused to reach ${shown}: ${allowed.refusal}` })
+  }
+  const pinned = remote.transport.startsWith("http") && allowed.addresses.length > 0 &&
+      OutboundGuard.classifyAddress(remote.hostname) === undefined
+    ? [`http.curloptResolve=${remote.hostname}:${remote.port}:${allowed.addresses.map((a) => a.includes(":") ? `[${a}]` : a).join(",")}`]
+    : []
+  return ["http.followRedirects=false", ...pinned].flatMap((option) => ["-c", option])
+})
 
 /** The first line of git's error output that says what went wrong, without git's `fatal: ` prefix. */
 const gitReason = (stderr: string): string => {
@@ -188,7 +243,9 @@ export const make = Effect.gen(function*() {
         () => cloneFailed(`git could not clone ${git.location}: no result within ${Duration.format(settings.cloneTimeout)} (DOCS_GIT_CLONE_TIMEOUT)`),
         (reason) => cloneFailed(`${reason}: cannot clone ${git.location}`)
       )
+    const network = yield* networkOptions(git.url, git.location, settings)
     const cloned = yield* git_([
+      ...network,
       "clone", "--quiet", "--depth", "1", ...(git.ref === undefined ? [] : ["--branch", git.ref]), "--", git.url, checkout
     ])
     if (cloned.exitCode !== 0) {
