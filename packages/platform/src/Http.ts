@@ -343,7 +343,14 @@ const fromCause = (
         // Liveness for every service, unless it routes /health itself (then it never gets here).
         return Effect.succeed([HttpServerResponse.jsonUnsafe({ status: "ok" }), undefined])
       }
-      return clientError(new RouteNotFound({ message: `No route for ${request.method} ${path}` }))
+      // The router gives up on a path it cannot read (effect's RouteNotFound then): a malformed request,
+      // not a missing route
+      const unreadable = unreadablePath(path, failure.description)
+      if (unreadable !== undefined) {
+        return clientError(new InvalidRequest({ issues: [{ in: "path", parameter: "", problem: unreadable }] }))
+      }
+      const shown = path.length > MAX_PATH_SHOWN ? `${path.slice(0, MAX_PATH_SHOWN)}…` : path
+      return clientError(new RouteNotFound({ message: `No route for ${request.method} ${shown}` }))
     }
     if (failure._tag === "RequestParseError") {
       return failure.reason === "BodyTooLarge"
@@ -439,6 +446,24 @@ const textOf = (response: HttpServerResponse.HttpServerResponse): string | undef
     : undefined
 
 const pathOf = (url: string): string => new URL(url, "http://localhost").pathname
+
+/** A 404's message echoes at most this much of the path. */
+const MAX_PATH_SHOWN = 200
+
+/**
+ * Why the router could not read `path`, if that is why it found no route: a path parameter longer
+ * than its limit (effect says so in the failure's description), or percent-encoding that is not UTF-8.
+ */
+const unreadablePath = (path: string, description: string | undefined): string | undefined => {
+  const limit = description === undefined ? undefined : /maxParamLength \((\d+)\)/.exec(description)?.[1]
+  if (limit !== undefined) return `a segment is longer than ${limit} characters`
+  try {
+    decodeURI(path)
+    return undefined
+  } catch {
+    return "is not valid percent-encoded UTF-8"
+  }
+}
 
 /** Query parameters that may hold secrets never reach the logs. */
 const redactUrl = (url: string): string => UrlParams.redactUrl(url, redactedNames)

@@ -183,6 +183,27 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
         assert.strictEqual(wrongMethod.body?.code, "not_found")
       }))
 
+    it.effect("a path the router cannot read is a 400 naming why; a 404 echoes at most 200 characters of the path", () =>
+      Effect.gen(function*() {
+        const long = yield* request(`/offers/${"a".repeat(101)}`)
+        assert.strictEqual(long.response.status, 400)
+        assert.deepStrictEqual(long.body, {
+          code: "invalid_request",
+          message: "Invalid request: path: a segment is longer than 100 characters",
+          issues: [{ in: "path", parameter: "", problem: "a segment is longer than 100 characters" }]
+        })
+        for (const path of ["/offers/%FF", "/offers/a%E2%82", "/nope/%C0%AF"]) {
+          const bad = yield* request(path)
+          assert.strictEqual(bad.response.status, 400, path)
+          assert.strictEqual(bad.body?.message, "Invalid request: path: is not valid percent-encoded UTF-8", path)
+        }
+        const unknown = yield* request(`/nope/${"b".repeat(5000)}`)
+        assert.strictEqual(unknown.response.status, 404)
+        assert.strictEqual(unknown.body?.message, `No route for GET /nope/${"b".repeat(194)}…`)
+        // percent-encoded UTF-8 is fine
+        assert.strictEqual((yield* request("/offers/%C3%A9")).body?.code, "offer_not_found")
+      }))
+
     it.effect("a defect is a 500 internal_error naming only the request id", () =>
       Effect.gen(function*() {
         const { response, body, text } = yield* request("/defect")

@@ -135,7 +135,8 @@ export class InvalidRequest extends ApiError<InvalidRequest>()("InvalidRequest",
 }) {}
 
 const describeLocation = (issue: RequestIssue): string => {
-  if (issue.in === "body") return issue.parameter === "" ? "body" : `body field "${issue.parameter}"`
+  if (issue.parameter === "") return issue.in
+  if (issue.in === "body") return `body field "${issue.parameter}"`
   return `${issue.in === "header" ? "header" : `${issue.in} parameter`} "${issue.parameter}"`
 }
 
