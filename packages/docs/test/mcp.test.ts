@@ -265,6 +265,55 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       assert.strictEqual((yield* Effect.promise(() => oauth.json())).code, "oauth_not_supported")
     }))
 
+  it.effect("JSON that is not JSON-RPC is -32600 naming the fault; tools/call params the tools cannot take -32602", () =>
+    Effect.gen(function*() {
+      const answer = (body: unknown, raw?: string) =>
+        Effect.gen(function*() {
+          const response = raw === undefined ? yield* post(body) : yield* Effect.gen(function*() {
+            const { baseUrl } = yield* Mcp
+            return yield* Effect.promise(() =>
+              fetch(`${baseUrl}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: raw })
+            )
+          })
+          return { status: response.status, body: yield* Effect.promise(() => response.json()) as Effect.Effect<any> }
+        })
+      const invalid: ReadonlyArray<readonly [unknown, string]> = [
+        [{ jsonrpc: "2.0", id: 1.5, method: "ping" }, `"id" must be a string or an integer, not 1.5`],
+        [{ jsonrpc: "2.0", id: null, method: "ping" }, `"id" must be a string or an integer, not null`],
+        [{ jsonrpc: "2.0", id: { a: 1 }, method: "ping" }, `"id" must be a string or an integer`],
+        [{ jsonrpc: "1.0", id: 1, method: "ping" }, `"jsonrpc" must be "2.0"`],
+        [{ jsonrpc: "2.0", id: 1, method: "tools/list", params: [1] }, `"params" must be an object, not an array`],
+        [{ jsonrpc: "2.0", id: 1 }, `a message needs a "method"`],
+        ["ping", "a message must be a JSON object, not string"],
+        [[], "an empty batch"],
+        [[{ jsonrpc: "2.0", id: 1, method: "ping" }, { jsonrpc: "2.0", id: "x" }], `message 2 of the batch: a message needs a "method"`]
+      ]
+      for (const [body, problem] of invalid) {
+        const { body: error, status } = yield* answer(body)
+        assert.strictEqual(status, 400, JSON.stringify(body))
+        assert.strictEqual(error.error.code, -32600, JSON.stringify(body))
+        assert.include(error.error.message, `Invalid Request: ${problem}`, JSON.stringify(body))
+        assert.strictEqual(error.id, null)
+      }
+      // an id past 2^53 is not an integer JSON can carry exactly
+      const huge = yield* answer(undefined, `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`)
+      assert.deepStrictEqual([huge.status, huge.body.error.code], [400, -32600])
+      for (const [args, problem] of [[null, "not null"], [[1], "not an array"], ["x", "not string"]] as const) {
+        const { body, status } = yield* answer({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "resolve-library-id", arguments: args } })
+        assert.strictEqual(status, 200)
+        assert.deepStrictEqual(body, {
+          jsonrpc: "2.0",
+          id: 7,
+          error: { code: -32602, message: `Invalid params: the tool's "arguments" must be an object, ${problem}` }
+        })
+      }
+      const noName = yield* answer({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { arguments: {} } })
+      assert.strictEqual(noName.body.error.message, `Invalid params: tools/call needs the tool's "name" as a string`)
+      // still JSON-RPC: served as before
+      const pong = yield* answer({ jsonrpc: "2.0", id: "p", method: "ping" })
+      assert.deepStrictEqual([pong.status, pong.body.result], [200, {}])
+    }))
+
   it.effect("a batch that cancels its own request: no answer for it, 202 when nothing is left", () =>
     Effect.gen(function*() {
       const cancelled = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7, reason: "user" } }

@@ -17,6 +17,8 @@
  *   request gets no JSON-RPC response (as the spec says). Rather than leave the HTTP exchange hanging
  *   until a gateway reaps it, the server drops the cancelled requests before serving the batch and,
  *   when nothing is left to answer, ends the exchange with 202 and no body.
+ * - A body that is JSON but not JSON-RPC is `-32600 Invalid Request` (400), a `tools/call` whose params
+ *   the tools cannot take `-32602 Invalid params`, each naming what is wrong (`JsonRpc.ts`).
  * - `GET`/`DELETE /mcp`: 405 (there are no sessions to stream or end).
  * - `GET /ping`, `/.well-known/oauth-protected-resource` (RFC 9728, built from `MCP_PUBLIC_URL`, no
  *   `authorization_servers`: there is no OAuth server), `/mcp/oauth` (501); every other path is the
@@ -28,6 +30,7 @@ import { ByteSize, Config, Effect, Layer, Option, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { isIP } from "node:net"
 import { clientAddress } from "../Auth.ts"
+import * as JsonRpc from "./JsonRpc.ts"
 import * as McpServer from "./McpServer.ts"
 
 /** The caller's API key, from any of the three headers the spec accepts. */
@@ -220,6 +223,14 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
       return isBodyTooLarge(parsed.failure)
         ? tooLarge(config.maxBodyBytes)
         : jsonRpcError(400, -32700, "Parse error: the body is not JSON")
+    }
+    // what is not JSON-RPC, or a tools/call the tools cannot take, is named with JSON-RPC's own codes (JsonRpc.ts)
+    const refused = JsonRpc.refusalOf(parsed.success)
+    if (refused !== undefined) {
+      return HttpServerResponse.jsonUnsafe(
+        { jsonrpc: "2.0", error: { code: refused.code, message: refused.message }, id: refused.id },
+        { status: refused.id === null ? 400 : 200 }
+      )
     }
     const body = withoutSelfCancelled(parsed.success)
     if (body === undefined) return HttpServerResponse.empty({ status: 202 })

@@ -1,0 +1,75 @@
+/**
+ * What a `POST /mcp` body says wrong, in JSON-RPC 2.0's own terms, before the MCP SDK sees it. The SDK's
+ * HTTP transport answers any message that is not JSON-RPC with `-32700 Parse error` (which JSON-RPC keeps
+ * for text that is not JSON), and `tools/call` params that fail its schema with `-32603 Internal error`
+ * and zod's issue list as the message. Here:
+ *
+ * - `-32600 Invalid Request`: not an object; `jsonrpc` not `"2.0"`; neither a `method` (a request or a
+ *   notification) nor a `result` or `error` (a response); an `id` that is not a string or an integer
+ *   (MCP: never null); `params` that is not an object (MCP's params are named); an empty batch;
+ * - `-32602 Invalid params`: a `tools/call` without a tool `name`, or whose `arguments` is not an object.
+ *
+ * A batch is refused whole, naming the message at fault (MCP 2025-06-18 and later have no batches; the
+ * SDK still takes them from older clients).
+ */
+
+export interface JsonRpcRefusal {
+  readonly code: -32600 | -32602
+  readonly message: string
+  /** The id of the request at fault when it has a usable one (a single request), else null. */
+  readonly id: string | number | null
+}
+
+type Message = Record<string, unknown>
+
+const isObject = (value: unknown): value is Message => typeof value === "object" && value !== null && !Array.isArray(value)
+
+const isId = (value: unknown): value is string | number => typeof value === "string" || Number.isSafeInteger(value)
+
+const kind = (value: unknown) => value === null ? "null" : Array.isArray(value) ? "an array" : typeof value
+
+/** Why `message` is not a JSON-RPC message MCP takes, if it is not. */
+const envelopeProblem = (message: unknown): string | undefined => {
+  if (!isObject(message)) return `a message must be a JSON object, not ${kind(message)}`
+  if (message["jsonrpc"] !== "2.0") return `"jsonrpc" must be "2.0"`
+  if ("id" in message && !isId(message["id"])) return `"id" must be a string or an integer, not ${JSON.stringify(message["id"])?.slice(0, 40)}`
+  if ("method" in message) {
+    if (typeof message["method"] !== "string") return `"method" must be a string`
+    if ("params" in message && !isObject(message["params"])) return `"params" must be an object, not ${kind(message["params"])}`
+    return undefined
+  }
+  if ("result" in message || "error" in message) return "id" in message ? undefined : `a response must have an "id"`
+  return `a message needs a "method" (a request or a notification), or a "result" or "error" (a response)`
+}
+
+/** Why a `tools/call` request's params cannot be taken, if they cannot. */
+const toolCallProblem = (message: Message): string | undefined => {
+  if (message["method"] !== "tools/call") return undefined
+  const params = message["params"]
+  if (!isObject(params)) return `tools/call needs params with the tool's "name"`
+  if (typeof params["name"] !== "string" || params["name"] === "") return `tools/call needs the tool's "name" as a string`
+  if ("arguments" in params && !isObject(params["arguments"])) {
+    return `the tool's "arguments" must be an object, not ${kind(params["arguments"])}`
+  }
+  return undefined
+}
+
+/** The refusal of `body` (one JSON-RPC message or a batch of them), or `undefined` when the SDK may have it. */
+export const refusalOf = (body: unknown): JsonRpcRefusal | undefined => {
+  const batch = Array.isArray(body)
+  const messages: ReadonlyArray<unknown> = batch ? body : [body]
+  if (messages.length === 0) return { code: -32600, message: "Invalid Request: an empty batch", id: null }
+  const where = (index: number) => batch ? `message ${index + 1} of the batch: ` : ""
+  for (const [index, message] of messages.entries()) {
+    const envelope = envelopeProblem(message)
+    if (envelope !== undefined) return { code: -32600, message: `Invalid Request: ${where(index)}${envelope}`, id: null }
+  }
+  for (const [index, message] of messages.entries()) {
+    const params = toolCallProblem(message as Message)
+    if (params !== undefined) {
+      const id = (message as Message)["id"]
+      return { code: -32602, message: `Invalid params: ${where(index)}${params}`, id: !batch && isId(id) ? id : null }
+    }
+  }
+  return undefined
+}
