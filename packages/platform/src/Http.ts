@@ -157,7 +157,9 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
       ? yield* options.host
       : options.host
     const shutdownTimeout = yield* ShutdownTimeout
-    const server = NodeHttp.createServer()
+    // A request without Host is answered by `conventions` (a JSON 400 like every refusal); node's own
+    // check answered an empty 400.
+    const server = NodeHttp.createServer({ requireHostHeader: false })
     // The socket listens before the routes are attached (the router layer builds after the server
     // layer). Node drops a request that finds no "request" listener, and its client waits forever:
     // until the routes are there (and after they are gone, at shutdown) the answer is a 503.
@@ -288,7 +290,8 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const requestId = saneRequestId(request.headers["x-request-id"]) ?? crypto.randomUUID()
         const startedAt = performance.now()
-        return app.pipe(
+        const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = lacksHost(request) ? Effect.fail(missingHost) : app
+        return handled.pipe(
           Effect.matchCauseEffect({
             onSuccess: (response) => Effect.succeed([response, undefined] as const),
             onFailure: (cause) => fromCause(cause, request, requestId)
@@ -308,6 +311,12 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
     // the types of the routes; handling *all* of them into responses is precisely this middleware's job.
     { global: true }
   )
+
+/** HTTP/1.1 requires a Host header (RFC 9112 §3.2); HTTP/1.0 did not. */
+const lacksHost = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers["host"] === undefined && (request.source as { readonly httpVersion?: unknown }).httpVersion === "1.1"
+
+const missingHost = new InvalidRequest({ issues: [{ in: "header", parameter: "host", problem: "is required in HTTP/1.1" }] })
 
 /** An incoming id is echoed only if short and plain: it ends up in logs and response headers. */
 const saneRequestId = (value: string | undefined): string | undefined =>

@@ -258,6 +258,30 @@ layer(SocketClient)("typed client", (it) => {
     }).pipe(Effect.provide(FetchHttpClient.layer)))
 })
 
+layer(SocketClient)("the request line and headers on the wire", (it) => {
+  /** What the server answers to `raw`, written as is to a fresh connection. */
+  const exchange = (raw: string) =>
+    Effect.gen(function*() {
+      const port = Number(new URL((yield* Client).baseUrl!).port)
+      return yield* Effect.callback<string>((resume) => {
+        const socket = Net.connect(port, "127.0.0.1", () => socket.end(raw))
+        let answer = ""
+        socket.on("data", (chunk) => answer += chunk.toString("latin1"))
+        socket.on("close", () => resume(Effect.succeed(answer)))
+      })
+    })
+
+  it.effect("HTTP/1.1 without Host is a JSON 400 naming the header; HTTP/1.0 needs none", () =>
+    Effect.gen(function*() {
+      const answer = yield* exchange("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+      assert.match(answer, /^HTTP\/1\.1 400 /)
+      assert.include(answer, `{"code":"invalid_request","message":"Invalid request: header \\"host\\": is required in HTTP/1.1"`)
+      const old = yield* exchange("GET /health HTTP/1.0\r\n\r\n")
+      assert.match(old, /^HTTP\/1\.1 200 /)
+      assert.include(old, `{"status":"ok"}`)
+    }))
+})
+
 describe("request log", () => {
   const lines: Array<{ message: string; level: string; annotations: Record<string, unknown> }> = []
   const Capture = Logger.layer([
