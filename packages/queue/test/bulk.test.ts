@@ -123,6 +123,55 @@ describe("bulk operations", () => {
         assert.strictEqual((yield* call("/v2/messages", { method: "DELETE", token: null })).status, 401)
       }))
 
+    it.effect("an unknown key, top level or in the filter, is a 400 naming it and the known ones, and nothing changes", () =>
+      Effect.gen(function*() {
+        const dest = yield* Destination
+        const later = { headers: { "Svc-Delay": "1h" } }
+        const queued = [
+          (yield* publish(`${dest.baseUrl}/only-this`, later)).body.messageId,
+          (yield* publish(`${dest.baseUrl}/other`, later)).body.messageId
+        ]
+        dest.on("/strict-fail", () => ({ status: 500 }))
+        const dead = yield* deadLetter(`${dest.baseUrl}/strict-fail`)
+        // A misspelt key beside a broad one used to cancel (retry, delete) everything `fromDate: 0` matches.
+        const cases: ReadonlyArray<readonly [string, string, unknown, string, string]> = [
+          ["DELETE", "/v2/messages", { filter: { fromDate: 0, Url: `${dest.baseUrl}/only-this` } }, "filter.Url", "url, topicName, queue"],
+          ["DELETE", "/v2/messages", { filter: { fromDate: 0 }, messageId: [queued[0]] }, "messageId", "messageIds, filter"],
+          ["POST", "/v2/dlq/retry", { filter: { fromDate: 0, URL: `${dest.baseUrl}/elsewhere` } }, "filter.URL", "url, topicName, responseStatus"],
+          ["DELETE", "/v2/dlq", { filter: { fromDate: 0, status: 404 } }, "filter.status", "url, topicName, responseStatus"],
+          ["DELETE", "/v2/dlq", { filter: { fromDate: 0 }, dryRun: true }, "dryRun", "dlqIds, filter"]
+        ]
+        for (const [method, path, payload, named, known] of cases) {
+          const answer = yield* send(method, path, payload)
+          const what = `${method} ${path} ${JSON.stringify(payload)}`
+          assert.strictEqual(answer.status, 400, what)
+          assert.strictEqual(answer.body.code, "invalid_request", what)
+          assert.deepStrictEqual(answer.body.issues.map((issue: any) => issue.parameter), [named], what)
+          assert.include(answer.body.issues[0].problem, "is not a known field", what)
+          assert.include(answer.body.issues[0].problem, known, what)
+        }
+        // The RPC shares the schemas, and their strictness (sent raw: the typed client cannot send an unknown key).
+        const rpcCases: ReadonlyArray<readonly [string, unknown, string]> = [
+          ["CancelMessages", { filter: { fromDate: 0, Url: `${dest.baseUrl}/only-this` } }, "url, topicName, queue"],
+          ["RetryDlqEntries", { filter: { fromDate: 0, URL: "x" } }, "url, topicName, responseStatus"],
+          ["DeleteDlqEntries", { dlqIds: [dead.dlqId], all: true }, "dlqIds, filter"]
+        ]
+        for (const [tag, payload, known] of rpcCases) {
+          const answer = yield* call("/rpc", {
+            method: "POST",
+            headers: { "content-type": "application/ndjson" },
+            body: `${JSON.stringify({ _tag: "Request", id: "1", tag, payload, headers: [] })}\n`
+          })
+          const failure = JSON.stringify(answer.body?.exit)
+          assert.include(failure, "Failure", `${tag}: ${failure}`)
+          assert.include(failure, "is not a known field", `${tag}: ${failure}`)
+          assert.include(failure, known, `${tag}: ${failure}`)
+        }
+
+        assert.deepStrictEqual([yield* stateOf(queued[0]), yield* stateOf(queued[1])], ["queued", "queued"])
+        assert.strictEqual((yield* call(`/v2/dlq/${dead.dlqId}`)).status, 200)
+      }))
+
     it.effect("the typed client: api.messages.cancelMany, api.dlq.retryMany / deleteMany, api.events.list", () =>
       Effect.gen(function*() {
         const dest = yield* Destination

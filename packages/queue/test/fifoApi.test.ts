@@ -24,6 +24,12 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("FIFO queue
       const badName = yield* call("/v2/queues", json({ queueName: "no spaces", parallelism: 1 }))
       assert.strictEqual(badName.status, 400)
       assert.match(badName.body.message, /queueName/)
+      // A field POST /v2/queues does not have (`paused` is its own route) is refused, not ignored.
+      const unknown = yield* call("/v2/queues", json({ queueName: "jobs", parallelism: 3, paused: true }))
+      assert.strictEqual(unknown.status, 400)
+      assert.deepStrictEqual(unknown.body.issues.map((i: any) => `${i.in} ${i.parameter}`), ["body paused"])
+      assert.include(unknown.body.message, "is not a known field (expected queueName, parallelism)")
+      assert.deepInclude((yield* call("/v2/queues/jobs")).body, { parallelism: 2, paused: false })
       assert.strictEqual((yield* call("/v2/queues/jobs", { method: "DELETE" })).status, 204)
       const gone = yield* call("/v2/queues/jobs")
       assert.strictEqual(gone.status, 404)

@@ -20,6 +20,7 @@ import * as QueueFlow from "./QueueFlow.ts"
 import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
 import * as QueueBulk from "./QueueBulk.ts"
 import * as QueueEvents from "./QueueEvents.ts"
+import { RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -127,10 +128,10 @@ export const Endpoint = Schema.Struct({
 export type Endpoint = typeof Endpoint.Type
 
 /** An endpoint as a request gives it: the same fields, bounded (no NUL, a name of 200, a URL of 2,048 characters). */
-export const EndpointInput = Schema.Struct({
+export const EndpointInput = RequestObject({
   name: Schema.optionalKey(NameParam),
   url: UrlParam
-}).annotate({ identifier: "EndpointInput" })
+}, "an endpoint, a JSON object with url and optionally name").annotate({ identifier: "EndpointInput" })
 
 export const Topic = Schema.Struct({
   name: Schema.String,
@@ -268,10 +269,12 @@ export class DlqGroup extends HttpApiGroup.make("dlq").add(
   })
 ).middleware(QueueAuth) {}
 
-export const EndpointsPayload = Schema.Struct({ endpoints: Schema.Array(EndpointInput) })
-export const RemoveEndpointsPayload = Schema.Struct({
-  endpoints: Schema.Array(Schema.Struct({ name: Schema.optionalKey(NameParam), url: Schema.optionalKey(UrlParam) }))
-})
+export const EndpointsPayload = RequestObject({ endpoints: Schema.Array(EndpointInput) }, "a JSON object with endpoints")
+export const RemoveEndpointsPayload = RequestObject({
+  endpoints: Schema.Array(
+    RequestObject({ name: Schema.optionalKey(NameParam), url: Schema.optionalKey(UrlParam) }, "an endpoint, a JSON object with name or url")
+  )
+}, "a JSON object with endpoints")
 
 export class TopicsGroup extends HttpApiGroup.make("topics").add(
   HttpApiEndpoint.get("list", "/v2/topics", { success: TopicList }),
@@ -290,7 +293,7 @@ export class TopicsGroup extends HttpApiGroup.make("topics").add(
   }),
   HttpApiEndpoint.patch("setHeaders", "/v2/topics/:name", {
     params: { name: TopicName },
-    payload: Schema.Struct({ headers: DefaultHeaders }),
+    payload: RequestObject({ headers: DefaultHeaders }, "a JSON object with headers"),
     success: Topic,
     error: [TopicNotFound, InvalidRequest]
   }),
@@ -317,6 +320,8 @@ export class QueueApi extends HttpApi.make("queue")
   .add(QueueFlow.QueuesGroup.middleware(QueueAuth))
   .add(QueueEvents.EventsGroup.middleware(QueueAuth))
   .annotateMerge(ApiConventions)
+  // Every JSON body: an unknown key is refused, not ignored (QueueLimits.ts, `RequestObject`).
+  .annotate(HttpApi.PayloadParseOptions, STRICT_REQUEST)
   .annotateMerge(OpenApi.annotations({
     title: "svc queue",
     description: "Message delivery with retries, callbacks, a dead-letter queue, URL groups, schedules, flow control, " +
@@ -356,12 +361,15 @@ export const PublishRpc = Rpc.make("Publish", {
 export const BatchResult = Schema.Array(PublishResult).annotate({ identifier: "BatchResult" })
 export type BatchResult = typeof BatchResult.Type
 
-/** `POST /v2/batch` over the RPC: the same elements (`QueueBatch.ts`), rules and answers. */
+/**
+ * `POST /v2/batch` over the RPC: the same elements (`QueueBatch.ts`), rules and answers; an unknown
+ * key is refused here too (`STRICT_REQUEST`).
+ */
 export const PublishBatchRpc = Rpc.make("PublishBatch", {
   payload: { messages: Schema.Array(BatchElement) },
   success: BatchResult,
   error: Schema.Union([InvalidRequest, BatchTooLarge])
-})
+}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
 
 export const GetMessageRpc = Rpc.make("GetMessage", {
   payload: { messageId: IdParam },
@@ -399,12 +407,15 @@ export const GetTopicRpc = Rpc.make("GetTopic", { payload: { name: NameParam }, 
 
 export const DeleteTopicRpc = Rpc.make("DeleteTopic", { payload: { name: NameParam }, error: TopicNotFound })
 
-/** Adds endpoints to a URL group (created when new); an endpoint with the same name or URL is replaced. */
+/**
+ * Adds endpoints to a URL group (created when new); an endpoint with the same name or URL is
+ * replaced. An unknown key is refused, as on `POST /v2/topics/<name>/endpoints`.
+ */
 export const UpsertEndpointsRpc = Rpc.make("UpsertEndpoints", {
   payload: { name: NameParam, endpoints: Schema.Array(EndpointInput) },
   success: Topic,
   error: InvalidRequest
-})
+}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
 
 /** The queue's internal RPC: what `svc queue` and the suite's services call. */
 export class QueueRpcs extends RpcGroup.make(

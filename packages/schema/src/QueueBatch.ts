@@ -11,6 +11,7 @@ import { Schema } from "effect"
 import { ApiError } from "./Errors.ts"
 import { RequestString, UrlParam } from "./Limits.ts"
 import { QueueName } from "./QueueFlow.ts"
+import { RequestObject } from "./QueueLimits.ts"
 
 /**
  * One publish of a batch: `destination` a URL or URL group name; `body` text (`bodyEncoding`
@@ -18,13 +19,13 @@ import { QueueName } from "./QueueFlow.ts"
  * publish takes (`Svc-*`, `Content-Type`, ...); `queue` a FIFO queue, as
  * `POST /v2/enqueue/<queue>/<destination>`.
  */
-export const BatchElement = Schema.Struct({
+export const BatchElement = RequestObject({
   destination: UrlParam,
   body: Schema.optionalKey(Schema.String),
   bodyEncoding: Schema.optionalKey(Schema.Literals(["utf8", "base64"])),
   headers: Schema.optionalKey(Schema.Record(RequestString({ maxLength: 200 }), Schema.String)),
   queue: Schema.optionalKey(QueueName)
-}).annotate({ identifier: "BatchElement" })
+}, "a message, a JSON object with destination and optionally body, bodyEncoding, headers, queue").annotate({ identifier: "BatchElement" })
 export type BatchElement = typeof BatchElement.Type
 
 /** A batch as `POST /v2/batch` takes it. */

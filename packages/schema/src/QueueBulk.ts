@@ -10,12 +10,13 @@ import { Rpc } from "effect/rpc"
 import { InvalidRequest } from "./Errors.ts"
 import { BoundedArray, BoundedInt, IdParam, NameParam, UrlParam } from "./Limits.ts"
 import { UnixMs } from "./QueueEvents.ts"
+import { RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
 
 /** Most messages or DLQ entries one bulk call changes (and most ids it takes). */
 export const MAX_BULK = 1000
 
 /** Queued messages matching every field given. `fromDate`/`toDate`: created at, Unix ms, inclusive. */
-export const MessageFilter = Schema.Struct({
+export const MessageFilter = RequestObject({
   url: Schema.optionalKey(UrlParam),
   topicName: Schema.optionalKey(NameParam),
   queue: Schema.optionalKey(NameParam),
@@ -23,14 +24,14 @@ export const MessageFilter = Schema.Struct({
   toDate: Schema.optionalKey(UnixMs),
   scheduleId: Schema.optionalKey(NameParam),
   flowControlKey: Schema.optionalKey(NameParam)
-}).annotate({ identifier: "MessageFilter" })
+}, "a JSON object of filter fields").annotate({ identifier: "MessageFilter" })
 export type MessageFilter = typeof MessageFilter.Type
 
 /** Ids, a filter, or both (then the ids that match the filter). One of them is required. */
-export const CancelMessagesRequest = Schema.Struct({
+export const CancelMessagesRequest = RequestObject({
   messageIds: Schema.optionalKey(BoundedArray(IdParam, MAX_BULK)),
   filter: Schema.optionalKey(MessageFilter)
-}).annotate({ identifier: "CancelMessagesRequest" })
+}, "a JSON object with messageIds, filter or both").annotate({ identifier: "CancelMessagesRequest" })
 export type CancelMessagesRequest = typeof CancelMessagesRequest.Type
 
 export const CancelledMessages = Schema.Struct({
@@ -42,19 +43,19 @@ export const CancelledMessages = Schema.Struct({
 export type CancelledMessages = typeof CancelledMessages.Type
 
 /** DLQ entries matching every field given. `fromDate`/`toDate`: failed at, Unix ms, inclusive. */
-export const DlqFilter = Schema.Struct({
+export const DlqFilter = RequestObject({
   url: Schema.optionalKey(UrlParam),
   topicName: Schema.optionalKey(NameParam),
   responseStatus: Schema.optionalKey(BoundedInt({ minimum: 100, maximum: 599 })),
   fromDate: Schema.optionalKey(UnixMs),
   toDate: Schema.optionalKey(UnixMs)
-}).annotate({ identifier: "DlqFilter" })
+}, "a JSON object of filter fields").annotate({ identifier: "DlqFilter" })
 export type DlqFilter = typeof DlqFilter.Type
 
-export const DlqSelection = Schema.Struct({
+export const DlqSelection = RequestObject({
   dlqIds: Schema.optionalKey(BoundedArray(IdParam, MAX_BULK)),
   filter: Schema.optionalKey(DlqFilter)
-}).annotate({ identifier: "DlqSelection" })
+}, "a JSON object with dlqIds, filter or both").annotate({ identifier: "DlqSelection" })
 export type DlqSelection = typeof DlqSelection.Type
 
 export const RetriedDlq = Schema.Struct({
@@ -70,20 +71,21 @@ export const DeletedDlq = Schema.Struct({
 }).annotate({ identifier: "DeletedDlq" })
 export type DeletedDlq = typeof DeletedDlq.Type
 
+// The RPCs refuse unknown keys as the HTTP API does: a misspelt filter field must not select everything.
 export const CancelMessagesRpc = Rpc.make("CancelMessages", {
-  payload: CancelMessagesRequest.fields,
+  payload: CancelMessagesRequest,
   success: CancelledMessages,
   error: InvalidRequest
-})
+}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
 
 export const RetryDlqEntriesRpc = Rpc.make("RetryDlqEntries", {
-  payload: DlqSelection.fields,
+  payload: DlqSelection,
   success: RetriedDlq,
   error: InvalidRequest
-})
+}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
 
 export const DeleteDlqEntriesRpc = Rpc.make("DeleteDlqEntries", {
-  payload: DlqSelection.fields,
+  payload: DlqSelection,
   success: DeletedDlq,
   error: InvalidRequest
-})
+}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
