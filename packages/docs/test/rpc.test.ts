@@ -55,6 +55,12 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
       assert.isFalse(libraries.some((library) => library.id === "/evil/etc"))
       const search = yield* get("/api/v2/libs/search?libraryName=etc").pipe(Effect.provideService(Client, api))
       assert.deepStrictEqual(search.body.results, [])
+      // a URL no source reads is said so, not taken for a folder
+      const gopher = yield* refusal(ops, "gopher://127.0.0.1:9799/", "/evil/gopher")
+      assert.deepStrictEqual([gopher.category, gopher.message], [
+        "invalid_source",
+        "gopher:// is not a source: give a folder, a git URL (https, ssh, git, file), a website or OpenAPI document (http, https) or npm:<package>"
+      ])
       // not a folder: unaffected
       assert.strictEqual(yield* added(ops, "npm:he"), "Done")
     }).pipe(Effect.scoped))

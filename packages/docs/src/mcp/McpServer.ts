@@ -317,7 +317,7 @@ export const callTool = (name: string, rawArguments: Readonly<Record<string, unk
       return text(
         `Invalid arguments for ${name}: ${
           missing.length > 0 ? `${missing.join(" and ")} must be a non-empty string` : decoded.failure.message
-        }. Expected: ${expected.join(", ")}.`,
+        }. Required arguments: ${expected.join(", ")}.`,
         true
       )
     }

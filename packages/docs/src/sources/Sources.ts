@@ -14,8 +14,11 @@ import * as Npm from "./Npm.ts"
 import * as OpenApi from "./OpenApi.ts"
 import * as Roots from "./Roots.ts"
 import { readRepoConfig } from "./RepoConfig.ts"
-import type { IndexFailed, ResolvedSource, Source, SourceOptions } from "./Source.ts"
+import { type IndexFailed, invalidSource, type ResolvedSource, type Source, type SourceOptions } from "./Source.ts"
 import * as Website from "./Website.ts"
+
+/** The URL schemes some source reads (Website, OpenApi, Git). */
+const URL_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "git", "ssh", "file", "git+http", "git+https", "git+ssh", "git+file"])
 
 export interface ResolveOptions extends SourceOptions {
   /**
@@ -70,6 +73,13 @@ export class Sources extends Context.Service<Sources, {
       }, Effect.provide(files))
 
       const resolve = Effect.fnUntraced(function*(source: string, options: ResolveOptions = {}) {
+        // a URL of a scheme no source reads is said so, not taken for a folder of that name
+        const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(source.trim())?.[1]?.toLowerCase()
+        if (scheme !== undefined && !URL_SCHEMES.has(scheme)) {
+          return yield* invalidSource(
+            `${scheme}:// is not a source: give a folder, a git URL (https, ssh, git, file), a website or OpenAPI document (http, https) or npm:<package>`
+          )
+        }
         const trimmed = options.roots === undefined ? source.trim() : yield* confine(source.trim(), options.roots)
         for (const kind of recognised) {
           const resolved = yield* kind.resolve(trimmed, options)

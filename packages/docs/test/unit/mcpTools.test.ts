@@ -108,7 +108,10 @@ describe("MCP tools over the memory API", () => {
       assert.include(textOf(first), "withLanguage")
       const beyond = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", page: 11 })
       assert.isTrue(beyond.isError)
-      assert.match(textOf(beyond), /^Invalid arguments for get-library-docs: .*page.*Expected: libraryId/s)
+      assert.match(textOf(beyond), /^Invalid arguments for get-library-docs: .*page.*Required arguments: libraryId\.$/s)
+      const notANumber = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", tokens: "NaN" })
+      assert.isTrue(notANumber.isError)
+      assert.match(textOf(notANumber), /^Invalid arguments for get-library-docs: .*tokens.*Required arguments: libraryId\.$/s)
       // Context7's name for the ID works on query-docs too
       const canonical = yield* callTool("query-docs", { context7CompatibleLibraryID: "/acme/greeter", query: "withLanguage" })
       assert.isUndefined(canonical.isError)
