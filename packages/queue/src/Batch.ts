@@ -14,6 +14,7 @@ import type { BatchElement, BatchResult, RequestIssue } from "@svc/schema"
 import { BatchTooLarge, InvalidRequest } from "@svc/schema"
 import { Effect, Result } from "effect"
 import type { CheckedPublish } from "./Operations.ts"
+import { unpairedSurrogateProblem } from "./JsonBody.ts"
 import { CHECK_CONCURRENCY, checkPublish, publishMessages } from "./Operations.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Messages } from "./store/Messages.ts"
@@ -28,10 +29,14 @@ export const batchSizeIssue = (count: number, max: number): RequestIssue | undef
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
-/** The bytes of an element's body, or why its base64 is not base64. */
+/** The bytes of an element's body, or why they cannot be had (base64 that is not, text UTF-8 cannot carry). */
 const elementBody = (element: BatchElement): Uint8Array | string => {
   const body = element.body ?? ""
-  if (element.bodyEncoding !== "base64") return Buffer.from(body, "utf8")
+  if (element.bodyEncoding !== "base64") {
+    // Over HTTP the JSON body's rules (JsonBody.ts) refuse this first; an RPC payload arrives unchecked.
+    const problem = unpairedSurrogateProblem(body)
+    return problem === undefined ? Buffer.from(body, "utf8") : `${problem} (bytes go as bodyEncoding base64)`
+  }
   if (!BASE64.test(body)) return "is not valid base64 (bodyEncoding is base64: A-Z, a-z, 0-9, + and / in groups of 4, = padding)"
   return Buffer.from(body, "base64")
 }

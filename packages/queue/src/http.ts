@@ -11,15 +11,16 @@ import {
   QUEUE_NAME_PATTERN,
   QueueApi,
   QueueAuth,
+  QueueJsonBody,
   queueOpenApi
 } from "@svc/schema"
 import { apiRoutes, BearerAuth } from "@svc/platform"
-import { ByteSize, Effect, Layer, Option, Schema } from "effect"
-import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
-import type { HttpServerRequest } from "effect/http"
+import { ByteSize, Effect, Layer, Option, Result, Schema } from "effect"
+import { HttpIncomingMessage, HttpMethod, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import * as Batch from "./Batch.ts"
 import * as Bulk from "./Bulk.ts"
+import * as JsonBody from "./JsonBody.ts"
 import { listEvents } from "./EventOperations.ts"
 import * as Operations from "./Operations.ts"
 import * as ScheduleOperations from "./ScheduleOperations.ts"
@@ -42,6 +43,41 @@ export const queueAuth = (settings: QueueSettings) =>
 export const QueueAuthLive = Layer.effect(
   QueueAuth,
   Effect.map(QueueConfig, (settings) => QueueAuth.of({ bearer: queueAuth(settings).httpApi }))
+)
+
+// -----------------------------------------------------------------------------
+// JSON bodies
+// -----------------------------------------------------------------------------
+
+/**
+ * `QueueJsonBody`: a `QueueApi` endpoint's JSON body passes `JsonBody.parse` (the rules of
+ * `POST /v2/batch`) and is a JSON object before effect decodes it. The body read here is the one
+ * the payload decoder reads (node's request caches it). "Expected" in the payload's own words:
+ * its `RequestObject` message ("expected a JSON object with messageIds, filter or both").
+ */
+export const QueueJsonBodyLive = Layer.succeed(
+  QueueJsonBody,
+  QueueJsonBody.of((httpEffect, { endpoint }) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const contentType = (request.headers["content-type"] ?? "application/json").split(";")[0]!.trim().toLowerCase()
+      const payload = endpoint.payload.get(contentType)
+      // No JSON payload here: effect answers (no body to read, or 415 for another content type).
+      if (!HttpMethod.hasBody(request.method) || payload?.encoding._tag !== "Json") return yield* httpEffect
+      const message = payload.schemas[0]?.ast.annotations?.message
+      const expected = typeof message === "string" ? message.replace(/^expected /, "") : "a JSON object"
+      const bytes = new Uint8Array(yield* Effect.orDie(request.arrayBuffer))
+      const parsed = JsonBody.parse(bytes, expected)
+      if (Result.isFailure(parsed)) return yield* new InvalidRequest({ issues: [parsed.failure] })
+      const json = parsed.success
+      if (typeof json !== "object" || json === null || Array.isArray(json)) {
+        return yield* new InvalidRequest({
+          issues: [{ in: "body", parameter: "", problem: `expected ${expected}, got ${JSON.stringify(json).slice(0, 100)}` }]
+        })
+      }
+      return yield* httpEffect
+    })
+  )
 )
 
 // -----------------------------------------------------------------------------
@@ -145,14 +181,11 @@ export const BatchRoute = HttpRouter.add(
     const settings = yield* QueueConfig
     yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? splitTarget(request.url).token)
     const bytes = yield* readCapped(request, settings.maxBatchBytes, () => new BatchTooLarge({ maxBytes: settings.maxBatchBytes }))
-    const bodyIssue = (problem: string) => new InvalidRequest({ issues: [{ in: "body", parameter: "", problem }] })
-    let json: unknown
-    try {
-      json = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"))
-    } catch (error) {
-      return yield* bodyIssue(`is not valid JSON (${error instanceof Error ? error.message.slice(0, 200) : "unreadable"})`)
-    }
-    if (!Array.isArray(json)) return yield* bodyIssue("expected a JSON array of messages ({\"destination\", \"body\", \"headers\"})")
+    const expected = "a JSON array of messages ({\"destination\", \"body\", \"headers\"})"
+    const parsed = JsonBody.parse(bytes, expected)
+    if (Result.isFailure(parsed)) return yield* new InvalidRequest({ issues: [parsed.failure] })
+    const json = parsed.success
+    if (!Array.isArray(json)) return yield* new InvalidRequest({ issues: [{ in: "body", parameter: "", problem: `expected ${expected}` }] })
     const sizeIssue = Batch.batchSizeIssue(json.length, settings.maxBatchMessages)
     if (sizeIssue !== undefined) return yield* new InvalidRequest({ issues: [sizeIssue] })
     // A decoding failure is a 400 naming each bad field by its path ("[3].bodyEncoding"): the first
@@ -320,7 +353,7 @@ export const routes = Layer.mergeAll(
     api: QueueApi,
     handlers: Layer.mergeAll(MessagesHandlers, DlqHandlers, TopicsHandlers, KeysHandlers, HealthHandlers, SchedulesHandlers,
       FlowControlHandlers, QueuesHandlers, EventsHandlers).pipe(
-      Layer.provide(QueueAuthLive)
+      Layer.provide([QueueAuthLive, QueueJsonBodyLive])
     )
   }),
   OpenApiRoute,

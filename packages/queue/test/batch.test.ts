@@ -229,5 +229,9 @@ layer(queueLayer({ maxBatchMessages: 5, maxBatchBytes: 4096 }), { timeout: 120_0
       assert.match(rpcRefused.message, /\[0\]\.headers\.Svc-Delay/)
       const rpcTooBig = yield* Effect.flip(rpc.PublishBatch({ messages: [{ destination: `${dest.baseUrl}/rpc`, body: "z".repeat(5000) }] }))
       assert.strictEqual(rpcTooBig._tag, "BatchTooLarge")
+      // A text body UTF-8 cannot carry (an unpaired surrogate) would be stored as U+FFFD: refused as over HTTP.
+      const rpcLone = yield* Effect.flip(rpc.PublishBatch({ messages: [{ destination: `${dest.baseUrl}/rpc`, body: "a\ud800" }] }))
+      assert.strictEqual(rpcLone._tag, "InvalidRequest")
+      assert.match(rpcLone.message, /\[0\]\.body.*unpaired surrogate/)
     }).pipe(Effect.scoped))
 })

@@ -198,6 +198,16 @@ export class QueueAuth extends HttpApiMiddleware.Service<QueueAuth, { provides: 
   { security: { bearer: HttpApiSecurity.bearer }, error: [Unauthorized, ServiceUnavailable], requiredForClient: true }
 ) {}
 
+/**
+ * Every JSON body of `QueueApi` is read by the queue's rules (`@svc/queue` JsonBody.ts) before its
+ * payload is decoded: UTF-8, well-formed strings, a JSON object; a 400 naming the problem otherwise.
+ * Put inside `QueueAuth` (added before it), so a request without the token learns nothing of its body.
+ */
+export class QueueJsonBody extends HttpApiMiddleware.Service<QueueJsonBody, { provides: never; requires: never }>()(
+  "@svc/schema/Queue/QueueJsonBody",
+  { error: InvalidRequest }
+) {}
+
 const InvalidIdPattern = /^[A-Za-z0-9_-]{1,64}$/
 const QueueId = Schema.String.check(Schema.isPattern(InvalidIdPattern, { message: "Expected an id" }))
 
@@ -218,7 +228,7 @@ export class MessagesGroup extends HttpApiGroup.make("messages").add(
     success: QueueBulk.CancelledMessages,
     error: InvalidRequest
   })
-).middleware(QueueAuth) {}
+).middleware(QueueJsonBody).middleware(QueueAuth) {}
 
 /** A DLQ page cursor: the digits of a sequence number, from an earlier page (checked by the handler). */
 const DlqCursor = RequestString({ maxLength: 32 })
@@ -267,7 +277,7 @@ export class DlqGroup extends HttpApiGroup.make("dlq").add(
     success: QueueBulk.DeletedDlq,
     error: InvalidRequest
   })
-).middleware(QueueAuth) {}
+).middleware(QueueJsonBody).middleware(QueueAuth) {}
 
 export const EndpointsPayload = RequestObject({ endpoints: Schema.Array(EndpointInput) }, "a JSON object with endpoints")
 export const RemoveEndpointsPayload = RequestObject({
@@ -302,7 +312,7 @@ export class TopicsGroup extends HttpApiGroup.make("topics").add(
     success: HttpApiSchema.NoContent,
     error: TopicNotFound
   })
-).middleware(QueueAuth) {}
+).middleware(QueueJsonBody).middleware(QueueAuth) {}
 
 export class KeysGroup extends HttpApiGroup.make("keys").add(
   HttpApiEndpoint.get("get", "/v2/keys", { success: SigningKeys }),
@@ -317,7 +327,7 @@ export class QueueApi extends HttpApi.make("queue")
   .add(KeysGroup)
   .add(QueueSchedules.SchedulesGroup.middleware(QueueAuth))
   .add(QueueFlow.FlowControlGroup.middleware(QueueAuth))
-  .add(QueueFlow.QueuesGroup.middleware(QueueAuth))
+  .add(QueueFlow.QueuesGroup.middleware(QueueJsonBody).middleware(QueueAuth))
   .add(QueueEvents.EventsGroup.middleware(QueueAuth))
   .annotateMerge(ApiConventions)
   // Every JSON body: an unknown key is refused, not ignored (QueueLimits.ts, `RequestObject`).

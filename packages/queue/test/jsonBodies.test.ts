@@ -1,0 +1,102 @@
+/**
+ * The queue's JSON request bodies (`src/JsonBody.ts`), over HTTP on a running queue: at every route
+ * that takes one, bytes that are not UTF-8, a string holding an unpaired surrogate escape and a body
+ * of the wrong shape are a 400 naming the problem (in the API's words, not a schema's identifier),
+ * and nothing is stored or changed. Before, a batch body with `\xff\xfe` was stored as U+FFFD U+FFFD.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { call, Destination, publish, queueLayer } from "./support.ts"
+
+const countMessages = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<{ n: number }>`SELECT count(*)::int4 AS n FROM queue.messages WHERE kind = 'message'`
+  return row!.n
+})
+
+const send = (method: string, path: string, body: string | Uint8Array) =>
+  call(path, { method, headers: { "content-type": "application/json" }, body: body as BodyInit })
+
+/** The JSON bytes of `text` with `bytes` in place of `@@` (so a body can hold what JSON.stringify never writes). */
+const withBytes = (text: string, bytes: ReadonlyArray<number>) => {
+  const [before, after] = text.split("@@") as [string, string]
+  return Buffer.concat([Buffer.from(before, "utf8"), Buffer.from(bytes), Buffer.from(after, "utf8")])
+}
+
+layer(queueLayer({ worker: false }), { timeout: 120_000, excludeTestServices: true })("JSON request bodies", (it) => {
+  it.effect("bytes that are not UTF-8 are refused at every JSON route, and nothing changes", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const queued = (yield* publish(`${dest.baseUrl}/kept`, { headers: { "Svc-Delay": "1h" } })).body.messageId
+      const before = yield* countMessages
+      const routes: ReadonlyArray<readonly [string, string, string]> = [
+        ["POST", "/v2/batch", `[{"destination":"${dest.baseUrl}/b","body":"@@","headers":{"Svc-Delay":"1d"}}]`],
+        ["DELETE", "/v2/messages", `{"filter":{"url":"${dest.baseUrl}/kept@@","fromDate":0}}`],
+        ["POST", "/v2/dlq/retry", `{"filter":{"url":"@@"}}`],
+        ["DELETE", "/v2/dlq", `{"filter":{"url":"@@"}}`],
+        ["POST", "/v2/topics/utf/endpoints", `{"endpoints":[{"name":"n@@","url":"${dest.baseUrl}/e"}]}`],
+        ["DELETE", "/v2/topics/utf/endpoints", `{"endpoints":[{"name":"@@"}]}`],
+        ["PATCH", "/v2/topics/utf", `{"headers":{"X-A":"@@"}}`],
+        ["POST", "/v2/queues", `{"queueName":"utf@@"}`]
+      ]
+      for (const [method, path, text] of routes) {
+        for (const bytes of [[0xff, 0xfe], [0xc3], [0xed, 0xa0, 0x80]]) {
+          const answer = yield* send(method, path, withBytes(text, bytes))
+          const what = `${method} ${path} with ${Buffer.from(bytes).toString("hex")}`
+          assert.strictEqual(answer.status, 400, `${what}: ${JSON.stringify(answer.body)}`)
+          assert.strictEqual(answer.body.code, "invalid_request", what)
+          assert.include(answer.body.message, "is not valid UTF-8", what)
+        }
+      }
+      assert.strictEqual(yield* countMessages, before)
+      assert.strictEqual((yield* call(`/v2/messages/${queued}`)).body.state, "queued")
+      assert.strictEqual((yield* call("/v2/topics/utf")).status, 404)
+      assert.deepStrictEqual((yield* call("/v2/queues")).body.queues, [])
+    }))
+
+  it.effect("a string with an unpaired surrogate is refused naming its field; a pair is stored as sent", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const before = yield* countMessages
+      const lone = yield* send("POST", "/v2/batch", `[{"destination":"${dest.baseUrl}/b","body":"ok"},{"destination":"${dest.baseUrl}/b","body":"a\\ud800b"}]`)
+      assert.strictEqual(lone.status, 400, JSON.stringify(lone.body))
+      assert.deepStrictEqual(lone.body.issues.map((issue: any) => issue.parameter), ["[1].body"])
+      assert.include(lone.body.issues[0].problem, "unpaired surrogate (\\ud800 at character 1)")
+      const inHeader = yield* send("POST", "/v2/batch", `[{"destination":"${dest.baseUrl}/b","headers":{"Svc-Forward-X-A":"\\udc00"}}]`)
+      assert.deepStrictEqual([inHeader.status, inHeader.body.issues[0].parameter], [400, "[0].headers.Svc-Forward-X-A"])
+      const inKey = yield* send("DELETE", "/v2/messages", `{"filter":{"fromDate":0,"\\udbff":1}}`)
+      assert.strictEqual(inKey.status, 400)
+      assert.include(inKey.body.issues[0].problem, "the key holds an unpaired surrogate")
+      assert.strictEqual(yield* countMessages, before)
+
+      // A surrogate pair is one character (U+1F600): stored and delivered as its 4 UTF-8 bytes.
+      const pair = yield* send("POST", "/v2/batch", `[{"destination":"${dest.baseUrl}/b","body":"a\\ud83d\\ude00"}]`)
+      assert.strictEqual(pair.status, 201, JSON.stringify(pair.body))
+      const stored = (yield* call(`/v2/messages/${pair.body[0].messageId}`)).body
+      assert.strictEqual(Buffer.from(stored.body, "base64").toString("hex"), Buffer.from("a\u{1f600}", "utf8").toString("hex"))
+    }))
+
+  it.effect("a body of the wrong shape, or none, says what the route expects in the API's words", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<readonly [string, string, string, string]> = [
+        ["DELETE", "/v2/messages", "", "is empty: expected a JSON object with messageIds, filter or both"],
+        ["DELETE", "/v2/messages", "5", "expected a JSON object with messageIds, filter or both, got 5"],
+        ["DELETE", "/v2/messages", "[]", "expected a JSON object with messageIds, filter or both, got []"],
+        ["DELETE", "/v2/messages", "{\"filter\":5}", "expected a JSON object of filter fields"],
+        ["POST", "/v2/dlq/retry", "null", "expected a JSON object with dlqIds, filter or both, got null"],
+        ["POST", "/v2/queues", "\"q\"", "expected a JSON object with queueName and optionally parallelism"],
+        ["POST", "/v2/topics/shape/endpoints", "{\"endpoints\":[\"https://example.com\"]}", "expected an endpoint, a JSON object with url"],
+        ["POST", "/v2/batch", "[5]", "expected a message, a JSON object with destination"],
+        ["POST", "/v2/batch", "", "is empty: expected a JSON array of messages"],
+        ["POST", "/v2/batch", "{", "is not valid JSON"]
+      ]
+      for (const [method, path, body, problem] of cases) {
+        const answer = yield* send(method, path, body)
+        const what = `${method} ${path} ${body}`
+        assert.strictEqual(answer.status, 400, what)
+        assert.include(answer.body.message, problem, what)
+        assert.notMatch(answer.body.message, /CancelMessagesRequest|DlqSelection|UpsertQueuePayload|EndpointInput|BatchElement|MessageFilter/, what)
+      }
+    }))
+})
