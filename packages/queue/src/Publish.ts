@@ -214,6 +214,19 @@ export const NOT_FORWARDED = new Set([
   "x-request-id"
 ])
 
+/**
+ * The names a request's `Connection` header lists (`keep-alive, X-Hop`), lowercase: hop-by-hop
+ * headers of that request (RFC 9110 §7.6.1), meant for the queue alone and never forwarded, like
+ * {@link NOT_FORWARDED}.
+ */
+const connectionOptions = (raw: string | ReadonlyArray<string> | undefined): ReadonlySet<string> =>
+  new Set(
+    (raw === undefined ? [] : typeof raw === "string" ? [raw] : raw)
+      .flatMap((value) => value.split(","))
+      .map((name) => name.trim().toLowerCase())
+      .filter((name) => name !== "")
+  )
+
 /** `Svc-Callback-Forward-X-Foo` from `svc-callback-forward-x-foo`, for messages. */
 export const canonicalHeaderName = (name: string): string =>
   name.split("-").map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("-")
@@ -408,8 +421,9 @@ export const parsePublish = (
     else problem({ value, in: "header", name: canonicalHeaderName(name) }, why)
   }
   if (boolean("svc-header-forward")) {
+    const hopByHop = connectionOptions(input.headers["connection"])
     for (const [name, raw] of Object.entries(input.headers)) {
-      if (raw === undefined || name.startsWith("svc-") || NOT_FORWARDED.has(name) || name === "content-type") continue
+      if (raw === undefined || name.startsWith("svc-") || NOT_FORWARDED.has(name) || hopByHop.has(name) || name === "content-type") continue
       incoming(name, raw)
     }
   }

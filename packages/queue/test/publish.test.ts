@@ -5,11 +5,12 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Http from "node:http"
 import { refusal } from "../src/Destinations.ts"
 import { queueAuth } from "../src/http.ts"
 import { parseDuration } from "../src/Publish.ts"
 import { settingsConfig } from "../src/QueueConfig.ts"
-import { call, Destination, publish, queueLayer, TOKEN, waitForMessage } from "./support.ts"
+import { call, Destination, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"
 
 /**
  * Published messages (callbacks left out: an earlier test's delivery may enqueue its callback at any
@@ -180,6 +181,45 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("publish", 
       const plain = yield* publish(`${dest.baseUrl}/hf`, { headers: { "X-Github-Event": "push" } })
       const message = (yield* call(`/v2/messages/${plain.body.messageId}`)).body
       assert.isUndefined(message.header["x-github-event"])
+    }))
+
+  it.effect("Svc-Header-Forward drops the headers the request's Connection header names (hop-by-hop, RFC 9110 §7.6.1)", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const base = new URL(yield* QueueUrl)
+      // fetch refuses to send Connection: node's http sends it as given.
+      const answer = yield* Effect.callback<{ status: number; body: any }>((resume) => {
+        const request = Http.request({
+          host: base.hostname,
+          port: base.port,
+          path: `/v2/publish/${dest.baseUrl}/hop`,
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${TOKEN}`,
+            "svc-header-forward": "true",
+            connection: "keep-alive, X-Hop, x-other-hop",
+            "x-hop": "for the next hop only",
+            "X-Other-Hop": "likewise",
+            "x-kept": "end to end"
+          },
+          agent: false
+        }, (response) => {
+          const parts: Array<Buffer> = []
+          response.on("data", (chunk: Buffer) => parts.push(chunk))
+          response.on("end", () => resume(Effect.succeed({ status: response.statusCode!, body: JSON.parse(Buffer.concat(parts).toString()) })))
+        })
+        request.on("error", (error) => resume(Effect.die(error)))
+        request.end("hop")
+      })
+      assert.strictEqual(answer.status, 201, JSON.stringify(answer.body))
+      const stored = (yield* call(`/v2/messages/${answer.body.messageId}`)).body.header
+      assert.strictEqual(stored["x-kept"], "end to end")
+      assert.isUndefined(stored["x-hop"])
+      assert.isUndefined(stored["x-other-hop"])
+      const [received] = yield* dest.waitFor("/hop", 1)
+      assert.strictEqual(received!.headers["x-kept"], "end to end")
+      assert.isUndefined(received!.headers["x-hop"])
+      assert.isUndefined(received!.headers["x-other-hop"])
     }))
 
   it.effect("Svc-Deduplication-Id / svc-deduplication-id", () =>
