@@ -14,6 +14,7 @@ import {
   QueueJsonBody,
   queueOpenApi
 } from "@svc/schema"
+import type { RequestIssue } from "@svc/schema"
 import { apiRoutes, BearerAuth } from "@svc/platform"
 import { ByteSize, Effect, Layer, Option, Result, Schema } from "effect"
 import { HttpIncomingMessage, HttpMethod, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -99,6 +100,9 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
   }
   const config: Array<readonly [string, string]> = []
   const passThrough: Array<string> = []
+  // A queue parameter (svc-...) is percent-encoded UTF-8: one that does not decode is refused, as
+  // taking its text literally would store something other than what was meant (`%FF%FE`).
+  const issues: Array<RequestIssue> = []
   let token: string | undefined
   for (const part of search === "" ? [] : search.split("&")) {
     if (part === "") continue
@@ -107,18 +111,33 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
       try {
         return decodeURIComponent(text.replace(/\+/g, " "))
       } catch {
-        return text
+        return undefined
       }
     }
-    const name = decode(eq < 0 ? part : part.slice(0, eq))
-    const value = eq < 0 ? "" : decode(part.slice(eq + 1))
-    const lower = name.toLowerCase()
-    if (lower === "svc_token") token = value
-    else if (lower.startsWith("svc-")) config.push([name, value])
-    else passThrough.push(part)
+    const rawName = eq < 0 ? part : part.slice(0, eq)
+    const rawValue = eq < 0 ? "" : part.slice(eq + 1)
+    const name = decode(rawName)
+    const value = decode(rawValue)
+    const lower = (name ?? rawName).toLowerCase()
+    const undecodable = (text: string) =>
+      `holds ${JSON.stringify(text.slice(0, 100))}, which is not percent-encoded UTF-8 (a %XX sequence that is not UTF-8, or a lone %)`
+    if (lower === "svc_token") token = value ?? rawValue
+    else if (!lower.startsWith("svc-")) passThrough.push(part)
+    else if (name === undefined) issues.push({ in: "query", parameter: rawName, problem: `the name ${undecodable(rawName)}` })
+    else if (value === undefined) issues.push({ in: "query", parameter: name, problem: undecodable(rawValue) })
+    else config.push([name, value])
   }
-  return { destination, config, passThrough, token }
+  return { destination, config, passThrough, token, issues }
 }
+
+/** A raw route's target (`splitTarget`) once the caller's token is checked; a queue parameter that does not decode is a 400. */
+const authorizedTarget = (request: HttpServerRequest.HttpServerRequest, settings: QueueSettings, prefix: string) =>
+  Effect.gen(function*() {
+    const target = splitTarget(request.url, prefix)
+    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
+    if (target.issues.length > 0) return yield* new InvalidRequest({ issues: target.issues })
+    return target
+  })
 
 /**
  * A request body under `maxBytes`, else `tooLarge`: refused from its Content-Length before reading,
@@ -150,8 +169,7 @@ export const PublishRoute = HttpRouter.add(
   "/v2/publish/*",
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const settings = yield* QueueConfig
-    const target = splitTarget(request.url)
-    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
+    const target = yield* authorizedTarget(request, settings, "/v2/publish/")
 
     // Read only once the publish is valid; the cap holds whether or not Content-Length is declared.
     const body = cappedBody(request, settings)
@@ -205,8 +223,7 @@ export const CreateScheduleRoute = HttpRouter.add(
   "/v2/schedules/*",
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const settings = yield* QueueConfig
-    const target = splitTarget(request.url, "/v2/schedules/")
-    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
+    const target = yield* authorizedTarget(request, settings, "/v2/schedules/")
     const created = yield* ScheduleOperations.createSchedule({
       destination: target.destination,
       passThrough: target.passThrough,
@@ -228,8 +245,7 @@ export const EnqueueRoute = HttpRouter.add(
   "/v2/enqueue/*",
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const settings = yield* QueueConfig
-    const target = splitTarget(request.url, "/v2/enqueue/")
-    yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
+    const target = yield* authorizedTarget(request, settings, "/v2/enqueue/")
     const slash = target.destination.indexOf("/")
     const queueName = slash < 0 ? target.destination : target.destination.slice(0, slash)
     let destination = slash < 0 ? "" : target.destination.slice(slash + 1)
