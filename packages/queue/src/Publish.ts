@@ -246,7 +246,7 @@ export const parseDuration = (text: string): number | undefined => {
   return total
 }
 
-/** An absolute http(s) URL, or a problem. */
+/** An absolute http(s) URL (a destination, a callback, a group endpoint), or a problem. */
 export const checkUrl = (text: string): { readonly url: string } | { readonly problem: string } => {
   let parsed: URL
   try {
@@ -258,6 +258,8 @@ export const checkUrl = (text: string): { readonly url: string } | { readonly pr
     return { problem: `expected an http or https URL, got the scheme ${parsed.protocol.replace(/:$/, "")}` }
   }
   if (parsed.username !== "" || parsed.password !== "") return { problem: "credentials in the URL are not accepted" }
+  // Nothing listens on port 0 (connecting to it fails at once): every attempt would fail, then the DLQ.
+  if (parsed.port === "0") return { problem: "port 0 is not a port to deliver to: give one from 1 to 65535, or none" }
   return { url: parsed.toString() }
 }
 

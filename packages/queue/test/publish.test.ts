@@ -308,6 +308,34 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("publish", 
       assert.strictEqual(yield* countMessages, before)
     }))
 
+  it.effect("port 0 in a destination, callback or group endpoint URL is a 400 naming the port, nothing stored", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const before = yield* countMessages
+      const cases: ReadonlyArray<readonly [string, Parameters<typeof publish>[1], string]> = [
+        ["http://example.invalid:0/x", {}, "destination"],
+        ["https://127.0.0.1:0/x", {}, "destination"],
+        [`${dest.baseUrl}/x`, { headers: { "Svc-Callback": "http://127.0.0.1:0/cb" } }, "Svc-Callback"],
+        [`${dest.baseUrl}/x`, { query: `svc-failure-callback=${encodeURIComponent("http://127.0.0.1:0/f")}` }, "svc-failure-callback"]
+      ]
+      for (const [destination, options, parameter] of cases) {
+        const answer = yield* publish(destination, options)
+        assert.strictEqual(answer.status, 400, `${destination}: ${JSON.stringify(answer.body)}`)
+        assert.deepStrictEqual(answer.body.issues.map((i: any) => i.parameter), [parameter])
+        assert.include(answer.body.message, "port 0")
+      }
+      assert.strictEqual(yield* countMessages, before)
+      const group = yield* call("/v2/topics/port-zero/endpoints", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ endpoints: [{ url: "http://127.0.0.1:0/e" }] })
+      })
+      assert.strictEqual(group.status, 400)
+      assert.deepStrictEqual(group.body.issues.map((i: any) => i.parameter), ["endpoints[0].url"])
+      assert.include(group.body.message, "port 0")
+      assert.strictEqual((yield* call("/v2/topics/port-zero")).status, 404)
+    }))
+
   it.effect("a queue parameter whose %-encoding is not UTF-8 is a 400 naming it, at publish, enqueue and schedule", () =>
     Effect.gen(function*() {
       const dest = yield* Destination
