@@ -16,6 +16,7 @@ import { Effect, Result } from "effect"
 import type { CheckedPublish } from "./Operations.ts"
 import { unpairedSurrogateProblem } from "./JsonBody.ts"
 import { CHECK_CONCURRENCY, checkPublish, publishMessages } from "./Operations.ts"
+import { lowercaseHeaders } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Messages } from "./store/Messages.ts"
 
@@ -48,9 +49,6 @@ const ofElement = (index: number) => (issue: RequestIssue): RequestIssue => ({
   problem: issue.problem
 })
 
-/** An element's publish headers as node gives a publish's: names lowercase, what the publish parser reads. */
-const headersOf = (element: BatchElement) =>
-  Object.fromEntries(Object.entries(element.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]))
 
 /**
  * The elements checked as publishes (`Operations.checkPublish`), once per distinct destination,
@@ -64,14 +62,17 @@ const checkElements = (elements: ReadonlyArray<BatchElement>, callerIp: string |
     keyOf.forEach((key, index) => {
       if (!firstOf.has(key)) firstOf.set(key, index)
     })
+    const check = (element: BatchElement) => {
+      // Names lowercase, as node gives a publish's headers (what the publish parser reads).
+      const { headers, issues } = lowercaseHeaders(element.headers ?? {})
+      return issues.length > 0
+        ? Effect.succeed(Result.fail(new InvalidRequest({ issues: [...issues] })))
+        : Effect.result(checkPublish({ destination: element.destination, headers, callerIp, queueName: element.queue }))
+    }
     const checks = new Map(
       yield* Effect.forEach(
         [...firstOf],
-        ([key, index]) =>
-          Effect.map(
-            Effect.result(checkPublish({ destination: elements[index]!.destination, headers: headersOf(elements[index]!), callerIp, queueName: elements[index]!.queue })),
-            (result) => [key, result] as const
-          ),
+        ([key, index]) => Effect.map(check(elements[index]!), (result) => [key, result] as const),
         { concurrency: CHECK_CONCURRENCY }
       )
     )

@@ -227,6 +227,34 @@ const connectionOptions = (raw: string | ReadonlyArray<string> | undefined): Rea
       .filter((name) => name !== "")
   )
 
+/**
+ * Headers given as a JSON object (a batch element's, an RPC payload's) with their names lowercase,
+ * as node gives a request's. Two names that differ only in case (`Svc-Delay` and `svc-delay`) name
+ * one header with two values: ambiguous (object order would pick the winner), so an issue naming both.
+ */
+export const lowercaseHeaders = (
+  headers: Readonly<Record<string, string>>
+): { readonly headers: Record<string, string>; readonly issues: ReadonlyArray<RequestIssue> } => {
+  const out: Record<string, string> = {}
+  const given = new Map<string, string>()
+  const issues: Array<RequestIssue> = []
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase()
+    const first = given.get(lower)
+    if (first === undefined) {
+      given.set(lower, name)
+      out[lower] = value
+    } else {
+      issues.push({
+        in: "header",
+        parameter: first,
+        problem: `is given twice, as ${JSON.stringify(first)} and ${JSON.stringify(name)}: header names are case-insensitive, give one`
+      })
+    }
+  }
+  return { headers: out, issues }
+}
+
 /** `Svc-Callback-Forward-X-Foo` from `svc-callback-forward-x-foo`, for messages. */
 export const canonicalHeaderName = (name: string): string =>
   name.split("-").map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("-")

@@ -15,6 +15,7 @@ import * as Batch from "./Batch.ts"
 import * as Bulk from "./Bulk.ts"
 import { listEvents } from "./EventOperations.ts"
 import * as Operations from "./Operations.ts"
+import { lowercaseHeaders } from "./Publish.ts"
 import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
@@ -30,6 +31,17 @@ const inPayload = <E>(error: E): E =>
     ? new InvalidRequest({ issues: error.issues.map((issue) => issue.in === "header" ? issue : { ...issue, in: "body" }) }) as E
     : error
 
+/**
+ * A payload's headers as node gives a request's: names lowercase, which is what the publish parser
+ * reads. Two names differing only in case are ambiguous: refused (`Publish.lowercaseHeaders`).
+ */
+const requestHeaders = (
+  headers: Readonly<Record<string, string>> | undefined
+): Effect.Effect<Record<string, string>, InvalidRequest> => {
+  const { headers: lowercase, issues } = lowercaseHeaders(headers ?? {})
+  return issues.length > 0 ? Effect.fail(new InvalidRequest({ issues: [...issues] })) : Effect.succeed(lowercase)
+}
+
 // A database failure is a defect of the stores (their boundary) here as on the HTTP API: logged in full, never sent.
 export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
   const messages = yield* Messages
@@ -37,12 +49,10 @@ export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
   const groups = yield* Groups
   return QueueRpcs.of({
     Publish: ({ destination, body, headers }) =>
-      Operations.publish({
-        destination,
-        // Header names as node gives them, lowercase, which is what the publish parser reads.
-        headers: Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value])),
-        body: Effect.succeed(body ?? new Uint8Array())
-      }).pipe(Effect.mapError(inPayload)),
+      requestHeaders(headers).pipe(
+        Effect.flatMap((lowercase) => Operations.publish({ destination, headers: lowercase, body: Effect.succeed(body ?? new Uint8Array()) })),
+        Effect.mapError(inPayload)
+      ),
     PublishBatch: ({ messages: elements }) => Batch.publishBatch(elements).pipe(Effect.mapError(inPayload)),
     GetMessage: ({ messageId }) => messages.get(messageId),
     ListDlq: (query) => Operations.listDlq(query).pipe(Effect.mapError(inPayload)),
@@ -53,15 +63,14 @@ export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
     DeleteTopic: ({ name }) => groups.delete(name),
     UpsertEndpoints: ({ name, endpoints }) => Operations.upsertEndpoints(name, endpoints).pipe(Effect.mapError(inPayload)),
     AddSchedule: ({ body, cron, destination, headers, scheduleId }) =>
-      ScheduleOperations.createSchedule({
-        destination,
-        headers: {
-          ...Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value])),
-          "svc-cron": cron,
-          ...(scheduleId === undefined ? {} : { "svc-schedule-id": scheduleId })
-        },
-        body: Effect.succeed(body ?? new Uint8Array())
-      }).pipe(
+      requestHeaders(headers).pipe(
+        Effect.flatMap((lowercase) =>
+          ScheduleOperations.createSchedule({
+            destination,
+            headers: { ...lowercase, "svc-cron": cron, ...(scheduleId === undefined ? {} : { "svc-schedule-id": scheduleId }) },
+            body: Effect.succeed(body ?? new Uint8Array())
+          })
+        ),
         // The RPC's one error is InvalidRequest: a body over the cap is an issue of `body`.
         Effect.catchTag("MessageTooLarge", (error) => Effect.fail(new InvalidRequest({ issues: [{ in: "body", parameter: "body", problem: error.message }] }))),
         Effect.mapError(inPayload),

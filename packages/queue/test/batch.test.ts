@@ -77,6 +77,32 @@ layer(queueLayer({ maxBatchMessages: 5, maxBatchBytes: 4096 }), { timeout: 120_0
       assert.strictEqual((yield* call("/v2/batch", { method: "POST", body: "[]", token: null })).status, 401)
     }))
 
+  it.effect("an element's headers differing only in case are ambiguous: 400 naming both, nothing stored; the RPC too", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const before = yield* countMessages
+      const answer = yield* batch([
+        { destination: `${dest.baseUrl}/case`, headers: { "Svc-Delay": "1d", "Svc-Retries": "1" } },
+        { destination: `${dest.baseUrl}/case`, headers: { "Svc-Delay": "1d", "svc-delay": "0s" } }
+      ])
+      assert.strictEqual(answer.status, 400, JSON.stringify(answer.body))
+      assert.deepStrictEqual(answer.body.issues.map((issue: any) => issue.parameter), ["[1].headers.Svc-Delay"])
+      assert.include(answer.body.issues[0].problem, "\"Svc-Delay\" and \"svc-delay\"")
+      assert.strictEqual(yield* countMessages, before)
+
+      const rpc = Context.get(yield* Layer.build(QueueRpcClient.layer({ baseUrl: yield* QueueUrl, token: TOKEN })), QueueRpcClient)
+      const viaBatch = yield* Effect.flip(rpc.PublishBatch({ messages: [{ destination: `${dest.baseUrl}/case`, headers: { "SVC-RETRIES": "1", "svc-retries": "2" } }] }))
+      assert.strictEqual(viaBatch._tag, "InvalidRequest")
+      assert.match(viaBatch.message, /\[0\]\.headers\.SVC-RETRIES.*"SVC-RETRIES" and "svc-retries"/)
+      const viaPublish = yield* Effect.flip(rpc.Publish({ destination: `${dest.baseUrl}/case`, headers: { "Svc-Forward-X-A": "1", "svc-forward-x-a": "2" } }))
+      assert.strictEqual(viaPublish._tag, "InvalidRequest")
+      assert.match(viaPublish.message, /Svc-Forward-X-A.*given twice/)
+      const viaSchedule = yield* Effect.flip(rpc.AddSchedule({ destination: `${dest.baseUrl}/case`, cron: "0 0 1 1 *", headers: { "Svc-Retries": "1", "svc-Retries": "2" } }))
+      assert.strictEqual(viaSchedule._tag, "InvalidRequest")
+      assert.match(viaSchedule.message, /given twice/)
+      assert.strictEqual(yield* countMessages, before)
+    }).pipe(Effect.scoped))
+
   it.effect("caps: more elements than QUEUE_MAX_BATCH_MESSAGES is 400, more bytes than QUEUE_MAX_BATCH_BYTES 413", () =>
     Effect.gen(function*() {
       const dest = yield* Destination
