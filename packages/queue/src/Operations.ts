@@ -285,7 +285,7 @@ export const getTopic = (name: string): Effect.Effect<Topic, TopicNotFound, Grou
 
 /**
  * Adds (or moves) endpoints of a URL group, creating it; every URL is checked as a destination is
- * (concurrently, {@link CHECK_CONCURRENCY} at a time). A group holds at most
+ * (concurrently, {@link CHECK_CONCURRENCY} at a time), and a name or URL may appear once per request. A group holds at most
  * {@link MAX_GROUP_ENDPOINTS}: a request naming more, or one that would make the group larger, is
  * refused before anything is stored.
  */
@@ -313,6 +313,20 @@ export const upsertEndpoints = (
       return yield* invalid(issues)
     }
     const checkedEndpoints: Array<{ readonly index: number; readonly endpoint: Endpoint }> = []
+    // A name or a URL given twice asks for two different endpoints under it: the later one would
+    // silently win (the store moves a name to its newest URL, renames a URL to its newest name).
+    const firstWith = new Map<string, number>()
+    const once = (index: number, field: "name" | "url", value: string) => {
+      const first = firstWith.get(`${field} ${value}`)
+      if (first === undefined) firstWith.set(`${field} ${value}`, index)
+      else {
+        issues.push({
+          in: "body",
+          parameter: `endpoints[${index}].${field}`,
+          problem: `${JSON.stringify(value)} is given twice (also endpoints[${first}].${field}): each ${field} once per request`
+        })
+      }
+    }
     for (const [index, endpoint] of endpoints.entries()) {
       const checked = checkUrl(endpoint.url)
       if ("problem" in checked) {
@@ -322,6 +336,8 @@ export const upsertEndpoints = (
       if (endpoint.name !== undefined && !GROUP_NAME.test(endpoint.name)) {
         issues.push({ in: "body", parameter: `endpoints[${index}].name`, problem: "expected letters, digits, '.', '_' or '-'" })
       }
+      if (endpoint.name !== undefined) once(index, "name", endpoint.name)
+      once(index, "url", checked.url)
       checkedEndpoints.push({ index, endpoint: { ...endpoint, url: checked.url } })
     }
     const refused = yield* Effect.forEach(

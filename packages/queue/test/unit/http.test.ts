@@ -207,6 +207,29 @@ describe("QueueApi over the memory stores (no socket, no database)", () => {
       })
     ))
 
+  it.live("URL groups: a name or URL given twice in one upsert is a 400 naming it, and nothing is stored", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const names = yield* call("/v2/topics/dup/endpoints", json("POST", {
+          endpoints: [{ name: "a", url: "https://one.example.com/in" }, { name: "a", url: "https://two.example.com/in" }]
+        }))
+        assert.strictEqual(names.status, 400, JSON.stringify(names.body))
+        assert.deepStrictEqual(names.body.issues.map((i: any) => i.parameter), ["endpoints[1].name"])
+        assert.include(names.body.message, "\"a\" is given twice (also endpoints[0].name)")
+        // The same URL under two names (spelt alike once normalized) would leave it named by the later one.
+        const urls = yield* call("/v2/topics/dup/endpoints", json("POST", {
+          endpoints: [{ name: "a", url: "https://one.example.com/in" }, { name: "b", url: "HTTPS://ONE.example.com:443/in" }]
+        }))
+        assert.strictEqual(urls.status, 400, JSON.stringify(urls.body))
+        assert.deepStrictEqual(urls.body.issues.map((i: any) => i.parameter), ["endpoints[1].url"])
+        assert.strictEqual((yield* call("/v2/topics/dup")).status, 404)
+        // Upserting an existing endpoint again (a later request) is still fine.
+        const endpoint = { name: "a", url: "https://one.example.com/in" }
+        assert.strictEqual((yield* call("/v2/topics/dup/endpoints", json("POST", { endpoints: [endpoint] }))).status, 200)
+        assert.strictEqual((yield* call("/v2/topics/dup/endpoints", json("POST", { endpoints: [endpoint] }))).status, 200)
+      })
+    ))
+
   it.live("signing keys: read, rotate (next becomes current)", () =>
     withQueue((call) =>
       Effect.gen(function*() {
