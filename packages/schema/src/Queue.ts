@@ -280,10 +280,14 @@ export class DlqGroup extends HttpApiGroup.make("dlq").add(
 ).middleware(QueueJsonBody).middleware(QueueAuth) {}
 
 export const EndpointsPayload = RequestObject({ endpoints: Schema.Array(EndpointInput) }, "a JSON object with endpoints")
+/** The endpoints to remove, each by name or URL: an empty list, or an endpoint naming neither, would remove nothing. */
 export const RemoveEndpointsPayload = RequestObject({
   endpoints: Schema.Array(
     RequestObject({ name: Schema.optionalKey(NameParam), url: Schema.optionalKey(UrlParam) }, "an endpoint, a JSON object with name or url")
-  )
+      .check(Schema.makeFilter((endpoint) =>
+        endpoint.name !== undefined || endpoint.url !== undefined || "must give the name or url of the endpoint to remove"
+      ))
+  ).check(Schema.isMinLength(1, { message: "must list at least one endpoint to remove, each {\"name\"} or {\"url\"}" }))
 }, "a JSON object with endpoints")
 
 export class TopicsGroup extends HttpApiGroup.make("topics").add(

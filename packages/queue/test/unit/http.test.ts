@@ -230,6 +230,26 @@ describe("QueueApi over the memory stores (no socket, no database)", () => {
       })
     ))
 
+  it.live("URL groups: removing [] or an endpoint with neither name nor url is a 400 saying what is expected", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const endpoints = [{ name: "a", url: "https://one.example.com/in" }]
+        assert.strictEqual((yield* call("/v2/topics/rm/endpoints", json("POST", { endpoints }))).status, 200)
+        const cases: ReadonlyArray<readonly [unknown, string, string]> = [
+          [[], "endpoints", "at least one endpoint"],
+          [[{}], "endpoints[0]", "name or url"],
+          [[{ name: "a" }, {}], "endpoints[1]", "name or url"]
+        ]
+        for (const [given, parameter, problem] of cases) {
+          const answer = yield* call("/v2/topics/rm/endpoints", json("DELETE", { endpoints: given }))
+          assert.strictEqual(answer.status, 400, `${JSON.stringify(given)}: ${JSON.stringify(answer.body)}`)
+          assert.deepStrictEqual(answer.body.issues.map((i: any) => i.parameter), [parameter])
+          assert.include(answer.body.message, problem)
+        }
+        assert.deepStrictEqual((yield* call("/v2/topics/rm")).body.endpoints, endpoints)
+      })
+    ))
+
   it.live("signing keys: read, rotate (next becomes current)", () =>
     withQueue((call) =>
       Effect.gen(function*() {
