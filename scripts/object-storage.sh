@@ -3,6 +3,7 @@
 # (1 mon + 1 memstore OSD, no mgr, auth none, everything bound to 127.0.0.1) with radosgw in front.
 #
 #   scripts/object-storage.sh start  <dir>   start a fresh instance; the last stdout line is the endpoint JSON
+#                                             (exit 10 instead of 0: another live process's instance, shared)
 #   scripts/object-storage.sh stop   <dir>   stop the daemons recorded in <dir>/run/*.pid (no-op if none)
 #   scripts/object-storage.sh status <dir>   print the endpoint JSON and exit 0 if the instance answers, else exit 1
 #
@@ -23,7 +24,11 @@
 #   OBJECT_STORAGE_MEMSTORE_BYTES      OSD memstore capacity (default 2 GiB; memory is only used as filled)
 #   OBJECT_STORAGE_RGW_DEBUG           radosgw log level (default 0; 1 logs every request to log/client.rgw.a.log)
 #
-# One caller per <dir> at a time: `start` on a <dir> whose instance still runs stops that one first.
+# `start` on a <dir> whose instance still runs for a live owner (its watchdog is alive: the process that
+# started it with OBJECT_STORAGE_OWNER_PID has not ended) shares it: it prints that instance's endpoint JSON
+# and exits 10, and the caller must not stop it (a second `svc start` on the same data folder, as it shares
+# the embedded Postgres). An instance without a live owner (left by a killed process) is stopped first
+# and started afresh.
 #
 # radosgw (Ceph 16 "pacific" on Debian 12) enforces SigV4 (header and presigned query), conditional
 # writes (If-None-Match: * / If-Match on PUT), multipart uploads, bucket CORS. STS is enabled too
@@ -333,6 +338,12 @@ do_start() {
   if [ ${#missing[@]} -gt 0 ]; then
     log "not installed: ${missing[*]} (run scripts/install-object-storage.sh as root)"
     exit 3
+  fi
+  local wd
+  if wd=$(pid_of watchdog) && do_status >/dev/null 2>&1; then
+    log "an instance is already running in $D for a live process (watchdog pid $wd): sharing it"
+    endpoint_json
+    exit 10
   fi
   if pid_of mon >/dev/null || pid_of osd >/dev/null || pid_of rgw >/dev/null; then
     log "an instance is already running in $D: stopping it first"

@@ -123,16 +123,28 @@ const stopRadosgw = (dir: string) =>
     Effect.catch((error) => Effect.logWarning(error.message))
   )
 
+/** `object-storage.sh start`'s exit code for an instance another live process started: shared, not ours to stop. */
+const SHARED = 10
+
 const startRadosgw = (dir: string): Effect.Effect<
   ObjectStorageInfo,
   ObjectStorageError,
   ChildProcessSpawner.ChildProcessSpawner | Scope.Scope
 > =>
-  Effect.acquireRelease(
+  Effect.map(Effect.acquireRelease(
     Effect.gen(function*() {
-      const result = yield* runObjectStorageScript("start", dir)
+      const result = yield* runObjectStorageScript("start", dir).pipe(
+        Effect.timeoutOrElse({
+          duration: START_TIMEOUT,
+          orElse: () => Effect.fail(new ObjectStorageError({ message: `object-storage.sh start ${dir} timed out` }))
+        }),
+        // the script cleans up after its own failures; this covers a timeout or an interruption
+        Effect.onError(() => stopRadosgw(dir))
+      )
       yield* Effect.logDebug(`object-storage.sh start ${dir}:\n${result.stderr}`)
-      if (result.exitCode !== 0) {
+      const owned = result.exitCode !== SHARED
+      if (!owned) yield* Effect.logInfo(`Local object storage in ${dir} is shared with the process that started it`)
+      if (owned && result.exitCode !== 0) {
         return yield* new ObjectStorageError({
           message: `object-storage.sh start ${dir} failed (exit ${result.exitCode}):\n${lastLines(result.stderr, 40)}`
         })
@@ -142,19 +154,15 @@ const startRadosgw = (dir: string): Effect.Effect<
       const parsed = yield* Schema.decodeUnknownEffect(EndpointJson)(lastLine).pipe(
         Effect.mapError(() =>
           new ObjectStorageError({ message: `object-storage.sh start ${dir} printed no endpoint JSON on its last line` })
-        )
+        ),
+        // an instance this process started and cannot use is stopped; a shared one is not ours to stop
+        Effect.onError(() => owned ? stopRadosgw(dir) : Effect.void)
       )
-      return { ...parsed, backend: "radosgw" as const, dir }
-    }).pipe(
-      Effect.timeoutOrElse({
-        duration: START_TIMEOUT,
-        orElse: () => Effect.fail(new ObjectStorageError({ message: `object-storage.sh start ${dir} timed out` }))
-      }),
-      // the script cleans up after its own failures; this covers a timeout or an interruption
-      Effect.onError(() => stopRadosgw(dir))
-    ),
-    () => stopRadosgw(dir)
-  )
+      return { info: { ...parsed, backend: "radosgw" as const, dir }, owned }
+    }),
+    // a shared instance lives as long as the process that started it (its watchdog stops it)
+    ({ owned }) => owned ? stopRadosgw(dir) : Effect.void
+  ), ({ info }) => info)
 
 // --- the s3rver fallback --------------------------------------------------------------------------------
 

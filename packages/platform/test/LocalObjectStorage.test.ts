@@ -264,6 +264,39 @@ describe("LocalObjectStorage.layer", () => {
     }), 120_000)
 })
 
+describe("two processes on one folder", () => {
+  // a second `svc start` on the same data folder (whose own start may then fail on a taken port) used
+  // to restart the first one's radosgw under it, and stop it on the way out
+  it.live.skipIf(radosgwOnly)("a second start shares the running instance and leaves it running on release", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3-shared-")
+      const layer = LocalObjectStorage.layer.pipe(
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ OBJECT_STORAGE_DIR: dir })))
+      )
+      yield* Effect.scoped(Effect.gen(function*() {
+        const first = Context.get(yield* Layer.build(layer), LocalObjectStorage)
+        const pids = yield* readPids(dir)
+        const bucket = yield* makeFreshBucket("shared").pipe(Effect.provideService(LocalObjectStorage, first))
+        yield* attempt(() => first.client.send(new PutObjectCommand({ Bucket: bucket, Key: "k", Body: "kept" })))
+
+        const shared = runObjectStorageScript("start", dir)
+        const again = yield* shared
+        assert.strictEqual(again.exitCode, 10, again.stderr)
+        assert.match(again.stderr, /sharing it/)
+
+        yield* Effect.scoped(Effect.gen(function*() {
+          const second = Context.get(yield* Layer.build(layer), LocalObjectStorage)
+          assert.strictEqual(second.endpoint, first.endpoint)
+          assert.strictEqual(yield* getText(second.client, bucket, "k"), "kept")
+        }))
+        // the second released: the first's instance still runs, the same daemons, its objects there
+        assert.deepStrictEqual(yield* readPids(dir), pids)
+        assert.strictEqual(yield* getText(first.client, bucket, "k"), "kept")
+      }))
+      assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 1, "the first's release stopped it")
+    }).pipe(Effect.provide(NodeServices.layer)), 120_000)
+})
+
 describe("s3rver fallback", () => {
   it.effect("serves S3 in process (without signature checks)", () =>
     Effect.gen(function*() {
