@@ -92,7 +92,8 @@ const prepareElement = (
   if (issues.length > 0 || Result.isFailure(checked) || typeof body === "string") return Effect.succeed(Result.fail(issues))
   return publishMessages({ destination: element.destination, callerIp, queueName: element.queue }, checked.success, body).pipe(
     Effect.mapError((error): ReadonlyArray<RequestIssue> => [
-      { in: "body", parameter: `[${index}].body`, problem: error.message.replace(/^The message body/, "is") }
+      // "The message body is larger than ..." as the problem of `[i].body`: "is larger than ...".
+      { in: "body", parameter: `[${index}].body`, problem: error.message.replace(/^The message body /, "") }
     ]),
     Effect.result
   )

@@ -261,3 +261,16 @@ layer(queueLayer({ maxBatchMessages: 5, maxBatchBytes: 4096 }), { timeout: 120_0
       assert.match(rpcLone.message, /\[0\]\.body.*unpaired surrogate/)
     }).pipe(Effect.scoped))
 })
+
+layer(queueLayer({ maxMessageBytes: 16 }), { timeout: 120_000, excludeTestServices: true })("batch, small messages", (it) => {
+  it.effect("an element body over QUEUE_MAX_MESSAGE_BYTES is a 400 naming it, in one sentence", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const answer = yield* batch([{ destination: `${dest.baseUrl}/small`, body: "x".repeat(16) }, { destination: `${dest.baseUrl}/small`, body: "x".repeat(17) }])
+      assert.strictEqual(answer.status, 400, JSON.stringify(answer.body))
+      assert.deepStrictEqual(answer.body.issues, [
+        { in: "body", parameter: "[1].body", problem: "is larger than QUEUE_MAX_MESSAGE_BYTES (16 bytes)" }
+      ])
+      assert.strictEqual(yield* countMessages, 0)
+    }))
+})
