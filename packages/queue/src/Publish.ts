@@ -351,7 +351,7 @@ export const parsePublish = (
     }
     const n = Number(value)
     if (n > max) {
-      problem(source, `must be at most ${max}, got ${n}`)
+      problem(source, `is out of range: must be at most ${max}, got ${JSON.stringify(value.slice(0, 100))}`)
       return fallback
     }
     return n
@@ -475,10 +475,11 @@ export const parsePublish = (
   if (notBeforeSource !== undefined) {
     const value = notBeforeSource.value.trim()
     const now = input.now ?? Date.now()
-    if (!/^\d{1,11}$/.test(value)) {
+    if (!/^\d+$/.test(value)) {
       problem(notBeforeSource, `expected a unix time in seconds such as ${Math.floor(now / 1000) + 60}, got ${JSON.stringify(value.slice(0, 100))}`)
     } else if (Number(value) * 1000 > now + maxDelay) {
-      problem(notBeforeSource, `is more than ${Duration.format(Duration.millis(maxDelay))} (QUEUE_MAX_DELAY) ahead`)
+      // However many digits (Number() of 400 of them is Infinity): a time, too far in the future.
+      problem(notBeforeSource, `is too far in the future: more than ${Duration.format(Duration.millis(maxDelay))} (QUEUE_MAX_DELAY) from now`)
     } else notBefore = Number(value) * 1000
   }
 

@@ -137,6 +137,23 @@ describe("events log", () => {
         }
         assert.strictEqual((yield* events("count=1000")).status, 200)
         assert.strictEqual((yield* call("/v2/events", { token: null })).status, 401)
+        // An integer beyond 2^53 is too large, not "not an integer" (one issue, the range).
+        for (const [query, parameter, range] of [
+          ["count=99999999999999999999", "count", "from 1 to 1000"],
+          ["fromDate=99999999999999999999", "fromDate", "from 0 to 8640000000000000"]
+        ] as const) {
+          const answer = yield* events(query)
+          assert.strictEqual(answer.status, 400, query)
+          assert.deepStrictEqual(answer.body.issues, [{ in: "query", parameter, problem: `is out of range: must be an integer ${range}` }], query)
+        }
+        const dlq = yield* call("/v2/dlq?limit=99999999999999999999")
+        assert.deepStrictEqual(dlq.body.issues, [{ in: "query", parameter: "limit", problem: "is out of range: must be an integer from 1 to 100" }])
+        const parallelism = yield* call("/v2/queues", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "{\"queueName\":\"big\",\"parallelism\":99999999999999999999}"
+        })
+        assert.deepStrictEqual(parallelism.body.issues, [{ in: "body", parameter: "parallelism", problem: "is out of range: must be an integer from 1 to 100" }])
       }))
 
     it.effect("pruning removes events older than QUEUE_EVENTS_RETENTION (7 days) and keeps the rest", () =>

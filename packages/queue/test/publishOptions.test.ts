@@ -54,7 +54,17 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("publish op
       assert.match(bad.body.message, /header "Svc-Not-Before": expected a unix time in seconds/)
       const tooFar = yield* publish(`${dest.baseUrl}/past`, { query: `svc-not-before=${nowSeconds() + 8 * 86400}` })
       assert.strictEqual(tooFar.status, 400)
-      assert.match(tooFar.body.message, /query parameter "svc-not-before": is more than 7d.*QUEUE_MAX_DELAY/)
+      assert.match(tooFar.body.message, /query parameter "svc-not-before": is too far in the future: more than 7d.*QUEUE_MAX_DELAY/)
+      // Digits beyond any unix time are a time too far ahead, not "not a unix time".
+      for (const digits of ["99999999999999999999", "9".repeat(400)]) {
+        const huge = yield* publish(`${dest.baseUrl}/past`, { headers: { "Svc-Not-Before": digits } })
+        assert.strictEqual(huge.status, 400)
+        assert.match(huge.body.message, /header "Svc-Not-Before": is too far in the future/)
+      }
+      // An integer setting beyond 2^53 is out of range, named as sent.
+      const retries = yield* publish(`${dest.baseUrl}/past`, { headers: { "Svc-Retries": "99999999999999999999" } })
+      assert.strictEqual(retries.status, 400)
+      assert.include(retries.body.message, "header \"Svc-Retries\": is out of range: must be at most 100, got \"99999999999999999999\"")
       assert.strictEqual(yield* countMessages, before)
     }))
 
