@@ -54,11 +54,12 @@ export interface BatchMessageOptions extends PublishOptions {
 export const batchElement = (options: BatchMessageOptions): BatchElement => {
   const headers = publishHeaders(options)
   const body = options.body ?? ""
-  const contentType = options.contentType ?? (typeof body === "string" ? undefined : "application/octet-stream")
+  // Bytes with no type of the caller's (the option, or a raw header in any case) go as octet-stream.
+  const typed = Object.keys(headers).some((name) => name.toLowerCase() === "content-type")
   return {
     destination: options.destination,
     ...(typeof body === "string" ? { body } : { body: Buffer.from(body).toString("base64"), bodyEncoding: "base64" as const }),
-    headers: contentType === undefined ? headers : { ...headers, "content-type": contentType },
+    headers: typed || typeof body === "string" ? headers : { ...headers, "content-type": "application/octet-stream" },
     ...(options.queue === undefined ? {} : { queue: options.queue })
   }
 }

@@ -45,7 +45,7 @@ export interface PublishOptions {
     /** `"1s"` (default), `"10s"`, `"1m"`, ... */
     readonly period?: string | undefined
   } | undefined
-  /** Any further raw headers (e.g. `Svc-Header-Forward`); they win over the options above. */
+  /** Any further raw headers (e.g. `Svc-Header-Forward`); they win over the options above, whatever the case of their names. */
   readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
@@ -85,7 +85,24 @@ export const publishHeaders = (options: Omit<PublishOptions, "destination" | "bo
       period === undefined ? undefined : `period=${period}`
     ].filter((part) => part !== undefined).join(", ")
   }
-  return { ...headers, ...options.headers }
+  return withHeaders(headers, options.headers)
+}
+
+/**
+ * `headers` with `extra` over them: an extra header replaces one of the same name in any case
+ * (`svc-retries` over `Svc-Retries`), so no name is sent twice (the queue refuses a batch element's
+ * headers naming one header in two cases, and two HTTP header lines would join into "1, 2").
+ */
+const withHeaders = (
+  headers: Readonly<Record<string, string>>,
+  extra: Readonly<Record<string, string>> | undefined
+): Record<string, string> => {
+  const out: Record<string, string> = { ...headers }
+  for (const [name, value] of Object.entries(extra ?? {})) {
+    for (const key of Object.keys(out)) if (key.toLowerCase() === name.toLowerCase()) delete out[key]
+    out[name] = value
+  }
+  return out
 }
 
 /** A destination as the path of `/v2/publish/<destination>` takes it: a URL as is, a group name encoded. */

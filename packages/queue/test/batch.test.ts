@@ -242,6 +242,13 @@ layer(queueLayer({ maxBatchMessages: 5, maxBatchBytes: 4096 }), { timeout: 120_0
       assert.strictEqual(published.length, 2)
       const received = yield* dest.waitFor("/client", 2)
       assert.isTrue(received.some((r) => r.body.equals(Buffer.from([0, 255, 1]))))
+      // Raw headers win over the options in any case of their names: one header each, which the queue accepts.
+      const [raw] = yield* client.batch([
+        { destination: `${dest.baseUrl}/client-raw`, body: new Uint8Array([1]), retries: 1, delay: "1h", headers: { "Content-Type": "image/png", "svc-retries": "4" } }
+      ])
+      const rawMessage = (yield* call(`/v2/messages/${(raw as { messageId: string }).messageId}`)).body
+      assert.strictEqual(rawMessage.header["content-type"], "image/png")
+      assert.strictEqual(rawMessage.maxRetries, 4)
       const refused = yield* Effect.flip(client.batch([{ destination: "nowhere at all" }]))
       assert.strictEqual(refused.status, 400)
       assert.match(refused.message, /\[0\]\.destination/)

@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import { QueueClient, QueueError } from "../src/promise/index.ts"
-import { Destination, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"
+import { call, Destination, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"
 
 /** Runs the client's Promise; the rejection (a QueueError) as the value when `refused`. */
 const run = <A>(promise: () => Promise<A>) => Effect.promise(promise)
@@ -159,6 +159,11 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("Promise cl
       assert.strictEqual((yield* dest.waitFor("/batch-text", 1))[0]!.body.toString(), "é")
       const refused = yield* refusal(() => queue.batch([{ destination: "not a url" }]))
       assert.strictEqual(refused.status, 400)
+      // A raw header wins over the option of the same header in any case: sent once, accepted.
+      const [raw] = yield* run(() =>
+        queue.batch([{ destination: `${dest.baseUrl}/batch-raw`, delay: "1h", retries: 1, headers: { "svc-retries": "4" } }])
+      )
+      assert.strictEqual((yield* call(`/v2/messages/${(raw as { messageId: string }).messageId}`)).body.maxRetries, 4)
 
       yield* waitForMessage(bytesId!, (m) => m.state === "delivered")
       const events = yield* run(() => queue.events({ messageId: bytesId! }))
