@@ -93,6 +93,21 @@ pid_of() {
 
 alive() { [ -d "/proc/$1" ] && ! grep -qs '^State:[[:space:]]*Z' "/proc/$1/status"; }
 
+# live_owner: the pid of the process this instance's watchdog waits on, if both are alive (the watchdog
+# stops the instance within 2 s of its owner's end: an instance whose owner just died is not shared)
+live_owner() {
+  local wd args=() i
+  wd=$(pid_of watchdog) || return 1
+  mapfile -d '' -t args <"/proc/$wd/cmdline" 2>/dev/null || return 1
+  for ((i = 0; i < ${#args[@]} - 1; i++)); do
+    if [ "${args[i]}" = object-storage-watchdog ] && alive "${args[i + 1]}"; then
+      echo "${args[i + 1]}"
+      return 0
+    fi
+  done
+  return 1
+}
+
 # stop_daemon NAME GRACE_SECONDS: SIGTERM, wait up to GRACE, then SIGKILL and wait until gone.
 stop_daemon() {
   local name=$1 grace=$2 pid i
@@ -339,9 +354,9 @@ do_start() {
     log "not installed: ${missing[*]} (run scripts/install-object-storage.sh as root)"
     exit 3
   fi
-  local wd
-  if wd=$(pid_of watchdog) && do_status >/dev/null 2>&1; then
-    log "an instance is already running in $D for a live process (watchdog pid $wd): sharing it"
+  local owner
+  if owner=$(live_owner) && do_status >/dev/null 2>&1; then
+    log "an instance is already running in $D for process $owner: sharing it"
     endpoint_json
     exit 10
   fi

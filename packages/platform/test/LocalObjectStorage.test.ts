@@ -10,6 +10,7 @@ import { getSignedUrl } from "@aws-sdk/s3-request-presigner"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Exit, Layer, Redacted } from "effect"
+import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { existsSync, readFileSync } from "node:fs"
 import * as fs from "node:fs/promises"
@@ -295,6 +296,26 @@ describe("two processes on one folder", () => {
       }))
       assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 1, "the first's release stopped it")
     }).pipe(Effect.provide(NodeServices.layer)), 120_000)
+
+  it.live.skipIf(radosgwOnly)("an instance whose owner was killed is not shared: the next start starts afresh", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3-orphan-")
+      yield* Effect.addFinalizer(() => Effect.ignore(runObjectStorageScript("stop", dir)))
+      const owner = spawn("sleep", ["60"], { stdio: "ignore" })
+      const started = yield* runObjectStorageScript("start", dir, { ownerPid: owner.pid })
+      assert.strictEqual(started.exitCode, 0, started.stderr)
+      const before = yield* readPids(dir)
+      // killed -9 and restarted at once, before its watchdog (which polls every 2 s) stops the instance
+      owner.kill("SIGKILL")
+      yield* Effect.promise(() => new Promise((resolve) => owner.once("exit", resolve)))
+      const restarted = yield* runObjectStorageScript("start", dir)
+      assert.strictEqual(restarted.exitCode, 0, restarted.stderr)
+      assert.match(restarted.stderr, /already running .*: stopping it first/)
+      const after = yield* readPids(dir)
+      assert.notStrictEqual(after["rgw"], before["rgw"])
+      assert.isFalse(alive(before["rgw"]!), "the orphaned radosgw is gone")
+      assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 0)
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 120_000)
 })
 
 describe("s3rver fallback", () => {
