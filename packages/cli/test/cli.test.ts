@@ -279,6 +279,6 @@ describe("svc", () => {
       assert.strictEqual(noToken.output, "svc: QUEUE_TOKEN is not set: the queue RPC needs it\n")
       const wrongToken = yield* svcRun(["queue", "groups", "list"], { QUEUE_URL: queueUrl, QUEUE_TOKEN: "wrong" })
       assert.strictEqual(wrongToken.code, 1)
-      assert.strictEqual(wrongToken.output, `svc: the queue at ${queueUrl} refused QUEUE_TOKEN: Invalid bearer token\n`)
+      assert.strictEqual(wrongToken.output, `svc: the queue at ${queueUrl} refused QUEUE_TOKEN (401): Invalid bearer token\n`)
     }), { timeout: 120_000 })
 })
