@@ -115,10 +115,17 @@ export const ListParam = (options?: { readonly maxItems?: number; readonly maxIt
   )
 }
 
-/** An integer from `minimum` to `maximum` (both within {@link INT4_MIN}..{@link INT4_MAX} unless the field needs more). */
+/**
+ * An integer from `minimum` to `maximum` (both within {@link INT4_MIN}..{@link INT4_MAX} unless the field
+ * needs more). The range is checked first: `99999999999999999999` is beyond 2^53, where an integer check
+ * alone (safe integers) calls it "not an integer"; the caller sent an integer too large.
+ */
 export const BoundedInt = (options: { readonly minimum: number; readonly maximum: number }) =>
-  Schema.Int.check(
-    Schema.isBetween(options, { message: `must be an integer from ${options.minimum} to ${options.maximum}` })
+  Schema.Number.check(
+    Schema.isBetween(options, {
+      message: `is out of range: must be an integer from ${options.minimum} to ${options.maximum}`
+    }).abort(),
+    Schema.isInt()
   )
 
 /** Any integer Postgres `int4` holds. */

@@ -8,9 +8,9 @@
 import { Schema } from "effect"
 import { Rpc } from "effect/rpc"
 import { InvalidRequest } from "./Errors.ts"
-import { BoundedArray, IdParam, NameParam, UrlParam } from "./Limits.ts"
+import { BoundedArray, BoundedInt, IdParam, NameParam, UrlParam } from "./Limits.ts"
 import { UnixMs } from "./QueueEvents.ts"
-import { RangeInt, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
+import { RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
 
 /** Most messages or DLQ entries one bulk call changes (and most ids it takes). */
 export const MAX_BULK = 1000
@@ -46,7 +46,7 @@ export type CancelledMessages = typeof CancelledMessages.Type
 export const DlqFilter = RequestObject({
   url: Schema.optionalKey(UrlParam),
   topicName: Schema.optionalKey(NameParam),
-  responseStatus: Schema.optionalKey(RangeInt({ minimum: 100, maximum: 599 })),
+  responseStatus: Schema.optionalKey(BoundedInt({ minimum: 100, maximum: 599 })),
   fromDate: Schema.optionalKey(UnixMs),
   toDate: Schema.optionalKey(UnixMs)
 }, "a JSON object of filter fields").annotate({ identifier: "DlqFilter" })

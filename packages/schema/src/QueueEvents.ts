@@ -9,8 +9,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Rpc } from "effect/rpc"
 import { InvalidRequest } from "./Errors.ts"
-import { IdParam, NameParam, RequestString, UrlParam } from "./Limits.ts"
-import { RangeInt } from "./QueueLimits.ts"
+import { BoundedInt, IdParam, NameParam, RequestString, UrlParam } from "./Limits.ts"
 
 export const EVENT_STATES = [
   "created",
@@ -27,7 +26,7 @@ export const EventState = Schema.Literals(EVENT_STATES)
 export type EventState = typeof EventState.Type
 
 /** A point in time as Unix milliseconds, from 1970 to the largest date JavaScript holds. */
-export const UnixMs = RangeInt({ minimum: 0, maximum: 8_640_000_000_000_000 })
+export const UnixMs = BoundedInt({ minimum: 0, maximum: 8_640_000_000_000_000 })
 
 /** Events per page: 100 unless `count`, at most {@link MAX_EVENTS_PAGE}. */
 export const MAX_EVENTS_PAGE = 1000
@@ -64,7 +63,7 @@ export type EventsPage = typeof EventsPage.Type
 
 /** An events cursor: opaque to callers (checked by the handler). */
 const EventsCursor = RequestString({ maxLength: 32 })
-const EventsCount = RangeInt({ minimum: 1, maximum: MAX_EVENTS_PAGE })
+const EventsCount = BoundedInt({ minimum: 1, maximum: MAX_EVENTS_PAGE })
 
 /** The filters of `GET /v2/events` and `ListEvents`. */
 export const EventsQueryFields = {

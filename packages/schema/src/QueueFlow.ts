@@ -10,7 +10,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { ApiError, InvalidRequest } from "./Errors.ts"
-import { RangeInt, RequestObject } from "./QueueLimits.ts"
+import { BoundedInt } from "./Limits.ts"
+import { RequestObject } from "./QueueLimits.ts"
 
 /** A flow-control key: 1-100 letters, digits, `.`, `_`, `-` or `:`. */
 export const FLOW_CONTROL_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,100}$/
@@ -66,7 +67,7 @@ export const FifoQueueList = Schema.Struct({ queues: Schema.Array(FifoQueue) }).
 export const UpsertQueuePayload = RequestObject({
   queueName: QueueName,
   /** 1 (default: strict order, one at a time) to 100. */
-  parallelism: Schema.optionalKey(RangeInt({ minimum: 1, maximum: MAX_QUEUE_PARALLELISM }))
+  parallelism: Schema.optionalKey(BoundedInt({ minimum: 1, maximum: MAX_QUEUE_PARALLELISM }))
 }, "a JSON object with queueName and optionally parallelism").annotate({ identifier: "UpsertQueuePayload" })
 
 export class FlowControlNotFound extends ApiError<FlowControlNotFound>()("FlowControlNotFound", {

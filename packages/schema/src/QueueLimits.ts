@@ -18,16 +18,3 @@ export const RequestObject = <Fields extends Schema.Struct.Fields>(fields: Field
     message: `expected ${what}`,
     messageUnexpectedKey: `is not a known field (expected ${Object.keys(fields).join(", ")})`
   })
-
-/**
- * An integer from `minimum` to `maximum`, as `Limits.BoundedInt` but with the range checked first: a
- * number outside it is "out of range" whatever it is. `99999999999999999999` is beyond 2^53, where
- * `Schema.Int` (safe integers) would call it "not an integer"; the caller sent an integer too large.
- */
-export const RangeInt = (options: { readonly minimum: number; readonly maximum: number }) =>
-  Schema.Number.check(
-    Schema.isBetween(options, {
-      message: `is out of range: must be an integer from ${options.minimum} to ${options.maximum}`
-    }).abort(),
-    Schema.isInt()
-  )
