@@ -146,6 +146,7 @@ const LibraryRow = Schema.Struct({
 const byId = (a: { readonly id: string }, b: { readonly id: string }) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 
 const TargetRow = Schema.Struct({
+  library_id: Schema.String,
   default_version: Schema.String,
   version: Schema.NullOr(Schema.String),
   state: Schema.NullOr(IndexState),
@@ -273,13 +274,17 @@ export class Search extends Context.Service<Search, {
         const terms = words.length > 0 ? words : questionWords(options.query)
         const page = options.page ?? 1
         const columns = sql`s.kind, s.title, s.heading_path, s.description, s.language, s.body, s.source_path, s.source_url, s.tokens, s.ordinal`
-        // The library and the version asked (its default when none is), within the caller's access.
+        // The library and the version asked (its default when none is), within the caller's access. An id
+        // in another case finds the library too (`/Effect-TS/effect`, as its repository's links write it,
+        // is `/effect-ts/effect`); an exact match wins where both exist.
         const target = sql`
-          SELECT l.default_version, v.version, v.state, v.generation_id, l.rules,
+          SELECT l.id AS library_id, l.default_version, v.version, v.state, v.generation_id, l.rules,
             (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = l.id) AS versions
           FROM docs.libraries l
           LEFT JOIN docs.versions v ON v.library_id = l.id AND v.version = coalesce(${asked ?? null}, l.default_version)
-          WHERE l.id = ${id} AND ${accessCondition(sql, options.access)}`
+          WHERE l.id IN (${id}, ${id.toLowerCase()}) AND ${accessCondition(sql, options.access)}
+          ORDER BY l.id = ${id} DESC
+          LIMIT 1`
         // With a question, the target and the version's best snippets come in one statement (one row
         // per snippet, the target's columns on each; one row with no snippet when none matches; none
         // when there is no such library): a second round trip cost 8-15 % of the requests per second
@@ -294,12 +299,12 @@ export class Search extends Context.Service<Search, {
         const rankedWithTarget = (tsquery: string) =>
           sql<Record<string, unknown>>`
           WITH target AS MATERIALIZED (${target})
-          SELECT t.default_version, t.version, t.state, t.generation_id, t.versions, t.rules, a.*
+          SELECT t.library_id, t.default_version, t.version, t.state, t.generation_id, t.versions, t.rules, a.*
           FROM target t LEFT JOIN (
             SELECT ${columns}, r.score, r.id AS ranked_id
             FROM (${
           rankedIds(sql, {
-            libraryId: id,
+            libraryId: sql`(SELECT library_id FROM target)`,
             version: sql`(SELECT version FROM target)`,
             words: terms.join(" "),
             tsquery,
@@ -312,28 +317,29 @@ export class Search extends Context.Service<Search, {
         const rows = tsquery === undefined ? yield* sql<Record<string, unknown>>`${target}` : yield* rankedWithTarget(tsquery)
         if (rows.length === 0) return yield* new LibraryNotFound({ libraryId: options.libraryId })
         const library = yield* decodeTarget(rows[0])
+        const libraryId = library.library_id
         if (library.version === null) {
           return yield* new LibraryNotFound({
             libraryId: options.libraryId,
-            message: `Library ${id} has no version ${asked}; indexed versions: ${(library.versions ?? []).join(", ") || "none"}`
+            message: `Library ${libraryId} has no version ${asked}; indexed versions: ${(library.versions ?? []).join(", ") || "none"}`
           })
         }
         const version = library.version
         if (library.generation_id === null) {
-          return { _tag: "Indexing", libraryId: `${id}/${version}`, version, state: library.state ?? "queued" } as const
+          return { _tag: "Indexing", libraryId: `${libraryId}/${version}`, version, state: library.state ?? "queued" } as const
         }
         const budget = options.tokens ?? DEFAULT_CONTEXT_TOKENS
         // Without a question, or when no snippet matches, the version's snippets in document order.
         const inOrder = SqlSchema.findAll({ Request: Schema.Void, Result: SnippetRow, execute: () => sql`
           SELECT ${columns} FROM docs.versions v
           JOIN docs.snippets s ON s.generation_id = v.generation_id
-          WHERE v.library_id = ${id} AND v.version = ${version}
+          WHERE v.library_id = ${libraryId} AND v.version = ${version}
           ORDER BY s.ordinal
           LIMIT ${CANDIDATES * page}` })
         const ranked = yield* decodeSnippets(rows.filter((row) => row.kind !== null && row.kind !== undefined))
         const snippets = ranked.length > 0 ? ranked : yield* inOrder()
         // page 1's rules take their room on every page's count, so that page n starts where n - 1 ended
-        const rules = answerRules(`${id}/${version}`, library.rules, budget)
+        const rules = answerRules(`${libraryId}/${version}`, library.rules, budget)
         const { picked, used } = answerPage(
           snippets.map(({ source_url, ...row }) => ({
             ...row,
@@ -347,7 +353,7 @@ export class Search extends Context.Service<Search, {
         )
         return {
           _tag: "Found",
-          libraryId: `${id}/${version}`,
+          libraryId: `${libraryId}/${version}`,
           version,
           totalTokens: used + (page === 1 ? rules.tokens : 0),
           rules: page === 1 ? rules.rules : [],
@@ -419,11 +425,13 @@ export class Search extends Context.Service<Search, {
         readonly access?: TeamSettings | undefined
       }) {
         const state = yield* Ref.get(index)
-        const { id, version: asked } = parseLibraryId(options.libraryId)
-        const library = state.libraries.get(id)
+        const { id: askedId, version: asked } = parseLibraryId(options.libraryId)
+        // an id in another case finds the library too; an exact match wins (as in layer)
+        const library = state.libraries.get(askedId) ?? state.libraries.get(askedId.toLowerCase())
         if (library === undefined || !allows(options.access, library)) {
           return yield* new LibraryNotFound({ libraryId: options.libraryId })
         }
+        const id = library.id
         const versions = state.versions.filter((v) => v.libraryId === id)
         const found = versions.find((v) => v.version === (asked ?? library.defaultVersion))
         if (found === undefined) {

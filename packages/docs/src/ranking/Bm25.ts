@@ -54,7 +54,8 @@ export const NAME_WORDS = 6
 export const rankedIds = (
   sql: SqlClient.SqlClient,
   options: {
-    readonly libraryId: string
+    /** The library's id, or a fragment that yields it (Search.ts: the library its own statement resolved). */
+    readonly libraryId: string | Statement.Fragment
     /** The version's name, or a fragment that yields it (Search.ts: the version its own statement resolved). */
     readonly version: string | Statement.Fragment
     readonly words: string

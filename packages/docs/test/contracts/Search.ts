@@ -192,6 +192,24 @@ export const searchContract = (name: string, layer: Layer.Layer<Search | IndexSt
         assert.isAtMost(answer.totalTokens, 1000)
       }))
 
+    test("context: an id in capitals finds the library stored lower-case (as its repository's links write it); an exact id wins", () =>
+      Effect.gen(function*() {
+        yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        const search = yield* Search
+        const mixed = found(yield* search.context({ libraryId: "/Acme/Greeter", query: "withLanguage polish" }))
+        assert.strictEqual(mixed.libraryId, "/acme/greeter/1.0.0")
+        assert.include(mixed.snippets[0]!.content, "withLanguage")
+        assert.strictEqual(found(yield* search.context({ libraryId: "/ACME/greeter/1.0.0" })).libraryId, "/acme/greeter/1.0.0")
+        // an operator's --id with capitals is found as written; where both exist, the exact one answers
+        yield* indexed(source("/Acme/Greeter", "2.0"), widgetsDocs)
+        const exact = found(yield* search.context({ libraryId: "/Acme/Greeter", query: "gauge" }))
+        assert.strictEqual(exact.libraryId, "/Acme/Greeter/2.0")
+        assert.include(exact.snippets[0]!.content, "gauge")
+        assert.strictEqual(found(yield* search.context({ libraryId: "/acme/greeter" })).libraryId, "/acme/greeter/1.0.0")
+        const unknown = yield* Effect.flip(search.context({ libraryId: "/Nobody/Nothing" }))
+        assert.deepStrictEqual([unknown._tag, unknown.libraryId], ["LibraryNotFound", "/Nobody/Nothing"])
+      }))
+
     test("context: a version registered but not indexed yet answers Indexing with its state", () =>
       Effect.gen(function*() {
         yield* (yield* IndexStore).enqueue([source("/acme/later", "1.0")])
