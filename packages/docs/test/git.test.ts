@@ -108,6 +108,11 @@ describe("git source helpers", () => {
     assert.deepStrictEqual(remoteOf("git://2130706433/a/b.git"), { transport: "git", hostname: "127.0.0.1", port: 9418 })
     assert.deepStrictEqual(remoteOf("ssh://git@[::1]:2222/a/b.git"), { transport: "ssh", hostname: "[::1]", port: 2222 })
     assert.deepStrictEqual(remoteOf("git@localhost:a/b.git"), { transport: "ssh", hostname: "localhost", port: 22 })
+    // a bracketed name or IPv4 address is that host to ssh and git: read as such
+    assert.deepStrictEqual(remoteOf("ssh://git@[127.0.0.1]:2222/a/b.git"), { transport: "ssh", hostname: "127.0.0.1", port: 2222 })
+    assert.deepStrictEqual(remoteOf("git://[localhost]/a/b.git"), { transport: "git", hostname: "localhost", port: 9418 })
+    // a host that cannot be read is said so (and refused: it cannot be checked)
+    assert.deepStrictEqual(remoteOf("https://exa mple.org/a/b.git"), { unreadable: "exa mple.org" })
     assert.isUndefined(remoteOf("file:///srv/git/a/b.git"))
     assert.isUndefined(remoteOf("/srv/git/a/b.git"))
   })
@@ -307,7 +312,12 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
           `http://10.1.2.3:${port}/acme/widgets.git`,
           `http://169.254.169.254/acme/widgets.git`,
           "git@localhost:acme/widgets.git",
-          `http://git.internal:${port}/acme/widgets.git`
+          `http://git.internal:${port}/acme/widgets.git`,
+          // brackets around a name or an IPv4 address: ssh and git connect to it as such
+          `ssh://git@[127.0.0.1]:${port}/acme/widgets.git`,
+          `ssh://git@[localhost]:${port}/acme/widgets.git`,
+          `git://[127.0.0.1]:${port}/acme/widgets.git`,
+          "ssh://git@[10.0.0.1]/acme/widgets.git"
         ]
       ) {
         const failure = yield* failureOf(indexer.add(url))
@@ -315,6 +325,11 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
         assert.match(failure.message, /^Refused to reach .*\(set DOCS_ALLOW_PRIVATE=true to allow it\)$/, url)
         assert.notInclude(failure.message, "secret")
       }
+      const unreadable = yield* failureOf(indexer.add("ssh://git@[not a host]/acme/widgets.git"))
+      assert.deepStrictEqual([unreadable.category, unreadable.message], [
+        "source_not_allowed",
+        `Refused to reach ssh://git@[not a host]/acme/widgets.git: cannot tell which host "[not a host]" is, so it cannot be checked`
+      ])
       const unresolved = yield* failureOf(indexer.add("https://widgets.invalid/acme/widgets.git"))
       assert.deepStrictEqual([unresolved.category, unresolved.message], [
         "source_not_allowed",

@@ -103,20 +103,27 @@ export const gitLibraryId = (url: string): string | undefined => {
   return owner === undefined || repo === undefined || repo === "" ? undefined : repositoryId(`${owner}/${repo}`)
 }
 
-/** Where a clone URL connects (none for a path or file://): git's transport, the host as URLs write it, the port. */
+/**
+ * Where a clone URL connects (none for a path or file://): git's transport, the host as URLs write it,
+ * the port; or, for a network URL whose host cannot be read, the authority as written (refused: what
+ * the guard cannot read, it cannot check).
+ */
 export const remoteOf = (url: string) => {
   const scpLike = /^[\w.-]+@([\w.-]+):/.exec(url)
   const match = scpLike === null ? /^(https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#]*)/i.exec(url) : null
   const transport = scpLike !== null ? "ssh" : match?.[1]?.toLowerCase()
   const authority = scpLike !== null ? scpLike[1]! : match?.[2]
   if (transport === undefined || authority === undefined) return undefined
+  // ssh and git take a bracketed name or IPv4 address (`ssh://git@[127.0.0.1]:22/x`) as that host; a
+  // URL only an IPv6 address: unwrapped, it is read like any other host
+  const unwrapped = authority.replace(/^\[([^\]:]*)\]/, "$1")
   let parsed: URL
   try {
     // as an http URL, so that every transport's host is read alike: 0x7f000001, 2130706433 and 127.1
     // are 127.0.0.1 to the guard as they are to the connection
-    parsed = new URL(`http://${authority}`)
+    parsed = new URL(`http://${unwrapped}`)
   } catch {
-    return undefined
+    return { unreadable: authority }
   }
   const port = parsed.port !== "" ? Number(parsed.port) : ({ http: 80, https: 443, ssh: 22, git: 9418 } as const)[transport as "http"]
   return { transport, hostname: parsed.hostname, port }
@@ -133,10 +140,13 @@ export const networkOptions = Effect.fnUntraced(function*(
 ) {
   const remote = remoteOf(url)
   if (remote === undefined) return []
-  const allowed = yield* OutboundGuard.allowedAddresses(remote.hostname, { ...guard, setting: ALLOW_PRIVATE_SETTING })
-  if ("refusal" in allowed) {
-    return yield* new IndexFailed({ category: "source_not_allowed", message: `Refused to reach ${shown}: ${allowed.refusal}` })
+  const refused = (reason: string) =>
+    new IndexFailed({ category: "source_not_allowed", message: `Refused to reach ${shown}: ${reason}` })
+  if ("unreadable" in remote) {
+    return yield* refused(`cannot tell which host "${remote.unreadable.slice(0, 100)}" is, so it cannot be checked`)
   }
+  const allowed = yield* OutboundGuard.allowedAddresses(remote.hostname, { ...guard, setting: ALLOW_PRIVATE_SETTING })
+  if ("refusal" in allowed) return yield* refused(allowed.refusal)
   const pinned = remote.transport.startsWith("http") && allowed.addresses.length > 0 &&
       OutboundGuard.classifyAddress(remote.hostname) === undefined
     ? [`http.curloptResolve=${remote.hostname}:${remote.port}:${allowed.addresses.map((a) => a.includes(":") ? `[${a}]` : a).join(",")}`]
