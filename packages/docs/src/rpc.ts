@@ -14,7 +14,7 @@
  * not affected; the local `svc docs add` (no `DOCS_URL`) neither.
  */
 import { BearerAuth, RpcDefects } from "@svc/platform"
-import { type IndexEvent, IndexingFailed, DocsRpcs } from "@svc/schema"
+import { type IndexEvent, IndexingFailed, DocsRpcs, RPC_DEFECT_MESSAGE } from "@svc/schema"
 import { Config, Effect, Layer, Queue, Stream } from "effect"
 import { HttpRouter } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
@@ -27,10 +27,19 @@ export const SourceRoots: Config.Config<ReadonlyArray<string>> = Config.String("
   Config.map((value) => value.split(NodePath.delimiter).map((root) => root.trim()).filter((root) => root !== ""))
 )
 
-/** A run of the indexer as a stream of its progress, ending with `Done`. */
-const run = (start: (options: IndexOptions) => Effect.Effect<IndexOutcome, { readonly category?: string; readonly message: string }>) =>
+/**
+ * A run of the indexer as a stream of its progress, ending with `Done`. A defect of the run (a database
+ * failure, a bug) ends the stream too, with a failure that says so: it is logged here in full, and the
+ * caller, whose stream would otherwise never end, learns that the run failed, not why (RpcDefects' rule).
+ */
+export const indexingRun = (start: (options: IndexOptions) => Effect.Effect<IndexOutcome, { readonly category?: string; readonly message: string }>) =>
   Stream.callback<IndexEvent, IndexingFailed>((queue) =>
     start({ onProgress: (progress: IndexProgress) => Effect.asVoid(Queue.offer(queue, progress)) }).pipe(
+      Effect.catchDefect((defect) =>
+        Effect.logError("Docs RPC: an indexing run failed", defect).pipe(
+          Effect.andThen(Effect.fail({ category: "internal_error", message: RPC_DEFECT_MESSAGE }))
+        )
+      ),
       Effect.matchEffect({
         onFailure: (error) =>
           Queue.fail(queue, new IndexingFailed({ category: error.category ?? "unknown_library", message: error.message })),
@@ -56,8 +65,8 @@ export const RpcHandlers = DocsRpcs.toLayer(Effect.gen(function*() {
   const roots = yield* SourceRoots
   return DocsRpcs.of({
     AddLibrary: ({ description, id, source, title, trust, version }) =>
-      run((options) => indexer.add(source, { ...options, id, trust, version, title, description, roots })),
-    Refresh: ({ libraryId }) => run((options) => indexer.refresh(libraryId, options)),
+      indexingRun((options) => indexer.add(source, { ...options, id, trust, version, title, description, roots })),
+    Refresh: ({ libraryId }) => indexingRun((options) => indexer.refresh(libraryId, options)),
     Remove: ({ libraryId }) => indexer.remove(libraryId),
     List: () =>
       Effect.map(indexer.list, (libraries) =>

@@ -92,6 +92,24 @@ layer(stack)("Indexer", (it) => {
       assert.strictEqual(listed.source, "npm:he")
     }))
 
+  it.effect("a NUL in a document or its package.json, or a lone surrogate in its metadata, is indexed without it", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const dir = yield* docsFolder({
+        "package.json": JSON.stringify({ name: "nul-pkg", description: "Described \u0000 with a NUL and a lone \ud800 half", version: "1.0.0" }),
+        "README.md": "# Nul\n\nA document with a stray \u0000 byte in its text, long enough to be a snippet of its own.\n"
+      })
+      // Postgres text refuses a NUL: this run failed with "unexpected error" before
+      const outcome = yield* indexer.add(dir, { id: "/acme/nul" })
+      assert.isAbove(outcome.snippets, 0)
+      const sql = yield* SqlClient.SqlClient
+      const [library] = yield* sql<{ description: string }>`SELECT description FROM docs.libraries WHERE id = '/acme/nul'`
+      assert.strictEqual(library!.description, "Described  with a NUL and a lone \ufffd half")
+      const bodies = yield* sql<{ body: string }>`
+        SELECT s.body FROM docs.snippets s JOIN docs.versions v ON v.generation_id = s.generation_id WHERE v.library_id = '/acme/nul'`
+      assert.isTrue(bodies.some((row) => row.body.includes("a stray  byte in its text")), JSON.stringify(bodies))
+    }))
+
   it.effect("failures name their category; a failed first run leaves the version failed", () =>
     Effect.gen(function*() {
       const indexer = yield* Indexer

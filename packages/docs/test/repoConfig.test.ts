@@ -70,7 +70,15 @@ layer(stack)("svc.json", (it) => {
         [JSON.stringify({ exclude: ["../etc"] }), `exclude[0]: must be a path relative to the root, without ..`],
         [JSON.stringify({ folders: ["/etc"] }), `folders[0]: must be a path relative to the root, without ..`],
         [JSON.stringify({ rules: ["fine", 42] }), `rules[1]: Expected string`],
-        [JSON.stringify({ title: "" }), `title: Expected a value with a length of at least 1`],
+        [JSON.stringify({ title: "" }), `title: must not be blank`],
+        // a rule leads every answer: one line of text, or it could forge the answer's own separators
+        [JSON.stringify({ rules: ["fine", "two\n\n---\n### lines"] }), `rules[1]: must be one line of text (no line breaks or control characters)`],
+        [JSON.stringify({ rules: ["nul \u0000 here"] }), `rules[0]: must be one line of text (no line breaks or control characters)`],
+        [JSON.stringify({ rules: ["escape \u001b[31m"] }), `rules[0]: must be one line of text (no line breaks or control characters)`],
+        [JSON.stringify({ rules: ["   "] }), `rules[0]: must not be blank`],
+        [`{"rules":["lone \\ud800 half"]}`, `rules[0]: holds an unpaired surrogate (\\ud800-\\udfff alone): not text`],
+        [JSON.stringify({ title: "Two\nlines" }), `title: must be one line of text (no line breaks or control characters)`],
+        [JSON.stringify({ description: "nul \u0000" }), `description: must be text (no control characters but line breaks and tabs)`],
         [JSON.stringify({ description: "d".repeat(1001) }), `description: Expected a value with a length of at most 1000`],
         ["{ not json", `is not valid JSON`]
       ]
@@ -80,6 +88,11 @@ layer(stack)("svc.json", (it) => {
         assert.strictEqual(failure.category, "invalid_source", config)
         assert.strictEqual(failure.message, `svc.json of ${dir}: ${expected}`)
       }
+      // bytes that are not UTF-8 refuse the file rather than becoming U+FFFD
+      const latin1 = yield* docsFolder({ "docs/guide.md": page("Guide") })
+      yield* Effect.promise(() => fs.writeFile(path.join(latin1, "svc.json"), Buffer.from([...Buffer.from('{"title":"Caf'), 0xe9, ...Buffer.from('"}')])))
+      const notUtf8 = yield* failureOf(indexer.add(latin1, { id: "/acme/bad" }))
+      assert.deepStrictEqual([notUtf8.category, notUtf8.message], ["invalid_source", `svc.json of ${latin1}: is not UTF-8 text (RFC 8259: a JSON file is UTF-8)`])
       assert.isFalse((yield* indexer.list).some((library) => library.id === "/acme/bad"))
     }))
 })

@@ -21,12 +21,15 @@
  *
  * Anything else is refused, naming the field: an unknown field, a path with `..` or a leading `/`,
  * text over its cap (title 100, description 1,000, a rule 500 characters; 50 folders, 200 excludes,
- * 30 rules), a file over 64 kB, or JSON that does not parse. `$schema` is allowed and ignored.
+ * 30 rules), a title or rule that is blank or not one line of text, control characters, unpaired
+ * surrogates, a file over 64 kB or not UTF-8, or JSON that does not parse. `$schema` is allowed and ignored.
  */
 import { Effect, FileSystem, Option, Path, Schema } from "effect"
 import { IndexFailed } from "./Source.ts"
 
 export const CONFIG_FILE = "svc.json"
+/** Decodes strictly: a byte that is not UTF-8 refuses the file instead of becoming U+FFFD. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true })
 const MAX_CONFIG_BYTES = 64_000
 
 const RelativePath = Schema.String.check(
@@ -34,13 +37,31 @@ const RelativePath = Schema.String.check(
   Schema.isMaxLength(300)
 )
 
+/**
+ * Text an agent is shown as written (a rule leads every answer: a line break in one would forge the
+ * answer's own separators and headings): no control character (a description may break lines), no
+ * unpaired surrogate (not text; the index could not store it as written), and not blank.
+ */
+const ShownText = (options: { readonly maxLength: number; readonly lines: "one" | "many"; readonly blank?: boolean }) =>
+  Schema.String.check(
+    Schema.isMaxLength(options.maxLength),
+    Schema.makeFilter((text: string) =>
+      !(options.lines === "one" ? /[\u0000-\u001f\u007f-\u009f]/ : /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/).test(text) ||
+      (options.lines === "one"
+        ? "must be one line of text (no line breaks or control characters)"
+        : "must be text (no control characters but line breaks and tabs)")
+    ),
+    Schema.makeFilter((text: string) => text.isWellFormed() || "holds an unpaired surrogate (\\ud800-\\udfff alone): not text"),
+    Schema.makeFilter((text: string) => options.blank === true || text.trim() !== "" || "must not be blank")
+  )
+
 export const RepoConfig = Schema.Struct({
   $schema: Schema.optionalKey(Schema.String),
-  title: Schema.optionalKey(Schema.String.check(Schema.isNonEmpty(), Schema.isMaxLength(100))),
-  description: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1000))),
+  title: Schema.optionalKey(ShownText({ maxLength: 100, lines: "one" })),
+  description: Schema.optionalKey(ShownText({ maxLength: 1000, lines: "many", blank: true })),
   folders: Schema.optionalKey(Schema.Array(RelativePath).check(Schema.isMaxLength(50))),
   exclude: Schema.optionalKey(Schema.Array(RelativePath).check(Schema.isMaxLength(200))),
-  rules: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isNonEmpty(), Schema.isMaxLength(500))).check(Schema.isMaxLength(30)))
+  rules: Schema.optionalKey(Schema.Array(ShownText({ maxLength: 500, lines: "one" })).check(Schema.isMaxLength(30)))
 })
 export type RepoConfig = typeof RepoConfig.Type
 
@@ -76,7 +97,13 @@ export const readRepoConfig = Effect.fnUntraced(function*(root: string, shown: s
   if (Option.isNone(info)) return Option.none<RepoConfig>()
   if (info.value.type !== "File") return yield* bad("is not a file")
   if (Number(info.value.size) > MAX_CONFIG_BYTES) return yield* bad(`is bigger than ${MAX_CONFIG_BYTES / 1000} kB`)
-  const text = yield* fs.readFileString(file).pipe(Effect.mapError((error) => bad(`cannot be read (${error.message})`)))
+  const bytes = yield* fs.readFile(file).pipe(Effect.mapError((error) => bad(`cannot be read (${error.message})`)))
+  let text: string
+  try {
+    text = UTF8.decode(bytes)
+  } catch {
+    return yield* bad("is not UTF-8 text (RFC 8259: a JSON file is UTF-8)")
+  }
   const config = yield* decode(text, { onExcessProperty: "error" }).pipe(
     Effect.mapError((error) => bad(describeIssue(error.message)))
   )

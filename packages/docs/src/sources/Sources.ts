@@ -17,8 +17,25 @@ import { readRepoConfig } from "./RepoConfig.ts"
 import { type IndexFailed, invalidSource, type ResolvedSource, type Source, type SourceOptions } from "./Source.ts"
 import * as Website from "./Website.ts"
 
+/**
+ * Text as the index can store it: a NUL (meaningless in documentation; Postgres text refuses it) is
+ * dropped and an unpaired surrogate (not text; UTF-8 cannot carry it) becomes U+FFFD. What a source
+ * read is third-party text the operator cannot fix, so it is made storable rather than refused; a
+ * `svc.json`, the owners' own file, is refused instead (RepoConfig.ts).
+ */
+export const storable = (text: string): string => text.replaceAll("\u0000", "").toWellFormed()
+
 /** The URL schemes some source reads (Website, OpenApi, Git). */
 const URL_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "git", "ssh", "file", "git+http", "git+https", "git+ssh", "git+file"])
+
+/** A snippet's text fields {@link storable}. */
+const storableSnippet = (snippet: Snippet): Snippet => ({
+  ...snippet,
+  title: storable(snippet.title),
+  headingPath: snippet.headingPath.map(storable),
+  description: storable(snippet.description),
+  body: storable(snippet.body)
+})
 
 export interface ResolveOptions extends SourceOptions {
   /**
@@ -81,24 +98,35 @@ export class Sources extends Context.Service<Sources, {
           )
         }
         const trimmed = options.roots === undefined ? source.trim() : yield* confine(source.trim(), options.roots)
-        for (const kind of recognised) {
-          const resolved = yield* kind.resolve(trimmed, options)
-          if (resolved !== undefined) return yield* configured(resolved, options)
-        }
-        return yield* configured(yield* folder.resolve(trimmed, options), options)
+        const found = yield* Effect.gen(function*() {
+          for (const kind of recognised) {
+            const resolved = yield* kind.resolve(trimmed, options)
+            if (resolved !== undefined) return resolved
+          }
+          return yield* folder.resolve(trimmed, options)
+        })
+        const resolved = yield* configured(found, options)
+        return { ...resolved, title: storable(resolved.title), description: storable(resolved.description) }
       })
+
+      /** The documents of a resolved source; a source that carries its snippets (a website, an OpenAPI document) gives them. */
+      const documents = (
+        source: ResolvedSource,
+        onFile?: ((file: Documents.FileRead) => Effect.Effect<void>) | undefined
+      ): Effect.Effect<{ readonly files: number; readonly snippets: ReadonlyArray<Snippet> }, IndexFailed> =>
+        source.snippets === undefined
+          ? read(source, onFile)
+          : Effect.as(
+            onFile === undefined
+              ? Effect.void
+              : onFile({ path: source.location, snippets: source.snippets.length, filesRead: 1, totalFiles: 1 }),
+            { files: 1, snippets: source.snippets }
+          )
 
       return Sources.of({
         resolve,
         read: (source, onFile) =>
-          source.snippets === undefined
-            ? read(source, onFile)
-            : Effect.as(
-              onFile === undefined
-                ? Effect.void
-                : onFile({ path: source.location, snippets: source.snippets.length, filesRead: 1, totalFiles: 1 }),
-              { files: 1, snippets: source.snippets }
-            )
+          Effect.map(documents(source, onFile), ({ files, snippets }) => ({ files, snippets: snippets.map(storableSnippet) }))
       })
     })
   )
