@@ -246,6 +246,12 @@ const contractTests = (it: LayerIt) => {
       const badTokens = yield* context("/facebook/react", { tokens: "10", type: "xml" })
       assert.strictEqual(badTokens.status, 400)
       assert.deepStrictEqual(badTokens.body.issues.map((issue: any) => issue.parameter).sort(), ["tokens", "type"])
+      // an integer beyond 2^53 is out of range, not "not an integer"
+      for (const [parameter, value, range] of [["tokens", "99999999999999999999", "100 to 50000"], ["page", "9007199254740993", "1 to 10"]]) {
+        const huge = yield* context("/facebook/react", { [parameter!]: value! })
+        assert.strictEqual(huge.status, 400)
+        assert.deepStrictEqual(huge.body.issues, [{ in: "query", parameter, problem: `is out of range: must be an integer from ${range}` }])
+      }
       const noName = yield* get("/api/v2/libs/search")
       assert.strictEqual(noName.status, 400)
       assert.strictEqual(noName.body.issues[0].parameter, "libraryName")
