@@ -286,7 +286,12 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
         [{ jsonrpc: "2.0", id: 1 }, `a message needs a "method"`],
         ["ping", "a message must be a JSON object, not string"],
         [[], "an empty batch"],
-        [[{ jsonrpc: "2.0", id: 1, method: "ping" }, { jsonrpc: "2.0", id: "x" }], `message 2 of the batch: a message needs a "method"`]
+        [[{ jsonrpc: "2.0", id: 1, method: "ping" }, { jsonrpc: "2.0", id: "x" }], `message 2 of the batch: a message needs a "method"`],
+        [{ jsonrpc: "2.0", id: 1, method: "ping", result: {} }, `a message has a "method" (a request) or a "result" or "error" (a response), not both`],
+        [{ jsonrpc: "2.0", id: 1, result: 5 }, `"result" must be an object, not number`],
+        [{ jsonrpc: "2.0", id: 1, error: "boom" }, `"error" must be an object with an integer "code" and a string "message"`],
+        [{ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "query-docs", _meta: "x" } }, `"params._meta" must be an object, not string`],
+        [[{ jsonrpc: "2.0", id: 1, method: "ping" }, { jsonrpc: "2.0", id: 1, method: "tools/list" }], `the id 1 is given to two requests of the batch`]
       ]
       for (const [body, problem] of invalid) {
         const { body: error, status } = yield* answer(body)
@@ -309,6 +314,15 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       }
       const noName = yield* answer({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { arguments: {} } })
       assert.strictEqual(noName.body.error.message, `Invalid params: tools/call needs the tool's "name" as a string`)
+      // params the SDK's own schema refuses: -32602 naming the first issue, not -32603 and zod's list
+      const noParams = yield* answer({ jsonrpc: "2.0", id: 9, method: "initialize" })
+      assert.strictEqual(noParams.status, 200)
+      assert.strictEqual(noParams.body.error.code, -32602)
+      assert.match(noParams.body.error.message, /^Invalid params: params[.:]/)
+      assert.notInclude(noParams.body.error.message, "[")
+      const badCursor = yield* answer({ jsonrpc: "2.0", id: 10, method: "tools/list", params: { cursor: 5 } })
+      assert.deepStrictEqual([badCursor.body.error.code, badCursor.body.id], [-32602, 10])
+      assert.match(badCursor.body.error.message, /^Invalid params: params\.cursor: /)
       // still JSON-RPC: served as before
       const pong = yield* answer({ jsonrpc: "2.0", id: "p", method: "ping" })
       assert.deepStrictEqual([pong.status, pong.body.result], [200, {}])

@@ -5,9 +5,13 @@
  * and zod's issue list as the message. Here:
  *
  * - `-32600 Invalid Request`: not an object; `jsonrpc` not `"2.0"`; neither a `method` (a request or a
- *   notification) nor a `result` or `error` (a response); an `id` that is not a string or an integer
- *   (MCP: never null); `params` that is not an object (MCP's params are named); an empty batch;
- * - `-32602 Invalid params`: a `tools/call` without a tool `name`, or whose `arguments` is not an object.
+ *   notification) nor a `result` or `error` (a response), or both; an `id` that is not a string or an
+ *   integer (MCP: never null); `params` or its `_meta` that is not an object (MCP's params are named);
+ *   a `result` that is not an object, an `error` without an integer `code` and a string `message`; an
+ *   empty batch, or one where two requests share an id (their answers could not be told apart);
+ * - `-32602 Invalid params`: a `tools/call` without a tool `name`, or whose `arguments` is not an object;
+ *   and, in the SDK's own answers ({@link readableErrors}), the `-32603` it gives for params its schema
+ *   refuses (`initialize` without `protocolVersion`), with the first issue in words instead of zod's list.
  *
  * A batch is refused whole, naming the message at fault (MCP 2025-06-18 and later have no batches; the
  * SDK still takes them from older clients).
@@ -33,12 +37,28 @@ const envelopeProblem = (message: unknown): string | undefined => {
   if (!isObject(message)) return `a message must be a JSON object, not ${kind(message)}`
   if (message["jsonrpc"] !== "2.0") return `"jsonrpc" must be "2.0"`
   if ("id" in message && !isId(message["id"])) return `"id" must be a string or an integer, not ${JSON.stringify(message["id"])?.slice(0, 40)}`
+  const response = "result" in message || "error" in message
   if ("method" in message) {
     if (typeof message["method"] !== "string") return `"method" must be a string`
-    if ("params" in message && !isObject(message["params"])) return `"params" must be an object, not ${kind(message["params"])}`
+    if (response) return `a message has a "method" (a request) or a "result" or "error" (a response), not both`
+    if ("params" in message) {
+      const params = message["params"]
+      if (!isObject(params)) return `"params" must be an object, not ${kind(params)}`
+      if ("_meta" in params && !isObject(params["_meta"])) return `"params._meta" must be an object, not ${kind(params["_meta"])}`
+    }
     return undefined
   }
-  if ("result" in message || "error" in message) return "id" in message ? undefined : `a response must have an "id"`
+  if (response) {
+    if (!("id" in message)) return `a response must have an "id"`
+    if ("result" in message && !isObject(message["result"])) return `"result" must be an object, not ${kind(message["result"])}`
+    if ("error" in message) {
+      const error = message["error"]
+      if (!isObject(error) || !Number.isSafeInteger(error["code"]) || typeof error["message"] !== "string") {
+        return `"error" must be an object with an integer "code" and a string "message"`
+      }
+    }
+    return undefined
+  }
   return `a message needs a "method" (a request or a notification), or a "result" or "error" (a response)`
 }
 
@@ -64,6 +84,11 @@ export const refusalOf = (body: unknown): JsonRpcRefusal | undefined => {
     const envelope = envelopeProblem(message)
     if (envelope !== undefined) return { code: -32600, message: `Invalid Request: ${where(index)}${envelope}`, id: null }
   }
+  const ids = messages.filter((message) => "method" in (message as Message) && "id" in (message as Message)).map((message) => (message as Message)["id"])
+  const repeated = ids.find((id, index) => ids.indexOf(id) !== index)
+  if (repeated !== undefined) {
+    return { code: -32600, message: `Invalid Request: the id ${JSON.stringify(repeated)} is given to two requests of the batch`, id: null }
+  }
   for (const [index, message] of messages.entries()) {
     const params = toolCallProblem(message as Message)
     if (params !== undefined) {
@@ -72,4 +97,33 @@ export const refusalOf = (body: unknown): JsonRpcRefusal | undefined => {
     }
   }
   return undefined
+}
+
+/** One issue of zod's list, as the SDK puts it in an error's message. */
+const zodIssue = (message: string): { readonly path: ReadonlyArray<unknown>; readonly message: string } | undefined => {
+  if (!message.trimStart().startsWith("[")) return undefined
+  try {
+    const issues: unknown = JSON.parse(message)
+    const first = Array.isArray(issues) ? issues[0] : undefined
+    return isObject(first) && Array.isArray(first["path"]) && typeof first["message"] === "string"
+      ? { path: first["path"], message: first["message"] }
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The SDK's answer (one JSON-RPC response or a batch of them) with its `-32603` errors whose message is
+ * zod's issue list for params its schema refused made `-32602 Invalid params` naming the first issue:
+ * `Invalid params: params.protocolVersion: Invalid input: expected string, received undefined`.
+ */
+export const readableErrors = (answer: unknown): unknown => {
+  if (Array.isArray(answer)) return answer.map(readableErrors)
+  if (!isObject(answer) || !isObject(answer["error"])) return answer
+  const error = answer["error"]
+  const issue = error["code"] === -32603 && typeof error["message"] === "string" ? zodIssue(error["message"]) : undefined
+  if (issue === undefined) return answer
+  const path = issue.path.map((part) => typeof part === "number" ? `[${part}]` : `.${String(part)}`).join("").replace(/^\./, "")
+  return { ...answer, error: { code: -32602, message: `Invalid params: ${path === "" ? "" : `${path}: `}${issue.message}` } }
 }

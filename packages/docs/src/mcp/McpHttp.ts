@@ -241,20 +241,31 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
     return yield* Effect.promise(async () => {
       await server.connect(transport)
-      const headers = new Headers()
-      for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) headers.set(name, value)
+      const requestHeaders = new Headers()
+      for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) requestHeaders.set(name, value)
       const response = await transport.handleRequest(
-        new Request(`http://mcp.local${request.url}`, { method: "POST", headers }),
+        new Request(`http://mcp.local${request.url}`, { method: "POST", headers: requestHeaders }),
         { parsedBody: body }
       )
       // the JSON answer is complete once handleRequest resolves: read it before the server closes
       const text = await response.text()
-      return new Response(text === "" ? null : text, { status: response.status, headers: response.headers })
+      const headers = new Headers(response.headers)
+      headers.delete("content-length") // the body may have changed (readable)
+      return new Response(text === "" ? null : readable(text), { status: response.status, headers })
     }).pipe(
       Effect.map(HttpServerResponse.fromWeb),
       Effect.ensuring(Effect.promise(() => server.close()))
     )
   })
+
+/** The SDK's JSON answer with its schema refusals in words (`JsonRpc.readableErrors`); anything else as it is. */
+const readable = (text: string): string => {
+  try {
+    return JSON.stringify(JsonRpc.readableErrors(JSON.parse(text)))
+  } catch {
+    return text
+  }
+}
 
 const methodNotAllowed = Effect.succeed(
   jsonRpcError(405, -32000, "Method not allowed: this server is stateless, send JSON-RPC with POST /mcp", {
