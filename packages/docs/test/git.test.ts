@@ -317,7 +317,9 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
           `ssh://git@[127.0.0.1]:${port}/acme/widgets.git`,
           `ssh://git@[localhost]:${port}/acme/widgets.git`,
           `git://[127.0.0.1]:${port}/acme/widgets.git`,
-          "ssh://git@[10.0.0.1]/acme/widgets.git"
+          "ssh://git@[10.0.0.1]/acme/widgets.git",
+          "git@[::1]:acme/widgets.git",
+          "git@[127.0.0.1]:acme/widgets.git"
         ]
       ) {
         const failure = yield* failureOf(indexer.add(url))
@@ -329,6 +331,12 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
       assert.deepStrictEqual([unreadable.category, unreadable.message], [
         "source_not_allowed",
         `Refused to reach ssh://git@[not a host]/acme/widgets.git: cannot tell which host "[not a host]" is, so it cannot be checked`
+      ])
+      // git's remote-helper syntax runs commands (ext::): never a source, never given to git
+      const helper = yield* failureOf(indexer.add("ext::sh -c touch% /tmp/svc-ext-pwned"))
+      assert.deepStrictEqual([helper.category, helper.message], [
+        "invalid_source",
+        "ext:: (git's remote-helper syntax) is not a source: give a git URL (https, ssh, git, file) instead"
       ])
       const unresolved = yield* failureOf(indexer.add("https://widgets.invalid/acme/widgets.git"))
       assert.deepStrictEqual([unresolved.category, unresolved.message], [

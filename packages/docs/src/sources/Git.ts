@@ -33,7 +33,9 @@ import {
 } from "./Source.ts"
 
 /** A clone URL: a URL of a git transport, or scp-like `user@host:path`. */
-export const GIT_URL = /^((git|ssh|file|https?|git\+(ssh|https?|file)):\/\/|[\w.-]+@[\w.-]+:)/i
+/** scp-like `user@host:path`, the host a name, an address or a bracketed one (`git@[::1]:a/b.git`). */
+const SCP_LIKE = /^[\w.-]+@(\[[^\]\s]*\]|[\w.-]+):/
+export const GIT_URL = new RegExp(`^((git|ssh|file|https?|git\\+(ssh|https?|file)):\\/\\/|${SCP_LIKE.source.slice(1)})`, "i")
 /** A branch or tag after `#`: no option look-alikes, no `..`. */
 const GIT_REF = /^\w[\w.\/+-]*$/
 
@@ -92,10 +94,11 @@ const redact = (text: string, url: string): string =>
 /** `/owner/repo` from the last two path segments of a clone URL or repository path, `.git` dropped. */
 export const gitLibraryId = (url: string): string | undefined => {
   const clean = withoutCredentials(url).replace(/^git\+/i, "")
+  const scpLike = SCP_LIKE.exec(clean)
   const repositoryPath = /^[a-z][a-z0-9+.-]*:\/\//i.test(clean)
     ? clean.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").replace(/[?#].*$/, "")
-    : /^[\w.-]+@[\w.-]+:/.test(clean)
-    ? clean.slice(clean.indexOf(":") + 1)
+    : scpLike !== null
+    ? clean.slice(scpLike[0].length)
     : clean
   const segments = repositoryPath.split(/[/\\]+/).filter((segment) => segment !== "")
   const repo = segments.at(-1)?.replace(/\.git$/i, "")
@@ -109,7 +112,7 @@ export const gitLibraryId = (url: string): string | undefined => {
  * the guard cannot read, it cannot check).
  */
 export const remoteOf = (url: string) => {
-  const scpLike = /^[\w.-]+@([\w.-]+):/.exec(url)
+  const scpLike = SCP_LIKE.exec(url)
   const match = scpLike === null ? /^(https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#]*)/i.exec(url) : null
   const transport = scpLike !== null ? "ssh" : match?.[1]?.toLowerCase()
   const authority = scpLike !== null ? scpLike[1]! : match?.[2]

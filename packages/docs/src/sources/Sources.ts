@@ -90,6 +90,12 @@ export class Sources extends Context.Service<Sources, {
       }, Effect.provide(files))
 
       const resolve = Effect.fnUntraced(function*(source: string, options: ResolveOptions = {}) {
+        // git's remote-helper syntax (`ext::sh -c …` runs a command) is never a source
+        if (/^[a-z][a-z0-9+.-]*::/i.test(source.trim())) {
+          return yield* invalidSource(
+            `${source.trim().split("::")[0]}:: (git's remote-helper syntax) is not a source: give a git URL (https, ssh, git, file) instead`
+          )
+        }
         // a URL of a scheme no source reads is said so, not taken for a folder of that name
         const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(source.trim())?.[1]?.toLowerCase()
         if (scheme !== undefined && !URL_SCHEMES.has(scheme)) {
