@@ -5,71 +5,10 @@
  * A DLQ entry is made as the worker would, through the `Messages` store the handler shares.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { OutboundGuard } from "@svc/platform"
-import { toWebHandler } from "@svc/platform"
-import { Effect, Layer, Option, Redacted } from "effect"
-import type { HttpRouter } from "effect/http"
+import { Effect } from "effect"
 import * as Crypto from "node:crypto"
-import { Resolver } from "../../src/Destinations.ts"
-import { routes } from "../../src/http.ts"
-import { QueueConfig } from "../../src/QueueConfig.ts"
 import { Messages } from "../../src/store/Messages.ts"
-import * as Stores from "../../src/store/Stores.ts"
-
-const TOKEN = "unit-token-0123456789"
-
-/** No DNS: names under example.com resolve to a public address, others do not resolve. */
-const resolve: OutboundGuard.Resolve = async (hostname) => {
-  if (/(^|\.)example\.com$/i.test(hostname)) return [{ address: "93.184.215.14", family: 4 }]
-  throw Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: "ENOTFOUND" })
-}
-
-// The private-address guard on (as in production), with the resolver above.
-const stores = Stores.layerMemory.pipe(
-  Layer.provideMerge(QueueConfig.layerWith({ token: Option.some(Redacted.make(TOKEN)), allowPrivate: false })),
-  Layer.merge(Layer.succeed(Resolver, resolve))
-)
-
-interface Answer {
-  readonly status: number
-  readonly body: any
-}
-
-/** A fresh queue (memory stores) behind a web handler; `call` sends a request with the token unless `token: null`. */
-const withQueue = <A, E>(
-  test: (call: (path: string, init?: RequestInit & { readonly token?: string | null }) => Effect.Effect<Answer>) => Effect.Effect<A, E, Messages>
-) =>
-  Effect.scoped(Effect.gen(function*() {
-    const context = yield* Layer.build(stores)
-    const app = routes.pipe(Layer.provideMerge(Layer.succeedContext(context)))
-    // The raw publish route's per-request needs (HttpRouter's `Request<"Requires", …>` markers) are in
-    // `context`, merged above; the platform's `toWebHandler` types only the router's own needs.
-    const { handler, dispose } = toWebHandler(app as Layer.Layer<Layer.Success<typeof app>, never, HttpRouter.HttpRouter>, {
-      name: "queue"
-    })
-    yield* Effect.addFinalizer(() => Effect.promise(dispose))
-    const call = (path: string, init: RequestInit & { readonly token?: string | null } = {}) =>
-      Effect.promise(async () => {
-        const headers = new Headers(init.headers)
-        if (init.token !== null) headers.set("authorization", `Bearer ${init.token ?? TOKEN}`)
-        const response = await handler(new Request(`http://queue.test${path}`, { ...init, headers }))
-        const text = await response.text()
-        let body: unknown = text
-        try {
-          body = text === "" ? undefined : JSON.parse(text)
-        } catch {
-          // not JSON: the text
-        }
-        return { status: response.status, body }
-      })
-    return yield* test(call).pipe(Effect.provideContext(context))
-  }))
-
-const json = (method: string, payload: unknown): RequestInit => ({
-  method,
-  body: JSON.stringify(payload),
-  headers: { "content-type": "application/json" }
-})
+import { json, withQueue } from "./webQueue.ts"
 
 describe("QueueApi over the memory stores (no socket, no database)", () => {
   it.live("publish: 201 with the message id, then GET /v2/messages/<id> reads it back", () =>
