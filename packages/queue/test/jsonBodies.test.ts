@@ -2,7 +2,8 @@
  * The queue's JSON request bodies (`src/JsonBody.ts`), over HTTP on a running queue: at every route
  * that takes one, bytes that are not UTF-8, a string holding an unpaired surrogate escape and a body
  * of the wrong shape are a 400 naming the problem (in the API's words, not a schema's identifier),
- * and nothing is stored or changed. Before, a batch body with `\xff\xfe` was stored as U+FFFD U+FFFD.
+ * and nothing is stored or changed. Before, a batch body with `\xff\xfe` was stored as U+FFFD U+FFFD,
+ * and a body 5,000 levels deep (10 KB of brackets) was a 500: the check overflowed the stack.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -75,6 +76,32 @@ layer(queueLayer({ worker: false }), { timeout: 120_000, excludeTestServices: tr
       assert.strictEqual(pair.status, 201, JSON.stringify(pair.body))
       const stored = (yield* call(`/v2/messages/${pair.body[0].messageId}`)).body
       assert.strictEqual(Buffer.from(stored.body, "base64").toString("hex"), Buffer.from("a\u{1f600}", "utf8").toString("hex"))
+    }))
+
+  it.effect("a body nested 100,000 levels deep is a 400 naming the depth, not a 500 (it overflowed the stack), and the queue serves on", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const levels = 100_000
+      const arrays = "[".repeat(levels) + "]".repeat(levels)
+      const objects = "{\"a\":".repeat(levels) + "1" + "}".repeat(levels)
+      const before = yield* countMessages
+      for (
+        const [method, path, body] of [
+          ["POST", "/v2/batch", arrays],
+          ["POST", "/v2/batch", `[{"destination":"${dest.baseUrl}/d","headers":${objects}}]`],
+          ["POST", "/v2/queues", arrays],
+          ["DELETE", "/v2/messages", `{"filter":{"url":${arrays}}}`],
+          ["PATCH", "/v2/topics/deep", `{"headers":${objects}}`]
+        ] as const
+      ) {
+        const answer = yield* send(method, path, body)
+        const what = `${method} ${path} ${body.slice(0, 30)}`
+        assert.strictEqual(answer.status, 400, `${what}: ${JSON.stringify(answer.body)}`)
+        assert.include(answer.body.message, "nests arrays and objects more than 32 levels deep", what)
+      }
+      assert.strictEqual(yield* countMessages, before)
+      assert.strictEqual((yield* call("/health", { token: null })).status, 200)
+      assert.strictEqual((yield* publish(`${dest.baseUrl}/after`, { headers: { "Svc-Delay": "1h" } })).status, 201)
     }))
 
   it.effect("a body of the wrong shape, or none, says what the route expects in the API's words", () =>
