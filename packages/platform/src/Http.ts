@@ -402,6 +402,7 @@ const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
 /**
  * One issue per bad parameter. The messages come from the schemas ("Expected an integer, got
  * \"1.5\""); the received value is in them when the API carries `ApiConventions` (`reportInput`).
+ * `InvalidRequest` keeps the first `MAX_ISSUES` of them and counts the rest (`@svc/schema` Errors.ts).
  */
 const toIssues = (error: Schema.SchemaError, location: RequestIssue["in"]): Array<RequestIssue> =>
   formatIssues(error.issue).issues.map(({ message, path }) => {

@@ -1,5 +1,5 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { ApiConventions, ApiError, ServiceUnavailable } from "@svc/schema"
+import { ApiConventions, ApiError, InvalidRequest, MAX_ISSUES, ServiceUnavailable } from "@svc/schema"
 import { Context, Effect, Layer, Logger, References, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpServer } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
@@ -34,6 +34,10 @@ const OffersGroup = HttpApiGroup.make("offers").add(
     payload: Schema.Struct({ title: Schema.String, year: Schema.Int }),
     success: Offer
   }),
+  HttpApiEndpoint.post("years", "/years", {
+    payload: Schema.Struct({ years: Schema.Array(Schema.Int) }),
+    success: Schema.Struct({ count: Schema.Number })
+  }),
   HttpApiEndpoint.get("defect", "/defect", { success: Schema.String }),
   HttpApiEndpoint.get("undeclared", "/undeclared", { success: Schema.String })
 )
@@ -48,6 +52,7 @@ const Handlers = HttpApiBuilder.group(TestApi, "offers", (handlers) =>
         ? Effect.succeed({ id: "1", title: "Golf", year: 2010 })
         : Effect.fail(new OfferNotFound({ id: params.id })))
     .handle("create", ({ payload }) => Effect.succeed({ id: "2", ...payload }))
+    .handle("years", ({ payload }) => Effect.succeed({ count: payload.years.length }))
     // What must never leak: a stack, a file path, SQL.
     .handle("defect", () => Effect.die(new Error("SELECT * FROM secrets failed at /srv/app/db.ts:12")))
     // An error the endpoint does not declare: answered through its HttpServerRespondable.
@@ -161,6 +166,26 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
         assert.strictEqual(response.status, 400)
         assert.include(body?.message, `body field "title": expected string, got 42`)
         assert.include(body?.message, `body field "year": missing`)
+      }))
+
+    it.effect("a refusal names the first 20 issues and counts the rest, so its size does not grow with the request", () =>
+      Effect.gen(function*() {
+        const years = Array.from({ length: 5000 }, (_, i) => `y${i}`)
+        const { response, body, text } = yield* postJson("/years", JSON.stringify({ years }))
+        assert.strictEqual(response.status, 400)
+        assert.isBelow(text.length, 6000)
+        assert.strictEqual(body?.issues.length, MAX_ISSUES + 1)
+        assert.deepStrictEqual(body?.issues.slice(0, 2).map((issue: any) => issue.parameter), ["years[0]", "years[1]"])
+        const counted = `${5000 - MAX_ISSUES} more issues are not listed: a refusal names the first ${MAX_ISSUES}`
+        assert.deepStrictEqual(body?.issues[MAX_ISSUES], { in: "body", parameter: "", problem: counted })
+        assert.include(body?.message, `body field "years[0]": expected number, got "y0"`)
+        assert.include(body?.message, counted)
+        // A refusal made again from these issues (a client passing it on) keeps them as they are.
+        assert.deepStrictEqual(new InvalidRequest({ issues: body?.issues }).issues, body?.issues)
+        // Up to one over the cap, every issue is listed.
+        const few = yield* postJson("/years", JSON.stringify({ years: years.slice(0, MAX_ISSUES + 1) }))
+        assert.strictEqual(few.body?.issues.length, MAX_ISSUES + 1)
+        assert.strictEqual(few.body?.issues[MAX_ISSUES].parameter, `years[${MAX_ISSUES}]`)
       }))
 
     it.effect("a payload with a wrong content type is 415 in the JSON convention", () =>

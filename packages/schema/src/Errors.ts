@@ -124,15 +124,66 @@ export const RequestIssue = Schema.Struct({
 })
 export type RequestIssue = typeof RequestIssue.Type
 
-/** 400: the request failed to decode. The bootstrap answers every decode failure with it. */
-export class InvalidRequest extends ApiError<InvalidRequest>()("InvalidRequest", {
+/**
+ * 400: the request failed to decode. The bootstrap answers every decode failure with it.
+ *
+ * Its `message` spells out every issue (the CLI and the promise clients show only the message),
+ * and `issues` lists them again for programs. So that a refusal stays small whatever the request
+ * (a batch with 90,000 unknown keys was answered with 21.5 MB), it carries at most
+ * {@link MAX_ISSUES} issues, then one more saying how many were left out, and it cuts long
+ * parameter names (a body's keys are the caller's) and problems. Every service's refusals are made
+ * here, so the caps hold for all of them; they are idempotent, so a refusal decoded by a client and
+ * passed on (the RPC does) keeps its count.
+ */
+const InvalidRequestBase = ApiError<InvalidRequest>()("InvalidRequest", {
   status: 400,
   message: ({ issues }) =>
     issues.length === 0
       ? "Invalid request"
       : `Invalid request: ${issues.map((issue) => `${describeLocation(issue)}: ${issue.problem}`).join("; ")}`,
   fields: { issues: Schema.Array(RequestIssue) }
-}) {}
+})
+
+export class InvalidRequest extends InvalidRequestBase {
+  constructor(props: ConstructorParameters<typeof InvalidRequestBase>[0], options?: ConstructorParameters<typeof InvalidRequestBase>[1]) {
+    super(Array.isArray(props?.issues) ? { ...props, issues: capIssues(props.issues) } : props, options)
+  }
+}
+
+/** How many issues an {@link InvalidRequest} lists before one more issue counts those left out. */
+export const MAX_ISSUES = 20
+
+/** How much of a parameter's name, and of a problem, an {@link InvalidRequest} repeats. */
+export const MAX_PARAMETER_LENGTH = 200
+export const MAX_PROBLEM_LENGTH = 500
+
+/** `text` cut to `max` characters (a surrogate pair is not split), ending with "…" when cut. */
+const cut = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const end = /[\ud800-\udbff]/.test(text.charAt(max - 2)) ? max - 2 : max - 1
+  return `${text.slice(0, end)}…`
+}
+
+const capIssue = (issue: RequestIssue): RequestIssue =>
+  issue.parameter.length <= MAX_PARAMETER_LENGTH && issue.problem.length <= MAX_PROBLEM_LENGTH ? issue : {
+    in: issue.in,
+    parameter: cut(issue.parameter, MAX_PARAMETER_LENGTH),
+    problem: cut(issue.problem, MAX_PROBLEM_LENGTH)
+  }
+
+/**
+ * The first {@link MAX_ISSUES} issues, and one more counting the rest. A list one longer than the
+ * cap is kept whole (the count would take the place of the issue it counts), so a capped list is
+ * left as it is.
+ */
+const capIssues = (issues: ReadonlyArray<RequestIssue>): ReadonlyArray<RequestIssue> => {
+  if (issues.length <= MAX_ISSUES + 1) return issues.map(capIssue)
+  const left = issues.length - MAX_ISSUES
+  return [
+    ...issues.slice(0, MAX_ISSUES).map(capIssue),
+    { in: issues[MAX_ISSUES]!.in, parameter: "", problem: `${left} more issues are not listed: a refusal names the first ${MAX_ISSUES}` }
+  ]
+}
 
 const describeLocation = (issue: RequestIssue): string => {
   if (issue.parameter === "") return issue.in

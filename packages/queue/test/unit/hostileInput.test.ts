@@ -3,11 +3,14 @@
  *
  * - N2: a JSON body nested 100,000 levels deep (a few hundred KB) overflowed the stack of the
  *   body check (a 500 on every queue JSON route); now a 400 naming the depth, and the queue goes on.
+ * - N4: a refusal listed every issue, twice (in `message` and in `issues`): a 1 MB batch of unknown
+ *   keys got a 21.5 MB answer. Now the first 20 issues and one counting the rest; long names cut.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { MAX_ISSUES } from "@svc/schema"
 import { Effect } from "effect"
 import { MAX_DEPTH } from "../../src/JsonBody.ts"
-import { type Call, withQueue } from "./webQueue.ts"
+import { type Call, json, withQueue } from "./webQueue.ts"
 
 const send = (method: string, body: string): RequestInit => ({ method, body, headers: { "content-type": "application/json" } })
 
@@ -73,6 +76,49 @@ describe("hostile input over HTTP (memory stores)", () => {
         }
         const key = yield* call("/v2/messages", send("DELETE", `{"filter":{"fromDate":0,"\\udbff":"\\ud800"}}`))
         assert.include(key.body.issues[0].problem, "the key holds an unpaired surrogate (\\udbff at character 0)")
+      })
+    ))
+
+  it.live("N4: a batch with thousands of unknown keys gets a refusal of a few KB: the first 20 issues and the count of the rest", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const element: Record<string, unknown> = { destination: "https://example.com/x" }
+        for (let i = 0; i < 5000; i++) element[`k${i}`] = 0
+        const request = JSON.stringify([element])
+        const answer = yield* call("/v2/batch", send("POST", request))
+        assert.strictEqual(answer.status, 400)
+        assert.isBelow(answer.size, 8000, `a ${request.length}-byte request got ${answer.size} bytes`)
+        const issues: ReadonlyArray<{ parameter: string; problem: string }> = answer.body.issues
+        assert.strictEqual(issues.length, MAX_ISSUES + 1)
+        assert.deepStrictEqual(issues.slice(0, 3).map((issue) => issue.parameter), ["[0].k0", "[0].k1", "[0].k2"])
+        assert.include(issues[0]!.problem, "is not a known field")
+        assert.deepStrictEqual(issues[MAX_ISSUES], {
+          in: "body",
+          parameter: "",
+          problem: `${5000 - MAX_ISSUES} more issues are not listed: a refusal names the first ${MAX_ISSUES}`
+        } as any)
+        assert.include(answer.body.message, "body field \"[0].k0\": is not a known field")
+        assert.include(answer.body.message, `${5000 - MAX_ISSUES} more issues are not listed`)
+        assert.notInclude(answer.body.message, "[0].k20\"")
+
+        // Lists the queue builds itself (one issue per bad destination), and a QueueApi route's.
+        const destinations = yield* call("/v2/batch", json("POST", Array.from({ length: 200 }, () => ({ destination: "ftp:x" }))))
+        assert.strictEqual(destinations.status, 400)
+        assert.strictEqual(destinations.body.issues.length, MAX_ISSUES + 1)
+        assert.include(destinations.body.issues[MAX_ISSUES].problem, "180 more issues")
+        const queue: Record<string, unknown> = { queueName: "q" }
+        for (let i = 0; i < 5000; i++) queue[`x${i}`] = i
+        const queues = yield* call("/v2/queues", json("POST", queue))
+        assert.strictEqual(queues.status, 400)
+        assert.strictEqual(queues.body.issues.length, MAX_ISSUES + 1)
+        assert.isBelow(queues.size, 6000)
+
+        // One 100 KB unknown key: named by its first 200 characters, not echoed whole (twice).
+        const long = "k".repeat(100_000)
+        const named = yield* call("/v2/batch", json("POST", [{ destination: "https://example.com/x", [long]: 1 }]))
+        assert.strictEqual(named.status, 400)
+        assert.isBelow(named.size, 2000)
+        assert.strictEqual(named.body.issues[0].parameter, `[0].${"k".repeat(195)}…`)
       })
     ))
 
