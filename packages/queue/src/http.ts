@@ -103,6 +103,10 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
   // A queue parameter (svc-...) is percent-encoded UTF-8: one that does not decode is refused, as
   // taking its text literally would store something other than what was meant (`%FF%FE`).
   const issues: Array<RequestIssue> = []
+  // A queue parameter given twice (its name compared case-insensitively, as the header forms' are)
+  // would be settled by order, the last one winning: `svc-delay=1d&svc-delay=2d` delayed by 2d.
+  const given = new Map<string, string>()
+  const twice = new Set<string>()
   let token: string | undefined
   for (const part of search === "" ? [] : search.split("&")) {
     if (part === "") continue
@@ -125,7 +129,22 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
     else if (!lower.startsWith("svc-")) passThrough.push(part)
     else if (name === undefined) issues.push({ in: "query", parameter: rawName, problem: `the name ${undecodable(rawName)}` })
     else if (value === undefined) issues.push({ in: "query", parameter: name, problem: undecodable(rawValue) })
-    else config.push([name, value])
+    else if (given.has(lower)) {
+      const first = given.get(lower)!
+      if (!twice.has(lower)) {
+        twice.add(lower)
+        issues.push({
+          in: "query",
+          parameter: first,
+          problem: first === name
+            ? "is given twice: give it once"
+            : `is given twice, as ${JSON.stringify(first)} and ${JSON.stringify(name)}: names are case-insensitive (as the headers' are), give one`
+        })
+      }
+    } else {
+      given.set(lower, name)
+      config.push([name, value])
+    }
   }
   return { destination, config, passThrough, token, issues }
 }

@@ -5,6 +5,8 @@
  *   body check (a 500 on every queue JSON route); now a 400 naming the depth, and the queue goes on.
  * - N4: a refusal listed every issue, twice (in `message` and in `issues`): a 1 MB batch of unknown
  *   keys got a 21.5 MB answer. Now the first 20 issues and one counting the rest; long names cut.
+ * - N8: a `svc-` query parameter given twice was settled by order (the last one won); now a 400
+ *   naming it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { MAX_ISSUES } from "@svc/schema"
@@ -22,6 +24,10 @@ const healthy = (call: Call) =>
     assert.strictEqual(published.status, 201, JSON.stringify(published.body))
     assert.strictEqual((yield* call(`/v2/messages/${published.body.messageId}`)).body.state, "queued")
   })
+
+/** The events the queue recorded (one `created` per stored message). */
+const createdCount = (call: Call) =>
+  Effect.map(call("/v2/events?count=1000"), (answer) => answer.body.events.filter((e: any) => e.state === "created").length)
 
 describe("hostile input over HTTP (memory stores)", () => {
   it.live("N2: a body nested 100,000 levels deep is a 400 naming the depth at every JSON route, never a 500", () =>
@@ -119,6 +125,42 @@ describe("hostile input over HTTP (memory stores)", () => {
         assert.strictEqual(named.status, 400)
         assert.isBelow(named.size, 2000)
         assert.strictEqual(named.body.issues[0].parameter, `[0].${"k".repeat(195)}…`)
+      })
+    ))
+
+  it.live("N8: a svc- query parameter given twice (in any case) is a 400 naming it on publish, enqueue and schedule; nothing is stored", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const routes = [
+          "/v2/publish/https://example.com/x",
+          "/v2/enqueue/fifo/https://example.com/x",
+          "/v2/schedules/https://example.com/x"
+        ]
+        const cases: ReadonlyArray<readonly [string, string, string]> = [
+          ["svc-delay=1d&svc-delay=2d", "svc-delay", "is given twice: give it once"],
+          ["svc-forward-X-A=1&svc-forward-x-a=2", "svc-forward-X-A", "is given twice, as \"svc-forward-X-A\" and \"svc-forward-x-a\""],
+          ["SVC-RETRIES=1&id=7&svc-retries=1", "SVC-RETRIES", "is given twice"],
+          ["%73vc-delay=1d&svc-delay=1d", "svc-delay", "is given twice"]
+        ]
+        for (const route of routes) {
+          for (const [query, parameter, problem] of cases) {
+            const answer = yield* call(`${route}?${query}`, { method: "POST", body: "x", headers: { "svc-cron": "0 * * * *" } })
+            const what = `${route}?${query}`
+            assert.strictEqual(answer.status, 400, `${what}: ${JSON.stringify(answer.body)}`)
+            assert.deepStrictEqual(answer.body.issues.map((i: any) => [i.in, i.parameter]), [["query", parameter]], what)
+            assert.include(answer.body.issues[0].problem, problem, what)
+          }
+        }
+        // Three times is still one issue; other parameters given twice are the destination's own.
+        const thrice = yield* call("/v2/publish/https://example.com/x?svc-delay=1s&svc-delay=2s&svc-delay=3s", { method: "POST", body: "x" })
+        assert.strictEqual(thrice.body.issues.length, 1)
+        assert.strictEqual(yield* createdCount(call), 0)
+        assert.strictEqual((yield* call("/v2/schedules")).body.schedules.length, 0)
+        const once = yield* call("/v2/publish/https://example.com/x?id=1&id=2&svc-delay=1d&svc-retries=2", { method: "POST", body: "x" })
+        assert.strictEqual(once.status, 201, JSON.stringify(once.body))
+        const stored = (yield* call(`/v2/messages/${once.body.messageId}`)).body
+        assert.strictEqual(stored.url, "https://example.com/x?id=1&id=2")
+        assert.strictEqual(stored.maxRetries, 2)
       })
     ))
 
