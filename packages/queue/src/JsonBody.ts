@@ -9,7 +9,8 @@
  * - every string, key or value, must be well-formed Unicode: an unpaired surrogate escape
  *   (`"\ud800"`, which RFC 8259 §8.2 leaves unpredictable) cannot be written as UTF-8 either, and
  *   Postgres (and a batch's text body) would hold U+FFFD instead;
- * - arrays and objects nest at most {@link MAX_DEPTH} levels deep.
+ * - arrays and objects nest at most {@link MAX_DEPTH} levels deep;
+ * - no object has a key twice (`JSON.parse` would keep the last one, silently).
  */
 import type { RequestIssue } from "@svc/schema"
 import { Result } from "effect"
@@ -96,10 +97,71 @@ const illFormed = (root: unknown): RequestIssue | undefined => {
 }
 
 /**
+ * The first key given twice in one object of `text`, valid JSON (`JSON.parse` read it), as an
+ * issue. `JSON.parse` keeps the last of them, silently: `{"filter":{"url":"…/keep","url":"…/none"}}`
+ * would act on the second url only. A scan of the text, not of the parsed value (where the first
+ * one is gone): strings are skipped to their closing quote, and a key with an escape is compared
+ * as JSON reads it (`"\u0075rl"` is `url`).
+ */
+const duplicateKey = (text: string): RequestIssue | undefined => {
+  // Per open array or object: its keys so far (objects) and where the scan is in it (a key or an index).
+  const open: Array<{ readonly keys: Set<string> | undefined; at: string | number }> = []
+  let expectKey = false
+  for (let i = 0; i < text.length; i++) {
+    switch (text.charCodeAt(i)) {
+      case 0x7b: // {
+        open.push({ keys: new Set(), at: "" })
+        expectKey = true
+        break
+      case 0x5b: // [
+        open.push({ keys: undefined, at: 0 })
+        expectKey = false
+        break
+      case 0x7d: // }
+      case 0x5d: // ]
+        open.pop()
+        expectKey = false
+        break
+      case 0x2c: { // ,
+        const inner = open[open.length - 1]!
+        if (inner.keys !== undefined) expectKey = true
+        else inner.at = (inner.at as number) + 1
+        break
+      }
+      case 0x22: { // "
+        let end = i + 1
+        for (;;) {
+          end = text.indexOf("\"", end)
+          let backslashes = 0
+          while (text.charCodeAt(end - 1 - backslashes) === 0x5c) backslashes++
+          if (backslashes % 2 === 0) break
+          end++
+        }
+        if (expectKey) {
+          const raw = text.slice(i + 1, end)
+          const key: string = raw.includes("\\") ? JSON.parse(text.slice(i, end + 1)) : raw
+          const inner = open[open.length - 1]!
+          inner.at = key
+          if (inner.keys!.has(key)) {
+            const parameter = open.reduce<string>((path, { at }) => child(path, at), "")
+            return { in: "body", parameter, problem: "is given twice in one object: only the last would count, give it once" }
+          }
+          inner.keys!.add(key)
+          expectKey = false
+        }
+        i = end
+        break
+      }
+    }
+  }
+  return undefined
+}
+
+/**
  * A JSON body parsed, or the issue that refuses it: empty, not UTF-8, not JSON, a string that
- * is not well-formed Unicode, or nested too deep. `expected` says what the route takes ("a JSON
- * array of messages"), for an empty body. A leading byte order mark is skipped (RFC 8259 §8.1
- * allows that).
+ * is not well-formed Unicode, nested too deep, or a key given twice in one object. `expected` says
+ * what the route takes ("a JSON array of messages"), for an empty body. A leading byte order mark
+ * is skipped (RFC 8259 §8.1 allows that).
  */
 export const parse = (bytes: Uint8Array, expected: string): Result.Result<unknown, RequestIssue> => {
   const issue = (problem: string, parameter = ""): RequestIssue => ({ in: "body", parameter, problem })
@@ -116,6 +178,6 @@ export const parse = (bytes: Uint8Array, expected: string): Result.Result<unknow
   } catch (error) {
     return Result.fail(issue(`is not valid JSON (${error instanceof Error ? error.message.slice(0, 200) : "unreadable"})`))
   }
-  const found = illFormed(json)
+  const found = illFormed(json) ?? duplicateKey(text)
   return found === undefined ? Result.succeed(json) : Result.fail(found)
 }

@@ -5,8 +5,8 @@
  *   body check (a 500 on every queue JSON route); now a 400 naming the depth, and the queue goes on.
  * - N4: a refusal listed every issue, twice (in `message` and in `issues`): a 1 MB batch of unknown
  *   keys got a 21.5 MB answer. Now the first 20 issues and one counting the rest; long names cut.
- * - N8: a `svc-` query parameter given twice was settled by order (the last one won); now a 400
- *   naming it.
+ * - N8: a `svc-` query parameter given twice, or a JSON key given twice, was settled by order (the
+ *   last one won); now a 400 naming it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { MAX_ISSUES } from "@svc/schema"
@@ -161,6 +161,34 @@ describe("hostile input over HTTP (memory stores)", () => {
         const stored = (yield* call(`/v2/messages/${once.body.messageId}`)).body
         assert.strictEqual(stored.url, "https://example.com/x?id=1&id=2")
         assert.strictEqual(stored.maxRetries, 2)
+      })
+    ))
+
+  it.live("N8: a JSON key given twice in one object is a 400 naming it; nothing is changed", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const kept = yield* call("/v2/publish/https://example.com/keep-me", { method: "POST", body: "x", headers: { "svc-delay": "1h" } })
+        const cases: ReadonlyArray<readonly [string, string, string, string]> = [
+          ["POST", "/v2/queues", `{"queueName":"dupA","queueName":"dupB"}`, "queueName"],
+          ["DELETE", "/v2/messages", `{"filter":{"fromDate":0,"url":"https://example.com/none","url":"https://example.com/keep-me"}}`, "filter.url"],
+          // The same key spelt with an escape is the same key.
+          ["DELETE", "/v2/messages", `{"filter":{"url":"https://example.com/none","\\u0075rl":"https://example.com/keep-me"}}`, "filter.url"],
+          ["POST", "/v2/batch", `[{"destination":"https://example.com/a"},{"destination":"https://example.com/a","body":"x","destination":"https://example.com/b"}]`, "[1].destination"],
+          ["POST", "/v2/batch", `[{"destination":"https://example.com/a","headers":{"Svc-Delay":"1s","Svc-Delay":"1d"}}]`, "[0].headers.Svc-Delay"],
+          ["PATCH", "/v2/topics/dup", `{"headers":{"X-A":"1"},"headers":{"X-A":"2"}}`, "headers"]
+        ]
+        for (const [method, path, body, parameter] of cases) {
+          const answer = yield* call(path, send(method, body))
+          assert.strictEqual(answer.status, 400, `${body}: ${JSON.stringify(answer.body)}`)
+          assert.deepStrictEqual(answer.body.issues.map((i: any) => i.parameter), [parameter], body)
+          assert.include(answer.body.issues[0].problem, "is given twice in one object", body)
+        }
+        assert.strictEqual((yield* call(`/v2/messages/${kept.body.messageId}`)).body.state, "queued")
+        assert.deepStrictEqual((yield* call("/v2/queues")).body.queues, [])
+        assert.strictEqual(yield* createdCount(call), 1)
+        // The same key in two objects, and a value that looks like a key, are fine.
+        const fine = yield* call("/v2/batch", send("POST", `[{"destination":"https://example.com/a","body":"\\"destination\\":"},{"destination":"https://example.com/a"}]`))
+        assert.strictEqual(fine.status, 201, JSON.stringify(fine.body))
       })
     ))
 
