@@ -7,6 +7,7 @@
  *   keys got a 21.5 MB answer. Now the first 20 issues and one counting the rest; long names cut.
  * - N8: a `svc-` query parameter given twice, or a JSON key given twice, was settled by order (the
  *   last one won); now a 400 naming it.
+ * - `GET /v2/messages/%00` said only "expected an id"; now what is wrong with it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { MAX_ISSUES } from "@svc/schema"
@@ -192,4 +193,26 @@ describe("hostile input over HTTP (memory stores)", () => {
       })
     ))
 
+  it.live("an id with a control or invisible character says what is wrong with it, not only 'expected an id'", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const cases: ReadonlyArray<readonly [string, string, string, string]> = [
+          ["GET", "/v2/messages/%00", "messageId", "must not contain control characters (U+0000 at position 1)"],
+          ["DELETE", "/v2/messages/ab%0Acd", "messageId", "must not contain control characters (U+000A at position 3)"],
+          ["GET", "/v2/dlq/%7F", "dlqId", "must not contain control characters (U+007F at position 1)"],
+          ["DELETE", "/v2/dlq/%E2%80%8F", "dlqId", "must not contain invisible characters or spaces (U+200F at position 1)"],
+          ["POST", "/v2/dlq/a%20b/retry", "dlqId", "must not contain invisible characters or spaces (U+0020 at position 2)"],
+          ["GET", "/v2/messages/caf%C3%A9", "messageId", "must not contain \"é\" (U+00E9 at position 4)"],
+          ["GET", `/v2/messages/${"a".repeat(65)}`, "messageId", "must be at most 64 characters long"]
+        ]
+        for (const [method, path, parameter, problem] of cases) {
+          const answer = yield* call(path, { method })
+          assert.strictEqual(answer.status, 400, path)
+          assert.deepStrictEqual(answer.body.issues.map((i: any) => [i.in, i.parameter]), [["path", parameter]], path)
+          assert.include(answer.body.issues[0].problem, problem, path)
+          assert.include(answer.body.issues[0].problem, "an id is 1 to 64 ASCII letters, digits, '_' or '-'", path)
+        }
+        assert.strictEqual((yield* call("/v2/messages/no-such_id")).status, 404)
+      })
+    ))
 })
