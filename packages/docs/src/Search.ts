@@ -426,9 +426,11 @@ export class Search extends Context.Service<Search, {
       }) {
         const state = yield* Ref.get(index)
         const { id: askedId, version: asked } = parseLibraryId(options.libraryId)
-        // an id in another case finds the library too; an exact match wins (as in layer)
-        const library = state.libraries.get(askedId) ?? state.libraries.get(askedId.toLowerCase())
-        if (library === undefined || !allows(options.access, library)) {
+        // an id in another case finds the library too; an exact match wins (as in layer: among those the caller may see)
+        const library = [askedId, askedId.toLowerCase()]
+          .map((candidate) => state.libraries.get(candidate))
+          .find((candidate) => candidate !== undefined && allows(options.access, candidate))
+        if (library === undefined) {
           return yield* new LibraryNotFound({ libraryId: options.libraryId })
         }
         const id = library.id
