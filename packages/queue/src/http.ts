@@ -7,12 +7,14 @@ import {
   BatchRequest,
   BatchTooLarge,
   InvalidRequest,
+  MAX_JSON_BODY_BYTES,
   MessageTooLarge,
   QUEUE_NAME_PATTERN,
   QueueApi,
   QueueAuth,
   QueueJsonBody,
-  queueOpenApi
+  queueOpenApi,
+  RequestTooLarge
 } from "@svc/schema"
 import type { RequestIssue } from "@svc/schema"
 import { apiRoutes, BearerAuth } from "@svc/platform"
@@ -67,7 +69,10 @@ export const QueueJsonBodyLive = Layer.succeed(
       if (!HttpMethod.hasBody(request.method) || payload?.encoding._tag !== "Json") return yield* httpEffect
       const message = payload.schemas[0]?.ast.annotations?.message
       const expected = typeof message === "string" ? message.replace(/^expected /, "") : "a JSON object"
-      const bytes = new Uint8Array(yield* Effect.orDie(request.arrayBuffer))
+      const bytes = yield* readCapped(request, MAX_JSON_BODY_BYTES, () => new RequestTooLarge({ maxBytes: MAX_JSON_BODY_BYTES })).pipe(
+        // a body that cannot be read at all (the client went away mid-body): the request ends here
+        Effect.catchTag("HttpServerError", Effect.die)
+      )
       const parsed = JsonBody.parse(bytes, expected)
       if (Result.isFailure(parsed)) return yield* new InvalidRequest({ issues: [parsed.failure] })
       const json = parsed.success

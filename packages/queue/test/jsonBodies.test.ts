@@ -104,6 +104,28 @@ layer(queueLayer({ worker: false }), { timeout: 120_000, excludeTestServices: tr
       assert.strictEqual((yield* publish(`${dest.baseUrl}/after`, { headers: { "Svc-Delay": "1h" } })).status, 201)
     }))
 
+  it.effect("a JSON body over 1 MiB is 413 on every route without a cap of its own, declared or chunked; nothing changes", () =>
+    Effect.gen(function*() {
+      // valid JSON, 2 MiB of spaces before it: a 30 MB body was read whole and answered 200
+      const padded = `${" ".repeat(2 * 1024 * 1024)}{"queueName":"big"}`
+      for (const [method, path] of [["POST", "/v2/queues"], ["DELETE", "/v2/messages"], ["POST", "/v2/dlq/retry"]] as const) {
+        const declared = yield* send(method, path, padded)
+        assert.strictEqual(declared.status, 413, path)
+        assert.strictEqual(declared.body.code, "request_too_large", path)
+        assert.strictEqual(declared.body.message, "The request body is larger than 1048576 bytes, more than any queue request needs")
+      }
+      const chunked = yield* call("/v2/queues", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: new Blob([padded]).stream(),
+        duplex: "half"
+      } as RequestInit)
+      assert.strictEqual(chunked.status, 413)
+      assert.deepStrictEqual((yield* call("/v2/queues")).body.queues, [])
+      // under the cap: served
+      assert.strictEqual((yield* send("POST", "/v2/queues", `${" ".repeat(1000)}{"queueName":"small"}`)).status, 200)
+    }))
+
   it.effect("a body of the wrong shape, or none, says what the route expects in the API's words", () =>
     Effect.gen(function*() {
       const cases: ReadonlyArray<readonly [string, string, string, string]> = [

@@ -199,13 +199,27 @@ export class QueueAuth extends HttpApiMiddleware.Service<QueueAuth, { provides: 
 ) {}
 
 /**
+ * The largest JSON body of a `QueueApi` route (bulk selections, URL group endpoints, queues, flow
+ * control): 1,000 ids are ~70 kB. Without a cap a 30 MB body was read whole into memory.
+ * (`POST /v2/batch` and publishes have their own caps: QUEUE_MAX_BATCH_BYTES, QUEUE_MAX_MESSAGE_BYTES.)
+ */
+export const MAX_JSON_BODY_BYTES = 1024 * 1024
+
+export class RequestTooLarge extends ApiError<RequestTooLarge>()("RequestTooLarge", {
+  status: 413,
+  fields: { maxBytes: Schema.Number },
+  message: ({ maxBytes }) => `The request body is larger than ${maxBytes} bytes, more than any queue request needs`
+}) {}
+
+/**
  * Every JSON body of `QueueApi` is read by the queue's rules (`@svc/queue` JsonBody.ts) before its
- * payload is decoded: UTF-8, well-formed strings, a JSON object; a 400 naming the problem otherwise.
- * Put inside `QueueAuth` (added before it), so a request without the token learns nothing of its body.
+ * payload is decoded: at most {@link MAX_JSON_BODY_BYTES} (413 beyond), UTF-8, well-formed strings, a
+ * JSON object; a 400 naming the problem otherwise. Put inside `QueueAuth` (added before it), so a
+ * request without the token learns nothing of its body.
  */
 export class QueueJsonBody extends HttpApiMiddleware.Service<QueueJsonBody, { provides: never; requires: never }>()(
   "@svc/schema/Queue/QueueJsonBody",
-  { error: InvalidRequest }
+  { error: [InvalidRequest, RequestTooLarge] }
 ) {}
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/
