@@ -260,6 +260,8 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
 
 /** The SDK's JSON answer with its schema refusals in words (`JsonRpc.readableErrors`); anything else as it is. */
 const readable = (text: string): string => {
+  // only an answer holding an internal error can need it: the others (tool results) pass unparsed
+  if (!text.includes("-32603")) return text
   try {
     return JSON.stringify(JsonRpc.readableErrors(JSON.parse(text)))
   } catch {
