@@ -23,7 +23,7 @@ import * as Website from "./Website.ts"
  * read is third-party text the operator cannot fix, so it is made storable rather than refused; a
  * `svc.json`, the owners' own file, is refused instead (RepoConfig.ts).
  */
-export const storable = (text: string): string => text.replaceAll("\u0000", "").toWellFormed()
+const storable = (text: string): string => text.replaceAll("\u0000", "").toWellFormed()
 
 /** The URL schemes some source reads (Website, OpenApi, Git). */
 const URL_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "git", "ssh", "file", "git+http", "git+https", "git+ssh", "git+file"])
@@ -90,20 +90,21 @@ export class Sources extends Context.Service<Sources, {
       }, Effect.provide(files))
 
       const resolve = Effect.fnUntraced(function*(source: string, options: ResolveOptions = {}) {
+        const given = source.trim()
         // git's remote-helper syntax (`ext::sh -c …` runs a command) is never a source
-        if (/^[a-z][a-z0-9+.-]*::/i.test(source.trim())) {
+        if (/^[a-z][a-z0-9+.-]*::/i.test(given)) {
           return yield* invalidSource(
-            `${source.trim().split("::")[0]}:: (git's remote-helper syntax) is not a source: give a git URL (https, ssh, git, file) instead`
+            `${given.split("::")[0]}:: (git's remote-helper syntax) is not a source: give a git URL (https, ssh, git, file) instead`
           )
         }
         // a URL of a scheme no source reads is said so, not taken for a folder of that name
-        const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(source.trim())?.[1]?.toLowerCase()
+        const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(given)?.[1]?.toLowerCase()
         if (scheme !== undefined && !URL_SCHEMES.has(scheme)) {
           return yield* invalidSource(
             `${scheme}:// is not a source: give a folder, a git URL (https, ssh, git, file), a website or OpenAPI document (http, https) or npm:<package>`
           )
         }
-        const trimmed = options.roots === undefined ? source.trim() : yield* confine(source.trim(), options.roots)
+        const trimmed = options.roots === undefined ? given : yield* confine(given, options.roots)
         const found = yield* Effect.gen(function*() {
           for (const kind of recognised) {
             const resolved = yield* kind.resolve(trimmed, options)
