@@ -190,7 +190,7 @@ export class Search extends Context.Service<Search, {
         // One statement per way of finding names, each simple enough to plan in a fraction of a
         // millisecond: a single statement holding both (a UNION of CTEs) took 1 to 4 ms to plan, more
         // than running it, and its look-alike branch had to be planned for every search.
-        const ranked = (matching: Statement.Fragment) =>
+        const ranked = (matching: Statement.Fragment, rankBy = tsquery) =>
           SqlSchema.findAll({ Request: Schema.Void, Result: LibraryRow, execute: () => sql`
             WITH shortlist AS (
               SELECT l.id, l.title, l.description, l.trust_score, l.default_version,
@@ -220,15 +220,15 @@ export class Search extends Context.Service<Search, {
               WHERE v.library_id = s.id AND v.version = s.default_version LIMIT 1
             ) v ON true
             ${
-            tsquery === undefined ? sql`` : sql`
+            rankBy === undefined ? sql`` : sql`
             LEFT JOIN LATERAL (
               -- one vector per library: what its docs are about (Indexer, migration 0003)
               -- the question parsed once (a scalar subquery), not once per library of a generic plan
-              SELECT ts_rank(g.topics, (SELECT to_tsquery('english', ${tsquery})), 1) AS rank
+              SELECT ts_rank(g.topics, (SELECT to_tsquery('english', ${rankBy})), 1) AS rank
               FROM docs.generations g WHERE g.id = v.generation_id LIMIT 1
             ) r ON true`
           }
-            ORDER BY s.name_score ${tsquery === undefined ? sql`` : sql`+ least(coalesce(r.rank, 0), 1)`}
+            ORDER BY s.name_score ${rankBy === undefined ? sql`` : sql`+ least(coalesce(r.rank, 0), 1)`}
                        - CASE WHEN v.state = 'ready' AND v.snippet_count < ${FEW_SNIPPETS} THEN 1 ELSE 0 END DESC,
                      s.trust_score DESC, s.id
             LIMIT ${SEARCH_LIMIT}` })()
@@ -245,6 +245,23 @@ export class Search extends Context.Service<Search, {
         let rows = yield* ranked(sql`lower(l.id || ' ' || l.title) LIKE (SELECT ${`%${escaped}%`}::text)`)
         if (rows.length === 0) {
           rows = yield* ranked(sql`(${name} <% lower(l.id || ' ' || l.title) OR lower(l.id || ' ' || l.title) % ${name})`)
+        }
+        // No name comes near: the libraries whose documentation is about it (every word of the name in
+        // the topics of their default version: its snippets' titles, headings and descriptions), so a
+        // name an agent knows a library by but its id does not spell ("mcp" for the MCP SDK) still
+        // finds it. Ranked by how much their docs are about the question, else the name; the topics'
+        // index (migration 0007) finds them without reading every library's vector.
+        const about = orQuery(name)
+        if (rows.length === 0 && about !== undefined) {
+          rows = yield* ranked(
+            sql`l.id IN (
+              SELECT v.library_id FROM docs.generations g
+              JOIN docs.versions v ON v.generation_id = g.id
+              JOIN docs.libraries d ON d.id = v.library_id AND d.default_version = v.version
+              WHERE g.topics @@ (SELECT plainto_tsquery('english', ${name}))
+            )`,
+            tsquery ?? about
+          )
         }
         return rows.map((row): LibrarySearchResult => ({
           id: row.id,
@@ -374,7 +391,9 @@ export class Search extends Context.Service<Search, {
    * agree; the ranking is simpler and need not equal Postgres's:
    * - libraries: those whose `id + " " + title` contains the name (no look-alike names); score 1 for
    *   an exact name, 0.5 for a prefix, 0.25 otherwise, plus (with a question) the share of its words
-   *   found in the live snippets' titles, headings and descriptions; ties by trust, then id;
+   *   found in the live snippets' titles, headings and descriptions; ties by trust, then id; when no
+   *   name matches, those whose live snippets' titles, headings and descriptions hold every word of
+   *   the name, ranked by the question's share (or the name's);
    * - context: a snippet's score is the number of the question's words (its library's name left out)
    *   its title, heading path, description or body contains (a substring: "switch" finds
    *   "switching"), doubled for code; best first, then document order; no word found: the
@@ -389,20 +408,33 @@ export class Search extends Context.Service<Search, {
         const state = yield* Ref.get(index)
         const name = libraryName.trim().toLowerCase()
         const words = questionWords(query)
-        const scored = [...state.libraries.values()].flatMap((library) => {
-          const repo = library.id.split("/")[2]!.toLowerCase()
-          const title = library.title.toLowerCase()
-          if (!allows(access, library) || !`${library.id} ${library.title}`.toLowerCase().includes(name)) return []
-          const nameScore = repo === name || title === name || library.id.toLowerCase() === name
-            ? 1
-            : repo.startsWith(name) || title.startsWith(name) ? 0.5 : 0.25
+        const nameWordsAsked = questionWords(name)
+        const candidates = [...state.libraries.values()].filter((library) => allows(access, library)).map((library) => {
           const versions = state.versions.filter((v) => v.libraryId === library.id)
           const current = versions.find((v) => v.version === library.defaultVersion)
           const topics = (current?.live ?? []).map((s) => `${s.title} ${s.headingPath.join(" ")} ${s.description}`.toLowerCase()).join(" ")
-          const questionScore = words.length === 0 ? 0 : words.filter((word) => topics.includes(word)).length / words.length
-          const thin = current?.state === "ready" && current.snippetCount < FEW_SNIPPETS ? 1 : 0
-          return [{ library, versions, current, score: nameScore + questionScore - thin }]
+          return { library, versions, current, topics }
         })
+        const share = (asked: ReadonlyArray<string>, topics: string) =>
+          asked.length === 0 ? 0 : asked.filter((word) => topics.includes(word)).length / asked.length
+        const score = (candidate: typeof candidates[number], nameScore: number, asked = words) => {
+          const thin = candidate.current?.state === "ready" && candidate.current.snippetCount < FEW_SNIPPETS ? 1 : 0
+          return { ...candidate, score: nameScore + share(asked, candidate.topics) - thin }
+        }
+        const byName = candidates.flatMap((candidate) => {
+          const { library } = candidate
+          const repo = library.id.split("/")[2]!.toLowerCase()
+          const title = library.title.toLowerCase()
+          if (!`${library.id} ${library.title}`.toLowerCase().includes(name)) return []
+          return [score(candidate, repo === name || title === name || library.id.toLowerCase() === name
+            ? 1
+            : repo.startsWith(name) || title.startsWith(name) ? 0.5 : 0.25)]
+        })
+        // no name matches: the libraries whose docs are about it (as in layer)
+        const scored = byName.length > 0 || nameWordsAsked.length === 0
+          ? byName
+          : candidates.filter((candidate) => candidate.current?.live != null && share(nameWordsAsked, candidate.topics) === 1)
+            .map((candidate) => score(candidate, 0, words.length > 0 ? words : nameWordsAsked))
         scored.sort((a, b) => b.score - a.score || b.library.trustScore - a.library.trustScore || byId(a.library, b.library))
         return scored.slice(0, SEARCH_LIMIT).map(({ current, library, versions }): LibrarySearchResult => ({
           id: library.id,

@@ -241,6 +241,22 @@ export const searchContract = (name: string, layer: Layer.Layer<Search | IndexSt
         assert.deepStrictEqual(yield* search.libraries("qqxxzzvvkk"), [])
       }))
 
+    test("libraries: a name no library is called finds the libraries whose docs are about it, only those", () =>
+      Effect.gen(function*() {
+        yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        yield* indexed(source("/acme/widgets", "1.0"), widgetsDocs)
+        const search = yield* Search
+        // "gauges" is a heading of widgets' docs, not a word of any library's id or title
+        assert.deepStrictEqual((yield* search.libraries("gauges")).map((l) => l.id), ["/acme/widgets"])
+        assert.deepStrictEqual((yield* search.libraries("Farewells")).map((l) => l.id), ["/acme/greeter"])
+        // every word of the name, not any: "gauges farewells" is about neither library
+        assert.deepStrictEqual(yield* search.libraries("gauges farewells"), [])
+        // a name that matches a library's name keeps to names: widgets' docs are not searched for "greeter"
+        assert.deepStrictEqual((yield* search.libraries("greeter")).map((l) => l.id), ["/acme/greeter"])
+        // outside the caller's access, not found this way either
+        assert.deepStrictEqual(yield* search.libraries("gauges", undefined, { libraries: ["/acme/greeter"], sources: [] }), [])
+      }))
+
     test("team settings: libraries outside them are neither listed nor answered (LibraryNotFound, like a missing one)", () =>
       Effect.gen(function*() {
         yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
