@@ -4,11 +4,15 @@
  * The handlers are the HTTP API's: the same store calls and `Operations` (publish, DLQ page, URL
  * groups). The token check is the HTTP API's `queueAuth`, run by the `QueueRpcAuth` middleware for
  * every procedure, so a refusal reaches the client as a typed `Unauthorized` / `ServiceUnavailable`.
+ * A caller without the token is answered that way from a body of at most
+ * {@link UNAUTHENTICATED_BODY_BYTES} (an RPC request is a few hundred bytes); a larger or unsized body
+ * is refused with a plain 401 before it is read, so nobody without the token makes the process read
+ * and parse up to the RPC's 16 MiB per request.
  */
-import { RpcDefects } from "@svc/platform"
+import { BearerAuth, RpcDefects } from "@svc/platform"
 import { InvalidRequest, QueueRpcAuth, QueueRpcs } from "@svc/schema"
-import { Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { Effect, Exit, Layer } from "effect"
+import { HttpRouter, HttpServerRequest } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { queueAuth } from "./http.ts"
 import * as Batch from "./Batch.ts"
@@ -106,10 +110,25 @@ export const RpcAuthLive = Layer.effect(
   })
 )
 
+/** The largest body read from a caller without the token (to answer it a typed refusal). */
+export const UNAUTHENTICATED_BODY_BYTES = 64 * 1024
+
 /** POST /rpc: the RPC server of `QueueRpcs`. Needs the stores and `QueueConfig`. */
 export const RpcRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
+    const auth = queueAuth(yield* QueueConfig)
     const httpEffect = yield* RpcServer.toHttpEffect(QueueRpcs)
-    yield* router.add("POST", "/rpc", httpEffect)
+    yield* router.add(
+      "POST",
+      "/rpc",
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const refused = yield* Effect.exit(auth.check(BearerAuth.tokenOf(request.headers["authorization"])))
+        const declared = Number(request.headers["content-length"] ?? Number.NaN)
+        // NaN (chunked, no length) is not a size that may be read either
+        if (Exit.isFailure(refused) && !(declared <= UNAUTHENTICATED_BODY_BYTES)) return yield* Effect.failCause(refused.cause)
+        return yield* httpEffect
+      })
+    )
   })
 ).pipe(Layer.provide([RpcHandlers, RpcAuthLive, RpcDefects.layer, RpcSerialization.layerNdjson]))

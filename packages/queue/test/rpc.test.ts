@@ -7,6 +7,7 @@
 import { assert, layer } from "@effect/vitest"
 import { QueueRpcs } from "@svc/schema"
 import { Context, Effect, Layer, Option } from "effect"
+import * as Net from "node:net"
 import { FetchHttpClient } from "effect/http"
 import { RpcClient, RpcSerialization } from "effect/rpc"
 import { SqlClient } from "effect/sql"
@@ -211,6 +212,31 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("rpc", (it)
       yield* Effect.sleep("200 millis")
       assert.strictEqual(yield* countMessages, before)
       assert.strictEqual(dest.requests("/rpc-never").length, 0)
+    }))
+
+  it.effect("without the token, a large or unsized body is refused with 401 before it is read", () =>
+    Effect.gen(function*() {
+      const url = new URL(yield* QueueUrl)
+      // Only the head and a few bytes are sent: an answer proves the server did not wait for the body.
+      const answer = (headers: string) =>
+        Effect.callback<string>((resume) => {
+          const socket = Net.connect(Number(url.port), url.hostname)
+          let received = ""
+          socket.on("data", (chunk) => {
+            received += chunk.toString()
+            if (received.includes("\r\n\r\n") && /\}\s*$/.test(received)) socket.end()
+          })
+          socket.on("close", () => resume(Effect.succeed(received)))
+          socket.on("error", () => resume(Effect.succeed(received)))
+          const part = headers.includes("chunked") ? `5\r\n{"_ta\r\n` : `{"_ta`
+          socket.write(`POST /rpc HTTP/1.1\r\nHost: ${url.host}\r\ncontent-type: application/ndjson\r\n${headers}\r\n${part}`)
+          return Effect.sync(() => socket.destroy())
+        }).pipe(Effect.timeout("10 seconds"))
+      for (const headers of ["content-length: 20000000\r\n", "authorization: Bearer wrong\r\ncontent-length: 20000000\r\n", "transfer-encoding: chunked\r\n"]) {
+        const text = yield* answer(headers)
+        assert.match(text, /^HTTP\/1\.1 401 /, headers)
+        assert.match(text, /"code":"unauthorized"/, headers)
+      }
     }))
 })
 
