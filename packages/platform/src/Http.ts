@@ -105,6 +105,8 @@ export interface ServeOptions {
   readonly host?: string | Config.Config<string> | undefined
   /** The variable that moves the port (`LISTINGS_PORT`), named when the port cannot be bound. */
   readonly portVariable?: string | undefined
+  /** How long a request may take to arrive (default {@link HEADERS_TIMEOUT_MS} / {@link REQUEST_TIMEOUT_MS}); tests shorten it. */
+  readonly arrival?: { readonly headersMs: number; readonly requestMs: number } | undefined
 }
 
 /**
@@ -157,19 +159,34 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
       ? yield* options.host
       : options.host
     const shutdownTimeout = yield* ShutdownTimeout
+    const arrival = options.arrival ?? { headersMs: HEADERS_TIMEOUT_MS, requestMs: REQUEST_TIMEOUT_MS }
     // A request without Host is answered by `conventions` (a JSON 400 like every refusal); node's own
     // check answered an empty 400.
-    const server = NodeHttp.createServer({ requireHostHeader: false })
+    const server = NodeHttp.createServer({
+      requireHostHeader: false,
+      headersTimeout: arrival.headersMs,
+      requestTimeout: arrival.requestMs,
+      // how often node looks for requests past those timeouts (its default, 30 s, adds up to that much)
+      connectionsCheckingInterval: 1_000
+    })
     // The socket listens before the routes are attached (the router layer builds after the server
     // layer). Node drops a request that finds no "request" listener, and its client waits forever:
     // until the routes are there (and after they are gone, at shutdown) the answer is a 503.
     server.on("request", (request, response) => {
       if (server.listenerCount("request") > 1 || response.headersSent) return
       request.resume()
-      response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
-      response.end(JSON.stringify({ code: "service_unavailable", message: "The server is starting or stopping" }))
+      response.setHeader("retry-after", "1")
+      writeRefusal(response, 503, "service_unavailable", "The server is starting or stopping")
     })
-    server.on("clientError", answerClientError)
+    server.on("clientError", answerClientError(arrival))
+    // `Expect` other than 100-continue, and CONNECT (this is no proxy): node's answers were an empty
+    // 417 and a closed connection; the suite's are JSON like every refusal.
+    server.on("checkExpectation", (request, response) => {
+      request.resume()
+      writeRefusal(response, 417, "expectation_failed", "Only `Expect: 100-continue` is supported")
+    })
+    server.on("connect", (_request, socket: Duplex) =>
+      endSocket(socket, 405, "method_not_allowed", "CONNECT is not supported: this server is no proxy"))
 
     const ServerLive = Layer.effect(
       HttpServer.HttpServer,
@@ -202,22 +219,60 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
   }))
 
 /**
- * A request node's parser refuses never reaches the router (headers over node's 16 KiB, a request
- * line it cannot read): it gets the suite's error body too, instead of node's empty answer.
+ * A client gets this long to send its request line and headers, and this long for the whole request
+ * with its body (node's defaults: 60 s and 300 s, checked every 30 s, so a stalled body held its
+ * connection for up to 5.5 minutes). The largest body a route takes is 10 MiB (queue batches): within
+ * a minute at ~1.4 Mbit/s. Answering may take longer (an indexing RPC streams for minutes): only the
+ * request's arrival is bounded.
  */
-const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex) => {
+export const HEADERS_TIMEOUT_MS = 20_000
+export const REQUEST_TIMEOUT_MS = 60_000
+
+/**
+ * A request node's parser refuses never reaches the router (headers over node's 16 KiB, a request
+ * line it cannot read, a request that did not arrive in time): it gets the suite's error body too,
+ * instead of node's empty answer.
+ */
+const answerClientError = (arrival: NonNullable<ServeOptions["arrival"]>) => (error: Error & { readonly code?: string }, socket: Duplex) => {
   if (error.code === "ECONNRESET" || !socket.writable) {
     socket.destroy()
     return
   }
-  const [status, code, message] = error.code === "HPE_HEADER_OVERFLOW"
-    ? [431, "request_header_fields_too_large", "The request line and headers are larger than the server accepts (16 KiB)"]
-    : [400, "invalid_request", "The request could not be parsed as HTTP"]
+  const [status, code, message] = clientErrorAnswer(error.code, arrival)
+  endSocket(socket, status, code, message)
+}
+
+const clientErrorAnswer = (code: string | undefined, arrival: NonNullable<ServeOptions["arrival"]>): readonly [number, string, string] => {
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return [431, "request_header_fields_too_large", "The request line and headers are larger than the server accepts (16 KiB)"]
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return [
+        408,
+        "request_timeout",
+        `The request did not arrive in time: its headers within ${arrival.headersMs / 1000} s, all of it within ${arrival.requestMs / 1000} s`
+      ]
+    case "HPE_INVALID_METHOD":
+      return [400, "invalid_request", "The request method is not an HTTP method this server knows"]
+    default:
+      return [400, "invalid_request", "The request could not be parsed as HTTP"]
+  }
+}
+
+/** Answers on a raw socket (no response object exists yet) and closes it. */
+const endSocket = (socket: Duplex, status: number, code: string, message: string) => {
   const body = JSON.stringify({ code, message })
   socket.end(
     `HTTP/1.1 ${status} ${NodeHttp.STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
   )
+}
+
+/** Answers through node's response (before the router saw the request) and closes the connection. */
+const writeRefusal = (response: NodeHttp.ServerResponse, status: number, code: string, message: string) => {
+  const body = JSON.stringify({ code, message })
+  response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" })
+  response.end(body)
 }
 
 /** {@link serve} for one `HttpApi`: `serve(apiRoutes(options), options)`. */
@@ -290,7 +345,15 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const requestId = saneRequestId(request.headers["x-request-id"]) ?? crypto.randomUUID()
         const startedAt = performance.now()
-        const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = lacksHost(request) ? Effect.fail(missingHost) : app
+        const encoding = contentEncoding(request)
+        const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = lacksHost(request)
+          ? Effect.fail(missingHost)
+          : encoding !== undefined
+          ? Effect.succeed(HttpServerResponse.text(
+            `Content-Encoding ${JSON.stringify(encoding.slice(0, 50))} is not supported: send the body uncompressed`,
+            { status: 415 }
+          ))
+          : app
         return handled.pipe(
           Effect.matchCauseEffect({
             onSuccess: (response) => Effect.succeed([response, undefined] as const),
@@ -311,6 +374,16 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
     // the types of the routes; handling *all* of them into responses is precisely this middleware's job.
     { global: true }
   )
+
+/**
+ * A request body's `Content-Encoding` other than identity: no route decodes one, and reading the
+ * compressed bytes as the body stored garbage (a publish forwarded gzip bytes labelled JSON). Refused
+ * with 415 before any route runs.
+ */
+const contentEncoding = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  const value = request.headers["content-encoding"]?.trim().toLowerCase()
+  return value === undefined || value === "" || value === "identity" ? undefined : value
+}
 
 /** HTTP/1.1 requires a Host header (RFC 9112 §3.2); HTTP/1.0 did not. */
 const lacksHost = (request: HttpServerRequest.HttpServerRequest) =>
@@ -358,7 +431,9 @@ const fromCause = (
       if (unreadable !== undefined) {
         return clientError(new InvalidRequest({ issues: [{ in: "path", parameter: "", problem: unreadable }] }))
       }
-      const shown = path.length > MAX_PATH_SHOWN ? `${path.slice(0, MAX_PATH_SHOWN)}…` : path
+      // as sent: `/./mcp` is not `/mcp`, which the router would have found
+      const asSent = request.url.startsWith("/") ? request.url.split(/[?#]/)[0]! : path
+      const shown = asSent.length > MAX_PATH_SHOWN ? `${asSent.slice(0, MAX_PATH_SHOWN)}…` : asSent
       return clientError(new RouteNotFound({ message: `No route for ${request.method} ${shown}` }))
     }
     if (failure._tag === "RequestParseError") {

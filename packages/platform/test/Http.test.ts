@@ -1,11 +1,12 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ApiConventions, ApiError, InvalidRequest, MAX_ISSUES, ServiceUnavailable } from "@svc/schema"
-import { Context, Effect, Layer, Logger, References, Schedule, Schema } from "effect"
+import { Context, type Duration, Effect, Layer, Logger, References, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpServer } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Net from "node:net"
 import * as Path from "node:path"
+import * as Zlib from "node:zlib"
 import { apiRoutes, serveApi, toWebHandler } from "../src/Http.ts"
 
 // -----------------------------------------------------------------------------
@@ -229,6 +230,26 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
         assert.strictEqual((yield* request("/offers/%C3%A9")).body?.code, "offer_not_found")
       }))
 
+    it.effect("a body with a Content-Encoding is 415 naming it, before the route reads it", () =>
+      Effect.gen(function*() {
+        const gzipped = yield* request("/offers", {
+          method: "POST",
+          body: new Uint8Array(Zlib.gzipSync(JSON.stringify({ title: "x" }))),
+          headers: { "content-type": "application/json", "content-encoding": "gzip" }
+        })
+        assert.strictEqual(gzipped.response.status, 415)
+        assert.deepStrictEqual(gzipped.body, {
+          code: "unsupported_media_type",
+          message: "Content-Encoding \"gzip\" is not supported: send the body uncompressed"
+        })
+        const identity = yield* request("/years", {
+          method: "POST",
+          body: "[]",
+          headers: { "content-type": "application/json", "content-encoding": "identity" }
+        })
+        assert.notStrictEqual(identity.response.status, 415)
+      }))
+
     it.effect("a defect is a 500 internal_error naming only the request id", () =>
       Effect.gen(function*() {
         const { response, body, text } = yield* request("/defect")
@@ -296,6 +317,27 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       })
     })
 
+  it.effect("Expect other than 100-continue, CONNECT and an unknown method get JSON refusals", () =>
+    Effect.gen(function*() {
+      const expect = yield* exchange("GET /health HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n")
+      assert.match(expect, /^HTTP\/1\.1 417 /)
+      assert.match(expect, /content-type: application\/json/i)
+      assert.include(expect, `{"code":"expectation_failed","message":"Only \`Expect: 100-continue\` is supported"}`)
+      const connect = yield* exchange("CONNECT example.invalid:443 HTTP/1.1\r\nHost: example.invalid:443\r\n\r\n")
+      assert.match(connect, /^HTTP\/1\.1 405 /)
+      assert.include(connect, `"code":"method_not_allowed"`)
+      const unknown = yield* exchange("FOO /health HTTP/1.1\r\nHost: x\r\n\r\n")
+      assert.match(unknown, /^HTTP\/1\.1 400 /)
+      assert.include(unknown, "not an HTTP method this server knows")
+    }))
+
+  it.effect("a 404 names the path as sent, not as normalised", () =>
+    Effect.gen(function*() {
+      const answer = yield* exchange("GET /./openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+      assert.match(answer, /^HTTP\/1\.1 404 /)
+      assert.include(answer, `"message":"No route for GET /./openapi.json"`)
+    }))
+
   it.effect("HTTP/1.1 without Host is a JSON 400 naming the header; HTTP/1.0 needs none", () =>
     Effect.gen(function*() {
       const answer = yield* exchange("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
@@ -305,6 +347,47 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       assert.match(old, /^HTTP\/1\.1 200 /)
       assert.include(old, `{"status":"ok"}`)
     }))
+})
+
+describe("requests that do not arrive in time", () => {
+  const Slow = serveApi({
+    name: "test",
+    api: TestApi,
+    handlers: Handlers,
+    port: 0,
+    host: "127.0.0.1",
+    arrival: { headersMs: 500, requestMs: 1_000 }
+  })
+
+  /** What the server answers to `raw`, sent on a connection kept open, within `within`. */
+  const stalled = (raw: string, within: Duration.Input) =>
+    Effect.gen(function*() {
+      const { address } = yield* HttpServer.HttpServer
+      const port = address._tag === "UnixPathAddress" ? 0 : address.port
+      return yield* Effect.callback<string>((resume) => {
+        const socket = Net.connect(port, "127.0.0.1", () => socket.write(raw))
+        let answer = ""
+        socket.on("data", (chunk) => answer += chunk.toString("latin1"))
+        socket.on("close", () => resume(Effect.succeed(answer)))
+        return Effect.sync(() => socket.destroy())
+      }).pipe(Effect.timeout(within))
+    })
+
+  layer(Slow)("limits of 0.5 s and 1 s", (it) => {
+    it.effect("stalled headers and a stalled body are a JSON 408 naming the limits", () =>
+      Effect.gen(function*() {
+        // node looks for them every second: allow the limit, the check and a busy machine
+        const headers = yield* stalled("GET /health HTTP/1.1\r\nHost: x\r\n", "20 seconds")
+        assert.match(headers, /^HTTP\/1\.1 408 /)
+        assert.include(headers, `"code":"request_timeout"`)
+        assert.include(headers, "its headers within 0.5 s, all of it within 1 s")
+        const body = yield* stalled(
+          "POST /offers HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n{\"title\":",
+          "20 seconds"
+        )
+        assert.match(body, /^HTTP\/1\.1 408 /)
+      }))
+  })
 })
 
 describe("request log", () => {
