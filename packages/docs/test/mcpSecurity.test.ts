@@ -226,7 +226,11 @@ describe("the body cap (MCP_MAX_BODY_BYTES)", () => {
             port,
             method: "POST",
             path: "/mcp",
-            headers: { "content-type": "application/json", "content-length": String(300 * 1024 * 1024) }
+            headers: {
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+              "content-length": String(300 * 1024 * 1024)
+            }
           }, (res) => {
             const chunks: Array<Buffer> = []
             res.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -262,7 +266,11 @@ describe("the body cap (MCP_MAX_BODY_BYTES)", () => {
             port,
             method: "POST",
             path: "/mcp",
-            headers: { "content-type": "application/json", "transfer-encoding": "chunked" }
+            headers: {
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+              "transfer-encoding": "chunked"
+            }
           }, (res) => {
             responded = true
             const chunks: Array<Buffer> = []

@@ -10,6 +10,10 @@
  *   host of `MCP_PUBLIC_URL`), `MCP_ALLOWED_ORIGINS` (default: http(s) origins on those three local
  *   names, any port, plus the origin of `MCP_PUBLIC_URL`). A request without `Origin` (not from a
  *   browser) is judged on `Host` alone. Refused: 403 with a JSON-RPC error body.
+ * - `POST /mcp` checks its headers before reading the body: `Accept` must list `application/json` and
+ *   `text/event-stream` (MCP), a range that covers them such as `*\/*` counts (406 otherwise), then
+ *   `Content-Type` must be `application/json` (415), then the length (413, below); only then is the
+ *   body read, and judged: empty or not JSON `-32700`, not JSON-RPC `-32600` (400).
  * - The body is capped at `MCP_MAX_BODY_BYTES` (default 1 MiB): a `Content-Length` over it is 413
  *   before anything is read; a chunked body is read up to the cap and refused (413) the moment it
  *   passes it, the rest never buffered.
@@ -207,32 +211,112 @@ const isBodyTooLarge = (error: unknown) =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" &&
   error.reason.reason === "BodyTooLarge"
 
+// -----------------------------------------------------------------------------
+// Media types
+// -----------------------------------------------------------------------------
+
+/** A media type's `type/subtype`, lower-cased, without its parameters. */
+const essence = (value: string): string => value.split(";")[0]!.trim().toLowerCase()
+
+/**
+ * Whether an `Accept` header value accepts `type` (RFC 9110 §12.5.1): the most specific range that
+ * matches it decides (`text/event-stream` over `text/*` over `*\/*`), and `q=0` means "not this".
+ */
+const accepts = (accept: string, type: string): boolean => {
+  const wildcard = `${type.split("/")[0]}/*`
+  let best: { readonly specificity: number; readonly q: number } | undefined
+  for (const item of accept.split(",")) {
+    const [range = "", ...parameters] = item.split(";")
+    const name = range.trim().toLowerCase()
+    const specificity = name === type ? 2 : name === wildcard ? 1 : name === "*/*" ? 0 : -1
+    if (specificity < 0 || (best !== undefined && best.specificity > specificity)) continue
+    const weight = parameters.map((parameter) => parameter.trim().toLowerCase()).find((parameter) => parameter.startsWith("q="))
+    const q = weight === undefined ? 1 : Number(weight.slice(2))
+    best = { specificity, q: Number.isNaN(q) ? 1 : q }
+  }
+  return best !== undefined && best.q > 0
+}
+
+/**
+ * Whether a `POST /mcp` may be answered: MCP's Streamable HTTP has the client list both
+ * `application/json` and `text/event-stream` in `Accept`. A range that covers them counts as listing
+ * them (`*\/*`, or `application/*` with `text/*`), as HTTP reads it; a missing `Accept` does not.
+ */
+export const acceptsMcpAnswers = (accept: string | undefined): boolean =>
+  accept !== undefined && accepts(accept, "application/json") && accepts(accept, "text/event-stream")
+
+/** What the headers of a `POST /mcp` say wrong, before its body is read: 406, 415, 413. */
+const headerRefusal = (
+  headers: Readonly<Record<string, string | undefined>>,
+  maxBodyBytes: number
+): HttpServerResponse.HttpServerResponse | undefined => {
+  const accept = headers["accept"]
+  if (!acceptsMcpAnswers(accept)) {
+    return jsonRpcError(
+      406,
+      -32000,
+      `Not Acceptable: ${accept === undefined ? "there is no Accept header" : `Accept "${accept.slice(0, 100)}"`}; ` +
+        "send Accept: application/json, text/event-stream (MCP Streamable HTTP)"
+    )
+  }
+  const contentType = headers["content-type"]
+  if (contentType === undefined || essence(contentType) !== "application/json") {
+    return jsonRpcError(
+      415,
+      -32000,
+      `Unsupported Media Type: ${
+        contentType === undefined ? "there is no Content-Type header" : `Content-Type "${contentType.slice(0, 100)}"`
+      }; send Content-Type: application/json`
+    )
+  }
+  // a declared length over the cap: refused before a byte is read
+  const length = headers["content-length"]
+  if (length !== undefined && /^\d+$/.test(length.trim()) && Number(length) > maxBodyBytes) return tooLarge(maxBodyBytes)
+  return undefined
+}
+
+/** `text` parsed, or `undefined` when it is not JSON. */
+const parseJson = (text: string): { readonly value: unknown } | undefined => {
+  try {
+    return { value: JSON.parse(text) }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * `POST /mcp`, checked in this order: the headers (406 `Accept`, 415 `Content-Type`, 413 a declared
+ * length over the cap), then the body as it is read (413 past the cap), then as text (400 `-32700`:
+ * empty, not JSON), then as JSON-RPC (`JsonRpc.ts`: 400 `-32600`, `-32602`); only then the SDK.
+ */
 const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy: boolean }) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    // a declared length over the cap: refused before a byte is read
-    const length = request.headers["content-length"]
-    if (length !== undefined && /^\d+$/.test(length.trim()) && Number(length) > config.maxBodyBytes) {
-      return tooLarge(config.maxBodyBytes)
-    }
-    // otherwise (chunked, or a lying length) the reader stops at the cap: BodyTooLarge
-    const parsed = yield* Effect.result(
-      Effect.provideService(request.json, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes))
+    const refusedHeaders = headerRefusal(request.headers, config.maxBodyBytes)
+    if (refusedHeaders !== undefined) return refusedHeaders
+    // without a declared length (chunked, or a lying one) the reader stops at the cap: BodyTooLarge
+    const read = yield* Effect.result(
+      Effect.provideService(request.text, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes))
     )
-    if (parsed._tag === "Failure") {
-      return isBodyTooLarge(parsed.failure)
+    if (read._tag === "Failure") {
+      return isBodyTooLarge(read.failure)
         ? tooLarge(config.maxBodyBytes)
-        : jsonRpcError(400, -32700, "Parse error: the body is not JSON")
+        : jsonRpcError(400, -32700, "Parse error: the body could not be read")
     }
+    if (read.success.trim() === "") {
+      return jsonRpcError(400, -32700, "Parse error: the body is empty; send a JSON-RPC message (a JSON object)")
+    }
+    const parsed = parseJson(read.success)
+    if (parsed === undefined) return jsonRpcError(400, -32700, "Parse error: the body is not JSON")
     // what is not JSON-RPC, or a tools/call the tools cannot take, is named with JSON-RPC's own codes (JsonRpc.ts)
-    const refused = JsonRpc.refusalOf(parsed.success)
+    const refused = JsonRpc.refusalOf(parsed.value)
     if (refused !== undefined) {
       return HttpServerResponse.jsonUnsafe(
         { jsonrpc: "2.0", error: { code: refused.code, message: refused.message }, id: refused.id },
         { status: refused.id === null ? 400 : 200 }
       )
     }
-    const body = withoutSelfCancelled(parsed.success)
+    const body = withoutSelfCancelled(parsed.value)
     if (body === undefined) return HttpServerResponse.empty({ status: 202 })
 
     const address = clientAddress(request, config.trustProxy)
@@ -243,6 +327,8 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
       await server.connect(transport)
       const requestHeaders = new Headers()
       for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) requestHeaders.set(name, value)
+      // Accept was judged above (a wildcard counts); the SDK only looks for the two names
+      requestHeaders.set("accept", "application/json, text/event-stream")
       const response = await transport.handleRequest(
         new Request(`http://mcp.local${request.url}`, { method: "POST", headers: requestHeaders }),
         { parsedBody: body }

@@ -1,0 +1,183 @@
+/**
+ * `POST /mcp` as HTTP, on a real socket, with exactly the headers and bytes a client sends: the order
+ * of the checks (headers before the body), `Accept` wildcards, the messages for an empty body and an
+ * id JSON cannot carry exactly, batches answered as arrays, and CORS for browser clients at an
+ * allowed origin. Nothing here reaches the REST API (`ping` and `tools/list` need none).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { serve } from "@svc/platform"
+import { ConfigProvider, Context, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import * as Http from "node:http"
+import { DocsClient } from "../src/mcp/DocsClient.ts"
+import { acceptsMcpAnswers, routes as mcpRoutes } from "../src/mcp/McpHttp.ts"
+
+/** The MCP HTTP server on 127.0.0.1:<free port> with `env`; its port. */
+const startMcp = (env: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(
+      serve(mcpRoutes, { name: "mcp", port: 0, host: "127.0.0.1" }).pipe(
+        Layer.provide(DocsClient.layer({ baseUrl: "http://127.0.0.1:9", timeout: "5 seconds", retries: 0 })),
+        Layer.provide(ConfigProvider.layerAdd(ConfigProvider.fromEnvRecord(env), { asPrimary: true }))
+      )
+    )
+    const { address } = Context.get(context, HttpServer.HttpServer)
+    return address._tag === "UnixPathAddress" ? 0 : address.port
+  })
+
+interface Answer {
+  readonly status: number
+  readonly headers: Http.IncomingHttpHeaders
+  readonly text: string
+  readonly body: any
+}
+
+const MCP_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" }
+
+/**
+ * One request with exactly `headers` (and `Host`), the body sent as is: no header is added for it.
+ * `headers` with `undefined` values drop those of the defaults.
+ */
+const send = (
+  port: number,
+  options: {
+    readonly method?: string
+    readonly path?: string
+    readonly headers?: Record<string, string | undefined>
+    readonly body?: string
+  } = {}
+) =>
+  Effect.promise(() =>
+    new Promise<Answer>((resolve, reject) => {
+      const headers: Record<string, string> = {}
+      for (const [name, value] of Object.entries({ host: `127.0.0.1:${port}`, ...options.headers })) {
+        if (value !== undefined) headers[name] = value
+      }
+      const req = Http.request(
+        { host: "127.0.0.1", port, method: options.method ?? "POST", path: options.path ?? "/mcp", headers },
+        (res) => {
+          const chunks: Array<Buffer> = []
+          res.on("data", (chunk: Buffer) => chunks.push(chunk))
+          res.on("end", () => {
+            const text = Buffer.concat(chunks).toString("utf8")
+            let body: unknown = undefined
+            try {
+              body = text === "" ? undefined : JSON.parse(text)
+            } catch {}
+            resolve({ status: res.statusCode!, headers: res.headers, text, body })
+          })
+        }
+      )
+      req.on("error", reject)
+      req.end(options.body)
+    })
+  )
+
+/** A POST with the headers MCP asks for (overridable), the body as text. */
+const post = (port: number, body: string, headers: Record<string, string | undefined> = {}) =>
+  send(port, { body, headers: { ...MCP_HEADERS, ...headers } })
+
+describe("POST /mcp: headers are checked before the body", () => {
+  it.effect("406 for Accept, then 415 for Content-Type, then 413 for a declared length, whatever the body is", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp({ MCP_MAX_BODY_BYTES: "1024" })
+      const notJson = "this is not JSON"
+
+      // Content-Type text/plain with a body that is not JSON: 415, not -32700
+      const plain = yield* post(port, notJson, { "content-type": "text/plain" })
+      assert.strictEqual(plain.status, 415, plain.text)
+      assert.deepStrictEqual([plain.body.jsonrpc, plain.body.error.code, plain.body.id], ["2.0", -32000, null])
+      assert.match(plain.body.error.message, /^Unsupported Media Type: Content-Type "text\/plain"; send Content-Type: application\/json/)
+      const noType = yield* post(port, notJson, { "content-type": undefined })
+      assert.strictEqual(noType.status, 415)
+      assert.match(noType.body.error.message, /there is no Content-Type header/)
+
+      // no Accept with a body that is not JSON: 406, not -32700
+      const noAccept = yield* post(port, notJson, { accept: undefined })
+      assert.strictEqual(noAccept.status, 406, noAccept.text)
+      assert.deepStrictEqual([noAccept.body.jsonrpc, noAccept.body.error.code, noAccept.body.id], ["2.0", -32000, null])
+      assert.match(noAccept.body.error.message, /^Not Acceptable: there is no Accept header; send Accept: application\/json, text\/event-stream/)
+      // Accept before Content-Type
+      assert.strictEqual((yield* post(port, notJson, { accept: "text/html", "content-type": "text/plain" })).status, 406)
+      // both headers before the declared length, the length before the body (which is never sent in full here)
+      assert.strictEqual((yield* post(port, "x".repeat(2048), { accept: undefined })).status, 406)
+      assert.strictEqual((yield* post(port, "x".repeat(2048), { "content-type": "text/plain" })).status, 415)
+      assert.strictEqual((yield* post(port, "x".repeat(2048))).status, 413)
+
+      // the headers right, the body is judged: not JSON, then not JSON-RPC
+      const garbage = yield* post(port, notJson)
+      assert.deepStrictEqual([garbage.status, garbage.body.error.code], [400, -32700])
+      assert.strictEqual(garbage.body.error.message, "Parse error: the body is not JSON")
+      const notRpc = yield* post(port, "{}")
+      assert.deepStrictEqual([notRpc.status, notRpc.body.error.code], [400, -32600])
+      // a charset parameter is still JSON
+      const withCharset = yield* post(port, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }), {
+        "content-type": "Application/JSON; charset=utf-8"
+      })
+      assert.deepStrictEqual([withCharset.status, withCharset.body.result], [200, {}])
+    }).pipe(Effect.scoped))
+
+  it.effect("an empty body is -32700 saying the body is empty", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      for (const body of ["", "  \r\n"]) {
+        const empty = yield* post(port, body)
+        assert.strictEqual(empty.status, 400, JSON.stringify(body))
+        assert.deepStrictEqual(empty.body, {
+          jsonrpc: "2.0",
+          error: { code: -32700, message: "Parse error: the body is empty; send a JSON-RPC message (a JSON object)" },
+          id: null
+        })
+      }
+      // JSON null is a body, and not a message
+      const nullBody = yield* post(port, "null")
+      assert.deepStrictEqual([nullBody.status, nullBody.body.error.code], [400, -32600])
+      assert.include(nullBody.body.error.message, "a message must be a JSON object, not null")
+    }).pipe(Effect.scoped))
+})
+
+describe("POST /mcp: Accept", () => {
+  it("both types listed, or covered by a wildcard range (*/*, application/* with text/*); q=0 refuses; none is not enough", () => {
+    for (
+      const accept of [
+        "application/json, text/event-stream",
+        "text/event-stream,application/json",
+        "APPLICATION/JSON;q=0.9, text/event-stream;q=0.1",
+        "*/*",
+        "*/*;q=0.8",
+        "application/*, text/*",
+        "application/json, text/*",
+        "text/html, */*;q=0.1"
+      ]
+    ) assert.isTrue(acceptsMcpAnswers(accept), accept)
+    for (
+      const accept of [
+        undefined,
+        "",
+        "application/json",
+        "text/event-stream",
+        "application/*",
+        "text/html",
+        "*/*;q=0",
+        "*/*, text/event-stream;q=0",
+        "application/json;q=0, text/event-stream",
+        "application/jsonx, text/event-streamy"
+      ]
+    ) assert.isFalse(acceptsMcpAnswers(accept), String(accept))
+  })
+
+  it.effect("Accept: */* is served (it covers both types); Accept: application/json alone is 406", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
+      for (const accept of ["*/*", "application/*, text/*"]) {
+        const answer = yield* post(port, ping, { accept })
+        assert.strictEqual(answer.status, 200, `${accept}: ${answer.text}`)
+        assert.deepStrictEqual(answer.body, { jsonrpc: "2.0", id: 1, result: {} })
+        assert.match(String(answer.headers["content-type"]), /^application\/json/)
+      }
+      const jsonOnly = yield* post(port, ping, { accept: "application/json" })
+      assert.strictEqual(jsonOnly.status, 406)
+      assert.match(jsonOnly.body.error.message, /^Not Acceptable: Accept "application\/json"; send Accept: application\/json, text\/event-stream/)
+    }).pipe(Effect.scoped))
+})
