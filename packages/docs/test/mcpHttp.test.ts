@@ -181,3 +181,26 @@ describe("POST /mcp: Accept", () => {
       assert.match(jsonOnly.body.error.message, /^Not Acceptable: Accept "application\/json"; send Accept: application\/json, text\/event-stream/)
     }).pipe(Effect.scoped))
 })
+
+describe("POST /mcp: an id JSON cannot carry exactly", () => {
+  it.effect("an integer id past 2^53 - 1 is refused without quoting the rounded value it was parsed to", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      for (const id of ["9007199254740993", "9007199254740992", "-9007199254740993", "123456789012345678901234567890", "1e400"]) {
+        const answer = yield* post(port, `{"jsonrpc":"2.0","id":${id},"method":"ping"}`)
+        assert.strictEqual(answer.status, 400, id)
+        assert.deepStrictEqual([answer.body.error.code, answer.body.id], [-32600, null], id)
+        assert.strictEqual(
+          answer.body.error.message,
+          `Invalid Request: "id" is an integer beyond ±9007199254740991 (2^53 - 1), which this server cannot read exactly; send it as a string`,
+          id
+        )
+      }
+      // the largest exact one is served as it was sent; a fraction is still named
+      const largest = yield* post(port, `{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}`)
+      assert.strictEqual(largest.status, 200)
+      assert.include(largest.text, `"id":9007199254740991`)
+      const fraction = yield* post(port, `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`)
+      assert.strictEqual(fraction.body.error.message, `Invalid Request: "id" must be a string or an integer, not 1.5`)
+    }).pipe(Effect.scoped))
+})

@@ -32,11 +32,20 @@ const isId = (value: unknown): value is string | number => typeof value === "str
 
 const kind = (value: unknown) => value === null ? "null" : Array.isArray(value) ? "an array" : typeof value
 
+/**
+ * Why `id` is not one. An integer past 2^53 - 1 was rounded when the body was parsed
+ * (9007199254740993 reads as 9007199254740992): it is not quoted, the parsed value is not what was sent.
+ */
+const idProblem = (id: unknown): string =>
+  typeof id === "number" && (Number.isInteger(id) || !Number.isFinite(id))
+    ? `"id" is an integer beyond ±${Number.MAX_SAFE_INTEGER} (2^53 - 1), which this server cannot read exactly; send it as a string`
+    : `"id" must be a string or an integer, not ${JSON.stringify(id)?.slice(0, 40)}`
+
 /** Why `message` is not a JSON-RPC message MCP takes, if it is not. */
 const envelopeProblem = (message: unknown): string | undefined => {
   if (!isObject(message)) return `a message must be a JSON object, not ${kind(message)}`
   if (message["jsonrpc"] !== "2.0") return `"jsonrpc" must be "2.0"`
-  if ("id" in message && !isId(message["id"])) return `"id" must be a string or an integer, not ${JSON.stringify(message["id"])?.slice(0, 40)}`
+  if ("id" in message && !isId(message["id"])) return idProblem(message["id"])
   const response = "result" in message || "error" in message
   if ("method" in message) {
     if (typeof message["method"] !== "string") return `"method" must be a string`
