@@ -204,3 +204,58 @@ describe("POST /mcp: an id JSON cannot carry exactly", () => {
       assert.strictEqual(fraction.body.error.message, `Invalid Request: "id" must be a string or an integer, not 1.5`)
     }).pipe(Effect.scoped))
 })
+
+describe("POST /mcp: batches", () => {
+  const ping = (id: number | string) => ({ jsonrpc: "2.0", id, method: "ping" })
+  const initialized = { jsonrpc: "2.0", method: "notifications/initialized" }
+  const aResponse = { jsonrpc: "2.0", id: "from-client", result: {} }
+
+  it.effect("a batch is answered with an array of the responses to its requests, even when it holds one request", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      // batches are taken whatever MCP-Protocol-Version says (2025-06-18 and later have none; the SDK still takes them)
+      for (const version of [undefined, "2025-03-26", "2025-06-18", "2025-11-25"]) {
+        const batch = (messages: ReadonlyArray<unknown>) =>
+          post(port, JSON.stringify(messages), { "mcp-protocol-version": version })
+        for (
+          const [messages, ids] of [
+            [[ping(1)], [1]],
+            [[initialized, ping(2)], [2]],
+            [[aResponse, ping(3)], [3]],
+            [[ping(4), ping("five")], [4, "five"]]
+          ] as const
+        ) {
+          const answer = yield* batch(messages)
+          const what = `${version}: ${JSON.stringify(messages)}`
+          assert.strictEqual(answer.status, 200, `${what}: ${answer.text}`)
+          assert.isTrue(Array.isArray(answer.body), `${what}: ${answer.text}`)
+          assert.deepStrictEqual(answer.body.map((item: any) => item.id), [...ids], what)
+          for (const item of answer.body) assert.deepStrictEqual(item.result, {}, what)
+        }
+        // nothing to answer: 202 and no body, as before
+        const silent = yield* batch([initialized, aResponse])
+        assert.deepStrictEqual([silent.status, silent.text], [202, ""], String(version))
+      }
+      // a single message (not in an array) is answered with a single object
+      const single = yield* post(port, JSON.stringify(ping(6)), { "mcp-protocol-version": "2025-03-26" })
+      assert.deepStrictEqual(single.body, { jsonrpc: "2.0", id: 6, result: {} })
+      // a batch that cancels one of its two requests: the other's answer, in an array
+      const cancelling = yield* post(port, JSON.stringify([
+        { jsonrpc: "2.0", id: 7, method: "tools/list" },
+        { jsonrpc: "2.0", id: 8, method: "tools/list" },
+        { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } }
+      ]))
+      assert.strictEqual(cancelling.status, 200)
+      assert.deepStrictEqual(cancelling.body.map((item: any) => item.id), [8])
+      assert.strictEqual(cancelling.body[0].result.tools.length, 2)
+      // an error to a batch's request is in the array too (the SDK's own -32603 in words)
+      const refused = yield* post(port, JSON.stringify([{ jsonrpc: "2.0", id: 9, method: "tools/list", params: { cursor: 5 } }]))
+      assert.strictEqual(refused.status, 200)
+      assert.deepStrictEqual([refused.body.length, refused.body[0].id, refused.body[0].error.code], [1, 9, -32602])
+      // a batch the transport refuses whole stays one error object (JSON-RPC: a batch it cannot serve at all)
+      const badVersion = yield* post(port, JSON.stringify([ping(10)]), { "mcp-protocol-version": "1999-01-01" })
+      assert.strictEqual(badVersion.status, 400)
+      assert.isFalse(Array.isArray(badVersion.body))
+      assert.match(badVersion.body.error.message, /Unsupported protocol version/)
+    }).pipe(Effect.scoped))
+})

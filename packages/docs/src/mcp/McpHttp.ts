@@ -17,6 +17,10 @@
  * - The body is capped at `MCP_MAX_BODY_BYTES` (default 1 MiB): a `Content-Length` over it is 413
  *   before anything is read; a chunked body is read up to the cap and refused (413) the moment it
  *   passes it, the rest never buffered.
+ * - A batch (a JSON array of messages) is answered with an array of the responses to its requests,
+ *   even when there is one (the SDK's transport then answered a bare object). Batches are taken
+ *   whatever `MCP-Protocol-Version` says (2025-03-26 has them, 2025-06-18 and later do not; the SDK
+ *   takes them from any client).
  * - A batch that carries its own `notifications/cancelled` for one of its requests: the cancelled
  *   request gets no JSON-RPC response (as the spec says). Rather than leave the HTTP exchange hanging
  *   until a gateway reaps it, the server drops the cancelled requests before serving the batch and,
@@ -337,19 +341,28 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
       const text = await response.text()
       const headers = new Headers(response.headers)
       headers.delete("content-length") // the body may have changed (readable)
-      return new Response(text === "" ? null : readable(text), { status: response.status, headers })
+      const answer = text === "" ? null : readable(text, Array.isArray(body) && response.status === 200)
+      return new Response(answer, { status: response.status, headers })
     }).pipe(
       Effect.map(HttpServerResponse.fromWeb),
       Effect.ensuring(Effect.promise(() => server.close()))
     )
   })
 
-/** The SDK's JSON answer with its schema refusals in words (`JsonRpc.readableErrors`); anything else as it is. */
-const readable = (text: string): string => {
-  // only an answer holding an internal error can need it: the others (tool results) pass unparsed
-  if (!text.includes("-32603")) return text
+/**
+ * The SDK's JSON answer, with its schema refusals in words (`JsonRpc.readableErrors`), and as an array
+ * when it answers a batch: the SDK's transport answers a batch that holds one request with that one
+ * response, a bare object, where JSON-RPC 2.0 answers a batch with an array. (Its refusals of a whole
+ * batch, 4xx, stay one object, as JSON-RPC answers a batch it cannot read.) Anything else as it is.
+ */
+const readable = (text: string, batch: boolean): string => {
+  // only an answer holding an internal error, or to a batch, can need it: the others (tool results) pass unparsed
+  const internal = text.includes("-32603")
+  if (!internal && !batch) return text
   try {
-    return JSON.stringify(JsonRpc.readableErrors(JSON.parse(text)))
+    const answer: unknown = JSON.parse(text)
+    const worded = internal ? JsonRpc.readableErrors(answer) : answer
+    return JSON.stringify(batch && !Array.isArray(worded) ? [worded] : worded)
   } catch {
     return text
   }
