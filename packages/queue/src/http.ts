@@ -222,6 +222,14 @@ export const BatchRoute = HttpRouter.add(
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const settings = yield* QueueConfig
     yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? splitTarget(request.url).token)
+    // JSON, or no Content-Type at all (read as JSON), as the API's other JSON bodies
+    const mediaType = request.headers["content-type"]?.split(";")[0]!.trim().toLowerCase()
+    if (mediaType !== undefined && mediaType !== "" && mediaType !== "application/json") {
+      return HttpServerResponse.text(
+        `Content-Type ${JSON.stringify(mediaType.slice(0, 100))} is not supported: send application/json`,
+        { status: 415 }
+      )
+    }
     const bytes = yield* readCapped(request, settings.maxBatchBytes, () => new BatchTooLarge({ maxBytes: settings.maxBatchBytes }))
     const expected = "a JSON array of messages ({\"destination\", \"body\", \"headers\"})"
     const parsed = JsonBody.parse(bytes, expected)

@@ -69,7 +69,11 @@ layer(queueLayer({ maxBatchMessages: 5, maxBatchBytes: 4096 }), { timeout: 120_0
       assert.match(undecodable.body.message, /\[0\]\.bodyEncoding/)
       assert.match(undecodable.body.message, /\[1\]\.header/)
       for (const bad of [{}, "[", []]) {
-        const refused = yield* call("/v2/batch", { method: "POST", body: typeof bad === "string" ? bad : JSON.stringify(bad) })
+        const refused = yield* call("/v2/batch", {
+          method: "POST",
+          body: typeof bad === "string" ? bad : JSON.stringify(bad),
+          headers: { "content-type": "application/json" }
+        })
         assert.strictEqual(refused.status, 400, JSON.stringify(bad))
       }
       assert.strictEqual(yield* countMessages, before)
@@ -119,6 +123,23 @@ layer(queueLayer({ maxBatchMessages: 5, maxBatchBytes: 4096 }), { timeout: 120_0
       const chunked = yield* chunkedPost("/v2/batch", [`[{"destination":"${dest.baseUrl}/cap","body":"`, "y".repeat(3000), "y".repeat(3000), "\"}]"])
       assert.strictEqual(chunked.status, 413)
       assert.strictEqual(yield* countMessages, before)
+    }))
+
+  it.effect("a body that is not JSON by its Content-Type is 415 naming it, nothing stored; none at all is read as JSON", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const before = yield* countMessages
+      const body = JSON.stringify([{ destination: `${dest.baseUrl}/typed` }])
+      for (const type of ["text/plain", "application/x-www-form-urlencoded", "application/xml; charset=utf-8"]) {
+        const refused = yield* call("/v2/batch", { method: "POST", body, headers: { "content-type": type } })
+        assert.strictEqual(refused.status, 415, type)
+        assert.strictEqual(refused.body.code, "unsupported_media_type", type)
+        assert.include(refused.body.message, `${JSON.stringify(type.split(";")[0])} is not supported: send application/json`)
+      }
+      assert.strictEqual(yield* countMessages, before)
+      const untyped = yield* call("/v2/batch", { method: "POST", body: new TextEncoder().encode(body) })
+      assert.strictEqual(untyped.status, 201)
+      assert.strictEqual((yield* call("/v2/batch", { method: "POST", body, headers: { "content-type": "application/json; charset=utf-8" } })).status, 201)
     }))
 
   it.effect("answers element i as a publish would, with every publish header per element; groups fan out", () =>
