@@ -259,3 +259,152 @@ describe("POST /mcp: batches", () => {
       assert.match(badVersion.body.error.message, /Unsupported protocol version/)
     }).pipe(Effect.scoped))
 })
+
+describe("CORS: browser clients at an allowed origin", () => {
+  const preflightFrom = (port: number, origin: string, extra: Record<string, string> = {}, path = "/mcp") =>
+    send(port, {
+      method: "OPTIONS",
+      path,
+      headers: {
+        origin,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type,authorization,mcp-protocol-version",
+        ...extra
+      }
+    })
+  const tokens = (value: unknown) => String(value ?? "").split(",").map((item) => item.trim().toLowerCase()).filter((item) => item !== "")
+  const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
+
+  it.effect("a preflight from an allowed origin: 204 naming that origin, the methods, the MCP request headers and a max-age", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      const origin = "http://localhost:3000"
+      const answer = yield* preflightFrom(port, origin)
+      assert.strictEqual(answer.status, 204, answer.text)
+      assert.strictEqual(answer.text, "")
+      assert.strictEqual(answer.headers["access-control-allow-origin"], origin)
+      assert.include(tokens(answer.headers["vary"]), "origin")
+      assert.includeMembers(tokens(answer.headers["access-control-allow-methods"]), ["post", "get", "delete"])
+      assert.includeMembers(tokens(answer.headers["access-control-allow-headers"]), [
+        "content-type",
+        "accept",
+        "authorization",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "last-event-id",
+        "x-svc-api-key",
+        "x-api-key"
+      ])
+      assert.strictEqual(answer.headers["access-control-max-age"], "7200")
+      assert.notProperty(answer.headers, "access-control-allow-credentials")
+      assert.notProperty(answer.headers, "access-control-allow-private-network")
+      // Chromium's Private Network Access: a public page calling this machine asks for it
+      const privateNetwork = yield* preflightFrom(port, origin, { "access-control-request-private-network": "true" })
+      assert.strictEqual(privateNetwork.headers["access-control-allow-private-network"], "true")
+      // an OPTIONS that is not a preflight: 204, nothing granted but the origin
+      const plain = yield* send(port, { method: "OPTIONS" })
+      assert.strictEqual(plain.status, 204)
+      assert.notProperty(plain.headers, "access-control-allow-origin")
+      assert.notProperty(plain.headers, "access-control-allow-methods")
+    }).pipe(Effect.scoped))
+
+  it.effect("answers to an allowed origin carry the grant and expose the MCP headers, errors too; no Origin, no grant", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      const origin = "http://127.0.0.1:5173"
+      const served = yield* post(port, ping, { origin })
+      assert.strictEqual(served.status, 200, served.text)
+      assert.deepStrictEqual(served.body, { jsonrpc: "2.0", id: 1, result: {} })
+      assert.strictEqual(served.headers["access-control-allow-origin"], origin)
+      assert.include(tokens(served.headers["vary"]), "origin")
+      assert.includeMembers(tokens(served.headers["access-control-expose-headers"]), [
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "www-authenticate"
+      ])
+      // a browser must be able to read why it was refused: 406, -32600, 405 carry the grant too
+      for (
+        const answer of [
+          yield* post(port, ping, { origin, accept: "application/json" }),
+          yield* post(port, "{}", { origin }),
+          yield* send(port, { method: "GET", headers: { origin, accept: "text/event-stream" } }),
+          yield* send(port, { method: "DELETE", headers: { origin } })
+        ]
+      ) {
+        assert.isAtLeast(answer.status, 400)
+        assert.strictEqual(answer.headers["access-control-allow-origin"], origin, answer.text)
+      }
+      // no Origin (not a browser): served, no grant, still Vary: Origin for caches
+      const noOrigin = yield* post(port, ping)
+      assert.strictEqual(noOrigin.status, 200)
+      assert.notProperty(noOrigin.headers, "access-control-allow-origin")
+      assert.include(tokens(noOrigin.headers["vary"]), "origin")
+    }).pipe(Effect.scoped))
+
+  it.effect("a disallowed origin gets no grant: its preflight and its requests are the 403 they were", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      const origin = "http://evil.example.com"
+      const preflight = yield* preflightFrom(port, origin)
+      assert.strictEqual(preflight.status, 403)
+      assert.match(preflight.body.error.message, /Origin "http:\/\/evil\.example\.com" is not allowed/)
+      const refused = yield* post(port, ping, { origin })
+      assert.strictEqual(refused.status, 403)
+      for (const answer of [preflight, refused]) {
+        for (const name of ["access-control-allow-origin", "access-control-allow-methods", "access-control-allow-headers"]) {
+          assert.notProperty(answer.headers, name)
+        }
+      }
+      // an allowed origin on a Host the server does not answer: 403 (the grant lets the page read why)
+      const wrongHost = yield* preflightFrom(port, "http://localhost:3000", { host: "evil.example.com" })
+      assert.strictEqual(wrongHost.status, 403)
+      assert.notProperty(wrongHost.headers, "access-control-allow-methods")
+    }).pipe(Effect.scoped))
+
+  it.effect("MCP_ALLOWED_ORIGINS decides: a listed origin is granted, the defaults are not; * grants each origin by name, never null", () =>
+    Effect.gen(function*() {
+      const listed = yield* startMcp({ MCP_ALLOWED_ORIGINS: "https://app.example.com" })
+      const app = yield* preflightFrom(listed, "https://app.example.com")
+      assert.strictEqual(app.status, 204)
+      assert.strictEqual(app.headers["access-control-allow-origin"], "https://app.example.com")
+      const appPost = yield* post(listed, ping, { origin: "https://app.example.com" })
+      assert.deepStrictEqual([appPost.status, appPost.headers["access-control-allow-origin"]], [200, "https://app.example.com"])
+      const local = yield* preflightFrom(listed, "http://localhost:3000")
+      assert.strictEqual(local.status, 403)
+      assert.notProperty(local.headers, "access-control-allow-origin")
+
+      const open = yield* startMcp({ MCP_ALLOWED_ORIGINS: "*" })
+      const any = yield* preflightFrom(open, "https://anyone.example.org")
+      assert.strictEqual(any.status, 204)
+      assert.strictEqual(any.headers["access-control-allow-origin"], "https://anyone.example.org")
+      const opaque = yield* preflightFrom(open, "null")
+      assert.notProperty(opaque.headers, "access-control-allow-origin")
+      assert.notProperty(opaque.headers, "access-control-allow-methods")
+    }).pipe(Effect.scoped))
+
+  it.effect("the RFC 9728 metadata and /mcp/oauth answer an allowed origin's preflight and requests; /ping is not for browsers", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      const origin = "http://localhost:6274"
+      for (const path of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"]) {
+        const preflight = yield* preflightFrom(port, origin, { "access-control-request-method": "GET" }, path)
+        assert.strictEqual(preflight.status, 204, path)
+        assert.strictEqual(preflight.headers["access-control-allow-origin"], origin, path)
+        assert.deepStrictEqual(tokens(preflight.headers["access-control-allow-methods"]), ["get"], path)
+        const metadata = yield* send(port, { method: "GET", path, headers: { origin } })
+        assert.strictEqual(metadata.status, 200, path)
+        assert.strictEqual(metadata.headers["access-control-allow-origin"], origin, path)
+        const foreign = yield* send(port, { method: "GET", path, headers: { origin: "http://evil.example.com" } })
+        assert.strictEqual(foreign.status, 200, "public metadata, served; only not granted to a disallowed origin")
+        assert.notProperty(foreign.headers, "access-control-allow-origin")
+      }
+      const oauthPreflight = yield* preflightFrom(port, origin, {}, "/mcp/oauth")
+      assert.strictEqual(oauthPreflight.status, 204)
+      assert.strictEqual(oauthPreflight.headers["access-control-allow-origin"], origin)
+      const oauth = yield* send(port, { method: "GET", path: "/mcp/oauth", headers: { origin } })
+      assert.deepStrictEqual([oauth.status, oauth.headers["access-control-allow-origin"]], [501, origin])
+      const ping = yield* send(port, { method: "GET", path: "/ping", headers: { origin } })
+      assert.strictEqual(ping.status, 200)
+      assert.notProperty(ping.headers, "access-control-allow-origin")
+    }).pipe(Effect.scoped))
+})

@@ -10,6 +10,11 @@
  *   host of `MCP_PUBLIC_URL`), `MCP_ALLOWED_ORIGINS` (default: http(s) origins on those three local
  *   names, any port, plus the origin of `MCP_PUBLIC_URL`). A request without `Origin` (not from a
  *   browser) is judged on `Host` alone. Refused: 403 with a JSON-RPC error body.
+ * - CORS, so that a browser page at an allowed origin can use `/mcp`: `OPTIONS` is a preflight (204
+ *   with the methods, the request headers MCP clients send, a max-age) and every answer to an allowed
+ *   `Origin` names it in `Access-Control-Allow-Origin` and exposes MCP's response headers; all carry
+ *   `Vary: Origin`. A disallowed origin gets no grant, and its 403. The RFC 9728 metadata (public, not
+ *   Host-checked) is granted to allowed origins the same way; `/ping` is not.
  * - `POST /mcp` checks its headers before reading the body: `Accept` must list `application/json` and
  *   `text/event-stream` (MCP), a range that covers them such as `*\/*` counts (406 otherwise), then
  *   `Content-Type` must be `application/json` (415), then the length (413, below); only then is the
@@ -198,6 +203,86 @@ const guarded = <E, R>(policy: OriginPolicy, handler: Effect.Effect<HttpServerRe
       )
     }
     return yield* handler
+  })
+
+// -----------------------------------------------------------------------------
+// CORS
+// -----------------------------------------------------------------------------
+
+/**
+ * The request headers a browser at an allowed origin may send: what the MCP SDK's client sends
+ * (`content-type`, `accept`, `mcp-protocol-version`; `mcp-session-id` once it has one, `last-event-id`
+ * when it resumes a stream) and the key headers this server reads (`authorization`, `x-svc-api-key`,
+ * `x-api-key`). Listed, not echoed from the preflight: `authorization` is never covered by `*`.
+ */
+export const CORS_ALLOWED_HEADERS = [
+  "accept",
+  "authorization",
+  "content-type",
+  "last-event-id",
+  "mcp-protocol-version",
+  "mcp-session-id",
+  "x-api-key",
+  "x-svc-api-key"
+] as const
+
+/**
+ * The response headers a browser client may read: MCP's (`mcp-session-id`, which this stateless
+ * server never sends but clients look for, and `mcp-protocol-version`), `www-authenticate` (where a
+ * client looks for the RFC 9728 metadata on a 401) and the request id every answer carries.
+ */
+export const CORS_EXPOSED_HEADERS = ["mcp-session-id", "mcp-protocol-version", "www-authenticate", "x-request-id"] as const
+
+/** The methods of `/mcp` a browser may use: POST, and GET and DELETE so that it can read their 405. */
+const MCP_METHODS = "POST, GET, DELETE"
+
+/** How long a browser may keep a preflight's answer: 2 hours, the most Chromium keeps one. */
+const CORS_MAX_AGE_SECONDS = 7200
+
+/** Whether a CORS grant may name `origin`: allowed by the policy, and an origin (never `null`). */
+const grantable = (policy: OriginPolicy, origin: string | undefined): origin is string => {
+  if (origin === undefined || !policy.originAllowed(origin)) return false
+  const url = URL.parse(origin)
+  return url !== null && url.origin !== "null"
+}
+
+/**
+ * `handler`'s response with `Vary: Origin` (it depends on it), and, when the request's `Origin` is
+ * allowed, the CORS grant: `Access-Control-Allow-Origin` naming that origin and
+ * `Access-Control-Expose-Headers`. A disallowed origin gets no grant (on the guarded routes its 403).
+ * No `Access-Control-Allow-Credentials`: keys travel in headers, never in cookies.
+ */
+const withCors = <E, R>(policy: OriginPolicy, handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const origin = request.headers["origin"]
+    const response = HttpServerResponse.setHeader(yield* handler, "vary", "Origin")
+    if (!grantable(policy, origin)) return response
+    return HttpServerResponse.setHeaders(response, {
+      "access-control-allow-origin": origin,
+      "access-control-expose-headers": CORS_EXPOSED_HEADERS.join(", ")
+    })
+  })
+
+/**
+ * `OPTIONS`: 204. A CORS preflight (`Access-Control-Request-Method`) from an allowed origin also gets
+ * the methods, the request headers ({@link CORS_ALLOWED_HEADERS}), a max-age, and, when it asks for it
+ * (Chromium's Private Network Access: a public page calling a server on this machine or network),
+ * `Access-Control-Allow-Private-Network`. The origin itself is granted by {@link withCors}.
+ */
+const preflight = (policy: OriginPolicy, methods: string) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const headers: Record<string, string> = {}
+    if (grantable(policy, request.headers["origin"]) && request.headers["access-control-request-method"] !== undefined) {
+      headers["access-control-allow-methods"] = methods
+      headers["access-control-allow-headers"] = CORS_ALLOWED_HEADERS.join(", ")
+      headers["access-control-max-age"] = String(CORS_MAX_AGE_SECONDS)
+      if (request.headers["access-control-request-private-network"] === "true") {
+        headers["access-control-allow-private-network"] = "true"
+      }
+    }
+    return HttpServerResponse.empty({ status: 204, headers })
   })
 
 // -----------------------------------------------------------------------------
@@ -413,13 +498,24 @@ export const routes = Layer.unwrap(Effect.gen(function*() {
     `/mcp answers Host ${(config.allowedHosts ?? LOCAL_NAMES).join(", ")} and ${new URL(publicUrl).host} ` +
       "(others: 403; MCP_ALLOWED_HOSTS, MCP_PUBLIC_URL)"
   ).pipe(Effect.annotateLogs({ service: "mcp" }))
+  // every /mcp route: Host and Origin checked (403), then answered with the CORS grant for an allowed origin
+  const mcp = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    withCors(policy, guarded(policy, handler))
+  const oauthOrPreflight = Effect.flatMap(
+    HttpServerRequest.HttpServerRequest,
+    (request) => request.method === "OPTIONS" ? preflight(policy, "GET, POST") : oauth
+  )
   return Layer.mergeAll(
-    HttpRouter.add("POST", "/mcp", guarded(policy, handlePost(config))),
-    HttpRouter.add("GET", "/mcp", guarded(policy, methodNotAllowed)),
-    HttpRouter.add("DELETE", "/mcp", guarded(policy, methodNotAllowed)),
+    HttpRouter.add("POST", "/mcp", mcp(handlePost(config))),
+    HttpRouter.add("GET", "/mcp", mcp(methodNotAllowed)),
+    HttpRouter.add("DELETE", "/mcp", mcp(methodNotAllowed)),
+    HttpRouter.add("OPTIONS", "/mcp", mcp(preflight(policy, MCP_METHODS))),
     HttpRouter.add("GET", "/ping", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok", message: "pong" }))),
-    HttpRouter.add("GET", "/.well-known/oauth-protected-resource", metadata),
-    HttpRouter.add("GET", "/.well-known/oauth-protected-resource/mcp", metadata),
-    HttpRouter.add("*", "/mcp/oauth", guarded(policy, oauth))
+    // the metadata is not Host-checked (above); a browser client at an allowed origin may read it
+    ...(["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] as const).flatMap((path) => [
+      HttpRouter.add("GET", path, withCors(policy, metadata)),
+      HttpRouter.add("OPTIONS", path, withCors(policy, preflight(policy, "GET")))
+    ]),
+    HttpRouter.add("*", "/mcp/oauth", mcp(oauthOrPreflight))
   )
 }))
