@@ -5,18 +5,12 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Database } from "@svc/platform"
-import { spawnablePort, tempDir } from "@svc/platform/testing"
+import { tempDir } from "@svc/platform/testing"
 import { Effect, Redacted } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { Indexer } from "../src/Indexer.ts"
-import { git, stack } from "./support.ts"
-
-const entry = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-
-const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
+import { docsProcess, git, stack, waitFor } from "./support.ts"
 
 layer(stack, { excludeTestServices: true, timeout: 120_000 })("scheduled refresh, two docs-api processes", (it) => {
   it.effect("one pass between them: the changed library is re-indexed once", () =>
@@ -38,52 +32,26 @@ layer(stack, { excludeTestServices: true, timeout: 120_000 })("scheduled refresh
       const newHead = git(work, "rev-parse", "--short", "HEAD")
 
       const url = Redacted.value((yield* Database).url)
-      const logs: Array<string> = []
-      const start = Effect.acquireRelease(
-        Effect.promise(async () => {
-          const port = await Effect.runPromise(spawnablePort())
-          const child = spawn(process.execPath, [entry], {
-            env: {
-              ...process.env,
-              DATABASE_URL: url,
-              DOCS_PORT: String(port),
-              HOST: "127.0.0.1",
-              DOCS_DEFAULT_LIBRARIES: "none",
-              DOCS_REFRESH_INTERVAL: "1 hour",
-              LOG_LEVEL: "debug"
-            },
-            stdio: ["ignore", "pipe", "pipe"]
-          })
-          const index = logs.push("") - 1
-          const collect = (chunk: Buffer) => (logs[index] += chunk.toString())
-          child.stdout?.on("data", collect)
-          child.stderr?.on("data", collect)
-          return child
-        }),
-        (child: ChildProcess) =>
-          Effect.promise(() =>
-            new Promise<void>((resolve) => {
-              if (child.exitCode !== null || child.signalCode !== null) return resolve()
-              child.once("exit", () => resolve())
-              child.kill("SIGKILL")
-            })
-          )
-      )
-      yield* Effect.scoped(Effect.gen(function*() {
-        yield* Effect.all([start, start], { concurrency: "unbounded" })
+      const env = { DOCS_REFRESH_INTERVAL: "1 hour", LOG_LEVEL: "debug" }
+      const logs = yield* Effect.scoped(Effect.gen(function*() {
+        const processes = yield* Effect.all([docsProcess(url, env), docsProcess(url, env)], { concurrency: "unbounded" })
+        const logs = () => processes.map((service) => service.output())
         // both have tried: one ran the pass, the other found it taken (or not due)
-        for (let attempt = 0;; attempt++) {
-          const refreshed = logs.filter((log) => log.includes("Refreshed /acme/procs")).length
-          const declined = logs.filter((log) => log.includes("another process has the pass")).length
-          if (refreshed > 1) assert.fail("both processes ran a pass")
-          if (refreshed === 1 && declined === 1) break
-          if (attempt === 450) assert.fail(`no single pass in 45 s: ${logs.map((log) => log.slice(-2000)).join("\n----\n")}`)
-          yield* sleep(100)
-        }
+        yield* waitFor(
+          Effect.sync(() => {
+            const refreshed = logs().filter((log) => log.includes("Refreshed /acme/procs")).length
+            if (refreshed > 1) assert.fail("both processes ran a pass")
+            return { refreshed, declined: logs().filter((log) => log.includes("another process has the pass")).length }
+          }),
+          ({ declined, refreshed }) => refreshed === 1 && declined === 1,
+          () => `a single pass:\n${logs().map((log) => log.slice(-2000)).join("\n----\n")}`,
+          "45 seconds"
+        )
+        return logs
       }))
       const library = (yield* indexer.list).find((l) => l.id === "/acme/procs")!
       assert.strictEqual(library.defaultVersion, newHead)
       assert.deepStrictEqual(library.versions.map((v) => v.state), ["ready", "ready"], "the old commit and the new one, once")
-      assert.strictEqual(logs.filter((log) => log.includes("Refreshed /acme/procs")).length, 1)
+      assert.strictEqual(logs().filter((log) => log.includes("Refreshed /acme/procs")).length, 1)
     }))
 })

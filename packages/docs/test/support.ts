@@ -1,11 +1,12 @@
 /** Shared test helpers: the docs stack on a fresh database, HTTP clients, temporary doc folders. */
 import { serve, toWebHandler } from "@svc/platform"
-import { Client, get, TestDatabase, tempDir } from "@svc/platform/testing"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { Client, get, spawnablePort, TestDatabase, tempDir } from "@svc/platform/testing"
+import { ConfigProvider, Duration, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
-import { execFileSync } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { ApiKeys } from "../src/ApiKeys.ts"
 import { Indexer } from "../src/Indexer.ts"
 import { Search } from "../src/Search.ts"
@@ -101,3 +102,102 @@ export const gitEnv: NodeJS.ProcessEnv = {
 /** Runs git in `cwd` with {@link gitEnv}; its output, trimmed. */
 export const git = (cwd: string, ...args: Array<string>): string =>
   execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
+
+/** A docs-api process (`node src/main.ts`) started by {@link docsProcess}. */
+export interface DocsProcess {
+  readonly baseUrl: string
+  readonly child: ChildProcess
+  /** stdout and stderr so far */
+  readonly output: () => string
+  /** Resolves with the exit code, or the name of the signal that ended it. */
+  readonly exited: Promise<number | string>
+}
+
+const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+
+/**
+ * A docs-api process on `databaseUrl` (on 127.0.0.1, a free port, no default libraries, rate limits no
+ * test reaches; `env` adds or overrides), once it answers `GET /health`. SIGKILLed when the scope
+ * closes if it still runs.
+ */
+export const docsProcess = (databaseUrl: string, env: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const port = yield* spawnablePort()
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        spawn(process.execPath, [MAIN], {
+          env: {
+            ...process.env,
+            ...generousLimits,
+            DATABASE_URL: databaseUrl,
+            DOCS_PORT: String(port),
+            HOST: "127.0.0.1",
+            DOCS_DEFAULT_LIBRARIES: "none",
+            ...env
+          },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+      ),
+      (child) =>
+        Effect.promise(() =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve()
+            child.once("exit", () => resolve())
+            child.kill("SIGKILL")
+          })
+        )
+    )
+    let output = ""
+    child.stdout!.on("data", (chunk) => (output += chunk))
+    child.stderr!.on("data", (chunk) => (output += chunk))
+    const exited = new Promise<number | string>((resolve) =>
+      child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown"))
+    )
+    const baseUrl = `http://127.0.0.1:${port}`
+    const health = Effect.promise(() =>
+      fetch(`${baseUrl}/health`).then((response) => response.status === 200, () => false)
+    )
+    yield* waitFor(
+      Effect.flatMap(health, (up) =>
+        child.exitCode !== null || child.signalCode !== null
+          ? Effect.die(new Error(`the docs-api process exited before it answered:\n${output}`))
+          : Effect.succeed(up)),
+      (up) => up,
+      () => `the docs-api process to answer on ${baseUrl}:\n${output}`
+    )
+    return { baseUrl, child, output: () => output, exited } satisfies DocsProcess
+  })
+
+/**
+ * Runs `check` every 50 ms until `until` holds and returns that value; dies with `what` after
+ * `timeout`. In real time: a test using it runs without the test clock (`excludeTestServices`).
+ */
+export function waitFor<A, B extends A, E, R>(
+  check: Effect.Effect<A, E, R>,
+  until: (value: A) => value is B,
+  what: (last: A | undefined) => string,
+  timeout?: Duration.Input
+): Effect.Effect<B, E, R>
+export function waitFor<A, E, R>(
+  check: Effect.Effect<A, E, R>,
+  until: (value: A) => boolean,
+  what: (last: A | undefined) => string,
+  timeout?: Duration.Input
+): Effect.Effect<A, E, R>
+export function waitFor<A, E, R>(
+  check: Effect.Effect<A, E, R>,
+  until: (value: A) => boolean,
+  what: (last: A | undefined) => string,
+  timeout: Duration.Input = "30 seconds"
+): Effect.Effect<A, E, R> {
+  return Effect.gen(function*() {
+    const deadline = Date.now() + Duration.toMillis(Duration.fromInputUnsafe(timeout))
+    let last: A | undefined
+    while (Date.now() < deadline) {
+      last = yield* check
+      if (until(last)) return last
+      yield* Effect.sleep("50 millis")
+    }
+    return yield* Effect.die(new Error(`timed out after ${Duration.format(Duration.fromInputUnsafe(timeout))} waiting for ${what(last)}`))
+  })
+}
