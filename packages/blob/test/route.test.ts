@@ -17,7 +17,7 @@ import {
 } from "../src/server/route.ts"
 import { BlobError } from "../src/shared/BlobError.ts"
 import type { BeginUploadResponse } from "../src/shared/protocol.ts"
-import { freshBucket } from "./support/storage.ts"
+import { freshBucket, tokenFor } from "./support/storage.ts"
 
 const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 73, 72, 68, 82, 1, 2, 3, 4])
 
@@ -165,8 +165,11 @@ describe("upload route: resolution order", () => {
       assert.strictEqual(response.status, status, code)
       assert.strictEqual((await response.json()).code, code)
     }
-    const notJson = await handler(new Request("http://app/u", { method: "POST", body: "{nope" }))
+    const notJson = await handler(new Request("http://app/u", { method: "POST", body: "{nope", headers: { "content-type": "application/json" } }))
     assert.strictEqual((await notJson.json()).code, "invalid_input")
+    const notJsonType = await handler(new Request("http://app/u", { method: "POST", body: JSON.stringify(begin) }))
+    assert.strictEqual(notJsonType.status, 415)
+    assert.strictEqual((await notJsonType.json()).code, "request_failed")
     const multi = createUploadHandler({
       routes: { avatar: { bucket: offline(), onBeforeUpload: () => undefined }, docs: { bucket: offline(), onBeforeUpload: () => undefined } }
     })
@@ -178,6 +181,7 @@ describe("upload route: resolution order", () => {
   it("bad route options throw where they are written", () => {
     assert.throws(() => createUploadRoute({ bucket: offline() } as never), TypeError, /onBeforeUpload/)
     assert.throws(() => routeWith({ maxSize: "a lot" }), TypeError, /maxSize/)
+    assert.throws(() => routeWith({ completionWait: -1 }), TypeError, /completionWait/)
     const patternError = (() => {
       try {
         routeWith({ contentTypes: ["images"] })
@@ -345,6 +349,86 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
       assert.strictEqual(result.response.status, 400)
       assert.strictEqual((yield* Effect.promise(() => result.response.json())).code, "content_type_not_allowed")
       assert.isFalse(yield* bucket.exists("avatars/me.png"))
+    }))
+
+  it.effect("completion is single-use: 20 concurrent completes, in process and over real sockets to two instances, run the hook once", () =>
+    Effect.gen(function*() {
+      // two instances (each its own Bucket client, as two processes would have) share the bucket and the secret
+      const name = "single-use"
+      const first = yield* freshBucket(name)
+      const second = yield* Bucket.make({ token: yield* tokenFor(first.name) })
+      let runs = 0
+      const instance = (bucket: BucketApi) =>
+        createUploadRoute({
+          bucket,
+          secret: "a-secret-shared-by-both-instances",
+          contentTypes: ["image/png"],
+          onBeforeUpload: ({ pathname }) => ({ path: `u/${pathname}` }),
+          onUploadComplete: () =>
+            new Promise<void>((resolve) => {
+              runs++
+              setTimeout(resolve, 50)
+            })
+        })
+      const handlers = [instance(first), instance(second)]
+      const servers = yield* Effect.forEach(handlers, (handler) =>
+        Effect.acquireRelease(
+          Effect.promise(async () => {
+            const s = createServer(toNodeListener(handler))
+            await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))
+            return s
+          }),
+          (s) => Effect.promise(() => new Promise<void>((resolve) => s.close(() => resolve())))
+        ))
+      const overSocket = (i: number, body: unknown) =>
+        Effect.promise(async () => {
+          const port = (servers[i % 2]!.address() as AddressInfo).port
+          const r = await fetch(`http://127.0.0.1:${port}/api/upload`, {
+            method: "POST",
+            body: JSON.stringify(body),
+            headers: { "content-type": "application/json" }
+          })
+          return { status: r.status, body: await r.json() }
+        })
+      const inProcess = (i: number, body: unknown) =>
+        Effect.promise(async () => {
+          const r = await post(handlers[i % 2]!, body)
+          return { status: r.status, body: await r.json() }
+        })
+      for (const [how, call] of [["in process", inProcess], ["over sockets", overSocket]] as const) {
+        runs = 0
+        const result = yield* Effect.promise(() => upload((b) => post(handlers[0]!, b), PNG, { pathname: `${how.replace(" ", "-")}.png` }))
+        assert.strictEqual(result.response.status, 200, how) // completed once by the upload itself
+        assert.strictEqual(runs, 1, how)
+        const token = result.started!.completionToken
+        const firstAnswer = yield* Effect.promise(() => result.response.json())
+        const answers = yield* Effect.all(
+          Array.from({ length: 20 }, (_, i) => call(i, { type: "complete", completionToken: token })),
+          { concurrency: "unbounded" }
+        )
+        assert.deepStrictEqual(answers.map((a) => a.status), Array.from({ length: 20 }, () => 200), how)
+        for (const answer of answers) assert.deepStrictEqual(answer.body, firstAnswer, how)
+        assert.strictEqual(runs, 1, how)
+        // and later
+        const later = yield* call(1, { type: "complete", completionToken: token })
+        assert.deepStrictEqual([later.status, later.body], [200, firstAnswer], how)
+        assert.strictEqual(runs, 1, how)
+      }
+      // concurrent from the start (no first completion before them): one runs the hook, all answer alike
+      runs = 0
+      const started = yield* Effect.promise(async () =>
+        (await post(handlers[0]!, { ...begin, pathname: "race.png" })).json() as Promise<BeginUploadResponse>
+      )
+      const put = yield* Effect.promise(() => fetch(started.url!, { method: "PUT", body: PNG as BodyInit, headers: started.headers }))
+      assert.strictEqual(put.status, 200)
+      const raced = yield* Effect.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? overSocket : inProcess)(i, { type: "complete", completionToken: started.completionToken })),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(raced.map((a) => a.status), Array.from({ length: 20 }, () => 200))
+      for (const answer of raced) assert.deepStrictEqual(answer.body, raced[0]!.body)
+      assert.strictEqual(raced[0]!.body.path, "u/race.png")
+      assert.strictEqual(runs, 1)
     }))
 
   it.effect("a multipart upload over a real socket: parts, completion, the stored bytes", () =>

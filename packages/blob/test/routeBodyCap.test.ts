@@ -64,8 +64,10 @@ const countingStream = (total: number) => {
   return { stream, state }
 }
 
+const JSON_TYPE = { "content-type": "application/json" }
+
 const post = (handler: UploadHandler, body: BodyInit, headers: Record<string, string> = {}, path = "/api/upload/default") =>
-  handler(new Request(`http://app${path}`, { method: "POST", body, headers, duplex: "half" } as RequestInit))
+  handler(new Request(`http://app${path}`, { method: "POST", body, headers: { ...JSON_TYPE, ...headers }, duplex: "half" } as RequestInit))
 
 const expectTooLarge = async (response: Response, limit: string) => {
   assert.strictEqual(response.status, 413)
@@ -155,14 +157,14 @@ describe("upload route: body cap", () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/upload`
     try {
       // accepted as before
-      await expectReached(await fetch(url, { method: "POST", body: beginOf(1000) }))
+      await expectReached(await fetch(url, { method: "POST", body: beginOf(1000), headers: JSON_TYPE }))
       // declared length over the cap
-      const declared = await fetch(url, { method: "POST", body: beginOf(200 * 1024) })
+      const declared = await fetch(url, { method: "POST", body: beginOf(200 * 1024), headers: JSON_TYPE })
       await expectTooLarge(declared, "64 KiB")
       // chunked, 50 MiB on offer
       const total = 50 * 1024 * 1024
       const { stream } = countingStream(total)
-      const chunked = await fetch(url, { method: "POST", body: stream, duplex: "half" } as RequestInit)
+      const chunked = await fetch(url, { method: "POST", body: stream, headers: JSON_TYPE, duplex: "half" } as RequestInit)
       await expectTooLarge(chunked, "64 KiB")
       assert.strictEqual(chunked.headers.get("connection"), "close")
       const read = Math.max(...sockets.map((socket) => socket.bytesRead))

@@ -3,16 +3,23 @@
  * usable from any Node or web framework (and from an effect `HttpRouter` through
  * `HttpServerRequest.toWeb` / `HttpServerResponse.fromWeb`).
  *
+ * Every message is a JSON POST: a request whose `Content-Type` names another media type is refused 415
+ * (`request_failed`, naming `application/json`) unread; one without a `Content-Type` is read as JSON, as
+ * the suite's other JSON APIs read it.
+ *
  * Protocol (see `shared/protocol.ts`): `begin` runs `onBeforeUpload`, checks type and size, and answers a
  * presigned PUT (one URL, or one per part for large files; content type and length are signed) plus a
- * completion token — HMAC-SHA256 over route, path, size, content type, upload id and expiry.
+ * completion token — HMAC-SHA256 over route, path, size, content type, upload id, nonce and expiry.
  * `complete` verifies the token (`forbidden` when invalid, for another route, or expired), completes a
  * multipart upload, checks the stored object (missing -> `not_found`; other size or type ->
  * `signature_mismatch`; leading bytes contradicting the type -> `content_type_not_allowed`; the object is
  * deleted in those cases), then runs `onUploadComplete` (a throw deletes the object first, then the
- * error is answered). `resume` re-signs an upload already begun from its token alone (expired URLs; a
- * multipart upload picked up again, with the parts storage holds listed by ListParts) and answers a new
- * token with the same claims.
+ * error is answered). Completion is single-use (`route/completion.ts`): a completion record created with
+ * `If-None-Match: *` in the route's bucket lets one `complete` of an upload do this, across requests and
+ * instances; a repeat answers what the first answered, without running the hook again. `resume`
+ * re-signs an upload already begun from its token alone (expired URLs; a multipart upload picked up
+ * again, with the parts storage holds listed by ListParts) and answers a new token with the same claims;
+ * never for an upload already completed.
  *
  * Failures resolve in the spec's order: `onError` first (a Response it returns is the answer, a BlobError
  * is answered as JSON); else a thrown BlobError as itself; else an application error with a `status` (or
@@ -20,9 +27,9 @@
  * anything else is rethrown unchanged (an application bug).
  *
  * The pieces live in `route/`: `types` (options, hook arguments), `prepare` (a route's options checked,
- * defaults, body cap), `request` (the capped body, the decoded message), `completionToken`, `failure`
- * (resolution order), `begin`, `complete`, `resume`, and `node` (`toNodeListener`). This file is the
- * handler that dispatches to them.
+ * defaults, body cap), `request` (the media type, the capped body, the decoded message), `completionToken`,
+ * `completion` (the single-use completion record), `failure` (resolution order), `begin`, `complete`,
+ * `resume`, and `node` (`toNodeListener`). This file is the handler that dispatches to them.
  *
  * @module
  */
@@ -34,11 +41,12 @@ import { begin } from "./route/begin.ts"
 import { complete } from "./route/complete.ts"
 import { resolveFailure } from "./route/failure.ts"
 import { DEFAULT_MAX_BODY_SIZE, type PreparedRoute, prepareRoute } from "./route/prepare.ts"
-import { bodyTooLarge, decodeUploadRequest, pathSegmentName, readCappedBody } from "./route/request.ts"
+import { bodyTooLarge, decodeUploadRequest, pathSegmentName, readCappedBody, unsupportedMediaType } from "./route/request.ts"
 import { resume } from "./route/resume.ts"
 import type { UploadHandler, UploadHandlerOptions, UploadRouteOptions } from "./route/types.ts"
 
 export type * from "./route/types.ts"
+export { COMPLETIONS_PREFIX } from "./route/completion.ts"
 export { signCompletionToken, verifyCompletionToken } from "./route/completionToken.ts"
 export { errorResponse, toBlobError } from "./route/failure.ts"
 export { toNodeListener } from "./route/node.ts"
@@ -83,6 +91,13 @@ export const createUploadHandler = (options: UploadHandlerOptions): UploadHandle
       }
       const pathRoute = routeOfPath(request)
       if (pathRoute !== undefined) routeName = pathRoute.name
+      const unsupported = unsupportedMediaType(request)
+      if (unsupported !== undefined) {
+        // the route the path names answers (its onError first), the body left unread
+        route = pathRoute
+        await request.body?.cancel().catch(() => undefined)
+        throw unsupported
+      }
       const limit = pathRoute?.maxBodySize ?? largestMaxBodySize
       const text = await readCappedBody(request, limit).catch((error: unknown) => {
         // the route the path names answers (its onError first); otherwise none is known yet

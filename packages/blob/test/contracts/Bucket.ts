@@ -5,13 +5,14 @@
  * (see `contractOptions`); each test provides it afresh (an empty bucket per test).
  *
  * Covers: reads and writes with types and metadata, the conditional-write codes (If-None-Match:
- * already_exists with the occupant's etag and size; If-Match: conflict), updateJson under concurrent
+ * already_exists with the occupant's etag and size, one winner among concurrent creators; If-Match:
+ * conflict), updateJson under concurrent
  * writers and giving up, put's own multipart, presigned multipart (parts, ListParts, a bad part list,
  * complete, abort, complete onto an occupied path), presigned PUT/GET, list (prefix, folded, pages),
  * copy/move/del and invalid paths.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, type Layer } from "effect"
+import { Effect, type Layer, Result } from "effect"
 import { Bucket } from "../../src/server/Bucket.ts"
 import { BlobError } from "../../src/shared/BlobError.ts"
 import { signedFetch } from "../support/signedFetch.ts"
@@ -107,6 +108,26 @@ export const bucketContract = (name: string, layer: Layer.Layer<Bucket, unknown>
           const over = yield* bucket.put("k.txt", "second!", { allowOverwrite: true })
           assert.notStrictEqual(over.etag, first.etag)
           assert.strictEqual(yield* bucket.getText("k.txt"), "second!")
+        })
+      )
+
+      test(
+        "If-None-Match under concurrent writers: exactly one creates the object, every other is already_exists",
+        Effect.gen(function*() {
+          // what single-use upload completion stands on: storage lets one writer create a path, atomically
+          const bucket = yield* Bucket
+          const writers = 16
+          const results = yield* Effect.forEach(
+            Array.from({ length: writers }, (_, i) => i),
+            (i) => Effect.result(bucket.put("once.json", JSON.stringify({ writer: i }), { contentType: "application/json" })),
+            { concurrency: "unbounded" }
+          )
+          const won = results.flatMap((r, i) => Result.isSuccess(r) ? [i] : [])
+          assert.strictEqual(won.length, 1, `writers that created the object: ${won.join(", ")}`)
+          for (const r of results) {
+            if (Result.isFailure(r)) assert.strictEqual(r.failure.code, "already_exists")
+          }
+          assert.deepStrictEqual(JSON.parse(yield* bucket.getText("once.json")), { writer: won[0] })
         })
       )
 

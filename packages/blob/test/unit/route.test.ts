@@ -4,9 +4,10 @@
  * begin -> PUT -> complete (single and multipart), resume, and the main error answers.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { Bucket, type BucketApi } from "../../src/server/Bucket.ts"
 import { createUploadHandler, createUploadRoute, type UploadHandler, type UploadRouteOptions } from "../../src/server/route.ts"
+import { BlobError } from "../../src/shared/BlobError.ts"
 import type { BeginUploadResponse, ResumeUploadResponse } from "../../src/shared/protocol.ts"
 import { signedFetch } from "../support/signedFetch.ts"
 
@@ -142,4 +143,218 @@ describe("upload route over Bucket.layerMemory", () => {
         assert.deepStrictEqual([thrown.status, thrown.json.code], [409, "conflict"])
         assert.isFalse(yield* bucket.exists("users/42/reject.png"))
       })))
+})
+
+describe("upload route: completion is single-use", () => {
+  /** begin -> PUT of a PNG under `pathname`: the begin answer */
+  const uploaded = (handler: UploadHandler, pathname = "me.png") =>
+    Effect.gen(function*() {
+      const begin = (yield* post(handler, { ...beginPng, pathname })).json as unknown as BeginUploadResponse
+      assert.strictEqual((yield* send(begin.url!, PNG, begin.headers)).status, 200)
+      return begin
+    })
+  const completeWith = (handler: UploadHandler, completionToken: string) => post(handler, { type: "complete", completionToken })
+
+  it.live("20 concurrent completes with one token: onUploadComplete runs once, every answer is the first's; a later repeat too", () => {
+    let runs = 0
+    return withRoute({
+      onUploadComplete: () =>
+        new Promise<void>((resolve) => {
+          runs++
+          setTimeout(resolve, 50) // still running while the others arrive
+        })
+    }, (handler) =>
+      Effect.gen(function*() {
+        const begin = yield* uploaded(handler)
+        const answers = yield* Effect.all(Array.from({ length: 20 }, () => completeWith(handler, begin.completionToken)), {
+          concurrency: "unbounded"
+        })
+        assert.strictEqual(runs, 1)
+        assert.deepStrictEqual(answers.map((a) => a.status), Array.from({ length: 20 }, () => 200))
+        const first = answers[0]!.json
+        assert.deepInclude(first, { type: "complete", path: "users/42/me.png", size: PNG.length, contentType: "image/png" })
+        for (const answer of answers) assert.deepStrictEqual(answer.json, first)
+        const later = yield* completeWith(handler, begin.completionToken)
+        assert.deepStrictEqual([later.status, later.json], [200, first])
+        assert.strictEqual(runs, 1)
+      }))
+  })
+
+  it.live("several instances sharing the bucket and the secret complete an upload once between them", () => {
+    let runs = 0
+    return Effect.gen(function*() {
+      const bucket = yield* Bucket
+      const instance = () =>
+        createUploadRoute({
+          bucket,
+          secret: "a-secret-shared-by-every-instance",
+          onBeforeUpload: () => undefined,
+          onUploadComplete: () => void runs++
+        })
+      const instances = [instance(), instance(), instance()]
+      const begin = yield* uploaded(instances[0]!)
+      const answers = yield* Effect.all(
+        Array.from({ length: 12 }, (_, i) => completeWith(instances[i % 3]!, begin.completionToken)),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(answers.map((a) => a.status), Array.from({ length: 12 }, () => 200))
+      assert.strictEqual(runs, 1)
+    }).pipe(Effect.provide(Bucket.layerMemory()))
+  })
+
+  it.live("a token from resume is the same upload: completing with both runs the hook once; resume after completion is not_found", () => {
+    let runs = 0
+    return withRoute({ onUploadComplete: () => void runs++ }, (handler) =>
+      Effect.gen(function*() {
+        const begin = yield* uploaded(handler)
+        const resumed = (yield* post(handler, { type: "resume", completionToken: begin.completionToken })).json as unknown as ResumeUploadResponse
+        assert.notStrictEqual(resumed.completionToken, begin.completionToken)
+        const first = yield* completeWith(handler, resumed.completionToken)
+        const second = yield* completeWith(handler, begin.completionToken)
+        assert.deepStrictEqual([first.status, second.status], [200, 200])
+        assert.deepStrictEqual(second.json, first.json)
+        assert.strictEqual(runs, 1)
+        // no new URL for a completed upload: another PUT could replace what the answer describes
+        const again = yield* post(handler, { type: "resume", completionToken: begin.completionToken })
+        assert.deepStrictEqual([again.status, again.json.code], [404, "not_found"])
+        assert.match(String(again.json["message"]), /already completed/)
+      }))
+  })
+
+  it.live("multipart: concurrent completes complete the upload and run the hook once", () => {
+    let runs = 0
+    return withRoute({
+      multipartThreshold: "5MB",
+      partSize: "5MB",
+      contentTypes: ["application/octet-stream"],
+      onUploadComplete: () => void runs++
+    }, (handler, bucket) =>
+      Effect.gen(function*() {
+        const size = 5 * MiB + 10
+        const data = new Uint8Array(size).map((_, i) => i & 0xff)
+        const begun = (yield* post(handler, { type: "begin", pathname: "big.bin", contentType: "application/octet-stream", size }))
+          .json as unknown as BeginUploadResponse
+        const parts: Array<{ partNumber: number; etag: string }> = []
+        for (const part of begun.multipart!.parts) {
+          const from = (part.partNumber - 1) * begun.multipart!.partSize
+          const sent = yield* send(part.url, data.subarray(from, from + part.size))
+          parts.push({ partNumber: part.partNumber, etag: sent.headers.get("etag")! })
+        }
+        const answers = yield* Effect.all(
+          Array.from({ length: 8 }, () => post(handler, { type: "complete", completionToken: begun.completionToken, parts })),
+          { concurrency: "unbounded" }
+        )
+        assert.deepStrictEqual(answers.map((a) => a.status), Array.from({ length: 8 }, () => 200))
+        for (const answer of answers) assert.deepStrictEqual(answer.json, answers[0]!.json)
+        assert.strictEqual(runs, 1)
+        assert.strictEqual((yield* bucket.info("users/42/big.bin")).size, size)
+      }))
+  })
+
+  it.live("a completion that failed before the hook does not use the token up; one whose hook threw answers that refusal again", () => {
+    let runs = 0
+    return withRoute({
+      onUploadComplete: ({ path }) => {
+        runs++
+        if (path.endsWith("reject.png")) throw Object.assign(new Error("quota exceeded"), { status: 409 })
+      }
+    }, (handler) =>
+      Effect.gen(function*() {
+        // too early (nothing stored yet): not_found, and the same token completes once the bytes are there
+        const begin = (yield* post(handler, beginPng)).json as unknown as BeginUploadResponse
+        const early = yield* completeWith(handler, begin.completionToken)
+        assert.deepStrictEqual([early.status, early.json.code], [404, "not_found"])
+        yield* send(begin.url!, PNG, begin.headers)
+        assert.strictEqual((yield* completeWith(handler, begin.completionToken)).status, 200)
+        assert.strictEqual(runs, 1)
+
+        const reject = yield* uploaded(handler, "reject.png")
+        const refusals = yield* Effect.all(Array.from({ length: 5 }, () => completeWith(handler, reject.completionToken)), {
+          concurrency: "unbounded"
+        })
+        const later = yield* completeWith(handler, reject.completionToken)
+        for (const refusal of [...refusals, later]) {
+          assert.deepStrictEqual([refusal.status, refusal.json.code, refusal.json["message"]], [409, "conflict", "Quota exceeded"])
+        }
+        assert.strictEqual(runs, 2)
+      }))
+  })
+
+  it.live("a repeat waits for the completion in progress up to completionWait, then answers conflict", () => {
+    let release: () => void = () => undefined
+    const hookHeld = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let runs = 0
+    return withRoute({
+      completionWait: 0.2,
+      onUploadComplete: () => {
+        runs++
+        return hookHeld
+      }
+    }, (handler) =>
+      Effect.gen(function*() {
+        const begin = yield* uploaded(handler)
+        const first = yield* Effect.forkChild(completeWith(handler, begin.completionToken))
+        yield* Effect.sleep("30 millis")
+        const impatient = yield* completeWith(handler, begin.completionToken)
+        assert.deepStrictEqual([impatient.status, impatient.json.code], [409, "conflict"])
+        assert.match(String(impatient.json["message"]), /being completed by another request/)
+        // a resume meanwhile is refused too
+        const resume = yield* post(handler, { type: "resume", completionToken: begin.completionToken })
+        assert.deepStrictEqual([resume.status, resume.json.code], [409, "conflict"])
+        release()
+        const done = yield* Fiber.join(first)
+        assert.strictEqual(done.status, 200)
+        const after = yield* completeWith(handler, begin.completionToken)
+        assert.deepStrictEqual([after.status, after.json], [200, done.json])
+        assert.strictEqual(runs, 1)
+      }))
+  })
+
+  it.live("begin refuses paths under .svc-blob/, where completion records live", () =>
+    withRoute({ onBeforeUpload: ({ pathname }) => ({ path: pathname }) }, (handler) =>
+      Effect.gen(function*() {
+        const refused = yield* post(handler, { ...beginPng, pathname: ".svc-blob/completions/x.json" })
+        assert.deepStrictEqual([refused.status, refused.json.code], [400, "invalid_input"])
+        assert.match(String(refused.json["message"]), /\.svc-blob\//)
+      })))
+})
+
+describe("upload route: the request's Content-Type", () => {
+  const raw = (handler: UploadHandler, body: string, headers: Record<string, string>) =>
+    Effect.promise(async () => {
+      const response = await handler(new Request("http://app/api/upload", { method: "POST", body, headers }))
+      return { status: response.status, json: await response.json() as Record<string, unknown> }
+    })
+
+  it.live("JSON (any case, any parameters, or no Content-Type at all) is read; another media type is 415 naming application/json", () => {
+    const seen: Array<unknown> = []
+    return withRoute({ onError: (error) => void seen.push(error) }, (handler) =>
+      Effect.gen(function*() {
+        const message = JSON.stringify(beginPng)
+        for (const type of ["application/json", "Application/JSON; charset=utf-8", " application/json ;charset=UTF-8"]) {
+          assert.strictEqual((yield* raw(handler, message, { "content-type": type })).status, 200, type)
+        }
+        // no Content-Type: read as JSON, as the suite's other JSON APIs (effect's HttpApi) do
+        const bare = yield* Effect.promise(async () => {
+          const request = new Request("http://app/api/upload", { method: "POST", body: new TextEncoder().encode(message) })
+          assert.isNull(request.headers.get("content-type"))
+          return (await handler(request)).status
+        })
+        assert.strictEqual(bare, 200)
+        for (const type of ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx", ""]) {
+          const refused = yield* raw(handler, message, { "content-type": type })
+          assert.strictEqual(refused.status, 415, type)
+          assert.strictEqual(refused.json["code"], "request_failed")
+          assert.strictEqual(refused.json["status"], 415)
+          assert.include(String(refused.json["message"]), "application/json")
+          assert.isTrue(BlobError.is(BlobError.fromJSON(refused.json), "request_failed"))
+        }
+        const plain = yield* raw(handler, message, { "content-type": "text/plain" })
+        assert.match(String(plain.json["message"]), /^Unsupported content-type: text\/plain \(send upload requests as application\/json\)$/)
+        // through the route's onError like every refusal
+        assert.isTrue(BlobError.is(seen.at(-1), "request_failed"))
+      }))
+  })
 })

@@ -9,6 +9,7 @@ import { checkContentTypePatterns, contentTypeRefusal } from "../../shared/conte
 import { pathProblem } from "../../shared/paths.ts"
 import type { BeginUploadRequest, BeginUploadResponse } from "../../shared/protocol.ts"
 import { formatBytes, parseOptionalSize } from "../../shared/size.ts"
+import { newUploadNonce, RESERVED_PREFIX } from "./completion.ts"
 import { signCompletionToken } from "./completionToken.ts"
 import { type PreparedRoute, run } from "./prepare.ts"
 import type { BeforeUploadResult } from "./types.ts"
@@ -30,6 +31,9 @@ export const begin = async (secret: Uint8Array, route: PreparedRoute, request: R
   const path = result.path ?? body.pathname
   const pathCheck = pathProblem(path)
   if (pathCheck !== undefined) throw new BlobError("invalid_input", { message: `Invalid path: ${pathCheck}` })
+  if (path.startsWith(RESERVED_PREFIX)) {
+    throw new BlobError("invalid_input", { message: `Invalid path: ${RESERVED_PREFIX} holds the upload route's own records` })
+  }
   let contentTypes = route.contentTypes
   if (result.contentTypes !== undefined) {
     const checked = checkContentTypePatterns(result.contentTypes)
@@ -46,6 +50,8 @@ export const begin = async (secret: Uint8Array, route: PreparedRoute, request: R
   }
   const allowOverwrite = result.allowOverwrite ?? route.options.allowOverwrite ?? false
   const now = Date.now()
+  // names the upload's completion record; resume keeps it, so every token of the upload completes it once
+  const nonce = newUploadNonce()
   if (body.size > route.multipartThreshold) {
     const multipart = await run(route.bucket.signedMultipartUpload(path, {
       contentType: body.contentType,
@@ -63,6 +69,7 @@ export const begin = async (secret: Uint8Array, route: PreparedRoute, request: R
       o: allowOverwrite,
       u: multipart.uploadId,
       ps: multipart.partSize,
+      n: nonce,
       ...(result.tokenPayload === undefined ? {} : { tp: result.tokenPayload })
     })
     return Response.json({
@@ -88,6 +95,7 @@ export const begin = async (secret: Uint8Array, route: PreparedRoute, request: R
     ct: body.contentType,
     e: signed.expiresAt,
     o: allowOverwrite,
+    n: nonce,
     ...(result.tokenPayload === undefined ? {} : { tp: result.tokenPayload })
   })
   return Response.json({

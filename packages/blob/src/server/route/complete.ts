@@ -1,8 +1,13 @@
 /**
- * `complete`: the token (never an expired one), CompleteMultipartUpload for a multipart upload, then the
- * stored object checked (missing -> `not_found`; other size or type -> `signature_mismatch`; leading bytes
- * contradicting the type -> `content_type_not_allowed`; deleted in those cases), then `onUploadComplete`
- * (a throw deletes the object first, then the error is answered).
+ * `complete`: the token (never an expired one), then the upload's completion record claimed
+ * (`completion.ts`: single-use, across requests and processes), then CompleteMultipartUpload for a
+ * multipart upload, the stored object checked (missing -> `not_found`; other size or type ->
+ * `signature_mismatch`; leading bytes contradicting the type -> `content_type_not_allowed`; deleted in
+ * those cases), then `onUploadComplete` (a throw deletes the object first, then the error is answered).
+ *
+ * A repeat of a completed upload (the same token, or another token of the same upload) answers what the
+ * first completion answered, without running `onUploadComplete` again; one arriving while the first is
+ * still at work waits for it (up to `completionWait`, else `conflict`).
  *
  * @module
  */
@@ -10,12 +15,44 @@ import { BlobError } from "../../shared/BlobError.ts"
 import { essence, SNIFF_BYTES, sniffRefusal } from "../../shared/contentTypes.ts"
 import type { CompleteUploadRequest, CompleteUploadResponse } from "../../shared/protocol.ts"
 import type { BucketApi } from "../Bucket.ts"
-import { verifyCompletionToken } from "./completionToken.ts"
+import { completionPath, completionRecords, replay, stillPending } from "./completion.ts"
+import { type TokenClaims, verifyCompletionToken } from "./completionToken.ts"
 import { type PreparedRoute, run } from "./prepare.ts"
 
 export const complete = async (secret: Uint8Array, route: PreparedRoute, request: Request, body: CompleteUploadRequest): Promise<Response> => {
   const claims = verifyCompletionToken(secret, body.completionToken, route.name, Date.now())
   if (BlobError.is(claims)) throw claims
+  const records = completionRecords(route.bucket, completionPath(claims, body.completionToken), claims.p)
+  const deadline = Date.now() + route.completionWait * 1000
+  // claim the completion, or answer as the completion that holds it did (a released claim: try again)
+  while (!(await records.claim())) {
+    const record = await records.settled(deadline)
+    if (record !== undefined) return replay(record, claims.p)
+    if (Date.now() >= deadline) throw stillPending(claims.p)
+  }
+  let hookRan = false
+  try {
+    const answer = await completeClaimed(route, request, body, claims, () => {
+      hookRan = true
+    })
+    await records.done(answer)
+    return Response.json(answer)
+  } catch (error) {
+    // before onUploadComplete nothing happened that a retry could repeat: a retry is checked afresh;
+    // after it threw (the object deleted), a repeat answers the same refusal and never runs it again
+    await (hookRan ? records.failed(error) : records.release())
+    throw error
+  }
+}
+
+/** The completion proper, by the request that holds the claim. */
+const completeClaimed = async (
+  route: PreparedRoute,
+  request: Request,
+  body: CompleteUploadRequest,
+  claims: TokenClaims,
+  enteringHook: () => void
+): Promise<CompleteUploadResponse> => {
   const bucket = route.bucket
   if (claims.u !== undefined) {
     if (body.parts === undefined || body.parts.length === 0) {
@@ -45,6 +82,7 @@ export const complete = async (secret: Uint8Array, route: PreparedRoute, request
     throw refusal
   }
   if (route.options.onUploadComplete !== undefined) {
+    enteringHook()
     try {
       await route.options.onUploadComplete({
         request,
@@ -60,13 +98,13 @@ export const complete = async (secret: Uint8Array, route: PreparedRoute, request
       throw error
     }
   }
-  return Response.json({
+  return {
     type: "complete",
     path: claims.p,
     size: stored.size,
     contentType: stored.contentType,
     etag: stored.etag
-  } satisfies CompleteUploadResponse)
+  } satisfies CompleteUploadResponse
 }
 
 /** Reads the first bytes of a stored object (for sniffing); undefined when it cannot. */

@@ -1,7 +1,7 @@
 /**
  * The completion token: `v1.<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`, binding route, path,
- * size, content type, overwrite flag, upload id, part size, token payload and expiry. Invalid, for another
- * route or expired -> `forbidden`.
+ * size, content type, overwrite flag, upload id, part size, token payload, the upload's nonce and expiry.
+ * Invalid, for another route or expired -> `forbidden`.
  *
  * @module
  */
@@ -19,6 +19,11 @@ export interface TokenClaims {
   /** multipart: the part size the parts were planned with */
   readonly ps?: number
   readonly tp?: string
+  /**
+   * the upload's nonce, drawn at begin and kept by resume: names the upload's completion record, so the
+   * upload completes once whichever of its tokens is used (absent from tokens signed before it existed)
+   */
+  readonly n?: string
 }
 
 const b64url = (bytes: Uint8Array | string) => Buffer.from(bytes).toString("base64url")

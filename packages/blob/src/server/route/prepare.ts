@@ -1,6 +1,6 @@
 /**
  * A route's options checked once (TypeError where they are written) and their defaults: expiry, resume
- * window, multipart threshold and the body cap (`maxBodySize`).
+ * window, completion wait, multipart threshold and the body cap (`maxBodySize`).
  *
  * @module
  */
@@ -25,6 +25,8 @@ export interface PreparedRoute {
   readonly multipartThreshold: number
   readonly partSize: number | undefined
   readonly resumeWindow: number
+  /** seconds a repeated complete waits for the completion in progress */
+  readonly completionWait: number
   readonly maxBodySize: number
 }
 
@@ -59,6 +61,8 @@ export const prepareRoute = (name: string, options: UploadRouteOptions, handlerM
   if (!Number.isFinite(expiresIn) || expiresIn <= 0) throw new TypeError(`upload route ${name}: expiresIn must be seconds > 0`)
   const resumeWindow = options.resumeWindow ?? 86_400
   if (!Number.isFinite(resumeWindow) || resumeWindow < 0) throw new TypeError(`upload route ${name}: resumeWindow must be seconds >= 0`)
+  const completionWait = options.completionWait ?? 10
+  if (!Number.isFinite(completionWait) || completionWait < 0) throw new TypeError(`upload route ${name}: completionWait must be seconds >= 0`)
   const maxSize = parseOptionalSize(options.maxSize, "maxSize")
   const partSize = parseOptionalSize(options.partSize, "partSize")
   const maxBodySize = parseOptionalSize(options.maxBodySize, "maxBodySize") ?? handlerMaxBodySize ??
@@ -74,6 +78,7 @@ export const prepareRoute = (name: string, options: UploadRouteOptions, handlerM
     multipartThreshold: parseOptionalSize(options.multipartThreshold, "multipartThreshold") ?? 64 * 1024 * 1024,
     partSize,
     resumeWindow,
+    completionWait,
     maxBodySize
   }
 }

@@ -1,7 +1,7 @@
 /**
- * Reading an upload request: the body capped at the route's `maxBodySize` (refused unread when its
- * Content-Length says it is over, cut off as soon as a chunked body goes over), the JSON message decoded
- * with the protocol's schema, and the route named by the last path segment.
+ * Reading an upload request: its media type (JSON), the body capped at the route's `maxBodySize` (refused
+ * unread when its Content-Length says it is over, cut off as soon as a chunked body goes over), the JSON
+ * message decoded with the protocol's schema, and the route named by the last path segment.
  *
  * @module
  */
@@ -15,6 +15,28 @@ export const bodyTooLarge = (limit: number) =>
     message: `The upload request is larger than ${formatBytes(limit)}`,
     hint: "Upload requests are small JSON messages; the file itself goes straight to storage"
   })
+
+/** The media type every upload message is sent as. */
+export const UPLOAD_MEDIA_TYPE = "application/json"
+
+/**
+ * The refusal of a request whose `Content-Type` is not JSON: 415 (`request_failed`, the only code whose
+ * status is the thrower's), naming the type it got and the one expected. A request without a
+ * `Content-Type` is read as JSON, as effect's HttpApi (the queue's and the other services' JSON routes)
+ * reads it. Parameters (`; charset=utf-8`) and case do not matter.
+ */
+export const unsupportedMediaType = (request: Request): BlobError | undefined => {
+  const header = request.headers.get("content-type")
+  if (header === null) return undefined
+  const mediaType = header.toLowerCase().split(";")[0]!.trim()
+  if (mediaType === UPLOAD_MEDIA_TYPE) return undefined
+  const shown = mediaType === "" ? "(empty)" : mediaType.length > 100 ? `${mediaType.slice(0, 100)}…` : mediaType
+  return new BlobError("request_failed", {
+    status: 415,
+    message: `Unsupported content-type: ${shown}`,
+    hint: `Send upload requests as ${UPLOAD_MEDIA_TYPE}`
+  })
+}
 
 /**
  * The request's body as text, refusing (`too_large`) a body over `limit` bytes without reading past it:

@@ -1,11 +1,14 @@
 /**
  * `resume`: fresh URLs for an upload already begun, authorized by its completion token alone (expired
- * less than the route's resumeWindow ago); answers a new token with the same claims.
+ * less than the route's resumeWindow ago); answers a new token with the same claims. An upload that was
+ * completed (or is being completed) is not resumed: new URLs could put other bytes under an answered
+ * completion.
  *
  * @module
  */
 import { BlobError } from "../../shared/BlobError.ts"
 import type { LandedPartInfo, ResumeUploadRequest, ResumeUploadResponse } from "../../shared/protocol.ts"
+import { completionPath, completionRecords } from "./completion.ts"
 import { forbidden, signCompletionToken, verifyCompletionToken } from "./completionToken.ts"
 import { type PreparedRoute, run } from "./prepare.ts"
 
@@ -18,6 +21,11 @@ export const resume = async (secret: Uint8Array, route: PreparedRoute, body: Res
   const claims = verifyCompletionToken(secret, body.completionToken, route.name, now, route.resumeWindow * 1000)
   if (BlobError.is(claims)) throw claims
   const bucket = route.bucket
+  const record = await completionRecords(bucket, completionPath(claims, body.completionToken), claims.p).read()
+  if (record?.state === "pending") {
+    throw new BlobError("conflict", { message: `The upload to ${claims.p} is being completed`, hint: "Complete it again for its answer" })
+  }
+  if (record !== undefined) throw new BlobError("not_found", { message: `The upload to ${claims.p} was already completed` })
   if (claims.u === undefined) {
     const signed = await run(bucket.signedUploadUrl(claims.p, {
       contentType: claims.ct,

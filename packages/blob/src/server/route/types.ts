@@ -30,6 +30,10 @@ export interface BeforeUploadResult {
   readonly tokenPayload?: string | undefined
 }
 
+/**
+ * What `onUploadComplete` is handed. It runs once per upload: concurrent and repeated completions of one
+ * upload, on any instance sharing the bucket, answer the first one's answer without running it again.
+ */
 export interface UploadCompleteArgs {
   readonly request: Request
   readonly route: string
@@ -65,6 +69,12 @@ export interface UploadRouteOptions {
    * route, path, size, type and upload id, and complete only takes an unexpired token
    */
   readonly resumeWindow?: number | undefined
+  /**
+   * completion is single-use (one `complete` of an upload runs `onUploadComplete`; a repeat answers what
+   * it answered): how long a repeat that arrives while the first is still completing waits for its answer
+   * before it is refused with `conflict`, in seconds (default 10)
+   */
+  readonly completionWait?: number | undefined
   /**
    * the largest upload request body (the begin/complete/resume JSON message) this route reads; more is
    * refused with `too_large` (413) without reading further: a declared Content-Length over it is refused
