@@ -213,8 +213,8 @@ describe("POST /mcp: batches", () => {
   it.effect("a batch is answered with an array of the responses to its requests, even when it holds one request", () =>
     Effect.gen(function*() {
       const port = yield* startMcp()
-      // batches are taken whatever MCP-Protocol-Version says (2025-06-18 and later have none; the SDK still takes them)
-      for (const version of [undefined, "2025-03-26", "2025-06-18", "2025-11-25"]) {
+      // batches are MCP 2025-03-26's (the version a client that names none speaks)
+      for (const version of [undefined, "2025-03-26"]) {
         const batch = (messages: ReadonlyArray<unknown>) =>
           post(port, JSON.stringify(messages), { "mcp-protocol-version": version })
         for (
@@ -252,6 +252,15 @@ describe("POST /mcp: batches", () => {
       const refused = yield* post(port, JSON.stringify([{ jsonrpc: "2.0", id: 9, method: "tools/list", params: { cursor: 5 } }]))
       assert.strictEqual(refused.status, 200)
       assert.deepStrictEqual([refused.body.length, refused.body[0].id, refused.body[0].error.code], [1, 9, -32602])
+      // 2025-06-18 and later have no batches: refused whole, naming why; one message still served
+      for (const version of ["2025-06-18", "2025-11-25"]) {
+        const later = yield* post(port, JSON.stringify([ping(11)]), { "mcp-protocol-version": version })
+        assert.strictEqual(later.status, 400, version)
+        assert.deepStrictEqual([later.body.error.code, later.body.id], [-32600, null], version)
+        assert.include(later.body.error.message, `MCP ${version} takes one JSON-RPC message per request, not a batch`)
+        const one = yield* post(port, JSON.stringify(ping(12)), { "mcp-protocol-version": version })
+        assert.deepStrictEqual(one.body, { jsonrpc: "2.0", id: 12, result: {} }, version)
+      }
       // a batch the transport refuses whole stays one error object (JSON-RPC: a batch it cannot serve at all)
       const badVersion = yield* post(port, JSON.stringify([ping(10)]), { "mcp-protocol-version": "1999-01-01" })
       assert.strictEqual(badVersion.status, 400)

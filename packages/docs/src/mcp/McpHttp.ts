@@ -364,6 +364,15 @@ const headerRefusal = (
   return undefined
 }
 
+/**
+ * MCP 2025-06-18 removed JSON-RPC batches (a POST carries one message); 2025-03-26 requires them. So a
+ * batch is served when the client speaks 2025-03-26 (or names no version: the spec's default for it)
+ * and refused, 400 `-32600`, when its `MCP-Protocol-Version` is this one or later, as the SDKs and the
+ * conformance suite's proposed check (modelcontextprotocol/conformance#378) have it. Versions are dates:
+ * they compare as text.
+ */
+export const FIRST_VERSION_WITHOUT_BATCHES = "2025-06-18"
+
 /** `text` parsed, or `undefined` when it is not JSON. */
 const parseJson = (text: string): { readonly value: unknown } | undefined => {
   try {
@@ -397,6 +406,14 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
     }
     const parsed = parseJson(read.success)
     if (parsed === undefined) return jsonRpcError(400, -32700, "Parse error: the body is not JSON")
+    const version = request.headers["mcp-protocol-version"]?.trim()
+    if (Array.isArray(parsed.value) && version !== undefined && version >= FIRST_VERSION_WITHOUT_BATCHES) {
+      return jsonRpcError(
+        400,
+        -32600,
+        `Invalid Request: MCP ${version.slice(0, 20)} takes one JSON-RPC message per request, not a batch (batches ended with ${FIRST_VERSION_WITHOUT_BATCHES})`
+      )
+    }
     // what is not JSON-RPC, or a tools/call the tools cannot take, is named with JSON-RPC's own codes (JsonRpc.ts)
     const refused = JsonRpc.refusalOf(parsed.value)
     if (refused !== undefined) {
