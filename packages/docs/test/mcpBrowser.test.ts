@@ -7,16 +7,13 @@
  * what to install (`scripts/install-browser.sh`).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { serve } from "@svc/platform"
-import { ConfigProvider, Context, Effect, Layer } from "effect"
-import { HttpServer } from "effect/http"
+import { Effect } from "effect"
 import { existsSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
 import { type Browser, chromium } from "playwright-core"
-import { DocsClient } from "../src/mcp/DocsClient.ts"
-import { routes as mcpRoutes } from "../src/mcp/McpHttp.ts"
+import { startMcp } from "./support.ts"
 
 const CHROMIUM = "/usr/bin/chromium"
 const entry = fileURLToPath(new URL("./browser/mcpClientPage.ts", import.meta.url))
@@ -66,17 +63,8 @@ afterAll(async () => {
 })
 
 /** The MCP HTTP server on 127.0.0.1:<free port> with `env`; its `/mcp` URL. */
-const startMcp = (env: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const context = yield* Layer.build(
-      serve(mcpRoutes, { name: "mcp", port: 0, host: "127.0.0.1" }).pipe(
-        Layer.provide(DocsClient.layer({ baseUrl: "http://127.0.0.1:9", timeout: "5 seconds", retries: 0 })),
-        Layer.provide(ConfigProvider.layerAdd(ConfigProvider.fromEnvRecord(env), { asPrimary: true }))
-      )
-    )
-    const { address } = Context.get(context, HttpServer.HttpServer)
-    return `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}/mcp`
-  })
+const startMcpAt = (env: Record<string, string> = {}) =>
+  Effect.map(startMcp(env), (port) => `http://127.0.0.1:${port}/mcp`)
 
 /** A page on {@link pageOrigin} with the bundled client, closed with the scope. */
 const openPage = Effect.gen(function*() {
@@ -93,7 +81,7 @@ const openPage = Effect.gen(function*() {
 describe("MCP over HTTP from a browser page (CORS)", () => {
   it.effect("at an allowed origin the SDK's client connects and lists the tools; the answers' headers it may read, it reads", () =>
     Effect.gen(function*() {
-      const url = yield* startMcp()
+      const url = yield* startMcpAt()
       const page = yield* openPage
       const tools = yield* Effect.promise(() =>
         page.evaluate(([url]) => (globalThis as any).listTools(url, "svcsk_browser") as Promise<Array<string>>, [url] as const)
@@ -110,19 +98,19 @@ describe("MCP over HTTP from a browser page (CORS)", () => {
               "mcp-protocol-version": "2025-11-25",
               "x-svc-api-key": "svcsk_browser"
             },
-            body: JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "ping" }])
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
           })
           return { status: response.status, requestId: response.headers.get("x-request-id"), body: await response.json() }
         }, [url] as const)
       )
       assert.strictEqual(fetched.status, 200)
       assert.isString(fetched.requestId)
-      assert.deepStrictEqual(fetched.body, [{ jsonrpc: "2.0", id: 1, result: {} }])
+      assert.deepStrictEqual(fetched.body, { jsonrpc: "2.0", id: 1, result: {} })
     }).pipe(Effect.scoped))
 
   it.effect("at an origin the server does not allow, the browser stops the client at the preflight", () =>
     Effect.gen(function*() {
-      const url = yield* startMcp({ MCP_ALLOWED_ORIGINS: "https://app.example.com" })
+      const url = yield* startMcpAt({ MCP_ALLOWED_ORIGINS: "https://app.example.com" })
       const page = yield* openPage
       const failure = yield* Effect.promise(() =>
         page.evaluate(

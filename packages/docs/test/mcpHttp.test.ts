@@ -5,25 +5,11 @@
  * allowed origin. Nothing here reaches the REST API (`ping` and `tools/list` need none).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { serve } from "@svc/platform"
-import { ConfigProvider, Context, Effect, Layer } from "effect"
-import { HttpServer } from "effect/http"
+import { Effect } from "effect"
 import * as Http from "node:http"
-import { DocsClient } from "../src/mcp/DocsClient.ts"
-import { acceptsMcpAnswers, routes as mcpRoutes } from "../src/mcp/McpHttp.ts"
+import { acceptsMcpAnswers } from "../src/mcp/McpHttp.ts"
+import { startMcp } from "./support.ts"
 
-/** The MCP HTTP server on 127.0.0.1:<free port> with `env`; its port. */
-const startMcp = (env: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const context = yield* Layer.build(
-      serve(mcpRoutes, { name: "mcp", port: 0, host: "127.0.0.1" }).pipe(
-        Layer.provide(DocsClient.layer({ baseUrl: "http://127.0.0.1:9", timeout: "5 seconds", retries: 0 })),
-        Layer.provide(ConfigProvider.layerAdd(ConfigProvider.fromEnvRecord(env), { asPrimary: true }))
-      )
-    )
-    const { address } = Context.get(context, HttpServer.HttpServer)
-    return address._tag === "UnixPathAddress" ? 0 : address.port
-  })
 
 interface Answer {
   readonly status: number

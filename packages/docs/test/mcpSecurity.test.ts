@@ -6,31 +6,14 @@
  * against the real REST API on a fresh database.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { serve } from "@svc/platform"
-import { ConfigProvider, Context, Effect, Layer, Redacted } from "effect"
-import { HttpServer } from "effect/http"
+import { Context, Effect, Layer, Redacted } from "effect"
 import * as Http from "node:http"
 import { ADDRESS_HEADER, forwardingHeaders, SIGNATURE_HEADER, verifiedForwardedAddress } from "../src/ClientAddress.ts"
 import { Indexer } from "../src/Indexer.ts"
-import { DocsClient } from "../src/mcp/DocsClient.ts"
-import { originPolicy, routes as mcpRoutes } from "../src/mcp/McpHttp.ts"
-import { Client, docsFolder, socketClientWith, stack } from "./support.ts"
+import { originPolicy } from "../src/mcp/McpHttp.ts"
+import { Client, docsFolder, socketClientWith, stack, startMcp } from "./support.ts"
 
-const withEnv = (env: Record<string, string>) =>
-  ConfigProvider.layerAdd(ConfigProvider.fromEnvRecord(env), { asPrimary: true })
 
-/** The MCP HTTP server on 127.0.0.1:<free port> with `env`, calling the API at `apiUrl`; its port. */
-const startMcp = (env: Record<string, string> = {}, apiUrl = "http://127.0.0.1:9") =>
-  Effect.gen(function*() {
-    const context = yield* Layer.build(
-      serve(mcpRoutes, { name: "mcp", port: 0, host: "127.0.0.1" }).pipe(
-        Layer.provide(DocsClient.layer({ baseUrl: apiUrl, timeout: "5 seconds", retries: 0 })),
-        Layer.provide(withEnv(env))
-      )
-    )
-    const { address } = Context.get(context, HttpServer.HttpServer)
-    return address._tag === "UnixPathAddress" ? 0 : address.port
-  })
 
 interface Answer {
   readonly status: number

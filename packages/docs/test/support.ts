@@ -1,13 +1,15 @@
 /** Shared test helpers: the docs stack on a fresh database, HTTP clients, temporary doc folders. */
 import { serve, toWebHandler } from "@svc/platform"
 import { Client, get, spawnablePort, TestDatabase, tempDir } from "@svc/platform/testing"
-import { ConfigProvider, Duration, Effect, Layer } from "effect"
+import { ConfigProvider, Context, Duration, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { ApiKeys } from "../src/ApiKeys.ts"
+import { DocsClient } from "../src/mcp/DocsClient.ts"
+import { routes as mcpRoutes } from "../src/mcp/McpHttp.ts"
 import { Indexer } from "../src/Indexer.ts"
 import { Search } from "../src/Search.ts"
 import { routes } from "../src/Service.ts"
@@ -201,3 +203,19 @@ export function waitFor<A, E, R>(
     return yield* Effect.die(new Error(`timed out after ${Duration.format(Duration.fromInputUnsafe(timeout))} waiting for ${what(last)}`))
   })
 }
+
+/**
+ * The MCP HTTP server on 127.0.0.1:<free port> with `env` (its configuration), calling the docs API at
+ * `apiUrl` (default: a port nothing listens on, for tests that never reach it); its port, for the scope.
+ */
+export const startMcp = (env: Record<string, string> = {}, apiUrl = "http://127.0.0.1:9") =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(
+      serve(mcpRoutes, { name: "mcp", port: 0, host: "127.0.0.1" }).pipe(
+        Layer.provide(DocsClient.layer({ baseUrl: apiUrl, timeout: "5 seconds", retries: 0 })),
+        Layer.provide(ConfigProvider.layerAdd(ConfigProvider.fromEnvRecord(env), { asPrimary: true }))
+      )
+    )
+    const { address } = Context.get(context, HttpServer.HttpServer)
+    return address._tag === "UnixPathAddress" ? 0 : address.port
+  })
