@@ -45,6 +45,7 @@ import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import type * as Types from "effect/Types"
 import * as NodeHttp from "node:http"
 import type { Duplex } from "node:stream"
+import { recording, RouteTable } from "./RouteTable.ts"
 
 // -----------------------------------------------------------------------------
 // Configuration
@@ -211,7 +212,7 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
     )
 
     // `server.listening` turns false as soon as shutdown calls `server.close()`.
-    const app = Layer.merge(routes, conventions({ name: options.name, closing: () => !server.listening }))
+    const app = withConventions(routes, { name: options.name, closing: () => !server.listening })
     return HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provide(NodeHttpServer.layerHttpServices),
       Layer.provideMerge(ServerLive)
@@ -289,7 +290,7 @@ export const toWebHandler = <A, E>(
   options?: { readonly name?: string | undefined }
 ) =>
   HttpRouter.toWebHandler(
-    Layer.merge(routes, conventions({ name: options?.name ?? "web", closing: () => false })).pipe(
+    withConventions(routes, { name: options?.name ?? "web", closing: () => false }).pipe(
       Layer.provide(HttpServer.layerServices)
     ),
     { disableLogger: true }
@@ -335,12 +336,16 @@ export const exitZeroOnSignal: Runtime.Teardown = (exit, onExit) =>
 // Conventions: one global router middleware
 // -----------------------------------------------------------------------------
 
+/** The routes with the conventions around them; the routes' methods noted for 405 / OPTIONS (RouteTable.ts). */
+const withConventions = <A, E, R>(routes: Layer.Layer<A, E, R>, options: { readonly name: string; readonly closing: () => boolean }) =>
+  Layer.merge(Layer.provide(routes, recording), conventions(options)).pipe(Layer.provide(RouteTable.layer))
+
 // A global router middleware wraps the routing itself, so it sees unknown routes and decode failures
 // and can still change the response. (`HttpRouter.serve`'s own `middleware` option cannot: it runs
 // after the response has been sent.)
 const conventions = (options: { readonly name: string; readonly closing: () => boolean }) =>
   HttpRouter.middleware(
-    (app) =>
+    Effect.map(RouteTable, (routes) => (app: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>) =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const requestId = saneRequestId(request.headers["x-request-id"]) ?? crypto.randomUUID()
@@ -357,7 +362,7 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
         return handled.pipe(
           Effect.matchCauseEffect({
             onSuccess: (response) => Effect.succeed([response, undefined] as const),
-            onFailure: (cause) => fromCause(cause, request, requestId)
+            onFailure: (cause) => fromCause(cause, request, requestId, routes)
           }),
           Effect.flatMap(([response, cause]) => {
             const final = finalize(response, requestId, options.closing())
@@ -369,7 +374,7 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
           }),
           Effect.annotateLogs({ service: options.name, requestId })
         )
-      }) as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>,
+      }) as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>),
     // The cast: global middleware is typed to never handle errors, so that the errors stay visible in
     // the types of the routes; handling *all* of them into responses is precisely this middleware's job.
     { global: true }
@@ -401,7 +406,8 @@ type Rendered = readonly [HttpServerResponse.HttpServerResponse, Cause.Cause<unk
 const fromCause = (
   cause: Cause.Cause<unknown>,
   request: HttpServerRequest.HttpServerRequest,
-  requestId: string
+  requestId: string,
+  routes: RouteTable["Service"]
 ): Effect.Effect<Rendered> => {
   const reason = cause.reasons.find((reason) => reason._tag === "Fail" || reason._tag === "Die")
   if (reason === undefined) {
@@ -430,6 +436,20 @@ const fromCause = (
       const unreadable = unreadablePath(path, failure.description)
       if (unreadable !== undefined) {
         return clientError(new InvalidRequest({ issues: [{ in: "path", parameter: "", problem: unreadable }] }))
+      }
+      // A path routed for other methods: 405 naming them (`Allow`), or for OPTIONS the list itself.
+      const allowed = routes.allowed(request.url)
+      if (allowed.length > 0) {
+        const allow = allowed.join(", ")
+        return Effect.succeed([
+          request.method === "OPTIONS"
+            ? HttpServerResponse.empty({ status: 204, headers: { allow } })
+            : HttpServerResponse.text(`${request.method} is not allowed on ${pathOf(request.url)}: it takes ${allow}`, {
+              status: 405,
+              headers: { allow }
+            }),
+          undefined
+        ])
       }
       // as sent: `/./mcp` is not `/mcp`, which the router would have found
       const asSent = request.url.startsWith("/") ? request.url.split(/[?#]/)[0]! : path

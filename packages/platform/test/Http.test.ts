@@ -204,9 +204,29 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
         const nope = yield* request("/nope?x=1")
         assert.strictEqual(nope.response.status, 404)
         assert.deepStrictEqual(nope.body, { code: "not_found", message: "No route for GET /nope" })
+      }))
+
+    it.effect("a path routed for other methods is 405 naming them in Allow; OPTIONS lists them", () =>
+      Effect.gen(function*() {
         const wrongMethod = yield* request("/offers/1", { method: "DELETE" })
-        assert.strictEqual(wrongMethod.response.status, 404)
-        assert.strictEqual(wrongMethod.body?.code, "not_found")
+        assert.strictEqual(wrongMethod.response.status, 405)
+        assert.strictEqual(wrongMethod.response.headers.get("allow"), "GET, HEAD")
+        assert.deepStrictEqual(wrongMethod.body, {
+          code: "method_not_allowed",
+          message: "DELETE is not allowed on /offers/1: it takes GET, HEAD"
+        })
+        const put = yield* request("/offers?limit=1", { method: "PUT", body: "{}" })
+        assert.strictEqual(put.response.status, 405)
+        assert.strictEqual(put.response.headers.get("allow"), "GET, HEAD, POST")
+        const options = yield* request("/offers", { method: "OPTIONS" })
+        assert.strictEqual(options.response.status, 204)
+        assert.strictEqual(options.response.headers.get("allow"), "GET, HEAD, POST")
+        assert.strictEqual(options.text, "")
+        const postOnly = yield* request("/years", { method: "GET" })
+        assert.strictEqual(postOnly.response.status, 405)
+        assert.strictEqual(postOnly.response.headers.get("allow"), "POST")
+        // a path no method routes stays a 404
+        assert.strictEqual((yield* request("/offers/1/nope", { method: "DELETE" })).response.status, 404)
       }))
 
     it.effect("a path the router cannot read is a 400 naming why; a 404 echoes at most 200 characters of the path", () =>

@@ -1,0 +1,66 @@
+/**
+ * Which methods a server's paths take, so that a request with another method is answered 405 with
+ * `Allow` (RFC 9110 §15.5.6) instead of "No route", and `OPTIONS` lists them.
+ *
+ * effect's router keeps its routes to itself: {@link recording} stands between the routes' layers and
+ * the router `HttpRouter.serve` (or `toWebHandler`) builds, passing every route on unchanged and noting
+ * its method and path in a table of its own, matched by the same `FindMyWay` the router uses.
+ */
+import { Context, Effect, Layer } from "effect"
+import { FindMyWay, HttpRouter } from "effect/http"
+
+/** The methods a route may name, in the order `Allow` lists them. */
+const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "QUERY"] as const
+
+export class RouteTable extends Context.Service<RouteTable, {
+  /** The methods routed at `url`'s path (HEAD with GET, as the router serves it), `[]` when none is. */
+  readonly allowed: (url: string) => ReadonlyArray<string>
+  readonly note: (route: HttpRouter.Route<any, any>) => void
+}>()("@svc/platform/RouteTable") {
+  static readonly layer = Layer.effect(
+    RouteTable,
+    Effect.gen(function*() {
+      // matched as the router matches (its configuration: trailing and duplicate slashes, case)
+      const table = FindMyWay.make<true>(yield* HttpRouter.RouterConfig)
+      const on = (method: string, path: FindMyWay.PathInput) =>
+        method === "*" ? table.all(path, true) : table.on(method, path, true)
+      return RouteTable.of({
+        note: (route) => {
+          on(route.method, route.path)
+          // the router takes `/x/*` for `/x` too
+          if (route.path.endsWith("/*")) on(route.method, route.path.slice(0, -2) as FindMyWay.PathInput)
+        },
+        allowed: (url) => {
+          const found = METHODS.filter((method) => table.find(method, url) !== undefined)
+          return found.includes("GET") && !found.includes("HEAD")
+            ? METHODS.filter((method) => method === "HEAD" || found.includes(method))
+            : found
+        }
+      })
+    })
+  )
+}
+
+/**
+ * The router as the routes' layers see it: the one it stands for, every route noted in the
+ * {@link RouteTable} on its way (under the prefix of a `prefixed` router, as the router adds it).
+ */
+export const recording: Layer.Layer<HttpRouter.HttpRouter, never, HttpRouter.HttpRouter | RouteTable> = Layer.effect(
+  HttpRouter.HttpRouter,
+  Effect.gen(function*() {
+    const table = yield* RouteTable
+    const wrap = (router: HttpRouter.HttpRouter, prefix: string | undefined): HttpRouter.HttpRouter => {
+      const addAll: HttpRouter.HttpRouter["addAll"] = (routes) => {
+        for (const route of routes) table.note(prefix === undefined ? route : HttpRouter.prefixRoute(route, prefix))
+        return router.addAll(routes)
+      }
+      return HttpRouter.HttpRouter.of({
+        ...router,
+        prefixed: (next) => wrap(router.prefixed(next), prefix === undefined ? next : HttpRouter.prefixPath(next, prefix)),
+        addAll,
+        add: (method, path, handler, options) => addAll([HttpRouter.route(method, path, handler, options)])
+      })
+    }
+    return wrap(yield* HttpRouter.HttpRouter, undefined)
+  })
+)
