@@ -9,7 +9,7 @@
  * start indexes them again (DefaultLibraries.ts).
  */
 import { LibraryIdPattern } from "@svc/schema"
-import { Cause, Context, Effect, Layer, Schema, type Scope } from "effect"
+import { Cause, Context, Deferred, Effect, Layer, Schema, type Scope } from "effect"
 import { IndexStore, type LibraryListing, type UnfinishedVersion } from "./IndexStore.ts"
 import { type ResolveOptions, Sources } from "./sources/Sources.ts"
 import type { IndexFailed, ResolvedSource } from "./sources/Source.ts"
@@ -113,12 +113,36 @@ export class Indexer extends Context.Service<Indexer, {
       })
 
       // Scoped: a git clone is removed when the run ends, however it ends.
-      const add = Effect.fn("Indexer.add")(function*(source: string, options: IndexOptions = {}) {
+      const addOnce = Effect.fn("Indexer.add")(function*(source: string, options: IndexOptions) {
         const resolved = yield* resolve(source, options)
         const outcome = yield* run(resolved, options, options.defaultWhenReady !== true)
         if (options.defaultWhenReady === true) yield* store.setDefault(resolved.libraryId, resolved.version)
         return outcome
       }, Effect.scoped)
+
+      /**
+       * The adds running in this process, by what was asked (the source and every option but the
+       * progress callback): an identical add joins the one running and answers its outcome, instead of
+       * reading and writing the same library again (20 concurrent `AddLibrary npm:effect` ran 20 full
+       * indexes). One whose run was interrupted (its caller went away) runs on its own.
+       */
+      const adding = new Map<string, Deferred.Deferred<IndexOutcome, IndexFailed>>()
+      const add = (source: string, options: IndexOptions = {}): Effect.Effect<IndexOutcome, IndexFailed> =>
+        Effect.suspend(() => {
+          const { onProgress: _, ...asked } = options
+          const key = JSON.stringify([source, asked])
+          const running = adding.get(key)
+          if (running !== undefined) {
+            return Deferred.await(running).pipe(
+              Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? add(source, options) : Effect.failCause(cause))
+            )
+          }
+          const done = Deferred.makeUnsafe<IndexOutcome, IndexFailed>()
+          adding.set(key, done)
+          return addOnce(source, options).pipe(
+            Effect.onExit((exit) => Effect.andThen(Effect.sync(() => adding.delete(key)), Deferred.done(done, exit)))
+          )
+        })
 
       const enqueue = Effect.fn("Indexer.enqueue")(function*(sources: ReadonlyArray<ResolvedSource>) {
         yield* store.enqueue(sources)

@@ -3,7 +3,7 @@
  * failures with their category, refresh, remove and the generation switch.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Result } from "effect"
+import { Effect, Fiber, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { type IndexProgress, Indexer } from "../src/Indexer.ts"
@@ -188,5 +188,44 @@ layer(stack)("Indexer", (it) => {
       yield* indexer.refresh("/two/widget-kit")
       yield* indexer.add(dir, { id: "/two/widget-kit", version: "1.2" })
       assert.deepStrictEqual(yield* ranked, [["/two/widget-kit", 9], ["/one/widget-kit", 5]])
+    }))
+
+  it.effect("identical adds at once run once and share its outcome; another option, or a later add, runs apart", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const sql = yield* SqlClient.SqlClient
+      const dir = yield* docsFolder({ "guide.md": "# Joined kit\n\nA library three callers add at the same moment, with a guide to its options.\n" })
+      let runs = 0
+      const adding = (options: { readonly trust?: number } = {}) =>
+        indexer.add(dir, {
+          id: "/acme/joined-kit",
+          version: "1.0",
+          ...options,
+          onProgress: (event) => Effect.sync(() => event._tag === "Started" && runs++)
+        })
+      const generations = sql<{ readonly n: number }>`
+        SELECT count(*)::int4 AS n FROM docs.generations g JOIN docs.versions v ON v.id = g.version_id
+        WHERE v.library_id = '/acme/joined-kit'`.pipe(Effect.map(([row]) => row!.n), Effect.orDie)
+      const before = yield* generations
+      const outcomes = yield* Effect.all([adding(), adding(), adding()], { concurrency: "unbounded" })
+      assert.strictEqual(runs, 1)
+      assert.deepStrictEqual(outcomes[1], outcomes[0])
+      assert.deepStrictEqual(outcomes[2], outcomes[0])
+      assert.strictEqual(outcomes[0].snippets, 1)
+      assert.strictEqual(yield* generations, before + 1)
+      // once it has ended, the same add reads the source again
+      yield* adding()
+      assert.strictEqual(runs, 2)
+      // another option is another add
+      yield* Effect.all([adding(), adding({ trust: 7 })], { concurrency: "unbounded" })
+      assert.strictEqual(runs, 4)
+      // the caller of the run goes away (interrupted): one that joined it runs on its own
+      const first = yield* Effect.forkChild(adding())
+      const joined = yield* Effect.forkChild(adding())
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(first)
+      // (without the rerun, the interruption would reach it and end this test)
+      const outcome = yield* Fiber.join(joined)
+      assert.strictEqual(outcome.snippets, 1)
     }))
 })
