@@ -207,6 +207,8 @@ describe("upload route: completion is single-use", () => {
     return withRoute({ onUploadComplete: () => void runs++ }, (handler) =>
       Effect.gen(function*() {
         const begin = yield* uploaded(handler)
+        // a token is signed with its expiry in milliseconds: one signed in the same millisecond is the same token
+        yield* Effect.sleep("5 millis")
         const resumed = (yield* post(handler, { type: "resume", completionToken: begin.completionToken })).json as unknown as ResumeUploadResponse
         assert.notStrictEqual(resumed.completionToken, begin.completionToken)
         const first = yield* completeWith(handler, resumed.completionToken)
