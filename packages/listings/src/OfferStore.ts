@@ -132,15 +132,22 @@ export class OfferStore extends Context.Service<OfferStore, {
         return yield* sql.withTransaction(Effect.gen(function*() {
           yield* lockWriters
           const expired = yield* SqlSchema.findAll({ Request: Schema.Void, Result: ExpiredKey, execute: () => sql`
+            WITH seen AS (SELECT unnest(${seenIds}::text[]) AS id),
+            -- the source's live offers the feed did not list, or past their expiry: a hash anti-join,
+            -- one pass over each side whatever their sizes. (\`NOT IN (SELECT unnest(…))\` was a hashed
+            -- subplan only while the ids fit in work_mem: past ~140,000 of them Postgres scanned them
+            -- once per offer, and the cleanup of a 150,000-offer feed ran for minutes holding the lock
+            -- every source's writes wait on.)
+            vanished AS (
+              SELECT o.id FROM listings.offers o LEFT JOIN seen s ON s.id = o.id
+              WHERE o.source_id = ${sourceId} AND o.removed_at IS NULL
+                AND (s.id IS NULL OR (o.expires_at IS NOT NULL AND o.expires_at <= now()))
+            )
             UPDATE listings.offers o
             SET removed_at = now(), dedup_winner = false,
                 expires_at = CASE WHEN o.expires_at IS NULL OR o.expires_at > now() THEN now() ELSE o.expires_at END
-            WHERE o.source_id = ${sourceId} AND o.removed_at IS NULL
-              AND (
-                (o.expires_at IS NOT NULL AND o.expires_at <= now())
-                -- a hashed subplan: one pass over the seen ids
-                OR o.id NOT IN (SELECT unnest(${seenIds}::text[]))
-              )
+            FROM vanished v
+            WHERE o.id = v.id
             RETURNING o.dedup_key` })()
           yield* recomputeWinners([...new Set(expired.map((row) => row.dedup_key))])
           if (expired.length > 0) yield* bumpVersion
