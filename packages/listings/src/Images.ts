@@ -11,6 +11,13 @@
  * else the image is `rejected` for good; a failed image is tried again by later passes, 3 attempts in
  * all. The object key is the image key (hex SHA-256 of the URL).
  *
+ * Dimensions: the width and height the image's header declares (PNG IHDR, JPEG SOF0-2, GIF logical
+ * screen, WebP VP8/VP8L/VP8X, AVIF `ispe`; read with `image-size`, nothing is decoded) must be at most
+ * `IMAGE_MAX_SIDE` px a side (default 10,000) and `IMAGE_MAX_PIXELS` in all (default 40,000,000),
+ * else the image is `rejected`: a few bytes can declare 2147483647 × 2147483647 px, a decompression
+ * bomb for the app that decodes it. Bytes whose dimensions cannot be read, or whose format is not the
+ * declared type, are `rejected` too (what cannot be measured is not served).
+ *
  * Every download goes through the suite's outbound guard (the service's `HttpClient`, see
  * `Service.ts`): loopback, private, link-local and other internal addresses are refused on the address
  * connected to and on every redirect hop, unless `LISTINGS_ALLOW_PRIVATE=true`. A refused image is
@@ -23,6 +30,7 @@ import { LocalObjectStorage, type ObjectStorageError, OutboundGuard, startObject
 import { Config, Context, Duration, Effect, Layer, Option, Queue, Redacted, Schedule, Schema, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { imageSize } from "image-size"
 import { createHash } from "node:crypto"
 import * as NodePath from "node:path"
 import { Sources } from "./Sources.ts"
@@ -168,6 +176,69 @@ export class ImageStore extends Context.Service<ImageStore, {
 }
 
 // -----------------------------------------------------------------------------
+// Dimensions
+// -----------------------------------------------------------------------------
+
+/** The largest image the cache keeps: each side and the pixel count (see `dimensionsRefusal`). */
+export interface DimensionLimits {
+  readonly maxSide: number
+  readonly maxPixels: number
+}
+
+/**
+ * 10,000 px a side, 40 megapixels: listing photos are a few thousand px (a 12 MP phone photo is
+ * 4032 × 3024, dealer feeds send ≤ 2,000 px), phone screens under 3,000; 40 MP is already ~160 MB
+ * decoded as RGBA. Anything larger is no listing photo.
+ */
+export const defaultDimensionLimits: DimensionLimits = { maxSide: 10_000, maxPixels: 40_000_000 }
+
+/** The `image-size` type each allowed content type must turn out to be. */
+const measuredTypes: Readonly<Record<string, string>> = {
+  "image/jpeg": "jpg",
+  "image/png": "png",
+  "image/gif": "gif",
+  "image/webp": "webp",
+  "image/avif": "avif"
+}
+
+/**
+ * Why `body` is refused for its declared dimensions, or undefined when they are within `limits`.
+ * Reads only the header (`image-size`, no decoding). Refused: dimensions that cannot be read (no
+ * IHDR/SOF0-2/…, truncated), a format other than `contentType`, a side of 0, or one over the limits;
+ * every frame or item counts (ICO/AVIF images list several).
+ */
+export const dimensionsRefusal = (
+  body: Uint8Array,
+  contentType: string,
+  limits: DimensionLimits = defaultDimensionLimits
+): string | undefined => {
+  // a copy with its own ArrayBuffer: image-size reads through a DataView on `.buffer`, and a pooled
+  // Buffer's would let a truncated header be completed from unrelated bytes
+  const bytes = new Uint8Array(body)
+  let size: ReturnType<typeof imageSize>
+  try {
+    size = imageSize(bytes)
+  } catch (error) {
+    return `dimensions cannot be read from the ${contentType} header (${(error as Error).message})`
+  }
+  if (size.type !== measuredTypes[contentType]) {
+    return `the bytes are ${size.type ?? "an unknown format"}, not ${contentType}`
+  }
+  for (const { height, width } of [size, ...(size.images ?? [])]) {
+    if (!(Number.isSafeInteger(width) && Number.isSafeInteger(height) && width > 0 && height > 0)) {
+      return `declared dimensions ${width} × ${height} px are not an image`
+    }
+    if (width > limits.maxSide || height > limits.maxSide) {
+      return `declared dimensions ${width} × ${height} px are over the limit of ${limits.maxSide} px a side`
+    }
+    if (width * height > limits.maxPixels) {
+      return `declared dimensions ${width} × ${height} px are over the limit of ${limits.maxPixels} pixels`
+    }
+  }
+  return undefined
+}
+
+// -----------------------------------------------------------------------------
 // The cacher
 // -----------------------------------------------------------------------------
 
@@ -183,6 +254,8 @@ export interface CacheOptions {
   readonly timeout: Duration.Duration
   /** base delay of the retry schedule */
   readonly retryBase: Duration.Duration
+  /** largest declared dimensions kept (default `defaultDimensionLimits`) */
+  readonly dimensions?: DimensionLimits
 }
 
 export class ImageCacher extends Context.Service<ImageCacher, {
@@ -267,6 +340,8 @@ export class ImageCacher extends Context.Service<ImageCacher, {
           download(image.original_url).pipe(
             Effect.flatMap(({ body, contentType }) =>
               Effect.gen(function*() {
+                const refusal = dimensionsRefusal(body, contentType, options.dimensions)
+                if (refusal !== undefined) return yield* new Rejected({ message: refusal })
                 yield* store.put(image.key, body, contentType).pipe(
                   Effect.mapError((error) =>
                     error.refused === true ? new Rejected({ message: error.message }) : new Failed({ message: error.message })
@@ -282,7 +357,10 @@ export class ImageCacher extends Context.Service<ImageCacher, {
             Effect.catch((error) => {
               const status = error._tag === "Rejected" ? "rejected" : "failed"
               return Effect.andThen(
-                Effect.logDebug(`Image ${image.key} not cached (${status}): ${error.message}`),
+                // a rejection is final (never fetched again): worth a line at the default level
+                (status === "rejected" ? Effect.logInfo : Effect.logDebug)(
+                  `Image ${image.key} not cached (${status}): ${error.message}`
+                ),
                 sql`UPDATE listings.images SET status = ${status} WHERE key = ${image.key}`
               )
             }),
@@ -322,13 +400,20 @@ export class ImageCacher extends Context.Service<ImageCacher, {
       })
     )
 
-  /** `IMAGE_CACHE_CONCURRENCY` (4), `IMAGE_MAX_BYTES` (10 MiB), `IMAGE_FETCH_TIMEOUT` (20 s). */
+  /**
+   * `IMAGE_CACHE_CONCURRENCY` (4), `IMAGE_MAX_BYTES` (10 MiB), `IMAGE_FETCH_TIMEOUT` (20 s),
+   * `IMAGE_MAX_SIDE` (10,000 px), `IMAGE_MAX_PIXELS` (40,000,000).
+   */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {
     return ImageCacher.layerWith({
       concurrency: yield* Config.Int("IMAGE_CACHE_CONCURRENCY").pipe(Config.withDefault(4)),
       maxBytes: yield* Config.Int("IMAGE_MAX_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
       timeout: yield* Config.Duration("IMAGE_FETCH_TIMEOUT").pipe(Config.withDefault(Duration.seconds(20))),
-      retryBase: Duration.millis(500)
+      retryBase: Duration.millis(500),
+      dimensions: {
+        maxSide: yield* Config.Int("IMAGE_MAX_SIDE").pipe(Config.withDefault(defaultDimensionLimits.maxSide)),
+        maxPixels: yield* Config.Int("IMAGE_MAX_PIXELS").pipe(Config.withDefault(defaultDimensionLimits.maxPixels))
+      }
     })
   }))
 }

@@ -1,8 +1,9 @@
 /**
  * Images against the run's radosgw (through `@svc/blob`'s Bucket) and a local image server:
  * caching after ingest (bytes equal the source), GET /images/:key (stream, ETag, Cache-Control, 304),
- * 302 when known but not cached, 404 when unknown, size/content-type limits, retried transient
- * failures, and that GET /images never fetches anything on demand.
+ * 302 when known but not cached, 404 when unknown, size/content-type/dimension limits (the image bomb:
+ * a tiny PNG or JPEG whose header declares absurd dimensions), retried transient failures, and that
+ * GET /images never fetches anything on demand.
  */
 import { assert, layer } from "@effect/vitest"
 import { Bucket } from "@svc/blob"
@@ -16,22 +17,14 @@ import type * as Http from "node:http"
 import { ImageCacher, ImageStore } from "../src/Images.ts"
 import { Ingest } from "../src/Ingest.ts"
 import { imageKey } from "../src/Normalize.ts"
+import { jpegBytes, pngBomb, pngBytes } from "./imageBytes.ts"
 import { Client, get, httpServer, services, socketClient, TestDatabase } from "./support.ts"
 
 const MAX_BYTES = 4096
-const png = (size: number) => {
-  const bytes = randomBytes(size)
-  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52]).copy(bytes)
-  return bytes
-}
-const jpeg = (size: number) => {
-  const bytes = randomBytes(size)
-  Buffer.from([0xff, 0xd8, 0xff, 0xe0]).copy(bytes)
-  return bytes
-}
+const png = (size: number) => pngBytes(1200, 800, size)
 
 const okPng = png(1500)
-const okJpeg = jpeg(3000)
+const okJpeg = jpegBytes(1024, 768, 3000)
 const hits = new Map<string, number>()
 let flakyFailures = 2
 
@@ -58,9 +51,20 @@ const answer = (path: string, res: Http.ServerResponse) => {
     case "/page.html":
       res.writeHead(200, { "content-type": "text/html" })
       return res.end("<html><body>not an image</body></html>")
-    case "/lying.png": // says png, is html: the bucket's leading-byte check refuses it
+    case "/lying.png": // says png, is html: no PNG header to measure (and the bucket's leading-byte check)
       res.writeHead(200, { "content-type": "image/png" })
       return res.end("<html><body>not an image either, padded to look big enough</body></html>")
+    case "/bomb.png": { // a well-formed PNG of 68 bytes declaring 2147483647 × 2147483647 px
+      const bomb = pngBomb()
+      res.writeHead(200, { "content-type": "image/png", "content-length": bomb.length })
+      return res.end(bomb)
+    }
+    case "/huge.jpg": // a JPEG whose SOF0 declares 65535 × 65535 px (4.3 gigapixels)
+      res.writeHead(200, { "content-type": "image/jpeg" })
+      return res.end(jpegBytes(65535, 65535, 2000))
+    case "/no-size.jpg": // JPEG signature and APP0, no SOF: dimensions cannot be read
+      res.writeHead(200, { "content-type": "image/jpeg" })
+      return res.end(jpegBytes(0, 0, 2000, { sof: false }))
     default:
       res.writeHead(404)
       return res.end()
@@ -72,7 +76,17 @@ class Fixture extends Context.Service<Fixture, {
   readonly bucket: Bucket["Service"]
 }>()("test/ImagesFixture") {}
 
-const imagePaths = ["/ok.png", "/flaky.jpg", "/big.png", "/big-chunked.png", "/page.html", "/lying.png"]
+const imagePaths = [
+  "/ok.png",
+  "/flaky.jpg",
+  "/big.png",
+  "/big-chunked.png",
+  "/page.html",
+  "/lying.png",
+  "/bomb.png",
+  "/huge.jpg",
+  "/no-size.jpg"
+]
 
 const Stack = Layer.unwrap(Effect.gen(function*() {
   const base = yield* httpServer((req, res) => {
@@ -158,7 +172,10 @@ layer(TestLayer, { excludeTestServices: true })("images", (it) => {
         "/big.png": "rejected",
         "/big-chunked.png": "rejected",
         "/page.html": "rejected",
-        "/lying.png": "rejected"
+        "/lying.png": "rejected",
+        "/bomb.png": "rejected",
+        "/huge.jpg": "rejected",
+        "/no-size.jpg": "rejected"
       })
       assert.strictEqual(hits.get("/flaky.jpg"), 3, "two 503s retried, then stored")
 
@@ -167,7 +184,7 @@ layer(TestLayer, { excludeTestServices: true })("images", (it) => {
       const info = yield* bucket.info(imageKey(`${base}/flaky.jpg`))
       assert.strictEqual(info.contentType, "image/jpeg")
       assert.strictEqual(info.size, okJpeg.length)
-      for (const path of ["/big.png", "/big-chunked.png", "/page.html", "/lying.png"]) {
+      for (const path of ["/big.png", "/big-chunked.png", "/page.html", "/lying.png", "/bomb.png", "/huge.jpg", "/no-size.jpg"]) {
         assert.isFalse(yield* bucket.exists(imageKey(base + path)), `${path} is not stored`)
       }
     }))
@@ -204,7 +221,7 @@ layer(TestLayer, { excludeTestServices: true })("images", (it) => {
     Effect.gen(function*() {
       const { base } = yield* Fixture
       const sql = yield* SqlClient.SqlClient
-      for (const path of ["/big.png", "/page.html", "/lying.png"]) {
+      for (const path of ["/big.png", "/page.html", "/lying.png", "/bomb.png", "/huge.jpg", "/no-size.jpg"]) {
         const response = yield* get(`/images/${imageKey(base + path)}`)
         assert.strictEqual(response.status, 302, path)
         assert.strictEqual(response.headers.get("location"), base + path)

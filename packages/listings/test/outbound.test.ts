@@ -18,6 +18,7 @@ import { Ingest } from "../src/Ingest.ts"
 import { type FeedRecord, imageKey, normalize } from "../src/Normalize.ts"
 import { OfferStore } from "../src/OfferStore.ts"
 import type { SourceConfig } from "../src/Sources.ts"
+import { pngBytes } from "./imageBytes.ts"
 import { Client, httpServer, record, services, socketClient, TestDatabase } from "./support.ts"
 
 const KEY_ENV = "LISTINGS_OUTBOUND_TEST_KEY"
@@ -37,7 +38,7 @@ class Servers extends Context.Service<Servers, {
   readonly stored: Map<string, Uint8Array>
 }>()("test/OutboundServers") {}
 
-const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 1, 2, 3])
+const PNG = pngBytes(64, 48, 64)
 
 const offer = (id: string) => ({
   id,
