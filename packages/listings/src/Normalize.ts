@@ -66,9 +66,12 @@ const MAX_IMAGES = 30
 const NATIVE_ID = /^[\w.:~-]{1,200}$/
 const CURRENCIES = new Set(["PLN", "EUR", "USD"])
 
-/** Whitespace trimmed and collapsed; "" for nothing. */
+/**
+ * Whitespace trimmed and collapsed, a NUL counted as whitespace (Postgres text cannot hold one: a single
+ * NUL failed its whole batch of up to 2,000 offers); "" for nothing.
+ */
 export const cleanText = (value: unknown): string =>
-  typeof value === "string" ? value.replace(/\s+/g, " ").trim() : typeof value === "number" && Number.isFinite(value) ? String(value) : ""
+  typeof value === "string" ? value.replace(/[\s\u0000]+/g, " ").trim() : typeof value === "number" && Number.isFinite(value) ? String(value) : ""
 
 /** The de-duplication key (its one definition, with its SQL twin, is in Dedup.ts). */
 export { dedupKey }
@@ -132,6 +135,10 @@ const httpUrl = (value: unknown): string | null => {
   }
 }
 
+/** 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z, in epoch milliseconds. */
+const FIRST_INSTANT = -62_135_596_800_000
+const LAST_INSTANT = 253_402_300_799_999
+
 /** Epoch milliseconds (what the batch sends as `timestamptz`), or null. */
 const timestamp = (record: FeedRecord, field: string): number | null => {
   const value = record[field]
@@ -141,8 +148,10 @@ const timestamp = (record: FeedRecord, field: string): number | null => {
     : typeof value === "string"
     ? Date.parse(value.trim())
     : Number.NaN
-  // the range a Date can hold (±100,000,000 days)
-  if (!(Math.abs(time) <= 8.64e15)) throw new Reject(`${field} is not a date`)
+  if (Number.isNaN(time)) throw new Reject(`${field} is not a date`)
+  // years 1 to 9999: a Date holds ±275,760 years, Postgres none before 4713 BC (one such date failed
+  // its whole batch), and no offer was updated or expires outside them
+  if (time < FIRST_INSTANT || time > LAST_INSTANT) throw new Reject(`${field} is not a date between the years 1 and 9999`)
   return time
 }
 
