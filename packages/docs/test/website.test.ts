@@ -4,10 +4,10 @@
  * another origin, llms.txt and llms-full.txt, and the outbound guard without the setting.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Result } from "effect"
+import { ConfigProvider, Effect, Logger, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { Indexer } from "../src/Indexer.ts"
-import { htmlToMarkdown } from "../src/sources/Html.ts"
+import { htmlToMarkdown, MAX_NESTING } from "../src/sources/Html.ts"
 import { looksLikeLlmsTxt, parseLlmsTxt } from "../src/sources/LlmsTxt.ts"
 import type { IndexFailed } from "../src/sources/Source.ts"
 import { crawlPrefix, isGitHttpUrl, pageFile, websiteLibraryId } from "../src/sources/Website.ts"
@@ -68,6 +68,39 @@ describe("website helpers", () => {
     assert.strictEqual(converted.description, "About & more")
     assert.strictEqual(converted.markdown, "# Intro\n\nSee [b](b.html).\n\n```ts\nconst x = 1\n```")
     assert.deepStrictEqual(converted.links, ["/docs/a.html", "b.html"])
+  })
+
+  it("does not convert a page nested deeper than MAX_NESTING (turndown recursed per level: 2,000 divs overflowed the stack, 150,000 hung for minutes)", () => {
+    const started = performance.now()
+    const huge = htmlToMarkdown("<div>".repeat(150_000)) // 750 kB, under the 1 MB page cap
+    assert.isBelow(performance.now() - started, 1000, "a linear scan, not a conversion")
+    assert.strictEqual(huge.skipped, `nested deeper than ${MAX_NESTING} elements`)
+    assert.strictEqual(huge.markdown, "")
+
+    const deep = htmlToMarkdown(`<title>Deep</title><a href="next.html">n</a>${"<div>".repeat(3000)}text${"</div>".repeat(3000)}<a href="after.html">a</a>`)
+    assert.strictEqual(deep.skipped, `nested deeper than ${MAX_NESTING} elements`)
+    assert.strictEqual(deep.title, "Deep")
+    assert.deepStrictEqual(deep.links, ["next.html", "after.html"], "its links are still read")
+
+    // what a real page does is converted: some depth, end tags left out, void and self-closed elements, markup in scripts
+    const fine = htmlToMarkdown(
+      `${"<div>".repeat(100)}<p>Kept text.${"<br><img src=x.png><span/>".repeat(500)}<ul>${"<li>item".repeat(1000)}</ul>` +
+        `<script>${"<div>".repeat(1000)}</script><!-- ${"<div>".repeat(1000)} -->${"</div>".repeat(100)}`
+    )
+    assert.isUndefined(fine.skipped)
+    assert.include(fine.markdown, "Kept text.")
+    assert.match(fine.markdown, /^- +item$/m)
+  })
+
+  it("reads a character reference of no character as U+FFFD; keeps a malformed percent-escape as it is in the file name", () => {
+    const converted = htmlToMarkdown(
+      `<title>Bad &#x110000; title</title><meta name="description" content="Surrogate &#xD800; null &#0; ok &#x41;">` +
+        `<body><a href="/ent2/a&#9999999999;b">x</a></body>`
+    )
+    assert.strictEqual(converted.title, "Bad \uFFFD title")
+    assert.strictEqual(converted.description, "Surrogate \uFFFD null \uFFFD ok A")
+    assert.deepStrictEqual(converted.links, ["/ent2/a\uFFFDb"])
+    assert.strictEqual(pageFile(new URL("https://a.dev/pct/bad%E0%A4%A")), "pct/bad_E0_A4_A.md")
   })
 
   it("reads llms.txt's title, summary and links; an HTML answer is not one", () => {
@@ -143,6 +176,34 @@ layer(stack)("website sources", (it) => {
       const again = (yield* snippetsOf(outcome.libraryId)).map((s) => s.body).join("\n")
       assert.include(again, "Rewritten guide about gadgets")
       assert.notInclude(again, "Widget.make")
+    }))
+
+  it.effect("a page nested too deep, a bad character reference or percent-escape skip that page or decode safely, never fail the site", () =>
+    Effect.gen(function*() {
+      const site = yield* siteServer({
+        "/odd/": {
+          body: page("Odd &#x110000; docs", `<h1>Odd</h1>${prose("The start page of a site with odd pages.")}` +
+            `<a href="deep.html">Deep</a> <a href="good.html">Good</a> <a href="/odd/ent2/a&#9999999999;b">Ent</a> <a href="/odd/pct/bad%E0%A4%A">Pct</a>`)
+        },
+        "/odd/deep.html": { body: page("Deep", `${"<div>".repeat(3000)}${prose("Buried three thousand levels down.")}${"</div>".repeat(3000)}<a href="beyond.html">b</a>`) },
+        "/odd/beyond.html": { body: page("Beyond", `<h1>Beyond</h1>${prose("Linked only from the deep page.")}`) },
+        "/odd/good.html": { body: page("Good", `<h1>Good</h1>${prose("A good page next to the deep one.")}`) },
+        "/odd/ent2/a%EF%BF%BDb": { body: page("Ent", `<h1>Ent</h1>${prose("Reached through a reference of no character.")}`) },
+        "/odd/pct/bad%E0%A4%A": { body: page("Pct", `<h1>Pct</h1>${prose("Reached through a malformed percent-escape.")}`) }
+      })
+      const logged: Array<string> = []
+      const capture = Effect.provide(Logger.layer([Logger.make((options) => logged.push(String((options.message as ReadonlyArray<unknown>)[0])))]))
+      const indexer = yield* Indexer
+      const outcome = yield* indexer.add(`${site.base}/odd/`).pipe(allowed, capture)
+      const paths = [...new Set((yield* snippetsOf(outcome.libraryId)).map((s) => s.source_path))].sort()
+      assert.deepStrictEqual(paths, ["odd/beyond.md", "odd/ent2/a_b.md", "odd/good.md", "odd/index.md", "odd/pct/bad_E0_A4_A.md"])
+      assert.include(logged, `Skipped ${site.base}/odd/deep.html: nested deeper than ${MAX_NESTING} elements`)
+      assert.strictEqual((yield* libraryRow(outcome.libraryId))!.title, "Odd \uFFFD docs")
+
+      // a refresh of the ready site stays ready
+      yield* indexer.refresh(outcome.libraryId).pipe(allowed)
+      const library = (yield* indexer.list).find((library) => library.id === outcome.libraryId)
+      assert.deepStrictEqual(library!.versions.map((v) => [v.version, v.state]), [["latest", "ready"]])
     }))
 
   it.effect("DOCS_CRAWL_MAX_PAGES and DOCS_CRAWL_MAX_DEPTH bound the crawl", () =>

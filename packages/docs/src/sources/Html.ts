@@ -13,30 +13,155 @@ export interface HtmlPage {
   readonly markdown: string
   /** `href`s of the page's links, as written (resolve them against the page's URL). */
   readonly links: ReadonlyArray<string>
+  /** Why the page was not converted (`markdown` is then ""): it nests deeper than {@link MAX_NESTING}. */
+  readonly skipped?: string
 }
 
 const DROPPED: ReadonlySet<string> = new Set(["HEAD", "NAV", "HEADER", "FOOTER", "ASIDE", "SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "IFRAME", "FORM", "SVG"])
 
+/**
+ * How deep a page's elements may nest. turndown converts recursively, one stack frame per level, and
+ * its time grows with the square of the depth: 2,000 nested `<div>`s overflowed the stack, 150,000
+ * (a 750 kB page) pinned a core for minutes. A real documentation page nests well under 100 levels.
+ */
+export const MAX_NESTING = 256
+
+/** Elements without content: never counted as open. */
+const VOID: ReadonlySet<string> = new Set([
+  "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr"
+])
+/**
+ * Elements whose end tag may be left out (a `<p>` or `<li>` closes the one before it): not counted,
+ * so that a page writing `<li>` without `</li>` is not taken for a deep one.
+ */
+const OPTIONAL_END: ReadonlySet<string> = new Set([
+  "body", "caption", "colgroup", "dd", "dt", "head", "html", "li", "optgroup", "option", "p", "rb", "rp", "rt", "rtc", "tbody", "td", "tfoot", "th", "thead", "tr"
+])
+/** Elements whose content is text up to their end tag, not markup. */
+const RAW_TEXT: ReadonlySet<string> = new Set(["iframe", "noembed", "noframes", "noscript", "script", "style", "textarea", "title", "xmp"])
+
+/** What one linear pass over a page's tags finds (see {@link scanTags}). */
+interface TagScan {
+  /** The deepest nesting seen. */
+  readonly depth: number
+  readonly links: Array<string>
+  readonly title: string | undefined
+  readonly description: string | undefined
+  /** Where the content of the first `<body>`/`<main>` starts and its last end tag begins (-1: none). */
+  readonly body: { start: number; end: number }
+  readonly main: { start: number; end: number }
+  /** The first `<h1>`'s inner HTML within each range is found from these (positions in order). */
+  readonly h1: Array<{ start: number; end: number }>
+}
+
+const TAG_NAME = /[a-zA-Z][^\s/>]*/y
+const HREF = /\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/i
+const META_NAME_DESCRIPTION = /\bname\s*=\s*["']?description\b/i
+const META_CONTENT = /\bcontent\s*=\s*(?:"([^"]*)"|'([^']*)')/i
+
+/**
+ * One pass over the tags of a page, linear in its length (every regular expression here is anchored
+ * at a position or runs over one tag's own text, so no input makes them backtrack over the page):
+ * the nesting depth, the links, `<title>`, the meta description and where `<body>`, `<main>` and the
+ * `<h1>`s are. Kept simple on purpose: a tag ends at the first `>` (one inside a quoted attribute
+ * ends it early), `<x/>` counts as closed, void elements and elements whose end tag is optional are
+ * not counted, an end tag closes one level whatever its name, comments and the content of `script`,
+ * `style`, `title` and the like are skipped. It does not need to be exact: only to tell a page nested
+ * like a document from one nested thousands deep.
+ */
+const scanTags = (html: string): TagScan => {
+  const links: Array<string> = []
+  const h1: Array<{ start: number; end: number }> = []
+  const body = { start: -1, end: -1 }
+  const main = { start: -1, end: -1 }
+  let title: string | undefined
+  let description: string | undefined
+  let depth = 0
+  let deepest = 0
+  let at = html.indexOf("<")
+  while (at !== -1) {
+    if (html.startsWith("<!--", at)) {
+      const end = html.indexOf("-->", at + 4)
+      if (end === -1) break
+      at = html.indexOf("<", end + 3)
+      continue
+    }
+    const closing = html[at + 1] === "/"
+    TAG_NAME.lastIndex = at + (closing ? 2 : 1)
+    const name = TAG_NAME.exec(html)?.[0].toLowerCase()
+    if (name === undefined && !(html[at + 1] === "!" || html[at + 1] === "?")) {
+      at = html.indexOf("<", at + 1) // text, as `a < b`
+      continue
+    }
+    const close = html.indexOf(">", at)
+    if (close === -1) break
+    let next = close + 1
+    if (name !== undefined && closing) {
+      if (!VOID.has(name) && !OPTIONAL_END.has(name)) depth = Math.max(0, depth - 1)
+      if (name === "body") body.end = at
+      if (name === "main") main.end = at
+      if (name === "h1" && h1.length > 0 && h1.at(-1)!.end === -1) h1.at(-1)!.end = at
+    } else if (name !== undefined) {
+      const tag = html.slice(at, close)
+      if (name === "a") {
+        const href = HREF.exec(tag)
+        const value = (href?.[1] ?? href?.[2] ?? href?.[3] ?? "").trim()
+        if (value !== "") links.push(decodeEntities(value))
+      } else if (name === "meta" && description === undefined && META_NAME_DESCRIPTION.test(tag)) {
+        const content = META_CONTENT.exec(tag)
+        description = decodeEntities(content?.[1] ?? content?.[2] ?? "").trim()
+      } else if (name === "body" && body.start === -1) body.start = close + 1
+      else if (name === "main" && main.start === -1) main.start = close + 1
+      else if (name === "h1") h1.push({ start: close + 1, end: -1 })
+      if (name === "plaintext") break
+      if (RAW_TEXT.has(name)) {
+        const end = new RegExp(`</${name}`, "gi")
+        end.lastIndex = next
+        const found = end.exec(html)
+        if (name === "title" && title === undefined) title = html.slice(next, found?.index ?? html.length)
+        if (found === null) break
+        next = found.index
+      } else if (!VOID.has(name) && !OPTIONAL_END.has(name) && html[close - 1] !== "/") {
+        depth++
+        deepest = Math.max(deepest, depth)
+      }
+    }
+    at = html.indexOf("<", next)
+  }
+  return { depth: deepest, links, title, description, body, main, h1 }
+}
+
+/** `&#…;` of a code point no character has (over U+10FFFF, a surrogate, 0): U+FFFD, as browsers read it. */
+const fromCodePoint = (code: number): string =>
+  Number.isInteger(code) && code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : "\uFFFD"
+
 const decodeEntities = (text: string): string =>
   text.replace(/&(#x?[0-9a-f]+|amp|lt|gt|quot|apos|nbsp);/gi, (all, entity: string) => {
     const lower = entity.toLowerCase()
-    if (lower.startsWith("#x")) return String.fromCodePoint(parseInt(lower.slice(2), 16))
-    if (lower.startsWith("#")) return String.fromCodePoint(parseInt(lower.slice(1), 10))
+    if (lower.startsWith("#x")) return fromCodePoint(parseInt(lower.slice(2), 16))
+    if (lower.startsWith("#")) return fromCodePoint(parseInt(lower.slice(1), 10))
     return ({ amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: " " } as Record<string, string>)[lower] ?? all
   })
 
-const textOf = (html: string, pattern: RegExp): string => {
-  const match = pattern.exec(html)
-  return match === null ? "" : decodeEntities(match[1]!.replace(/<[^>]*>/g, "")).replace(/\s+/g, " ").trim()
-}
+/** Text of an HTML fragment: tags removed (`<[^<>]*>`: linear), entities decoded, spaces collapsed. */
+const textOf = (fragment: string): string => decodeEntities(fragment.replace(/<[^<>]*>/g, "")).replace(/\s+/g, " ").trim()
 
-/** Converts a page; `links` collects every `<a href>` of its content (furniture's links included). */
+/**
+ * Converts a page; `links` collects every `<a href>` of it (furniture's links included). A page nested
+ * deeper than {@link MAX_NESTING} elements is not converted: its `markdown` is "" and `skipped` says
+ * why (its title, description and links are still read).
+ */
 export const htmlToMarkdown = (html: string): HtmlPage => {
-  const links: Array<string> = []
   // Links in the navigation are how a crawl finds pages, so they are collected before it is dropped.
-  for (const match of html.matchAll(/<a\b[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/gi)) {
-    const href = decodeEntities((match[1] ?? match[2] ?? match[3] ?? "").trim())
-    if (href !== "") links.push(href)
+  const scan = scanTags(html)
+  const inRange = (of: { start: number; end: number }) => of.start !== -1 && of.end >= of.start
+  const content = inRange(scan.main) ? scan.main : inRange(scan.body) ? scan.body : { start: 0, end: html.length }
+  const main = html.slice(content.start, content.end)
+  const heading = scan.h1.find((h) => h.start >= content.start && h.end !== -1 && h.end <= content.end)
+  const title = textOf(scan.title ?? "") || (heading === undefined ? "" : textOf(html.slice(heading.start, heading.end)))
+  const description = scan.description ?? ""
+  if (scan.depth > MAX_NESTING) {
+    return { title, description, markdown: "", links: scan.links, skipped: `nested deeper than ${MAX_NESTING} elements` }
   }
   const service = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" })
   service.remove((node) => DROPPED.has(node.nodeName.toUpperCase()))
@@ -53,15 +178,6 @@ export const htmlToMarkdown = (html: string): HtmlPage => {
       return `\n\n${fence}${language}\n${text.replace(/\n$/, "")}\n${fence}\n\n`
     }
   })
-  const body = /<body\b[^>]*>([\s\S]*)<\/body>/i.exec(html)?.[1] ?? html
-  const main = /<main\b[^>]*>([\s\S]*)<\/main>/i.exec(body)?.[1] ?? body
   const markdown = service.turndown(main).replace(/\n{3,}/g, "\n\n").trim()
-  return {
-    title: textOf(html, /<title\b[^>]*>([\s\S]*?)<\/title>/i) || textOf(main, /<h1\b[^>]*>([\s\S]*?)<\/h1>/i),
-    description: decodeEntities(
-      /<meta\b(?=[^>]*\bname\s*=\s*["']description["'])[^>]*\bcontent\s*=\s*(?:"([^"]*)"|'([^']*)')/i.exec(html)?.slice(1).find((v) => v !== undefined) ?? ""
-    ).trim(),
-    markdown,
-    links
-  }
+  return { title, description, markdown, links: scan.links }
 }

@@ -13,6 +13,10 @@
  *    requests at a time (2). HTML pages are converted to Markdown (Html.ts); Markdown and text
  *    pages are kept as they are; anything else is skipped.
  *
+ * A page that cannot be converted (nested deeper than `MAX_NESTING` elements, or any error converting
+ * it) is skipped with a warning in the log (`Skipped <url>: <reason>`); the rest of the site is read
+ * (a skipped HTML page's links are still followed when they could be read).
+ *
  * Both honour the origin's robots.txt (a disallowed URL is never requested; an added URL that is
  * disallowed fails `source_not_allowed`). Library id from `--id`, else `/<host>/<last path segment>`
  * (`https://docs.acme.dev/widgets/` → `/docs.acme.dev/widgets`; `docs` at the root); version
@@ -60,9 +64,18 @@ export const crawlPrefix = (url: URL): string => {
   return last.includes(".") ? path.slice(0, path.lastIndexOf("/") + 1) : `${path}/`
 }
 
+/** A URL's path with its escapes decoded; as it is (escapes kept) when one is malformed (`%E0%A4%A`). */
+const decodedPath = (url: URL): string => {
+  try {
+    return decodeURIComponent(url.pathname)
+  } catch {
+    return url.pathname
+  }
+}
+
 /** The relative file a page is stored as: its path on the site, `.md`, `index.md` for a folder, the query kept. */
 export const pageFile = (url: URL): string => {
-  let path = decodeURIComponent(url.pathname).replace(/^\/+/, "")
+  let path = decodedPath(url).replace(/^\/+/, "")
   if (path === "" || path.endsWith("/")) path += "index"
   path = path.replace(/\.(html?|md|mdx|markdown|txt)$/i, "")
   const safe = path.split("/").map((segment) => segment.replace(/[^\w.@-]+/g, "_").replace(/^\./, "_")).join("/")
@@ -82,19 +95,43 @@ interface Page {
   readonly markdown: string
 }
 
-/** A fetched page as Markdown, with its links and metadata; undefined when it is not a page. */
-const asDocument = (fetched: Fetched) => {
+/**
+ * A fetched page as Markdown, with its links and metadata; undefined when it is not a page. A page
+ * that cannot be converted (nested deeper than `MAX_NESTING`, or any error converting it) has
+ * `skipped`, the reason, and no Markdown: it is left out, the rest of the site is read.
+ */
+const asDocument = (fetched: Fetched): Document | undefined => {
   if (fetched.status !== 200) return undefined
   const type = fetched.contentType.toLowerCase()
   const isHtml = /html/.test(type) || (type === "" && /^\s*<(!doctype|html)/i.test(fetched.body))
   if (isHtml) {
-    const page = htmlToMarkdown(fetched.body)
-    return { markdown: page.markdown, title: page.title, description: page.description, links: page.links }
+    try {
+      const page = htmlToMarkdown(fetched.body)
+      return { markdown: page.markdown, title: page.title, description: page.description, links: page.links, skipped: page.skipped }
+    } catch (error) {
+      return { markdown: "", title: "", description: "", links: [], skipped: `cannot convert it: ${error instanceof Error ? error.message : String(error)}` }
+    }
   }
   if (/^text\/(markdown|x-markdown|plain)/.test(type) || (type === "" && /\.(md|mdx|markdown|txt)$/i.test(fetched.url.pathname))) {
-    return { markdown: fetched.body, title: "", description: "", links: [] as ReadonlyArray<string> }
+    return { markdown: fetched.body, title: "", description: "", links: [] as ReadonlyArray<string>, skipped: undefined }
   }
   return undefined
+}
+
+interface Document {
+  readonly markdown: string
+  readonly title: string
+  readonly description: string
+  readonly links: ReadonlyArray<string>
+  readonly skipped: string | undefined
+}
+
+/** {@link asDocument}, logging a page skipped and why (`Skipped https://host/docs/x.html: nested deeper than 256 elements`). */
+const readDocument = (fetched: Fetched) => {
+  const document = asDocument(fetched)
+  return document?.skipped === undefined
+    ? Effect.succeed(document)
+    : Effect.as(Effect.logWarning(`Skipped ${fetched.url.href}: ${document.skipped}`), document)
 }
 
 /** Resolves `href` against `base`, http(s) only, without its fragment; undefined otherwise. */
@@ -186,7 +223,7 @@ export const make = Effect.gen(function*() {
       }).slice(0, settings.maxPages)
       const read = yield* Effect.forEach(targets, (url) =>
         fetcher.get(url, MAX_PAGE_BYTES).pipe(
-          Effect.map((answer) => answer._tag === "Success" ? asDocument(answer.success) : undefined),
+          Effect.flatMap((answer) => answer._tag === "Success" ? readDocument(answer.success) : Effect.undefined),
           Effect.map((document) => document === undefined || document.markdown.trim() === "" ? undefined : { file: pageFile(url), markdown: document.markdown })
         ), { concurrency: settings.concurrency })
       pages.push(...read.filter((page): page is Page => page !== undefined))
@@ -198,7 +235,7 @@ export const make = Effect.gen(function*() {
       if (first.success.status !== 200) {
         return yield* new IndexFailed({ category: "source_not_found", message: `${start.href} answered HTTP ${first.success.status}` })
       }
-      const document = asDocument(first.success)
+      const document = yield* readDocument(first.success)
       if (document === undefined) {
         return yield* new IndexFailed({
           category: "unsupported_source",
@@ -227,7 +264,11 @@ export const make = Effect.gen(function*() {
         requested += batch.length
         const read = yield* Effect.forEach(batch, (url) =>
           fetcher.get(url, MAX_PAGE_BYTES).pipe(
-            Effect.map((answer) => answer._tag === "Success" ? { url: answer.success.url, document: asDocument(answer.success) } : undefined)
+            Effect.flatMap((answer) =>
+            answer._tag === "Success"
+              ? Effect.map(readDocument(answer.success), (document) => ({ url: answer.success.url, document }))
+              : Effect.undefined
+          )
           ), { concurrency: settings.concurrency })
         const next: Array<URL> = []
         for (const page of read) {
