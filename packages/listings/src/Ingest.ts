@@ -117,6 +117,15 @@ export class Ingest extends Context.Service<Ingest, {
           // yield lets the writer send its statement first; without it the synchronous validation
           // ran before the write, and the two took turns (measured: no overlap at all).
           const body = adapter.read.pipe(
+            Stream.interruptWhen(Effect.andThen(
+              Effect.sleep(config.feedMaxDuration),
+              Effect.fail(
+                new FeedError({
+                  kind: "timeout",
+                  message: `the feed was not read within FEED_MAX_DURATION (${Duration.format(config.feedMaxDuration)})`
+                })
+              )
+            )),
             Stream.grouped(batchSize),
             Stream.mapEffect((records) =>
               Effect.gen(function*() {

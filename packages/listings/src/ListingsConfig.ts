@@ -10,6 +10,12 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
   readonly ingestInterval: Duration.Duration
   readonly leaseTtl: Duration.Duration
   readonly batchSize: number
+  /**
+   * `FEED_MAX_DURATION` (30 minutes): the longest one run may read its feed, all pages, writes
+   * included. A feed that trickles a byte at a time never trips `FEED_TIMEOUT` and renewed its lease
+   * forever, so its source was never read again.
+   */
+  readonly feedMaxDuration: Duration.Duration
   /** Memory for remembered GET /offers answers (see Offers); 0 remembers none. */
   readonly answerCacheBytes: number
   /**
@@ -33,6 +39,7 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
         ingestInterval: yield* Config.Duration("INGEST_INTERVAL").pipe(Config.withDefault(Duration.minutes(15))),
         leaseTtl: yield* Config.Duration("INGEST_LEASE_TTL").pipe(Config.withDefault(Duration.seconds(30))),
         batchSize: yield* Config.Int("INGEST_BATCH_SIZE").pipe(Config.withDefault(2000)),
+        feedMaxDuration: yield* Config.Duration("FEED_MAX_DURATION").pipe(Config.withDefault(Duration.minutes(30))),
         answerCacheBytes: yield* Config.Number("OFFERS_CACHE_MB").pipe(
           Config.withDefault(64),
           Config.map((mb) => Math.max(0, Math.floor(mb * 1024 * 1024)))
@@ -51,6 +58,7 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
         ingestInterval: Duration.minutes(15),
         leaseTtl: Duration.seconds(30),
         batchSize: 2000,
+        feedMaxDuration: Duration.minutes(30),
         answerCacheBytes: 64 * 1024 * 1024,
         allowPrivate: false,
         ...overrides

@@ -4,7 +4,7 @@
  * (auth, 202, wait, unknown and disabled sources), and manual + scheduled at once -> one run.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type * as Http from "node:http"
 import { Ingest, IngestScheduler } from "../src/Ingest.ts"
@@ -13,6 +13,9 @@ import { ADMIN_TOKEN, Client, get, httpServer, inProcessClient, services, TestDa
 import type { SourceConfig } from "../src/Sources.ts"
 
 process.env["LISTINGS_TEST_FEED_TOKEN"] = "feed-secret"
+// small enough for a test to pass them quickly; the feeds of the other tests stay far below
+process.env["FEED_MAX_BYTES"] = "2000000"
+process.env["FEED_TIMEOUT"] = "2 seconds"
 
 /** What each feed path answers; tests replace entries. */
 const feeds = new Map<string, (req: Http.IncomingMessage, res: Http.ServerResponse) => void>()
@@ -85,7 +88,7 @@ const FeedServer = Layer.unwrap(Effect.gen(function*() {
       res.end()
     } else handler(req, res)
   })
-  return services({ sources: makeSources(base), adminToken: ADMIN_TOKEN, batchSize: 2 })
+  return services({ sources: makeSources(base), adminToken: ADMIN_TOKEN, batchSize: 2, feedMaxDuration: Duration.seconds(5) })
 }))
 
 const stack = FeedServer.pipe(Layer.provideMerge(TestDatabase.layer()))
@@ -109,8 +112,59 @@ const offersOf = Effect.fn(function*(source: string) {
   return body.offers as Array<any>
 })
 
+/** A feed that writes `head`, then `piece` every few milliseconds until the client goes away. */
+const endless = (head: string, piece: string, type = "text/csv") => (req: Http.IncomingMessage, res: Http.ServerResponse) => {
+  res.writeHead(200, { "content-type": type })
+  res.write(head)
+  const timer = setInterval(() => res.write(piece), 2)
+  req.socket.on("close", () => clearInterval(timer))
+}
+
+/** The last run of `source`: ok and failure category. */
+const lastRun = (source: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ ok: boolean; failure: string | null }>`
+      SELECT ok, failure FROM listings.ingest_runs WHERE source_id = ${source} ORDER BY id DESC LIMIT 1`
+    return row
+  })
+
 // real clock: runs wait on sockets, lease renewals and timeouts
 layer(TestLayer, { excludeTestServices: true })("ingest", (it) => {
+  it.effect("a feed without end fails its run, bounded: a field that never ends, a page past FEED_MAX_BYTES, a body that stalls", () =>
+    Effect.gen(function*() {
+      // a CSV field streamed forever: refused once it passes 1 MiB, long before memory matters
+      feeds.set("/csv", endless("Nr;Tytul\nc1;", "x".repeat(65536)))
+      let outcome = yield* runOnce("csvfeed").pipe(Effect.timeout("30 seconds"))
+      assert.isFalse(outcome.ok)
+      assert.deepStrictEqual(yield* lastRun("csvfeed"), { ok: false, failure: "malformed" })
+      // whole CSV rows forever: refused at FEED_MAX_BYTES (2 MB here)
+      feeds.set("/csv", endless("Nr;Tytul;Marka\n", "c;Opel Astra;Opel\n".repeat(2000)))
+      outcome = yield* runOnce("csvfeed").pipe(Effect.timeout("30 seconds"))
+      assert.isFalse(outcome.ok)
+      assert.deepStrictEqual(yield* lastRun("csvfeed"), { ok: false, failure: "malformed" })
+      // a JSON page that never ends: the same cap (it was read whole into memory)
+      feeds.set("/json/page1", endless("{\"data\":{\"items\":[", `${JSON.stringify(jsonOffer("j"))},`.repeat(200), "application/json"))
+      outcome = yield* runOnce("jsonfeed").pipe(Effect.timeout("30 seconds"))
+      assert.deepStrictEqual(yield* lastRun("jsonfeed"), { ok: false, failure: "malformed" })
+      // headers, then silence: FEED_TIMEOUT (2 s here) between two pieces of the body
+      feeds.set("/json/page1", (_req, res) => {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.write("{\"data\":")
+      })
+      outcome = yield* runOnce("jsonfeed").pipe(Effect.timeout("30 seconds"))
+      assert.deepStrictEqual(yield* lastRun("jsonfeed"), { ok: false, failure: "timeout" })
+      // a byte every half second never stalls for FEED_TIMEOUT: FEED_MAX_DURATION (5 s here) ends it
+      feeds.set("/csv", (req, res) => {
+        res.writeHead(200, { "content-type": "text/csv" })
+        res.write("Nr;Tytul;Marka\n")
+        const timer = setInterval(() => res.write("x"), 500)
+        req.socket.on("close", () => clearInterval(timer))
+      })
+      outcome = yield* runOnce("csvfeed").pipe(Effect.timeout("30 seconds"))
+      assert.deepStrictEqual(yield* lastRun("csvfeed"), { ok: false, failure: "timeout" })
+    }))
+
   it.effect("JSON feed: pages, mapping, defaults, credentials; broken records skipped and counted", () =>
     Effect.gen(function*() {
       feeds.set("/json/page1", json({

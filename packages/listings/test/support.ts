@@ -48,6 +48,7 @@ export interface StackOptions {
   readonly adminToken?: string | undefined
   readonly leaseTtl?: Duration.Duration
   readonly batchSize?: number
+  readonly feedMaxDuration?: Duration.Duration
   readonly answerCacheBytes?: number
   readonly imageStore?: Layer.Layer<ImageStore, any, any>
   readonly cacher?: Layer.Layer<ImageCacher, any, any>
@@ -65,6 +66,7 @@ export const services = (options: StackOptions = {}) =>
         adminToken: options.adminToken === undefined ? Option.none() : Option.some(Redacted.make(options.adminToken)),
         ...(options.leaseTtl ? { leaseTtl: options.leaseTtl } : {}),
         ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+        ...(options.feedMaxDuration ? { feedMaxDuration: options.feedMaxDuration } : {}),
         ...(options.answerCacheBytes === undefined ? {} : { answerCacheBytes: options.answerCacheBytes }),
         allowPrivate: options.allowPrivate ?? true
       }),

@@ -8,7 +8,7 @@ import { Effect, Stream } from "effect"
 import { HttpClient } from "effect/http"
 import type { SourceConfig } from "../Sources.ts"
 import { FeedError, mapRecord, type SourceAdapter } from "./SourceAdapter.ts"
-import { feedGet } from "./http.ts"
+import { feedBody, feedGet } from "./http.ts"
 
 interface ParserState {
   readonly rows: Array<Array<string>>
@@ -20,6 +20,12 @@ interface ParserState {
   /** the previous chunk ended on CR */
   pendingCr: boolean
 }
+
+/**
+ * The longest CSV field: an offer's longest field is a description of a few kB. A field that never ends
+ * (a feed streaming one forever) grew by string concatenation until the process died.
+ */
+export const MAX_FIELD_CHARS = 1024 * 1024
 
 /** An incremental CSV parser: feed it chunks, it returns the rows completed so far. */
 export const makeCsvParser = (delimiter = ",") => {
@@ -74,7 +80,13 @@ export const makeCsvParser = (delimiter = ",") => {
     if (state.field !== "" || state.row.length > 0) endRow()
     return state.rows.splice(0)
   }
-  return { push, end, unterminated: () => state.inQuotes && !state.pendingQuote }
+  return {
+    push,
+    end,
+    unterminated: () => state.inQuotes && !state.pendingQuote,
+    /** The field being read is longer than {@link MAX_FIELD_CHARS} (checked per piece: a piece adds at most its length). */
+    overlong: () => state.field.length > MAX_FIELD_CHARS
+  }
 }
 
 export const make = (config: SourceConfig): Effect.Effect<SourceAdapter, never, HttpClient.HttpClient> =>
@@ -102,21 +114,23 @@ export const make = (config: SourceConfig): Effect.Effect<SourceAdapter, never, 
         }
         return out
       }
-      return response.stream.pipe(
-        Stream.mapError((error) =>
-          new FeedError({ kind: "unreachable", message: `the CSV body broke off: ${error.message}` })
-        ),
+      const overlong = () => new FeedError({ kind: "malformed", message: `a CSV field is longer than ${MAX_FIELD_CHARS} characters` })
+      return feedBody(response, config.url ?? "").pipe(
         Stream.decodeText(),
-        Stream.mapAccum(() => undefined, (_: undefined, text: string) => [undefined, toRecords(parser.push(text))], {
-          onHalt: () => toRecords(parser.end())
+        // a field that grows past its cap (one that never ends) fails the feed at the piece that passes it
+        Stream.mapEffect((text) => {
+          const rows = parser.push(text)
+          return parser.overlong() ? Effect.fail(overlong()) : Effect.succeed(toRecords(rows))
         }),
-        Stream.concat(Stream.suspend(() =>
-          parser.unterminated()
+        Stream.flattenIterable,
+        Stream.concat(Stream.suspend(() => {
+          const last = toRecords(parser.end())
+          return parser.unterminated()
             ? Stream.fail(new FeedError({ kind: "malformed", message: "the CSV ends inside a quoted field" }))
             : header === undefined
             ? Stream.fail(new FeedError({ kind: "malformed", message: "the CSV has no header row" }))
-            : Stream.empty
-        ))
+            : Stream.fromIterable(last)
+        }))
       )
     }))
     return { read }

@@ -11,7 +11,7 @@ import { Effect, Option, Stream } from "effect"
 import { HttpClient } from "effect/http"
 import type { SourceConfig } from "../Sources.ts"
 import { FeedError, mapRecord, readPath, type SourceAdapter } from "./SourceAdapter.ts"
-import { feedGet, safeUrl } from "./http.ts"
+import { feedBody, feedGet, safeUrl } from "./http.ts"
 
 const MAX_PAGES = 10_000
 
@@ -47,9 +47,11 @@ export const make = (config: SourceConfig): Effect.Effect<SourceAdapter, never, 
       (state) =>
         Effect.gen(function*() {
           const response = yield* feedGet(client, state.url, config)
-          const document = yield* response.json.pipe(
-            Effect.mapError(() => new FeedError({ kind: "malformed", message: `page ${state.page} is not JSON` }))
-          )
+          const chunks = yield* Stream.runCollect(feedBody(response, state.url))
+          const document = yield* Effect.try({
+            try: () => JSON.parse(new TextDecoder().decode(Buffer.concat(chunks))) as unknown,
+            catch: () => new FeedError({ kind: "malformed", message: `page ${state.page} is not JSON` })
+          })
           const items = itemsOf(document, config.itemsPath)
           if (items === undefined) {
             return yield* new FeedError({

@@ -6,13 +6,53 @@
  * drops it when a redirect leaves the origin.
  */
 import { OutboundGuard } from "@svc/platform"
-import { Config, Duration, Effect, Option, Redacted } from "effect"
+import { Config, Duration, Effect, Option, Redacted, Stream } from "effect"
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import type { SourceConfig } from "../Sources.ts"
 import { FeedError } from "./SourceAdapter.ts"
 
-/** `FEED_TIMEOUT` (default 60 seconds): until a feed page's response headers arrive. */
+/**
+ * `FEED_TIMEOUT` (default 60 seconds): until a feed page's response headers arrive, and then between
+ * two pieces of its body (a feed that stops sending fails instead of holding its source's lease).
+ */
 export const FeedTimeout = Config.Duration("FEED_TIMEOUT").pipe(Config.withDefault(Duration.seconds(60)))
+
+/**
+ * `FEED_MAX_BYTES` (default 256 MiB): the most one feed page (a JSON page, a whole CSV) may hold once
+ * decompressed. Without it a feed that never ends, or a gzip bomb, grew the process until it died
+ * (an outside test: 4.3 GB in 40 s, then out of memory, the API gone with it). A JSON page is parsed
+ * whole, so this is also about the memory one page may take (V8 holds no string over 512 MiB anyway).
+ */
+export const FeedMaxBytes = Config.Int("FEED_MAX_BYTES").pipe(Config.withDefault(256 * 1024 * 1024))
+
+/**
+ * A page's body as it arrives: failing once it holds more than `FEED_MAX_BYTES`, or when nothing
+ * arrives for `FEED_TIMEOUT`.
+ */
+export const feedBody = (
+  response: HttpClientResponse.HttpClientResponse,
+  url: string
+): Stream.Stream<Uint8Array, FeedError> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const maxBytes = yield* FeedMaxBytes.pipe(Effect.orElseSucceed(() => 256 * 1024 * 1024))
+    const idle = yield* FeedTimeout.pipe(Effect.orElseSucceed(() => Duration.seconds(60)))
+    const where = safeUrl(url)
+    let bytes = 0
+    return response.stream.pipe(
+      Stream.mapError((error) => new FeedError({ kind: "unreachable", message: `${where}: the body broke off: ${error.message}` })),
+      Stream.mapEffect((chunk) => {
+        bytes += chunk.length
+        return bytes > maxBytes
+          ? Effect.fail(new FeedError({ kind: "malformed", message: `${where} is larger than FEED_MAX_BYTES (${maxBytes} bytes)` }))
+          : Effect.succeed(chunk)
+      }),
+      Stream.timeoutOrElse({
+        duration: idle,
+        orElse: () =>
+          Stream.fail(new FeedError({ kind: "timeout", message: `${where} sent nothing for ${Duration.format(idle)}` }))
+      })
+    )
+  }))
 
 const credential = (config: SourceConfig) =>
   Effect.gen(function*() {
