@@ -81,11 +81,15 @@ describe("website helpers", () => {
     assert.strictEqual(deep.skipped, `nested deeper than ${MAX_NESTING} elements`)
     assert.strictEqual(deep.title, "Deep")
     assert.deepStrictEqual(deep.links, ["next.html", "after.html"], "its links are still read")
+    // a stray end tag closes nothing: these divs nest 3,000 deep in a browser (and in turndown)
+    assert.strictEqual(htmlToMarkdown("<div></span>".repeat(3000)).skipped, `nested deeper than ${MAX_NESTING} elements`)
 
-    // what a real page does is converted: some depth, end tags left out, void and self-closed elements, markup in scripts
+    // what a real page does is converted: some depth, end tags left out, void and self-closed elements, markup in scripts,
+    // an end tag closing the elements left open inside it
     const fine = htmlToMarkdown(
       `${"<div>".repeat(100)}<p>Kept text.${"<br><img src=x.png><span/>".repeat(500)}<ul>${"<li>item".repeat(1000)}</ul>` +
-        `<script>${"<div>".repeat(1000)}</script><!-- ${"<div>".repeat(1000)} -->${"</div>".repeat(100)}`
+        `<script>${"<div>".repeat(1000)}</script><!-- ${"<div>".repeat(1000)} -->${"<div><span><b>unclosed</div>".repeat(500)}` +
+        `${"</div>".repeat(100)}`
     )
     assert.isUndefined(fine.skipped)
     assert.include(fine.markdown, "Kept text.")

@@ -37,6 +37,18 @@ const VOID: ReadonlySet<string> = new Set([
 const OPTIONAL_END: ReadonlySet<string> = new Set([
   "body", "caption", "colgroup", "dd", "dt", "head", "html", "li", "optgroup", "option", "p", "rb", "rp", "rt", "rtc", "tbody", "td", "tfoot", "th", "thead", "tr"
 ])
+/**
+ * The HTML standard's "special" elements (blocks, lists, tables…): an end tag of another element
+ * (`</span>`, `</b>`) does not close one of these, it is ignored (`<div></span>` nests the next `<div>`).
+ */
+const SPECIAL: ReadonlySet<string> = new Set([
+  "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound", "blockquote", "body", "br", "button", "caption", "center", "col",
+  "colgroup", "dd", "details", "dir", "div", "dl", "dt", "embed", "fieldset", "figcaption", "figure", "footer", "form", "frame", "frameset", "h1",
+  "h2", "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html", "iframe", "img", "input", "keygen", "li", "link", "listing", "main",
+  "marquee", "menu", "meta", "nav", "noembed", "noframes", "noscript", "object", "ol", "p", "param", "plaintext", "pre", "script", "search",
+  "section", "select", "source", "style", "summary", "table", "tbody", "td", "template", "textarea", "tfoot", "th", "thead", "title", "tr",
+  "track", "ul", "wbr", "xmp"
+])
 /** Elements whose content is text up to their end tag, not markup. */
 const RAW_TEXT: ReadonlySet<string> = new Set(["iframe", "noembed", "noframes", "noscript", "script", "style", "textarea", "title", "xmp"])
 
@@ -65,9 +77,13 @@ const META_CONTENT = /\bcontent\s*=\s*(?:"([^"]*)"|'([^']*)')/i
  * the nesting depth, the links, `<title>`, the meta description and where `<body>`, `<main>` and the
  * `<h1>`s are. Kept simple on purpose: a tag ends at the first `>` (one inside a quoted attribute
  * ends it early), `<x/>` counts as closed, void elements and elements whose end tag is optional are
- * not counted, an end tag closes one level whatever its name, comments and the content of `script`,
- * `style`, `title` and the like are skipped. It does not need to be exact: only to tell a page nested
- * like a document from one nested thousands deep.
+ * not counted, comments and the content of `script`, `style`, `title` and the like are skipped. An
+ * end tag closes its element and those opened inside it, as a browser does; one of an element that is
+ * not open is ignored, and so is one of a non-{@link SPECIAL} element (`</span>`) when a special one
+ * (`<div>`) was opened inside it. Elements are tracked up to `MAX_NESTING + 1` deep (the answer is
+ * known then), so each end tag costs at most that many steps. It does not need to be exact: only to
+ * tell a page nested like a document from one nested thousands deep (table scopes, the adoption of
+ * misnested `<b>`, a start tag closing another are not modelled).
  */
 const scanTags = (html: string): TagScan => {
   const links: Array<string> = []
@@ -76,7 +92,7 @@ const scanTags = (html: string): TagScan => {
   const main = { start: -1, end: -1 }
   let title: string | undefined
   let description: string | undefined
-  let depth = 0
+  const open: Array<string> = []
   let deepest = 0
   let at = html.indexOf("<")
   while (at !== -1) {
@@ -97,7 +113,15 @@ const scanTags = (html: string): TagScan => {
     if (close === -1) break
     let next = close + 1
     if (name !== undefined && closing) {
-      if (!VOID.has(name) && !OPTIONAL_END.has(name)) depth = Math.max(0, depth - 1)
+      if (deepest <= MAX_NESTING && !VOID.has(name) && !OPTIONAL_END.has(name)) {
+        for (let i = open.length - 1; i >= 0; i--) {
+          if (open[i] === name) {
+            open.length = i
+            break
+          }
+          if (!SPECIAL.has(name) && SPECIAL.has(open[i]!)) break
+        }
+      }
       if (name === "body") body.end = at
       if (name === "main") main.end = at
       if (name === "h1" && h1.length > 0 && h1.at(-1)!.end === -1) h1.at(-1)!.end = at
@@ -121,9 +145,9 @@ const scanTags = (html: string): TagScan => {
         if (name === "title" && title === undefined) title = html.slice(next, found?.index ?? html.length)
         if (found === null) break
         next = found.index
-      } else if (!VOID.has(name) && !OPTIONAL_END.has(name) && html[close - 1] !== "/") {
-        depth++
-        deepest = Math.max(deepest, depth)
+      } else if (deepest <= MAX_NESTING && !VOID.has(name) && !OPTIONAL_END.has(name) && html[close - 1] !== "/") {
+        open.push(name)
+        deepest = Math.max(deepest, open.length)
       }
     }
     at = html.indexOf("<", next)
