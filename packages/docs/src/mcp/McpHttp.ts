@@ -23,9 +23,9 @@
  *   before anything is read; a chunked body is read up to the cap and refused (413) the moment it
  *   passes it, the rest never buffered.
  * - A batch (a JSON array of messages) is answered with an array of the responses to its requests,
- *   even when there is one (the SDK's transport then answered a bare object). Batches are taken
- *   whatever `MCP-Protocol-Version` says (2025-03-26 has them, 2025-06-18 and later do not; the SDK
- *   takes them from any client).
+ *   even when there is one (the SDK's transport then answered a bare object). Batches are 2025-03-26's
+ *   (and a client's that names no version); with `MCP-Protocol-Version` 2025-06-18 or later, which
+ *   removed them, a batch is refused 400 `-32600` ({@link FIRST_VERSION_WITHOUT_BATCHES}).
  * - A batch that carries its own `notifications/cancelled` for one of its requests: the cancelled
  *   request gets no JSON-RPC response (as the spec says). Rather than leave the HTTP exchange hanging
  *   until a gateway reaps it, the server drops the cancelled requests before serving the batch and,
