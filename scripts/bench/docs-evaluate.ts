@@ -35,13 +35,15 @@ interface Asked {
   readonly rank: number | undefined
   /** The same over the answer's sections in reading order. */
   readonly sectionRank: number | undefined
+  /** 1-based rank of the first entry holding any snippet of a labelled file, heading not checked (the issue's unit). */
+  readonly fileRank: number | undefined
   readonly file: boolean
   readonly first: string
   /** The sections the answer holds and the files they come from (its entries). */
   readonly sections: number
   readonly files: number
   /** The same question ranked by the plain full-text baseline (docs-baseline.ts), as many sections as the answer. */
-  readonly baseline?: { readonly rank: number | undefined; readonly sectionRank: number | undefined; readonly file: boolean }
+  readonly baseline?: { readonly rank: number | undefined; readonly sectionRank: number | undefined; readonly fileRank: number | undefined; readonly file: boolean }
 }
 
 /** The library ids of a corpus's libraries (npm name or corpus name → id), indexing them. */
@@ -104,10 +106,11 @@ interface Figures {
   readonly file: number
 }
 
-type Scored = Pick<Asked, "question" | "rank" | "sectionRank" | "file">
+type Scored = Pick<Asked, "question" | "rank" | "sectionRank" | "fileRank" | "file">
+type RankBy = "rank" | "sectionRank" | "fileRank"
 
-/** The figures of `asked` by entry (`rank`) or by section in reading order (`sectionRank`). */
-const figures = (asked: ReadonlyArray<Scored>, by: "rank" | "sectionRank" = "rank"): Figures => {
+/** The figures of `asked` by entry (`rank`), by section in reading order (`sectionRank`) or by labelled file alone (`fileRank`). */
+const figures = (asked: ReadonlyArray<Scored>, by: RankBy = "rank"): Figures => {
   const n = asked.length
   const share = (f: (a: Scored) => boolean) => n === 0 ? 0 : asked.filter(f).length / n
   return {
@@ -124,7 +127,7 @@ const row = (label: string, f: Figures) =>
   `  ${label.padEnd(18)} ${String(f.n).padStart(4)}  ${fmt(f.hit1, 3)}  ${fmt(f.hit5, 3)}  ${fmt(f.mrr, 3)}   ${fmt(f.contains, 3)}   ${fmt(f.file, 3)}`
 
 /** Per half (test first), all corpora and then each. */
-const printHalves = (asked: ReadonlyArray<Scored>, by: "rank" | "sectionRank" = "rank") => {
+const printHalves = (asked: ReadonlyArray<Scored>, by: RankBy = "rank") => {
   for (const half of ["test", "dev"] as const) {
     const inHalf = asked.filter((a) => a.question.half === half)
     console.log(row(`${half} (all)`, figures(inHalf, by)))
@@ -168,7 +171,7 @@ export const evaluate = (options: {
       for (const q of all.filter((q) => q.corpus === corpus.name)) {
         const libraryId = ids.get(q.library)
         if (libraryId === undefined) {
-          asked.push({ question: q, rank: undefined, sectionRank: undefined, file: false, first: "(not indexed)", sections: 0, files: 0 })
+          asked.push({ question: q, rank: undefined, sectionRank: undefined, fileRank: undefined, file: false, first: "(not indexed)", sections: 0, files: 0 })
           continue
         }
         const url = `${options.base}/api/v2/context?type=json&libraryId=${encodeURIComponent(libraryId)}&query=${encodeURIComponent(q.question)}`
@@ -182,6 +185,7 @@ export const evaluate = (options: {
             baseline: {
               rank: rankOf(q, groupByFile(baseline), true),
               sectionRank: rankOf(q, groupByFile(baseline).flat().map((s) => [s]), true),
+              fileRank: rankOf(q, groupByFile(baseline), false),
               file: baseline.some((s) => matches(q, s, false))
             }
           }),
@@ -189,6 +193,7 @@ export const evaluate = (options: {
           url,
           rank: rankOf(q, entries, true),
           sectionRank: rankOf(q, read.map((s) => [s]), true),
+          fileRank: rankOf(q, entries, false),
           file: read.some((s) => matches(q, s, false)),
           first: snippets[0] === undefined ? "-" : `${snippets[0].sourcePath} # ${snippets[0].title}`,
           sections: read.length,
@@ -205,6 +210,8 @@ export const evaluate = (options: {
     console.log(`  an answer holds ${mean((a) => a.sections)} sections from ${mean((a) => a.files)} files on average (both halves)`)
     console.log(`  by section, in the order an agent reads them (the rank of the labelled section among all sections):`)
     printHalves(asked, "sectionRank")
+    console.log(`  by labelled file alone, heading not checked (the unit of the issue's outside measurement):`)
+    printHalves(asked, "fileRank")
     const withBaseline = asked.flatMap((a) => a.baseline === undefined ? [] : [{ ...a, ...a.baseline }])
     if (withBaseline.length > 0) {
       console.log(`  the same questions ranked by docs-mcp-server's full-text formula, emulated over the same snippets ` +
@@ -212,6 +219,8 @@ export const evaluate = (options: {
       printHalves(withBaseline)
       console.log(`  the same, by section in reading order:`)
       printHalves(withBaseline, "sectionRank")
+      console.log(`  the same, by labelled file alone:`)
+      printHalves(withBaseline, "fileRank")
     }
     for (const baseline of baselines.values()) baseline.close()
     const test = figures(asked.filter((a) => a.question.half === "test"))
