@@ -8,7 +8,9 @@
  *   answer holds none counts 0 (MRR) and a miss;
  * - contains: the answer holds such a section anywhere;
  * - file: the answer holds any snippet of a labelled file (heading not checked; the outside measurement's
- *   "expected file anywhere in the answer").
+ *   "expected file anywhere in the answer");
+ * - and all of them by labelled file alone (the heading not checked), the unit of the issue's outside
+ *   measurement, whose labels are files: the rank of the first entry holding any snippet of a labelled file.
  *
  * Beside it, when the bench gives the indexed snippets: the same questions ranked by docs-mcp-server's
  * full-text formula, emulated over the same snippets (docs-baseline.ts): as many sections as svc's answer
