@@ -5,6 +5,7 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Logger, Result } from "effect"
+import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { Indexer } from "../src/Indexer.ts"
 import { htmlToMarkdown, MAX_NESTING } from "../src/sources/Html.ts"
@@ -209,6 +210,36 @@ layer(stack)("website sources", (it) => {
       const library = (yield* indexer.list).find((library) => library.id === outcome.libraryId)
       assert.deepStrictEqual(library!.versions.map((v) => [v.version, v.state]), [["latest", "ready"]])
     }))
+
+  it.effect("a page whose conversion would take minutes is abandoned at DOCS_CRAWL_PAGE_TIME_LIMIT; the rest of the site is indexed", () =>
+    Effect.gen(function*() {
+      // Every block reopens each <b> left open before it: 1,000 blocks (22 kB) convert in seconds and
+      // need more memory than the thread's heap; before the converting thread, docs-api froze meanwhile.
+      const reopening = Array.from({ length: 1000 }, (_, i) => `<div><b id=${i}>x</div>`).join("")
+      const site = yield* siteServer({
+        "/slow/": { body: page("Slow", `<h1>Slow</h1>${prose("A site with one crafted page.")}<a href="crafted.html">C</a> <a href="good.html">G</a>`) },
+        "/slow/crafted.html": { body: page("Crafted", reopening) },
+        "/slow/good.html": { body: page("Good", `<h1>Good</h1>${prose("Converted after the crafted page.")}`) }
+      })
+      const logged: Array<string> = []
+      const capture = Effect.provide(Logger.layer([Logger.make((options) => logged.push(String((options.message as ReadonlyArray<unknown>)[0])))]))
+      const indexer = yield* Indexer
+      const started = performance.now()
+      const outcome = yield* indexer.add(`${site.base}/slow/`).pipe(
+        withSettings({ DOCS_ALLOW_PRIVATE: "true", DOCS_CRAWL_PAGE_TIME_LIMIT: "300 millis" }),
+        capture
+      )
+      assert.isBelow(performance.now() - started, 20_000)
+      const paths = [...new Set((yield* snippetsOf(outcome.libraryId)).map((s) => s.source_path))].sort()
+      assert.deepStrictEqual(paths, ["slow/good.md", "slow/index.md"])
+      assert.include(logged, `Skipped ${site.base}/slow/crafted.html: not converted within 300ms`)
+
+      const refused = yield* failureOf(indexer.add(`${site.base}/slow/`, { id: "/slow/zero" }).pipe(
+        withSettings({ DOCS_ALLOW_PRIVATE: "true", DOCS_CRAWL_PAGE_TIME_LIMIT: "0 millis" })
+      ))
+      assert.strictEqual(refused.category, "invalid_source")
+      assert.include(refused.message, "DOCS_CRAWL_PAGE_TIME_LIMIT at least 1 millisecond")
+    }).pipe(TestClock.withLive))
 
   it.effect("DOCS_CRAWL_MAX_PAGES and DOCS_CRAWL_MAX_DEPTH bound the crawl", () =>
     Effect.gen(function*() {

@@ -30,7 +30,8 @@ export const WebSettings = Config.all({
   maxPages: Config.Int("DOCS_CRAWL_MAX_PAGES").pipe(Config.withDefault(200)),
   maxDepth: Config.Int("DOCS_CRAWL_MAX_DEPTH").pipe(Config.withDefault(3)),
   concurrency: Config.Int("DOCS_CRAWL_CONCURRENCY").pipe(Config.withDefault(2)),
-  timeout: Config.Duration("DOCS_CRAWL_TIMEOUT").pipe(Config.withDefault(Duration.seconds(30)))
+  timeout: Config.Duration("DOCS_CRAWL_TIMEOUT").pipe(Config.withDefault(Duration.seconds(30))),
+  pageTimeLimit: Config.Duration("DOCS_CRAWL_PAGE_TIME_LIMIT").pipe(Config.withDefault(Duration.seconds(10)))
 })
 export type WebSettings = typeof WebSettings extends Config.Config<infer A> ? A : never
 
@@ -86,11 +87,13 @@ export const webSettings = WebSettings.pipe(
     })
   ),
   Effect.flatMap((settings) =>
-    settings.maxPages < 1 || settings.maxDepth < 0 || settings.concurrency < 1 || settings.concurrency > 16
+    settings.maxPages < 1 || settings.maxDepth < 0 || settings.concurrency < 1 || settings.concurrency > 16 ||
+      Duration.toMillis(settings.pageTimeLimit) < 1
       ? Effect.fail(
         new IndexFailed({
           category: "invalid_source",
-          message: "DOCS_CRAWL_MAX_PAGES must be at least 1, DOCS_CRAWL_MAX_DEPTH at least 0, DOCS_CRAWL_CONCURRENCY 1 to 16"
+          message:
+            "DOCS_CRAWL_MAX_PAGES must be at least 1, DOCS_CRAWL_MAX_DEPTH at least 0, DOCS_CRAWL_CONCURRENCY 1 to 16, DOCS_CRAWL_PAGE_TIME_LIMIT at least 1 millisecond"
         })
       )
       : Effect.succeed(settings)

@@ -13,9 +13,11 @@
  *    requests at a time (2). HTML pages are converted to Markdown (Html.ts); Markdown and text
  *    pages are kept as they are; anything else is skipped.
  *
- * A page that cannot be converted (nested deeper than `MAX_NESTING` elements, or any error converting
- * it) is skipped with a warning in the log (`Skipped <url>: <reason>`); the rest of the site is read
- * (a skipped HTML page's links are still followed when they could be read).
+ * HTML is converted in a worker thread, a page at a time, each within `DOCS_CRAWL_PAGE_TIME_LIMIT`
+ * (PageConverter.ts). A page that cannot be converted (nested deeper than `MAX_NESTING` elements, not
+ * converted in time, or any error converting it) is skipped with a warning in the log
+ * (`Skipped <url>: <reason>`); the rest of the site is read (a page skipped for its nesting still has
+ * its links followed; one abandoned in the thread has none).
  *
  * Both honour the origin's robots.txt (a disallowed URL is never requested; an added URL that is
  * disallowed fails `source_not_allowed`). Library id from `--id`, else `/<host>/<last path segment>`
@@ -25,8 +27,8 @@
  * path is the page's path on the site.
  */
 import { Effect, FileSystem, Path } from "effect"
-import { htmlToMarkdown } from "./Html.ts"
 import { looksLikeLlmsTxt, parseLlmsTxt } from "./LlmsTxt.ts"
+import { makePageConverter, type PageConverter } from "./PageConverter.ts"
 import { checkLibraryId, checkVersion, IndexFailed, invalidSource, type Source, type SourceOptions } from "./Source.ts"
 import { type Fetched, type Fetcher, makeFetcher, robotsOf, startFailed, webSettings } from "./WebFetch.ts"
 
@@ -100,22 +102,15 @@ interface Page {
  * that cannot be converted (nested deeper than `MAX_NESTING`, or any error converting it) has
  * `skipped`, the reason, and no Markdown: it is left out, the rest of the site is read.
  */
-const asDocument = (fetched: Fetched): Document | undefined => {
-  if (fetched.status !== 200) return undefined
+const asDocument = (converter: PageConverter, fetched: Fetched): Effect.Effect<Document | undefined> => {
+  if (fetched.status !== 200) return Effect.undefined
   const type = fetched.contentType.toLowerCase()
   const isHtml = /html/.test(type) || (type === "" && /^\s*<(!doctype|html)/i.test(fetched.body))
-  if (isHtml) {
-    try {
-      const page = htmlToMarkdown(fetched.body)
-      return { markdown: page.markdown, title: page.title, description: page.description, links: page.links, skipped: page.skipped }
-    } catch (error) {
-      return { markdown: "", title: "", description: "", links: [], skipped: `cannot convert it: ${error instanceof Error ? error.message : String(error)}` }
-    }
-  }
+  if (isHtml) return converter.convert(fetched.body)
   if (/^text\/(markdown|x-markdown|plain)/.test(type) || (type === "" && /\.(md|mdx|markdown|txt)$/i.test(fetched.url.pathname))) {
-    return { markdown: fetched.body, title: "", description: "", links: [] as ReadonlyArray<string>, skipped: undefined }
+    return Effect.succeed({ markdown: fetched.body, title: "", description: "", links: [], skipped: undefined })
   }
-  return undefined
+  return Effect.undefined
 }
 
 interface Document {
@@ -123,16 +118,13 @@ interface Document {
   readonly title: string
   readonly description: string
   readonly links: ReadonlyArray<string>
-  readonly skipped: string | undefined
+  readonly skipped?: string | undefined
 }
 
 /** {@link asDocument}, logging a page skipped and why (`Skipped https://host/docs/x.html: nested deeper than 256 elements`). */
-const readDocument = (fetched: Fetched) => {
-  const document = asDocument(fetched)
-  return document?.skipped === undefined
-    ? Effect.succeed(document)
-    : Effect.as(Effect.logWarning(`Skipped ${fetched.url.href}: ${document.skipped}`), document)
-}
+const readDocument = (converter: PageConverter, fetched: Fetched) =>
+  Effect.tap(asDocument(converter, fetched), (document) =>
+    document?.skipped === undefined ? Effect.void : Effect.logWarning(`Skipped ${fetched.url.href}: ${document.skipped}`))
 
 /** Resolves `href` against `base`, http(s) only, without its fragment; undefined otherwise. */
 const linkTarget = (href: string, base: URL): URL | undefined => {
@@ -191,6 +183,7 @@ export const make = Effect.gen(function*() {
     const version = yield* checkVersion(options.version ?? "latest")
     const settings = yield* webSettings
     const fetcher = yield* makeFetcher(settings)
+    const converter = yield* makePageConverter(settings.pageTimeLimit)
     const allowed = yield* robotsOf(fetcher, start)
     if (!allowed(start)) {
       return yield* new IndexFailed({ category: "source_not_allowed", message: `robots.txt of ${start.origin} disallows ${start.href}` })
@@ -223,7 +216,7 @@ export const make = Effect.gen(function*() {
       }).slice(0, settings.maxPages)
       const read = yield* Effect.forEach(targets, (url) =>
         fetcher.get(url, MAX_PAGE_BYTES).pipe(
-          Effect.flatMap((answer) => answer._tag === "Success" ? readDocument(answer.success) : Effect.undefined),
+          Effect.flatMap((answer) => answer._tag === "Success" ? readDocument(converter, answer.success) : Effect.undefined),
           Effect.map((document) => document === undefined || document.markdown.trim() === "" ? undefined : { file: pageFile(url), markdown: document.markdown })
         ), { concurrency: settings.concurrency })
       pages.push(...read.filter((page): page is Page => page !== undefined))
@@ -235,7 +228,7 @@ export const make = Effect.gen(function*() {
       if (first.success.status !== 200) {
         return yield* new IndexFailed({ category: "source_not_found", message: `${start.href} answered HTTP ${first.success.status}` })
       }
-      const document = yield* readDocument(first.success)
+      const document = yield* readDocument(converter, first.success)
       if (document === undefined) {
         return yield* new IndexFailed({
           category: "unsupported_source",
@@ -266,7 +259,7 @@ export const make = Effect.gen(function*() {
           fetcher.get(url, MAX_PAGE_BYTES).pipe(
             Effect.flatMap((answer) =>
             answer._tag === "Success"
-              ? Effect.map(readDocument(answer.success), (document) => ({ url: answer.success.url, document }))
+              ? Effect.map(readDocument(converter, answer.success), (document) => ({ url: answer.success.url, document }))
               : Effect.undefined
           )
           ), { concurrency: settings.concurrency })
