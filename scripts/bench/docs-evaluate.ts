@@ -22,6 +22,7 @@
  * half's misses are never printed question by question).
  */
 import { Effect, Option } from "effect"
+import * as fs from "node:fs"
 import type { Indexer } from "@svc/docs"
 import { type BaselineSnippet, makeBaseline } from "./docs-baseline.ts"
 import { corpora, type EvalCorpus, type EvalQuestion, questions } from "./docs-eval.ts"
@@ -140,6 +141,39 @@ const printHalves = (asked: ReadonlyArray<Scored>, by: RankBy = "rank") => {
   }
 }
 
+/** The peer's answers (docs-peer.ts) when `BENCH_DOCS_PEER_RESULTS` names its output: question id → files in order, at limits 5 and 10. */
+const peerAnswers = () => {
+  const file = process.env.BENCH_DOCS_PEER_RESULTS
+  if (file === undefined || file === "") return undefined
+  const read = JSON.parse(fs.readFileSync(file, "utf8")) as {
+    readonly peer: string
+    readonly answers: ReadonlyArray<{ readonly id: string; readonly files_limit5: ReadonlyArray<string>; readonly files_limit10: ReadonlyArray<string> }>
+  }
+  return { peer: read.peer, byId: new Map(read.answers.map((answer) => [answer.id, answer])) }
+}
+
+/** The peer's answers scored by labelled file, as svc's `fileRank` is. */
+const printPeer = (asked: ReadonlyArray<Asked>) => {
+  const peer = peerAnswers()
+  if (peer === undefined) return
+  const same = asked.filter((a) => peer.byId.has(a.question.id))
+  const scored = (limit: "files_limit5" | "files_limit10"): ReadonlyArray<Scored> =>
+    same.map((a) => {
+      const index = peer.byId.get(a.question.id)![limit].findIndex((file) => a.question.paths.includes(file))
+      const rank = index < 0 ? undefined : index + 1
+      return { question: a.question, rank, sectionRank: rank, fileRank: rank, file: rank !== undefined }
+    })
+  const files = (limit: "files_limit5" | "files_limit10") =>
+    fmt(same.reduce((sum, a) => sum + peer.byId.get(a.question.id)![limit].length, 0) / Math.max(same.length, 1), 1)
+  console.log(`  ${peer.peer} itself (BENCH_DOCS_PEER_RESULTS, docs-peer.ts), the ${same.length} questions it was asked, by labelled file:`)
+  console.log(`  svc on the same questions:`)
+  printHalves(same, "fileRank")
+  console.log(`  the peer at limit 10 (${files("files_limit10")} files an answer; svc's hold 7):`)
+  printHalves(scored("files_limit10"))
+  console.log(`  the peer at its default limit 5 (${files("files_limit5")} files an answer):`)
+  printHalves(scored("files_limit5"))
+}
+
 /** Runs the evaluation; `known`: ids of libraries the bench indexed already (npm name → id). */
 export const evaluate = (options: {
   readonly indexer: Indexer["Service"]
@@ -225,6 +259,7 @@ export const evaluate = (options: {
       printHalves(withBaseline, "fileRank")
     }
     for (const baseline of baselines.values()) baseline.close()
+    printPeer(asked)
     const testHalf = asked.filter((a) => a.question.half === "test")
     const verdict = (label: string, test: Figures) =>
       console.log(`  targets on the test half, ${label}: Hit@5 >= 0.92 ${test.hit5 >= 0.92 ? "ok" : "MISSED"}, ` +
@@ -234,7 +269,7 @@ export const evaluate = (options: {
     if (options.printMisses) {
       console.log(`  dev half, not first:`)
       for (const a of asked.filter((a) => a.question.half === "dev" && a.rank !== 1)) {
-        console.log(`    ${a.rank === undefined ? "miss" : `rank ${a.rank}`} ${a.question.id} "${a.question.question}" -> ` +
+        console.log(`    ${a.rank === undefined ? "miss" : `rank ${a.rank}`} (file ${a.fileRank ?? "miss"}) ${a.question.id} "${a.question.question}" -> ` +
           `${a.question.paths[0]}${a.question.heading ? ` # ${a.question.heading}` : ""} (first: ${a.first})`)
       }
     }
