@@ -155,5 +155,40 @@ layer(stack)("OpenAPI sources", (it) => {
       assert.include(broken.message, "is not JSON or YAML")
       assert.isFalse((yield* indexer.list).some((library) => ["/openapi/old", "/openapi/t", "/openapi/empty"].includes(library.id)))
     }))
+
+  it.effect("DOCS_MAX_SNIPPETS bounds a document's operations and a folder's snippets: past it the add fails and stores no snippet", () =>
+    Effect.gen(function*() {
+      const operations = (n: number) =>
+        JSON.stringify({
+          openapi: "3.0.0",
+          info: { title: "Many", version: "1" },
+          paths: Object.fromEntries(Array.from({ length: n }, (_, i) => [`/op${i}`, { get: { summary: `Operation ${i}`, responses: {} } }]))
+        })
+      const dir = yield* docsFolder({
+        "many.json": operations(7),
+        "few.json": operations(5),
+        "docs/README.md": Array.from({ length: 7 }, (_, i) => `## Part ${i}
+
+The text of part ${i}, which is long enough to be a snippet of its own.
+`).join("\n")
+      })
+      const indexer = yield* Indexer
+      const capped = Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ DOCS_MAX_SNIPPETS: "5" })))
+      const many = yield* failureOf(indexer.add(`${dir}/many.json`, { id: "/cap/many" }).pipe(capped))
+      assert.strictEqual(many.category, "read_failed")
+      assert.strictEqual(many.message, `${dir}/many.json holds more than 5 snippets (DOCS_MAX_SNIPPETS): leave folders out with a svc.json (folders, exclude) or raise the setting`)
+      const few = yield* indexer.add(`${dir}/few.json`, { id: "/cap/few" }).pipe(capped)
+      assert.strictEqual(few.snippets, 5)
+      const folder = yield* failureOf(indexer.add(`${dir}/docs`, { id: "/cap/folder" }).pipe(capped))
+      assert.include(folder.message, "holds more than 5 snippets (DOCS_MAX_SNIPPETS)")
+      const zero = yield* failureOf(indexer.add(`${dir}/few.json`, { id: "/cap/zero" }).pipe(
+        Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ DOCS_MAX_SNIPPETS: "0" })))
+      ))
+      assert.strictEqual(zero.message, "DOCS_MAX_SNIPPETS must be at least 1")
+      // a folder's failure is known once it is read: its version is recorded failed, with no snippet
+      const libraries = (yield* indexer.list).filter((library) => library.id.startsWith("/cap/"))
+      assert.deepStrictEqual(libraries.map((library) => [library.id, library.versions.map((v) => v.state)]), [["/cap/few", ["ready"]], ["/cap/folder", ["failed"]]])
+      assert.deepStrictEqual(yield* snippetsOf("/cap/folder"), [])
+    }))
 })
 

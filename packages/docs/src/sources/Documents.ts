@@ -5,12 +5,13 @@
  * Read: `.md`, `.mdx`, `.markdown`, `.rst`, `.txt`. Skipped: `node_modules`, `.git` and every hidden
  * folder, `dist`, `build`, `coverage`; files over 1 MB; licence, changelog, notice and code-of-conduct
  * files. The root README comes first (it opens a version's snippets). A `svc.json` at the root narrows
- * the files to its `folders` and leaves out its `exclude` (RepoConfig.ts).
+ * the files to its `folders` and leaves out its `exclude` (RepoConfig.ts). Reading stops with a failure
+ * past `DOCS_MAX_SNIPPETS` snippets (Source.ts).
  */
 import { Effect, FileSystem, Path } from "effect"
 import { formatOf, type Snippet, split } from "../Splitter.ts"
 import { isUnder } from "./RepoConfig.ts"
-import { IndexFailed, type ResolvedSource } from "./Source.ts"
+import { IndexFailed, maxSnippets, type ResolvedSource, tooManySnippets } from "./Source.ts"
 import { withSourceLinks } from "./SourceLinks.ts"
 
 /** Files bigger than this are generated or vendored, not documentation. */
@@ -70,6 +71,7 @@ export const make = Effect.gen(function*() {
       (source.include === undefined || source.include.some((entry) => isUnder(file, entry))) &&
       !(source.exclude ?? []).some((entry) => isUnder(file, entry))
     )
+    const max = yield* maxSnippets
     const snippets: Array<Snippet> = []
     let filesRead = 0
     for (const file of files) {
@@ -81,6 +83,7 @@ export const make = Effect.gen(function*() {
       )
       const found = withSourceLinks(split(content, file), content, source.linkBase)
       snippets.push(...found)
+      if (snippets.length > max) return yield* tooManySnippets(source.location, max)
       filesRead++
       if (onFile) yield* onFile({ path: file, snippets: found.length, filesRead, totalFiles: files.length })
     }

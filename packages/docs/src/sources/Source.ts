@@ -7,7 +7,7 @@
  * what a `package.json` tells about a library (folder and npm sources read it; git for the title).
  */
 import { LibraryIdPattern, type SourceKind } from "@svc/schema"
-import { Effect, FileSystem, Option, Path, Schema, type Scope } from "effect"
+import { Config, Effect, FileSystem, Option, Path, Schema, type Scope } from "effect"
 import type { Snippet } from "../Splitter.ts"
 
 export const ErrorCategory = Schema.Literals([
@@ -26,6 +26,27 @@ export class IndexFailed extends Schema.TaggedError<IndexFailed>()("IndexFailed"
   category: ErrorCategory,
   message: Schema.String
 }) {}
+
+/**
+ * The most snippets one version may hold (`DOCS_MAX_SNIPPETS`, 20,000; the largest default library has
+ * ~2,000). Reading stops past it, so a source that is mistaken or hostile — a repository of generated
+ * files, an OpenAPI document whose shared `$ref`s make each of 40,000 operations a 4,000-character
+ * snippet (a 3.8 MB document: `svc docs add` at 1.25 GB before, 408 MB with the bound, 227 MB of it the
+ * CLI at rest) — cannot take the process's memory.
+ */
+export const maxSnippets: Effect.Effect<number, IndexFailed> = Config.Int("DOCS_MAX_SNIPPETS").pipe(
+  Config.withDefault(20_000),
+  Effect.mapError((error) => invalidSource(`DOCS_MAX_SNIPPETS: ${error.message}`)),
+  Effect.filterOrFail((max) => max >= 1, () => invalidSource("DOCS_MAX_SNIPPETS must be at least 1"))
+)
+
+/** The failure of a source holding more than {@link maxSnippets}. */
+export const tooManySnippets = (location: string, max: number) =>
+  new IndexFailed({
+    category: "read_failed",
+    message: `${location} holds more than ${max} snippets (DOCS_MAX_SNIPPETS): leave folders out with a svc.json ` +
+      `(folders, exclude) or raise the setting`
+  })
 
 /** Where a library's docs come from, resolved. */
 export interface ResolvedSource {
