@@ -113,6 +113,18 @@ describe("git source helpers", () => {
     assert.deepStrictEqual(remoteOf("git://[localhost]/a/b.git"), { transport: "git", hostname: "localhost", port: 9418 })
     // a host that cannot be read is said so (and refused: it cannot be checked)
     assert.deepStrictEqual(remoteOf("https://exa mple.org/a/b.git"), { unreadable: "exa mple.org" })
+    // git ends the authority at the first "/" and ssh connects after the last "@": a "?", "#" or "\\" that a
+    // URL parser would end the host at (reading public.invalid) is unreadable, not public.invalid (an outside sweep cloned
+    // from 127.0.0.1 with these)
+    assert.deepStrictEqual(remoteOf("ssh://public.invalid?@127.0.0.1:9102/o/r.git"), { unreadable: "127.0.0.1:9102" })
+    assert.deepStrictEqual(remoteOf("ssh://git@public.invalid#@127.0.0.1:9102/o/r.git"), { unreadable: "127.0.0.1:9102" })
+    assert.deepStrictEqual(remoteOf("https://public.invalid\\@127.0.0.1/o/r.git"), { unreadable: "127.0.0.1" })
+    assert.deepStrictEqual(remoteOf("git://public.invalid?@127.0.0.1/o/r.git"), { unreadable: "127.0.0.1" })
+    // scp-like with such a bracketed host is no clone URL at all (read as a path: nothing to connect to)
+    assert.isUndefined(remoteOf("git@[public.invalid?@127.0.0.1]:o/r.git"))
+    assert.isUndefined(remoteOf("git@[public.invalid\\@127.0.0.1]:o/r.git"))
+    assert.deepStrictEqual(remoteOf("ssh://git:pw%40x@host.example:2222/a/b.git"), { transport: "ssh", hostname: "host.example", port: 2222 })
+    assert.deepStrictEqual(remoteOf("https://user:secret@exa mple.org/a/b.git"), { unreadable: "exa mple.org" }, "no password in what is shown")
     assert.isUndefined(remoteOf("file:///srv/git/a/b.git"))
     assert.isUndefined(remoteOf("/srv/git/a/b.git"))
   })
@@ -332,6 +344,22 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
         "source_not_allowed",
         `Refused to reach ssh://git@[not a host]/acme/widgets.git: cannot tell which host "[not a host]" is, so it cannot be checked`
       ])
+      // what a URL parser ends the host at ("?", "#", "\\") git and ssh read on: public.invalid to one,
+      // 127.0.0.1 to the other (an outside sweep cloned from loopback with these): unreadable, refused
+      for (
+        const url of [
+          `ssh://public.invalid?@127.0.0.1:${port}/acme/widgets.git`,
+          `git+ssh://git@public.invalid?@127.0.0.1:${port}/acme/widgets.git`,
+          `ssh://public.invalid#@127.0.0.1:${port}/acme/widgets.git#main`,
+          `https://public.invalid\\@127.0.0.1:${port}/acme/widgets.git`
+        ]
+      ) {
+        const failure = yield* failureOf(indexer.add(url))
+        assert.strictEqual(failure.category, "source_not_allowed", url)
+        assert.include(failure.message, "so it cannot be checked", url)
+      }
+      // scp-like with such a bracketed host is no clone URL: a path that is not there, nothing connected to
+      yield* failureOf(indexer.add(`git@[public.invalid?@127.0.0.1]:acme/widgets.git`))
       // git's remote-helper syntax runs commands (ext::): never a source, never given to git
       const helper = yield* failureOf(indexer.add("ext::sh -c touch% /tmp/svc-ext-pwned"))
       assert.deepStrictEqual([helper.category, helper.message], [

@@ -34,7 +34,7 @@ import {
 
 /** A clone URL: a URL of a git transport, or scp-like `user@host:path`. */
 /** scp-like `user@host:path`, the host a name, an address or a bracketed one (`git@[::1]:a/b.git`). */
-const SCP_LIKE = /^[\w.-]+@(\[[^\]\s]*\]|[\w.-]+):/
+const SCP_LIKE = /^[\w.-]+@(\[[\w.:%-]*\]|[\w.-]+):/
 export const GIT_URL = new RegExp(`^((git|ssh|file|https?|git\\+(ssh|https?|file)):\\/\\/|${SCP_LIKE.source.slice(1)})`, "i")
 /** A branch or tag after `#`: no option look-alikes, no `..`. */
 const GIT_REF = /^\w[\w.\/+-]*$/
@@ -107,16 +107,28 @@ export const gitLibraryId = (url: string): string | undefined => {
 }
 
 /**
+ * An authority the guard reads as git does: an optional user (and password), a name or an address
+ * (bracketed: IPv6, or a name or IPv4 address as ssh and git take it), an optional port — nothing else.
+ * Git's ssh and git transports end the authority only at the first `/` (not at `?` or `#`), ssh connects
+ * to what follows the last `@`, and curl does not read `\` as `/`: `ssh://8.8.8.8?@127.0.0.1:22/x`
+ * is 8.8.8.8 to a URL parser and 127.0.0.1 to ssh, so an authority with any other character is unreadable.
+ */
+const PLAIN_AUTHORITY = /^(?:[\w.~!$&'()*+,;=:%-]*@)?([\w.-]+|\[[\w.:%-]+\])(?::\d*)?$/
+
+/**
  * Where a clone URL connects (none for a path or file://): git's transport, the host as URLs write it,
  * the port; or, for a network URL whose host cannot be read, the authority as written (refused: what
  * the guard cannot read, it cannot check).
  */
 export const remoteOf = (url: string) => {
   const scpLike = SCP_LIKE.exec(url)
-  const match = scpLike === null ? /^(https?|ssh|git):\/\/(?:[^/?#@]*@)?([^/?#]*)/i.exec(url) : null
+  const match = scpLike === null ? /^(https?|ssh|git):\/\/([^/]*)/i.exec(url) : null
   const transport = scpLike !== null ? "ssh" : match?.[1]?.toLowerCase()
-  const authority = scpLike !== null ? scpLike[1]! : match?.[2]
-  if (transport === undefined || authority === undefined) return undefined
+  const written = scpLike !== null ? scpLike[1]! : match?.[2]
+  if (transport === undefined || written === undefined) return undefined
+  // what follows the last "@": the host ssh would reach, and never a password to show in a message
+  const authority = written.slice(written.lastIndexOf("@") + 1)
+  if (!PLAIN_AUTHORITY.test(written)) return { unreadable: authority }
   // ssh and git take a bracketed name or IPv4 address (`ssh://git@[127.0.0.1]:22/x`) as that host; a
   // URL only an IPv6 address: unwrapped, it is read like any other host
   const unwrapped = authority.replace(/^\[([^\]:]*)\]/, "$1")
