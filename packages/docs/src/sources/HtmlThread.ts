@@ -5,17 +5,21 @@
 import { parentPort } from "node:worker_threads"
 import { htmlToMarkdown } from "./Html.ts"
 
-export type ThreadReply =
-  | { readonly ok: true; readonly page: ReturnType<typeof htmlToMarkdown> }
-  | { readonly ok: false; readonly reason: string }
+/** What the thread posts: once `ready` (its modules loaded), then a page or a reason for each page sent. */
+export type ThreadMessage =
+  | { readonly ready: true }
+  | { readonly page: ReturnType<typeof htmlToMarkdown> }
+  | { readonly reason: string }
 
 const port = parentPort!
+const post = (message: ThreadMessage) => port.postMessage(message)
 port.on("message", (html: string) => {
-  let reply: ThreadReply
+  let reply: ThreadMessage
   try {
-    reply = { ok: true, page: htmlToMarkdown(html) }
+    reply = { page: htmlToMarkdown(html) }
   } catch (error) {
-    reply = { ok: false, reason: error instanceof Error ? error.message : String(error) }
+    reply = { reason: error instanceof Error ? error.message : String(error) }
   }
-  port.postMessage(reply)
+  post(reply)
 })
+post({ ready: true })

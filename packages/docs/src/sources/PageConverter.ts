@@ -14,7 +14,7 @@
 import { Duration, Effect, Option, Semaphore } from "effect"
 import { Worker } from "node:worker_threads"
 import type { HtmlPage } from "./Html.ts"
-import type { ThreadReply } from "./HtmlThread.ts"
+import type { ThreadMessage } from "./HtmlThread.ts"
 
 const THREAD = new URL("./HtmlThread.ts", import.meta.url)
 /** The thread's heap: a 1 MB page (the crawl's cap) converts in a few tens of MB. */
@@ -36,58 +36,68 @@ export const makePageConverter = Effect.fnUntraced(function*(timeLimit: Duration
   }
   yield* Effect.addFinalizer(() => Effect.sync(() => thread !== undefined && end(thread)))
 
-  const startThread = () => {
-    const worker = new Worker(THREAD, { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } })
-    // An idle thread never keeps the process alive, and an error with no page waiting is not thrown.
-    worker.unref()
-    worker.on("error", () => {})
-    return worker
-  }
-
-  const inThread = (html: string) =>
-    Effect.callback<HtmlPage>((resume) => {
-      const worker = thread ?? startThread()
-      thread = worker
+  /**
+   * The thread's next message, after posting `html` when given; a thread that fails or stops instead
+   * gives why. Interrupted (the time limit, or the crawl ending), the thread is ended: it may be deep
+   * in a page, and nothing else stops synchronous code.
+   */
+  const nextReply = (worker: Worker, html?: string) =>
+    Effect.callback<ThreadMessage | { readonly failed: string }>((resume) => {
       const detach = () => {
         worker.off("message", onMessage)
         worker.off("error", onError)
         worker.off("exit", onExit)
       }
-      const settle = (page: HtmlPage) => {
+      const settle = (reply: ThreadMessage | { readonly failed: string }) => {
         detach()
-        resume(Effect.succeed(page))
+        resume(Effect.succeed(reply))
       }
-      const onMessage = (reply: ThreadReply) => settle(reply.ok ? reply.page : skippedPage(`cannot convert it: ${reply.reason}`))
+      const onMessage = (message: ThreadMessage) => settle(message)
       // Out of heap, or the thread failed to start: the next page gets a new thread.
       const onError = (error: Error & { code?: string }) => {
         end(worker)
-        settle(skippedPage(
-          error.code === "ERR_WORKER_OUT_OF_MEMORY"
-            ? `needs more than ${THREAD_HEAP_MB} MB to convert`
-            : `cannot convert it: ${error.message}`
-        ))
+        settle({
+          failed: error.code === "ERR_WORKER_OUT_OF_MEMORY" ? `needs more than ${THREAD_HEAP_MB} MB to convert` : `cannot convert it: ${error.message}`
+        })
       }
       const onExit = () => {
         end(worker)
-        settle(skippedPage("cannot convert it: the converting thread stopped"))
+        settle({ failed: "cannot convert it: the converting thread stopped" })
       }
       worker.on("message", onMessage)
       worker.on("error", onError)
       worker.on("exit", onExit)
-      worker.postMessage(html)
-      // Interrupted (the time limit, or the crawl ending): the thread may be deep in the page.
+      if (html !== undefined) worker.postMessage(html)
       return Effect.sync(() => {
         detach()
         end(worker)
       })
     })
 
+  /** The running thread, or a new one once it has loaded the converter (its start is not the page's time). */
+  const readyThread = Effect.suspend(() => {
+    if (thread !== undefined) return Effect.succeed(thread)
+    const worker = new Worker(THREAD, { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } })
+    // An idle thread never keeps the process alive, and an error with no page waiting is not thrown.
+    worker.unref()
+    worker.on("error", () => {})
+    thread = worker
+    return Effect.map(nextReply(worker), (ready) => "failed" in ready ? ready : worker)
+  })
+
   const oneAtATime = yield* Semaphore.make(1)
   const convert = (html: string): Effect.Effect<HtmlPage> =>
-    inThread(html).pipe(
-      Effect.timeoutOption(timeLimit),
-      Effect.map(Option.getOrElse(() => skippedPage(`not converted within ${Duration.format(timeLimit)}`))),
-      oneAtATime.withPermits(1)
-    )
+    Effect.gen(function*() {
+      const worker = yield* readyThread
+      if (!(worker instanceof Worker)) return skippedPage(worker.failed)
+      const reply = yield* nextReply(worker, html).pipe(Effect.timeoutOption(timeLimit))
+      if (Option.isNone(reply)) return skippedPage(`not converted within ${Duration.format(timeLimit)}`)
+      const message = reply.value
+      return "failed" in message
+        ? skippedPage(message.failed)
+        : "page" in message
+        ? message.page
+        : skippedPage(`cannot convert it: ${"reason" in message ? message.reason : "the thread answered out of turn"}`)
+    }).pipe(oneAtATime.withPermits(1))
   return { convert } satisfies PageConverter
 })
