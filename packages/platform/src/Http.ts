@@ -19,7 +19,8 @@
  * Whatever the routes, every answer follows the suite's conventions (DESIGN.md §3):
  * - errors are JSON `{code, message, ...}` (see `@svc/schema` Errors.ts); a request that fails to decode
  *   is 400 `invalid_request` naming each bad parameter; an unknown route is a JSON 404; a defect is a 500
- *   `internal_error` whose body names only the request id, while the log line carries the full cause;
+ *   `internal_error` whose body names only the request id, while the log line carries the full cause
+ *   (a database that cannot be reached is a 503 `service_unavailable` with `Retry-After: 5` instead);
  * - `GET /health` answers `{"status":"ok"}` unless the service routes it itself;
  * - each request gets an id (a sane incoming `X-Request-Id`, or a fresh UUID), echoed in `X-Request-Id`
  *   and attached to every log line of the request;
@@ -41,6 +42,7 @@ import {
   UrlParams
 } from "effect/http"
 import { HttpApiBuilder, HttpApiError } from "effect/http-api"
+import { SqlError } from "effect/sql"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import type * as Types from "effect/Types"
 import * as NodeHttp from "node:http"
@@ -474,11 +476,22 @@ const fromCause = (
       (response): Rendered => [response, response.status >= 500 ? cause : undefined]
     )
   }
+  if (SqlError.isSqlError(error) && error.reason._tag === "ConnectionError") {
+    // Postgres cannot be reached (stopped, restarting, the network): not a bug of the request or of
+    // the code, and over once it is back. The cause is logged like a 500's.
+    return Effect.map(
+      HttpServerRespondable.toResponse(new ServiceUnavailable({ message: "The database cannot be reached: try again shortly" })),
+      (response): Rendered => [HttpServerResponse.setHeader(response, "retry-after", String(DATABASE_RETRY_AFTER_SECONDS)), cause]
+    )
+  }
   return Effect.map(
     HttpServerRespondable.toResponse(new InternalError({ requestId })),
     (response): Rendered => [response, cause]
   )
 }
+
+/** The `Retry-After` of a 503 for a database that cannot be reached. */
+const DATABASE_RETRY_AFTER_SECONDS = 5
 
 const clientError = (error: HttpServerRespondable.Respondable): Effect.Effect<Rendered> =>
   Effect.map(HttpServerRespondable.toResponse(error), (response): Rendered => [response, undefined])

@@ -3,6 +3,7 @@ import { ApiConventions, ApiError, InvalidRequest, MAX_ISSUES, ServiceUnavailabl
 import { Context, type Duration, Effect, Layer, Logger, References, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpServer } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { SqlError } from "effect/sql"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Net from "node:net"
 import * as Path from "node:path"
@@ -40,7 +41,8 @@ const OffersGroup = HttpApiGroup.make("offers").add(
     success: Schema.Struct({ count: Schema.Number })
   }),
   HttpApiEndpoint.get("defect", "/defect", { success: Schema.String }),
-  HttpApiEndpoint.get("undeclared", "/undeclared", { success: Schema.String })
+  HttpApiEndpoint.get("undeclared", "/undeclared", { success: Schema.String }),
+  HttpApiEndpoint.get("databaseDown", "/database-down", { success: Schema.String })
 )
 
 class TestApi extends HttpApi.make("test").add(OffersGroup).annotateMerge(ApiConventions) {}
@@ -57,7 +59,14 @@ const Handlers = HttpApiBuilder.group(TestApi, "offers", (handlers) =>
     // What must never leak: a stack, a file path, SQL.
     .handle("defect", () => Effect.die(new Error("SELECT * FROM secrets failed at /srv/app/db.ts:12")))
     // An error the endpoint does not declare: answered through its HttpServerRespondable.
-    .handle("undeclared", () => Effect.die(new ServiceUnavailable({ message: "Database is down" }))))
+    .handle("undeclared", () => Effect.die(new ServiceUnavailable({ message: "Database is down" })))
+    // What a store dies with when Postgres is stopped (atDatabaseBoundary makes it a defect).
+    .handle("databaseDown", () =>
+      Effect.die(
+        new SqlError.SqlError({
+          reason: new SqlError.ConnectionError({ cause: new Error("connect ECONNREFUSED 127.0.0.1:5432"), message: "PgConnection: Failed to connect", operation: "connect" })
+        })
+      )))
 
 // -----------------------------------------------------------------------------
 // The same checks over a real socket and in-process
@@ -281,6 +290,15 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
           requestId
         })
         for (const leak of ["SELECT", "/srv", "db.ts", "Error", " at "]) assert.notInclude(text, leak)
+      }))
+
+    it.effect("a database that cannot be reached is a 503 with Retry-After, not a 500: nothing of the cause shown", () =>
+      Effect.gen(function*() {
+        const { response, body, text } = yield* request("/database-down")
+        assert.strictEqual(response.status, 503)
+        assert.strictEqual(response.headers.get("retry-after"), "5")
+        assert.deepStrictEqual(body, { code: "service_unavailable", message: "The database cannot be reached: try again shortly" })
+        for (const leak of ["ECONNREFUSED", "5432", "PgConnection"]) assert.notInclude(text, leak)
       }))
 
     it.effect("a typed domain error answers with its status and {code, message, ...details}", () =>
