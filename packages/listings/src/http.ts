@@ -2,12 +2,12 @@
  * HTTP: the `ListingsApi` handlers, and GET /images/:key (a raw route: it streams bytes).
  */
 import { ImageNotFound, type IngestResult, ListingsApi } from "@svc/schema"
-import { Effect, Layer, Option, Schema, Stream } from "effect"
+import { Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { AdminAuthLive } from "./Auth.ts"
-import { ImageRecord, ImageStore } from "./Images.ts"
+import { ImageCacher, ImageRecord, ImageStore } from "./Images.ts"
 import { ImportServices } from "./ImportServices.ts"
 import { Ingest } from "./Ingest.ts"
 import { Offers, splitList } from "./Offers.ts"
@@ -116,7 +116,8 @@ const etagMatches = (header: string | undefined, etag: string): boolean =>
 /**
  * Cached: the bytes, with ETag and Cache-Control; `If-None-Match` with that ETag: 304. Known but not
  * cached (pending, failed, rejected, or storage off): 302 to the original URL. Unknown: 404.
- * Nothing is ever fetched here.
+ * Nothing is ever fetched here; a cached image missing from storage is made pending again and the
+ * background cacher kicked.
  */
 export const ImagesRoute = HttpRouter.add(
   "GET",
@@ -124,6 +125,7 @@ export const ImagesRoute = HttpRouter.add(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const store = yield* ImageStore
+    const cacher = yield* ImageCacher
     const request = yield* HttpServerRequest.HttpServerRequest
     const { key } = yield* HttpRouter.params
     if (key === undefined || !KEY.test(key)) return yield* new ImageNotFound({ key: key ?? "" })
@@ -144,19 +146,30 @@ export const ImagesRoute = HttpRouter.add(
     if (etagMatches(request.headers["if-none-match"], image.etag)) {
       return HttpServerResponse.empty({ status: 304, headers })
     }
-    const stored = yield* store.get(key).pipe(
-      Effect.catch((error) =>
-        Effect.as(Effect.logWarning(`Image ${key} could not be read: ${error.message}`), Option.none())
+    const read = yield* Effect.result(store.get(key))
+    if (Result.isFailure(read)) {
+      yield* Effect.logWarning(`Image ${key} could not be read: ${read.failure.message}`)
+      return redirect
+    }
+    if (Option.isNone(read.success)) {
+      // Recorded as cached, gone from storage: local object storage starts empty after a restart (it
+      // is in memory), a bucket rule or an operator may remove objects. Pending again, so the next
+      // pass caches it anew (kicked now, in the background); the original meanwhile.
+      yield* sql`UPDATE listings.images SET status = 'pending', attempts = 0, last_attempt_at = NULL, etag = NULL
+        WHERE key = ${key} AND status = 'cached'`.pipe(
+        Effect.andThen(cacher.kick),
+        Effect.catch((error) => Effect.logWarning(`Image ${key} is missing from storage and could not be queued again: ${error.message}`))
       )
-    )
-    if (Option.isNone(stored)) return redirect
+      return redirect
+    }
+    const stored = read.success.value
     return HttpServerResponse.stream(
-      stored.value.body.pipe(Stream.orDie),
+      stored.body.pipe(Stream.orDie),
       {
         status: 200,
         headers,
         contentType: image.content_type ?? "application/octet-stream",
-        ...(stored.value.contentLength === undefined ? {} : { contentLength: stored.value.contentLength })
+        ...(stored.contentLength === undefined ? {} : { contentLength: stored.contentLength })
       }
     )
   })

@@ -245,4 +245,26 @@ layer(TestLayer, { excludeTestServices: true })("images", (it) => {
       assert.strictEqual(unknown.body.code, "image_not_found")
       assert.strictEqual((yield* get("/images/not-a-key")).status, 404)
     }))
+
+  it.effect("a cached image gone from storage (local storage restarts empty) is redirected, then cached again", () =>
+    Effect.gen(function*() {
+      const { base, bucket } = yield* Fixture
+      const key = imageKey(`${base}/ok.png`)
+      assert.strictEqual((yield* get(`/images/${key}`)).status, 200)
+      const before = hits.get("/ok.png") ?? 0
+      yield* bucket.del(key)
+
+      const gone = yield* get(`/images/${key}`)
+      assert.strictEqual(gone.status, 302)
+      assert.strictEqual(gone.headers.get("location"), `${base}/ok.png`)
+      // pending again, and the kicked pass stores it anew: served from storage once more
+      const served = yield* get(`/images/${key}`).pipe(
+        Effect.filterOrFail((response) => response.status === 200, (response) => new Error(`still ${response.status}`)),
+        Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 100 })
+      )
+      assert.strictEqual(served.headers.get("content-type"), "image/png")
+      assert.deepStrictEqual(Buffer.from(yield* bucket.getBytes(key)), okPng)
+      assert.strictEqual(hits.get("/ok.png"), before + 1, "fetched once more, by the background pass")
+      assert.strictEqual((yield* statuses).get("/ok.png"), "cached")
+    }))
 })
