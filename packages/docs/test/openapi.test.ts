@@ -7,6 +7,7 @@ import { assert, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { Indexer } from "../src/Indexer.ts"
+import { MAX_OPERATIONS } from "../src/sources/OpenApi.ts"
 import type { IndexFailed } from "../src/sources/Source.ts"
 import { docsFolder, stack } from "./support.ts"
 import { siteServer } from "./web/SiteServer.ts"
@@ -156,7 +157,7 @@ layer(stack)("OpenAPI sources", (it) => {
       assert.isFalse((yield* indexer.list).some((library) => ["/openapi/old", "/openapi/t", "/openapi/empty"].includes(library.id)))
     }))
 
-  it.effect("DOCS_MAX_SNIPPETS bounds a document's operations and a folder's snippets: past it the add fails and stores no snippet", () =>
+  it.effect("DOCS_MAX_SNIPPETS and MAX_OPERATIONS bound a document's operations and a folder's snippets: past them the add fails and stores no snippet", () =>
     Effect.gen(function*() {
       const operations = (n: number) =>
         JSON.stringify({
@@ -181,6 +182,10 @@ The text of part ${i}, which is long enough to be a snippet of its own.
       assert.strictEqual(few.snippets, 5)
       const folder = yield* failureOf(indexer.add(`${dir}/docs`, { id: "/cap/folder" }).pipe(capped))
       assert.include(folder.message, "holds more than 5 snippets (DOCS_MAX_SNIPPETS)")
+      // past MAX_OPERATIONS whatever the setting: $refs make a small document's operations large
+      const huge = yield* docsFolder({ "huge.json": operations(MAX_OPERATIONS + 1) })
+      const tooMany = yield* failureOf(indexer.add(`${huge}/huge.json`, { id: "/cap/huge" }))
+      assert.strictEqual(tooMany.message, `${huge}/huge.json describes more than ${MAX_OPERATIONS} operations, the most an OpenAPI document is read for`)
       const zero = yield* failureOf(indexer.add(`${dir}/few.json`, { id: "/cap/zero" }).pipe(
         Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ DOCS_MAX_SNIPPETS: "0" })))
       ))

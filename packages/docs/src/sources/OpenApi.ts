@@ -22,6 +22,13 @@ import { makeFetcher, startFailed, webSettings } from "./WebFetch.ts"
 
 /** Documents bigger than this are refused (the biggest public API descriptions are a few MB). */
 export const MAX_DOCUMENT_BYTES = 10_000_000
+/**
+ * The most operations a document is read for (GitHub's REST API has ~1,100). Shared `$ref`s let a small
+ * document make every operation a 4,000-character snippet: 40,000 of them in 3.8 MB took `svc docs add`
+ * to 824 MB (1.25 GB while such JSON went through the YAML parser); 10,000 such operations, 477 MB, of
+ * which 227 MB is the CLI at rest.
+ */
+export const MAX_OPERATIONS = 10_000
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const
 const OPENAPI_FILE = /\.(json|ya?ml)$/i
 
@@ -204,9 +211,14 @@ export const make = Effect.gen(function*() {
     const document = yield* Schema.decodeUnknownEffect(Document)(parsed).pipe(
       Effect.mapError((error) => invalidSource(`${loaded.location} is not an OpenAPI 3 document: ${error.message.replace(/\s+/g, " ").trim()}`))
     )
-    const max = yield* maxSnippets
+    const max = Math.min(yield* maxSnippets, MAX_OPERATIONS)
     const snippets = operationSnippets(parsed as Json, document, loaded.file, max)
-    if (snippets.length > max) return yield* tooManySnippets(loaded.location, max)
+    if (snippets.length > max) {
+      return yield* max < MAX_OPERATIONS ? tooManySnippets(loaded.location, max) : new IndexFailed({
+        category: "read_failed",
+        message: `${loaded.location} describes more than ${MAX_OPERATIONS} operations, the most an OpenAPI document is read for`
+      })
+    }
     if (snippets.length === 0) {
       return yield* new IndexFailed({ category: "no_documents", message: `${loaded.location} describes no operations (paths is empty)` })
     }

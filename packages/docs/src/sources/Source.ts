@@ -28,14 +28,12 @@ export class IndexFailed extends Schema.TaggedError<IndexFailed>()("IndexFailed"
 }) {}
 
 /**
- * The most snippets one version may hold (`DOCS_MAX_SNIPPETS`, 20,000; the largest default library has
- * ~2,000). Reading stops past it, so a source that is mistaken or hostile — a repository of generated
- * files, an OpenAPI document whose shared `$ref`s make each of 40,000 operations a 4,000-character
- * snippet (a 3.8 MB document: `svc docs add` at 1.25 GB before, 408 MB with the bound, 227 MB of it the
- * CLI at rest) — cannot take the process's memory.
+ * The most snippets one version may hold (`DOCS_MAX_SNIPPETS`, 100,000; the largest default library has
+ * ~2,000, a big documentation repository tens of thousands). Reading stops past it, so a mistaken source
+ * (a repository of generated files) fails with what to do instead of filling the process's memory.
  */
 export const maxSnippets: Effect.Effect<number, IndexFailed> = Config.Int("DOCS_MAX_SNIPPETS").pipe(
-  Config.withDefault(20_000),
+  Config.withDefault(100_000),
   Effect.mapError((error) => invalidSource(`DOCS_MAX_SNIPPETS: ${error.message}`)),
   Effect.filterOrFail((max) => max >= 1, () => invalidSource("DOCS_MAX_SNIPPETS must be at least 1"))
 )
