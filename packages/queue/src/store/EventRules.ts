@@ -1,6 +1,7 @@
 /**
  * The events of a change of a message row, for the memory layer: the rule the Postgres triggers of
- * migrations/queue/0005_events.ts apply to every INSERT and UPDATE of `queue.messages`, written
+ * migrations/queue/0005_events.ts (the update rule now from src/store/sql/recordMessageUpdates.ts)
+ * apply to every INSERT and UPDATE of `queue.messages`, written
  * once here for `MemoryTables` (whose messages map applies it on every write). And the one
  * conversion of a stored event into the API's `QueueEvent`, for both layers.
  */
@@ -60,6 +61,9 @@ const changeOf = (old: StoredMessage, next: StoredMessage): EventState | undefin
   if (old.state === "queued" && (next.state === "delivered" || next.state === "failed" || next.state === "cancelled")) {
     return next.state
   }
+  // cancelled while its attempt was in flight, and that attempt answered 2xx
+  if (old.state === "cancelled" && next.state === "delivered") return "delivered"
+
   if (old.state === "failed" && next.state === "queued") return "requeued"
   if (next.state === "queued" && next.retried > old.retried) return "retry_scheduled"
   if (next.state === "queued" && next.claimId !== null && next.claimId !== old.claimId) return "delivering"

@@ -227,7 +227,8 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           SET state = 'delivered', delivered_at = now(), claim_id = NULL, last_status = d.status, last_error = NULL
           FROM unnest(${ids}::uuid[], ${results.map((r) => r.claimId)}::uuid[], ${results.map((r) => r.status)}::int4[])
             AS d(id, claim, status)
-          WHERE m.id = ANY(${ids}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state = 'queued'`.unprepared.pipe(Effect.asVoid)
+          WHERE m.id = ANY(${ids}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state IN ('queued', 'cancelled')`.unprepared
+          .pipe(Effect.asVoid)
       }
 
       const deliveredWithCallback = (result: DeliveredResult, callback: NewMessage) =>
@@ -235,7 +236,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           const updated = yield* sql`
             UPDATE queue.messages
             SET state = 'delivered', delivered_at = now(), claim_id = NULL, last_status = ${result.status}, last_error = NULL
-            WHERE id = ${result.id} AND claim_id = ${result.claimId} AND state = 'queued'
+            WHERE id = ${result.id} AND claim_id = ${result.claimId} AND state IN ('queued', 'cancelled')
             RETURNING id`
           return updated.length > 0 ? (yield* insert([callback])).due : false
         })).pipe(Effect.flatMap(wakeIf))
@@ -300,7 +301,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
         Effect.gen(function*() {
           if (!isUuid(id)) return yield* new MessageNotFound({ messageId: id })
           const updated = yield* sql`
-            UPDATE queue.messages SET state = 'cancelled', claim_id = NULL
+            UPDATE queue.messages SET state = 'cancelled'
             WHERE id = ${id} AND state = 'queued' RETURNING id`
           if (updated.length > 0) return
           const row = yield* stateRow(id)
@@ -335,7 +336,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
                 UNION ALL ${part(sql`flow_key IS NULL AND queue_name IS NOT NULL`)}
               ) queued ORDER BY seq LIMIT ${limit + 1}
             ), cancelled AS (
-              UPDATE queue.messages m SET state = 'cancelled', claim_id = NULL
+              UPDATE queue.messages m SET state = 'cancelled'
               FROM (SELECT id FROM candidates LIMIT ${limit}) c
               WHERE m.id = c.id AND m.state = 'queued'
               RETURNING m.id

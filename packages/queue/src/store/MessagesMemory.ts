@@ -18,6 +18,14 @@ const claimed = (tables: Tables, claim: Claim): StoredMessage | undefined => {
   return message !== undefined && message.claimId === claim.claimId && message.state === "queued" ? message : undefined
 }
 
+/** {@link claimed}, or cancelled while the attempt under that claim was in flight: its 2xx is still recorded. */
+const claimedForDelivery = (tables: Tables, claim: Claim): StoredMessage | undefined => {
+  const message = tables.messages.get(claim.id)
+  return message !== undefined && message.claimId === claim.claimId && (message.state === "queued" || message.state === "cancelled")
+    ? message
+    : undefined
+}
+
 const update = (tables: Tables, message: StoredMessage, change: Partial<StoredMessage>) =>
   void tables.messages.set(message.id, { ...message, ...change })
 
@@ -140,7 +148,7 @@ export const makeMessagesMemory = Effect.gen(function*() {
     markDelivered: (results) =>
       atNow(tables, (now) => {
         for (const result of results) {
-          const message = claimed(tables, result)
+          const message = claimedForDelivery(tables, result)
           if (message !== undefined) {
             update(tables, message, { state: "delivered", deliveredAt: new Date(now), claimId: null, lastStatus: result.status, lastError: null })
           }
@@ -149,7 +157,7 @@ export const makeMessagesMemory = Effect.gen(function*() {
 
     deliveredWithCallback: (result, callback) =>
       atNow(tables, (now) => {
-        const message = claimed(tables, result)
+        const message = claimedForDelivery(tables, result)
         if (message === undefined) return
         update(tables, message, { state: "delivered", deliveredAt: new Date(now), claimId: null, lastStatus: result.status, lastError: null })
         insertMessages(tables, now, [callback])
@@ -209,14 +217,14 @@ export const makeMessagesMemory = Effect.gen(function*() {
         const message = isUuid(id) ? tables.messages.get(id) : undefined
         if (message === undefined) return Effect.fail(new MessageNotFound({ messageId: id }))
         if (message.state !== "queued") return Effect.fail(new MessageNotCancellable({ messageId: id, state: message.state }))
-        update(tables, message, { state: "cancelled", claimId: null })
+        update(tables, message, { state: "cancelled" })
         return Effect.void
       })),
 
     cancelMany: (selection, limit) =>
       atNow(tables, () => {
         const candidates = [...tables.messages.values()].filter(selected(selection)).sort((a, b) => Number(a.seq - b.seq))
-        for (const message of candidates.slice(0, limit)) update(tables, message, { state: "cancelled", claimId: null })
+        for (const message of candidates.slice(0, limit)) update(tables, message, { state: "cancelled" })
         return { count: Math.min(limit, candidates.length), more: candidates.length > limit }
       })
   }

@@ -87,7 +87,7 @@ export class Queues extends Context.Service<Queues, {
         sql.withTransaction(Effect.gen(function*() {
           const deleted = yield* sql`DELETE FROM queue.queues WHERE name = ${name} RETURNING name`
           if (deleted.length === 0) return yield* new FifoQueueNotFound({ name })
-          yield* sql`UPDATE queue.messages SET state = 'cancelled', claim_id = NULL WHERE queue_name = ${name} AND state = 'queued'`
+          yield* sql`UPDATE queue.messages SET state = 'cancelled' WHERE queue_name = ${name} AND state = 'queued'`
         }))
 
       const setPaused = (name: string, paused: boolean) =>
@@ -153,7 +153,7 @@ export class Queues extends Context.Service<Queues, {
             if (!tables.queues.delete(name)) return Effect.fail(new FifoQueueNotFound({ name }))
             for (const message of tables.messages.values()) {
               if (message.queueName === name && message.state === "queued") {
-                tables.messages.set(message.id, { ...message, state: "cancelled", claimId: null })
+                tables.messages.set(message.id, { ...message, state: "cancelled" })
               }
             }
             return Effect.void

@@ -135,6 +135,51 @@ export const eventsContract = (name: string, layer: StoresLayer, layerEventsOff:
     )
 
     test(
+      "cancelled while its attempt is in flight: that attempt's 2xx is recorded (delivered, its callback sent); a failed one is not; not claimed again",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const [plain, withCallback, failing, waiting] = yield* messages.publish([
+          newMessage({ url: "https://example.com/a" }),
+          newMessage({ url: "https://example.com/b" }),
+          newMessage({ url: "https://example.com/c" }),
+          newMessage({ url: "https://example.com/d", delayMs: 60_000 })
+        ], undefined)
+        const claimed = yield* messages.claim(10)
+        const claimOf = (id: string) => claimed.find((message) => message.id === id)!
+        assert.strictEqual(claimed.length, 3)
+        yield* messages.cancel(plain!.messageId)
+        assert.deepStrictEqual(
+          yield* messages.cancelMany({ ids: [withCallback!.messageId, failing!.messageId, waiting!.messageId] }, 1000),
+          { count: 3, more: false }
+        )
+        // the attempts already sent answer
+        yield* messages.markDelivered([{ id: plain!.messageId, claimId: claimOf(plain!.messageId).claimId, status: 200 }])
+        yield* messages.deliveredWithCallback(
+          { id: withCallback!.messageId, claimId: claimOf(withCallback!.messageId).claimId, status: 202 },
+          { ...newMessage({ kind: "callback", url: "https://example.com/done" }), sourceMessageId: withCallback!.messageId }
+        )
+        yield* messages.scheduleRetry(claimOf(failing!.messageId), 1000, 500, "The destination answered 500")
+        // an answer under a claim the message never had changes nothing
+        yield* messages.markDelivered([{ id: waiting!.messageId, claimId: Crypto.randomUUID(), status: 200 }])
+
+        assert.deepStrictEqual(states(yield* lifeOf(plain!.messageId)), ["created", "delivering", "cancelled", "delivered"])
+        const callbackLife = yield* lifeOf(withCallback!.messageId)
+        assert.deepStrictEqual(states(callbackLife), ["created", "delivering", "cancelled", "delivered", "callback_sent"])
+        assert.strictEqual(callbackLife[3]!.responseStatus, 202)
+        assert.deepStrictEqual(states(yield* lifeOf(failing!.messageId)), ["created", "delivering", "cancelled"])
+        assert.deepStrictEqual(states(yield* lifeOf(waiting!.messageId)), ["created", "cancelled"])
+        const stateOf = (id: string) => Effect.map(messages.get(id), (message) => message.state)
+        assert.deepStrictEqual(
+          [yield* stateOf(plain!.messageId), yield* stateOf(withCallback!.messageId), yield* stateOf(failing!.messageId), yield* stateOf(waiting!.messageId)],
+          ["delivered", "delivered", "cancelled", "cancelled"]
+        )
+        // a cancelled message is never claimed again, its lease run out or not (the callback is)
+        yield* advance(120_000)
+        assert.deepStrictEqual((yield* messages.claim(10)).map((message) => message.url), ["https://example.com/done"])
+      })
+    )
+
+    test(
       "a claim that expired and is claimed again records delivering again",
       Effect.gen(function*() {
         const messages = yield* Messages
