@@ -2,7 +2,8 @@
  * The messages store (`queue.messages`, `queue.dedup`): publish (with deduplication ids), the
  * worker's claims and their completions (delivered, retry, exhausted into the DLQ, released), and a
  * message's state and cancellation. Every completion of a claimed message is guarded by its claim
- * id: a worker whose lease expired cannot overwrite a later claim's outcome.
+ * id: a worker whose lease expired cannot overwrite a later claim's outcome. A cancel keeps the claim,
+ * so the 2xx of an attempt already in flight is still recorded (the message ends delivered).
  *
  * `layer` is Postgres (schema `queue`, see migrations/queue); `layerMemory` keeps the same tables
  * in memory (`MemoryTables`) for tests.
@@ -64,7 +65,7 @@ export interface MessagesShape {
   /** Give claimed messages back (shutdown): due again now. */
   readonly release: (claims: ReadonlyArray<Claim>) => Effect.Effect<void>
   readonly get: (id: string) => Effect.Effect<Message, MessageNotFound>
-  /** A queued message (claimed or not) becomes cancelled; a finished one cannot. */
+  /** A queued message (claimed or not) becomes cancelled, keeping its claim (module comment); a finished one cannot. */
   readonly cancel: (id: string) => Effect.Effect<void, MessageNotFound | MessageNotCancellable>
   /** Cancels at most `limit` queued messages of the selection, in publish order; whether more match. */
   readonly cancelMany: (selection: MessageSelection, limit: number) => Effect.Effect<BulkOutcome>
