@@ -1,13 +1,15 @@
 /**
  * OpenAPI documents as a source on a real database: a YAML file and a JSON URL on 127.0.0.1, one
  * snippet per operation (method, path, summary, description, parameters with `$ref`s resolved, the
- * request example when the document has one), and documents that are not OpenAPI 3.
+ * request example when the document has one), documents that are not OpenAPI 3, and crafted ones whose
+ * `$ref`s and YAML aliases make a few MB stand for billions of values.
  */
 import { assert, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { Indexer } from "../src/Indexer.ts"
-import { MAX_OPERATIONS } from "../src/sources/OpenApi.ts"
+import { MAX_SNIPPET_CHARS } from "../src/Splitter.ts"
+import { MAX_OPERATIONS } from "../src/sources/OpenApiDocument.ts"
 import type { IndexFailed } from "../src/sources/Source.ts"
 import { docsFolder, stack } from "./support.ts"
 import { siteServer } from "./web/SiteServer.ts"
@@ -155,6 +157,46 @@ layer(stack)("OpenAPI sources", (it) => {
       assert.strictEqual(broken.category, "invalid_source")
       assert.include(broken.message, "is not JSON or YAML")
       assert.isFalse((yield* indexer.list).some((library) => ["/openapi/old", "/openapi/t", "/openapi/empty"].includes(library.id)))
+    }))
+
+  it.effect("crafted documents read in bounded time and memory: an alias bomb as an example, a shared 50,000-parameter list, a shared huge path item", () =>
+    Effect.gen(function*() {
+      // nine levels of nine aliases: 387 million values once printed
+      let bomb = "openapi: 3.0.0\ninfo: {title: Bomb, version: '1'}\nx-a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+      for (let i = 1; i < 9; i++) bomb += `x-a${i}: &a${i} [${Array(9).fill(`*a${i - 1}`).join(", ")}]\n`
+      bomb += "paths:\n  /x:\n    post:\n      summary: Post x\n      requestBody:\n        content:\n          application/json:\n            example: *a8\n"
+      // one list of 50,000 parameters under every operation (before the bounds: gigabytes, then out of memory)
+      let params = "openapi: 3.0.0\ninfo: {title: Params, version: '1'}\nx-p: &p\n"
+      for (let i = 0; i < 50_000; i++) params += `  - {name: p${i}, in: query, description: the parameter number ${i}}\n`
+      params += "paths:\n"
+      for (let i = 0; i < 2_000; i++) params += `  /op${i}: {get: {summary: Op ${i}, parameters: *p}}\n`
+      // JSON too: every path item is one $ref to an item whose texts are megabytes
+      const huge = "word ".repeat(400_000)
+      const shared = JSON.stringify({
+        openapi: "3.0.0",
+        info: { title: "Shared", version: "1" },
+        "x-item": { get: { summary: huge, operationId: huge, tags: [huge], description: huge } },
+        paths: Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`/op${i}`, { $ref: "#/x-item" }]))
+      })
+      const dir = yield* docsFolder({ "bomb.yaml": bomb, "params.yaml": params, "shared.json": shared })
+      const indexer = yield* Indexer
+      const started = performance.now()
+      const bombed = yield* indexer.add(`${dir}/bomb.yaml`, { id: "/crafted/bomb" })
+      const listed = yield* indexer.add(`${dir}/params.yaml`, { id: "/crafted/params" })
+      const sharing = yield* indexer.add(`${dir}/shared.json`, { id: "/crafted/shared" })
+      assert.isBelow(performance.now() - started, 60_000)
+      assert.deepStrictEqual([bombed.snippets, listed.snippets, sharing.snippets], [1, 2_000, 2_000])
+
+      const [post] = yield* snippetsOf("/crafted/bomb")
+      assert.strictEqual(post!.body, "POST /x", "an example too large to show is left out")
+      const operations = [...yield* snippetsOf("/crafted/params"), ...yield* snippetsOf("/crafted/shared")]
+      for (const snippet of operations) {
+        assert.isAtMost(snippet.title.length + snippet.description.length + snippet.body.length, MAX_SNIPPET_CHARS)
+        assert.isAtMost(snippet.heading_path.join("").length, 600)
+      }
+      const first = operations[0]!.description
+      assert.include(first, "- `p0` (query): the parameter number 0")
+      assert.notInclude(first, "`p100`", "at most 100 parameters an operation")
     }))
 
   it.effect("DOCS_MAX_SNIPPETS and MAX_OPERATIONS bound a document's operations and a folder's snippets: past them the add fails and stores no snippet", () =>

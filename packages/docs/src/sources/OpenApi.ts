@@ -14,152 +14,23 @@
  * paragraph). A document that is not OpenAPI 3 fails `invalid_source` naming the field (`openapi`,
  * `info.title`, `paths`); Swagger 2 is refused as such.
  */
-import { Effect, FileSystem, Path, Schema } from "effect"
-import YAML from "yaml"
-import { MAX_SNIPPET_CHARS, type Snippet, tokensOf } from "../Splitter.ts"
+import { Duration, Effect, FileSystem, Path } from "effect"
+import { makeBoundedThread } from "./BoundedThread.ts"
+import { type DocumentReading, MAX_OPERATIONS, type readDocument } from "./OpenApiDocument.ts"
 import { checkLibraryId, checkVersion, IndexFailed, invalidSource, maxSnippets, type Source, type SourceOptions, tooManySnippets } from "./Source.ts"
 import { makeFetcher, startFailed, webSettings } from "./WebFetch.ts"
 
 /** Documents bigger than this are refused (the biggest public API descriptions are a few MB). */
 export const MAX_DOCUMENT_BYTES = 10_000_000
-/**
- * The most operations a document is read for (GitHub's REST API has ~1,100). Shared `$ref`s let a small
- * document make every operation a 4,000-character snippet: 40,000 of them in 3.8 MB took `svc docs add`
- * to 824 MB (1.25 GB while such JSON went through the YAML parser); 10,000 such operations, 477 MB, of
- * which 227 MB is the CLI at rest.
- */
-export const MAX_OPERATIONS = 10_000
-const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const
 const OPENAPI_FILE = /\.(json|ya?ml)$/i
 
-const Document = Schema.Struct({
-  openapi: Schema.String.check(Schema.isPattern(/^3\./, { message: `must be "3.x" (an OpenAPI 3 document)` })),
-  info: Schema.Struct({
-    title: Schema.String.check(Schema.isNonEmpty({ message: "must not be empty" })),
-    version: Schema.String,
-    description: Schema.optional(Schema.String)
-  }),
-  paths: Schema.Record(Schema.String, Schema.Unknown)
-})
-
-type Json = Record<string, unknown>
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
-const text = (value: unknown): string => (typeof value === "string" ? value.trim() : "")
-
-/** Follows local `$ref`s (`#/components/...`), at most 10 deep; a foreign or broken one stays as it is. */
-const deref = (root: unknown, value: unknown): unknown => {
-  let current = value
-  for (let depth = 0; depth < 10 && isObject(current) && typeof current.$ref === "string"; depth++) {
-    const ref = current.$ref
-    if (!ref.startsWith("#/")) return current
-    let target: unknown = root
-    for (const raw of ref.slice(2).split("/")) {
-      const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~")
-      target = isObject(target) || Array.isArray(target) ? (target as Json)[key] : undefined
-    }
-    if (target === undefined) return current
-    current = target
-  }
-  return current
-}
-
-/** A schema's type for a parameter line: `string`, `array of integer`, the `$ref` name. */
-const typeOf = (root: unknown, schema: unknown): string => {
-  const ref = isObject(schema) && typeof schema.$ref === "string" ? schema.$ref.split("/").at(-1)! : undefined
-  const resolved = deref(root, schema)
-  if (!isObject(resolved)) return ref ?? ""
-  if (resolved.type === "array") return `array of ${typeOf(root, resolved.items) || "any"}`
-  const type = Array.isArray(resolved.type) ? resolved.type.join(" | ") : text(resolved.type)
-  return ref ?? (type + (typeof resolved.format === "string" ? ` (${resolved.format})` : ""))
-}
-
-/** The request body's example as text, when the document gives one. */
-const requestExample = (root: unknown, body: unknown): { readonly mediaType: string; readonly example: string } | undefined => {
-  const resolved = deref(root, body)
-  if (!isObject(resolved) || !isObject(resolved.content)) return undefined
-  for (const [mediaType, raw] of Object.entries(resolved.content)) {
-    const media = deref(root, raw)
-    if (!isObject(media)) continue
-    const first = isObject(media.examples) ? deref(root, Object.values(media.examples)[0]) : undefined
-    const schema = deref(root, media.schema)
-    const example = media.example ?? (isObject(first) ? first.value : undefined) ?? (isObject(schema) ? schema.example : undefined)
-    if (example === undefined) continue
-    return { mediaType, example: typeof example === "string" ? example : JSON.stringify(example, null, 2) }
-  }
-  return undefined
-}
-
-/** The operations of a decoded document as snippets, in the document's order; past `max` of them, one more and no further. */
-export const operationSnippets = (root: Json, info: typeof Document.Type, file: string, max = Infinity): Array<Snippet> => {
-  const snippets: Array<Snippet> = []
-  for (const [route, rawItem] of Object.entries(info.paths)) {
-    if (snippets.length > max) break
-    const item = deref(root, rawItem)
-    if (!isObject(item)) continue
-    const shared = Array.isArray(item.parameters) ? item.parameters : []
-    for (const method of METHODS) {
-      if (snippets.length > max) break
-      const operation = item[method]
-      if (!isObject(operation)) continue
-      const request = `${method.toUpperCase()} ${route}`
-      const operationId = text(operation.operationId)
-      const summary = text(operation.summary)
-      const title = summary || operationId || request
-      const tag = Array.isArray(operation.tags) && typeof operation.tags[0] === "string" ? operation.tags[0] : undefined
-      const byKey = new Map<string, Json>()
-      for (const raw of [...shared, ...(Array.isArray(operation.parameters) ? operation.parameters : [])]) {
-        const parameter = deref(root, raw)
-        if (isObject(parameter) && typeof parameter.name === "string") byKey.set(`${text(parameter.in)}:${parameter.name}`, parameter)
-      }
-      const parameterLines = [...byKey.values()].map((p) => {
-        const type = typeOf(root, p.schema)
-        const facts = [text(p.in), type, p.required === true ? "required" : ""].filter((fact) => fact !== "").join(", ")
-        const description = text(p.description).replace(/\s+/g, " ")
-        return `- \`${p.name as string}\` (${facts})${description === "" ? "" : `: ${description}`}`
-      })
-      const body = deref(root, operation.requestBody)
-      const example = requestExample(root, body)
-      const described = text(operation.description)
-      const descriptionParts = [
-        `\`${request}\`${summary !== "" && summary !== title ? `: ${summary}` : ""}${title !== request ? ` — ${title}` : ""}`,
-        ...(described === "" ? [] : [described]),
-        ...(parameterLines.length === 0 ? [] : [`Parameters:\n${parameterLines.join("\n")}`]),
-        ...(isObject(body) && text(body.description) !== "" ? [`Request body: ${text(body.description)}`] : [])
-      ]
-      let description = descriptionParts.join("\n\n")
-      const code = example === undefined ? request : `${request}\nContent-Type: ${example.mediaType}\n\n${example.example}`
-      const room = MAX_SNIPPET_CHARS - code.length - title.length - 200
-      if (description.length > room) description = `${description.slice(0, Math.max(room, 200)).trimEnd()} …`
-      const snippet = {
-        kind: "code" as const,
-        title,
-        headingPath: [info.info.title, ...(tag === undefined ? [] : [tag]), title],
-        description,
-        language: "http",
-        body: code.length > MAX_SNIPPET_CHARS ? `${code.slice(0, MAX_SNIPPET_CHARS)}\n…` : code,
-        sourcePath: `${file}#${operationId || request}`
-      }
-      snippets.push({ ...snippet, tokens: tokensOf(snippet) })
-    }
-  }
-  return snippets
-}
-
+const THREAD = new URL("./OpenApiThread.ts", import.meta.url)
 /**
- * A document's text as data. JSON is read as JSON first: the YAML parser reads it too (JSON is YAML) but
- * builds a syntax tree of every token on the way, ~400 times slower and ~150 times the memory (a 3.8 MB
- * JSON document: 53 s and ~600 MB against 0.1 s).
+ * The reading thread's limits. The biggest real documents (GitHub's REST API, ~11 MB of YAML) read in
+ * a few seconds and a few hundred MB; a crafted one is refused when it needs more.
  */
-const parseDocument = (body: string): unknown => {
-  if (body.trimStart().startsWith("{")) {
-    try {
-      return JSON.parse(body)
-    } catch {
-      // not strict JSON (comments, trailing commas): YAML may still read it
-    }
-  }
-  return YAML.parse(body, { maxAliasCount: 100 })
-}
+export const READ_TIME_LIMIT = Duration.seconds(60)
+export const READ_HEAP_MB = 1024
 
 const slug = (value: string) => value.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "") || "api"
 
@@ -199,20 +70,24 @@ export const make = Effect.gen(function*() {
   const resolve = Effect.fnUntraced(function*(source: string, options: SourceOptions) {
     const loaded = yield* load(source)
     if (loaded === undefined) return undefined
-    let parsed: unknown
-    try {
-      parsed = parseDocument(loaded.body)
-    } catch (error) {
-      return yield* invalidSource(`${loaded.location} is not JSON or YAML: ${(error as Error).message.split("\n")[0]}`)
-    }
-    if (isObject(parsed) && typeof parsed.swagger === "string") {
-      return yield* invalidSource(`${loaded.location} is Swagger ${parsed.swagger}, not OpenAPI 3: convert it first (e.g. with swagger2openapi)`)
-    }
-    const document = yield* Schema.decodeUnknownEffect(Document)(parsed).pipe(
-      Effect.mapError((error) => invalidSource(`${loaded.location} is not an OpenAPI 3 document: ${error.message.replace(/\s+/g, " ").trim()}`))
-    )
     const max = Math.min(yield* maxSnippets, MAX_OPERATIONS)
-    const snippets = operationSnippets(parsed as Json, document, loaded.file, max)
+    // The thread lives for this one document: its heap is given back at once.
+    const outcome = yield* Effect.scoped(Effect.flatMap(
+      makeBoundedThread<Parameters<typeof readDocument>[0], DocumentReading>({ module: THREAD, timeLimit: READ_TIME_LIMIT, heapMb: READ_HEAP_MB }),
+      (thread) => thread.run({ body: loaded.body, location: loaded.location, file: loaded.file, max })
+    ))
+    if (outcome._tag !== "Done") {
+      return yield* invalidSource(
+        outcome._tag === "TooSlow"
+          ? `${loaded.location} was not read within ${Duration.format(READ_TIME_LIMIT)}`
+          : outcome._tag === "TooBig"
+          ? `${loaded.location} needs more than ${READ_HEAP_MB} MB to read`
+          : `${loaded.location} cannot be read: ${outcome.reason}`
+      )
+    }
+    const reading = outcome.result
+    if (reading._tag === "Invalid") return yield* invalidSource(reading.message)
+    const { info, snippets } = reading
     if (snippets.length > max) {
       return yield* max < MAX_OPERATIONS ? tooManySnippets(loaded.location, max) : new IndexFailed({
         category: "read_failed",
@@ -222,16 +97,16 @@ export const make = Effect.gen(function*() {
     if (snippets.length === 0) {
       return yield* new IndexFailed({ category: "no_documents", message: `${loaded.location} describes no operations (paths is empty)` })
     }
-    const libraryId = yield* checkLibraryId(options.id ?? `/openapi/${slug(document.info.title)}`)
-    const version = yield* checkVersion(options.version ?? (document.info.version.trim().replace(/[\s/]+/g, "-") || "latest"))
+    const libraryId = yield* checkLibraryId(options.id ?? `/openapi/${slug(info.title)}`)
+    const version = yield* checkVersion(options.version ?? (info.version.trim().replace(/[\s/]+/g, "-") || "latest"))
     return {
       kind: "openapi" as const,
       location: loaded.location,
       root: loaded.location,
       libraryId,
       version,
-      title: options.title ?? document.info.title,
-      description: options.description ?? (document.info.description ?? "").trim().split(/\n\s*\n/)[0]!.slice(0, 500),
+      title: options.title ?? info.title,
+      description: options.description ?? (info.description ?? "").trim().split(/\n\s*\n/)[0]!.slice(0, 500),
       snippets
     }
   })
