@@ -6,62 +6,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Http from "node:http"
 import { acceptsMcpAnswers } from "../src/mcp/McpHttp.ts"
-import { startMcp } from "./support.ts"
-
-
-interface Answer {
-  readonly status: number
-  readonly headers: Http.IncomingHttpHeaders
-  readonly text: string
-  readonly body: any
-}
+import { exactRequest, startMcp } from "./support.ts"
 
 const MCP_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" }
 
-/**
- * One request with exactly `headers` (and `Host`), the body sent as is: no header is added for it.
- * `headers` with `undefined` values drop those of the defaults.
- */
-const send = (
-  port: number,
-  options: {
-    readonly method?: string
-    readonly path?: string
-    readonly headers?: Record<string, string | undefined>
-    readonly body?: string
-  } = {}
-) =>
-  Effect.promise(() =>
-    new Promise<Answer>((resolve, reject) => {
-      const headers: Record<string, string> = {}
-      for (const [name, value] of Object.entries({ host: `127.0.0.1:${port}`, ...options.headers })) {
-        if (value !== undefined) headers[name] = value
-      }
-      const req = Http.request(
-        { host: "127.0.0.1", port, method: options.method ?? "POST", path: options.path ?? "/mcp", headers },
-        (res) => {
-          const chunks: Array<Buffer> = []
-          res.on("data", (chunk: Buffer) => chunks.push(chunk))
-          res.on("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8")
-            let body: unknown = undefined
-            try {
-              body = text === "" ? undefined : JSON.parse(text)
-            } catch {}
-            resolve({ status: res.statusCode!, headers: res.headers, text, body })
-          })
-        }
-      )
-      req.on("error", reject)
-      req.end(options.body)
-    })
-  )
-
 /** A POST with the headers MCP asks for (overridable), the body as text. */
 const post = (port: number, body: string, headers: Record<string, string | undefined> = {}) =>
-  send(port, { body, headers: { ...MCP_HEADERS, ...headers } })
+  exactRequest(port, { body, headers: { ...MCP_HEADERS, ...headers } })
 
 describe("POST /mcp: headers are checked before the body", () => {
   it.effect("406 for Accept, then 415 for Content-Type, then 413 for a declared length, whatever the body is", () =>
@@ -257,7 +209,7 @@ describe("POST /mcp: batches", () => {
 
 describe("CORS: browser clients at an allowed origin", () => {
   const preflightFrom = (port: number, origin: string, extra: Record<string, string> = {}, path = "/mcp") =>
-    send(port, {
+    exactRequest(port, {
       method: "OPTIONS",
       path,
       headers: {
@@ -297,7 +249,7 @@ describe("CORS: browser clients at an allowed origin", () => {
       const privateNetwork = yield* preflightFrom(port, origin, { "access-control-request-private-network": "true" })
       assert.strictEqual(privateNetwork.headers["access-control-allow-private-network"], "true")
       // an OPTIONS that is not a preflight: 204, nothing granted but the origin
-      const plain = yield* send(port, { method: "OPTIONS" })
+      const plain = yield* exactRequest(port, { method: "OPTIONS" })
       assert.strictEqual(plain.status, 204)
       assert.notProperty(plain.headers, "access-control-allow-origin")
       assert.notProperty(plain.headers, "access-control-allow-methods")
@@ -322,8 +274,8 @@ describe("CORS: browser clients at an allowed origin", () => {
         const answer of [
           yield* post(port, ping, { origin, accept: "application/json" }),
           yield* post(port, "{}", { origin }),
-          yield* send(port, { method: "GET", headers: { origin, accept: "text/event-stream" } }),
-          yield* send(port, { method: "DELETE", headers: { origin } })
+          yield* exactRequest(port, { method: "GET", headers: { origin, accept: "text/event-stream" } }),
+          yield* exactRequest(port, { method: "DELETE", headers: { origin } })
         ]
       ) {
         assert.isAtLeast(answer.status, 400)
@@ -386,19 +338,19 @@ describe("CORS: browser clients at an allowed origin", () => {
         assert.strictEqual(preflight.status, 204, path)
         assert.strictEqual(preflight.headers["access-control-allow-origin"], origin, path)
         assert.deepStrictEqual(tokens(preflight.headers["access-control-allow-methods"]), ["get"], path)
-        const metadata = yield* send(port, { method: "GET", path, headers: { origin } })
+        const metadata = yield* exactRequest(port, { method: "GET", path, headers: { origin } })
         assert.strictEqual(metadata.status, 200, path)
         assert.strictEqual(metadata.headers["access-control-allow-origin"], origin, path)
-        const foreign = yield* send(port, { method: "GET", path, headers: { origin: "http://evil.example.com" } })
+        const foreign = yield* exactRequest(port, { method: "GET", path, headers: { origin: "http://evil.example.com" } })
         assert.strictEqual(foreign.status, 200, "public metadata, served; only not granted to a disallowed origin")
         assert.notProperty(foreign.headers, "access-control-allow-origin")
       }
       const oauthPreflight = yield* preflightFrom(port, origin, {}, "/mcp/oauth")
       assert.strictEqual(oauthPreflight.status, 204)
       assert.strictEqual(oauthPreflight.headers["access-control-allow-origin"], origin)
-      const oauth = yield* send(port, { method: "GET", path: "/mcp/oauth", headers: { origin } })
+      const oauth = yield* exactRequest(port, { method: "GET", path: "/mcp/oauth", headers: { origin } })
       assert.deepStrictEqual([oauth.status, oauth.headers["access-control-allow-origin"]], [501, origin])
-      const ping = yield* send(port, { method: "GET", path: "/ping", headers: { origin } })
+      const ping = yield* exactRequest(port, { method: "GET", path: "/ping", headers: { origin } })
       assert.strictEqual(ping.status, 200)
       assert.notProperty(ping.headers, "access-control-allow-origin")
     }).pipe(Effect.scoped))

@@ -11,17 +11,12 @@ import * as Http from "node:http"
 import { ADDRESS_HEADER, forwardingHeaders, SIGNATURE_HEADER, verifiedForwardedAddress } from "../src/ClientAddress.ts"
 import { Indexer } from "../src/Indexer.ts"
 import { originPolicy } from "../src/mcp/McpHttp.ts"
-import { Client, docsFolder, socketClientWith, stack, startMcp } from "./support.ts"
+import { Client, docsFolder, type ExactAnswer, exactRequest, socketClientWith, stack, startMcp } from "./support.ts"
 
+/** What the raw requests below read: the status, the headers and the JSON body. */
+type Answer = Omit<ExactAnswer, "text">
 
-
-interface Answer {
-  readonly status: number
-  readonly headers: Http.IncomingHttpHeaders
-  readonly body: any
-}
-
-/** One request with exactly these headers (Host included), from `localAddress` if given. */
+/** One request with exactly these headers (Host included); a body is sent as JSON, with MCP's headers. */
 const request = (
   port: number,
   options: {
@@ -32,38 +27,14 @@ const request = (
     readonly localAddress?: string
   } = {}
 ) =>
-  Effect.promise(() =>
-    new Promise<Answer>((resolve, reject) => {
-      const payload = options.body === undefined ? undefined : JSON.stringify(options.body)
-      const req = Http.request({
-        host: "127.0.0.1",
-        port,
-        method: options.method ?? "POST",
-        path: options.path ?? "/mcp",
-        ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
-        headers: {
-          host: `127.0.0.1:${port}`,
-          ...(payload === undefined
-            ? {}
-            : { "content-type": "application/json", accept: "application/json, text/event-stream" }),
-          ...options.headers
-        }
-      }, (res) => {
-        const chunks: Array<Buffer> = []
-        res.on("data", (chunk: Buffer) => chunks.push(chunk))
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8")
-          let body: unknown = text
-          try {
-            body = text === "" ? undefined : JSON.parse(text)
-          } catch {}
-          resolve({ status: res.statusCode!, headers: res.headers, body })
-        })
-      })
-      req.on("error", reject)
-      req.end(payload)
-    })
-  )
+  exactRequest(port, {
+    ...options,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    headers: {
+      ...(options.body === undefined ? {} : { "content-type": "application/json", accept: "application/json, text/event-stream" }),
+      ...options.headers
+    }
+  })
 
 const toolsList = { jsonrpc: "2.0", id: 1, method: "tools/list" }
 

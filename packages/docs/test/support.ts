@@ -4,6 +4,7 @@ import { Client, get, spawnablePort, TestDatabase, tempDir } from "@svc/platform
 import { ConfigProvider, Context, Duration, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import * as Http from "node:http"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -219,3 +220,55 @@ export const startMcp = (env: Record<string, string> = {}, apiUrl = "http://127.
     const { address } = Context.get(context, HttpServer.HttpServer)
     return address._tag === "UnixPathAddress" ? 0 : address.port
   })
+
+/** An answer to {@link exactRequest}: the body as text, and as JSON when it is JSON. */
+export interface ExactAnswer {
+  readonly status: number
+  readonly headers: Http.IncomingHttpHeaders
+  readonly text: string
+  readonly body: any
+}
+
+/**
+ * One request on a real socket to 127.0.0.1:`port` with exactly `headers` and `Host` (a header whose
+ * value is `undefined` is not sent), the body sent as is: node adds nothing but its framing.
+ */
+export const exactRequest = (
+  port: number,
+  options: {
+    readonly method?: string
+    readonly path?: string
+    readonly headers?: Record<string, string | undefined>
+    readonly body?: string | undefined
+    readonly localAddress?: string | undefined
+  } = {}
+) =>
+  Effect.promise(() =>
+    new Promise<ExactAnswer>((resolve, reject) => {
+      const headers: Record<string, string> = {}
+      for (const [name, value] of Object.entries({ host: `127.0.0.1:${port}`, ...options.headers })) {
+        if (value !== undefined) headers[name] = value
+      }
+      const req = Http.request({
+        host: "127.0.0.1",
+        port,
+        method: options.method ?? "POST",
+        path: options.path ?? "/mcp",
+        headers,
+        ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress })
+      }, (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (chunk: Buffer) => chunks.push(chunk))
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8")
+          let body: unknown = undefined
+          try {
+            body = text === "" ? undefined : JSON.parse(text)
+          } catch {}
+          resolve({ status: res.statusCode!, headers: res.headers, text, body })
+        })
+      })
+      req.on("error", reject)
+      req.end(options.body)
+    })
+  )
