@@ -171,10 +171,10 @@ layer(stack)("OpenAPI sources", (it) => {
       params += "paths:\n"
       for (let i = 0; i < 2_000; i++) params += `  /op${i}: {get: {summary: Op ${i}, parameters: *p}}\n`
       // JSON too: every path item is one $ref to an item whose texts are megabytes
-      const huge = "word ".repeat(400_000)
+      const huge = "word ".repeat(300_000)
       const shared = JSON.stringify({
         openapi: "3.0.0",
-        info: { title: "Shared", version: "1" },
+        info: { title: `Shared ${huge}`, version: "1", description: huge },
         "x-item": { get: { summary: huge, operationId: huge, tags: [huge], description: huge } },
         paths: Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`/op${i}`, { $ref: "#/x-item" }]))
       })
@@ -194,6 +194,9 @@ layer(stack)("OpenAPI sources", (it) => {
         assert.isAtMost(snippet.title.length + snippet.description.length + snippet.body.length, MAX_SNIPPET_CHARS)
         assert.isAtMost(snippet.heading_path.join("").length, 600)
       }
+      const sql = yield* SqlClient.SqlClient
+      const [library] = yield* sql<{ title: string; description: string }>`SELECT title, description FROM docs.libraries WHERE id = '/crafted/shared'`
+      assert.deepStrictEqual([library!.title.length, library!.description.length], [200, 500])
       const first = operations[0]!.description
       assert.include(first, "- `p0` (query): the parameter number 0")
       assert.notInclude(first, "`p100`", "at most 100 parameters an operation")

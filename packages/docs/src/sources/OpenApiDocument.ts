@@ -239,5 +239,6 @@ export const readDocument = (input: {
     return invalid(`${input.location} is not an OpenAPI 3 document: ${decoded.failure.message.replace(/\s+/g, " ").trim()}`)
   }
   const document = decoded.success
-  return { _tag: "Read", info: document.info, snippets: operationSnippets(parsed as Json, document, input.file, input.max) }
+  const info = { ...document.info, title: document.info.title.slice(0, NAME_CHARS), description: document.info.description?.slice(0, MAX_SNIPPET_CHARS) }
+  return { _tag: "Read", info, snippets: operationSnippets(parsed as Json, document, input.file, input.max) }
 }
