@@ -216,6 +216,31 @@ describe("svc", () => {
       assert.notInclude(badLevel.output(), "    at ", "no stack trace")
     }), { timeout: 60_000 })
 
+  it.live("a setting out of its range stops the start naming the variable, instead of a service that never works", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-settings-")
+      const data = { EMBEDDED_POSTGRES_DIR: path.join(dir, "pg"), OBJECT_STORAGE_DIR: path.join(dir, "os") }
+      const cases: ReadonlyArray<readonly [service: string, env: Record<string, string>, expected: string]> = [
+        // a worker of concurrency 0 claimed nothing: every message stayed queued
+        ["queue", { QUEUE_CONCURRENCY: "0" }, `invalid configuration: Expected a value between 1 and 10000 at ["QUEUE_CONCURRENCY"]`],
+        ["queue", { QUEUE_DEFAULT_RETRIES: "1000" }, "QUEUE_DEFAULT_RETRIES (1000) must be at most QUEUE_MAX_RETRIES (100)"],
+        // an interval of 0 skipped runs in a loop at full CPU
+        ["listings", { INGEST_INTERVAL: "0 seconds" }, `must be at least 1s at ["INGEST_INTERVAL"]`],
+        ["listings", { PUBLIC_BASE_URL: "javascript:alert(1)" }, `must be an absolute http or https URL`],
+        ["mcp", { DOCS_API_URL: "http://" }, `at ["DOCS_API_URL"]`],
+        // checked before the object storage starts
+        ["uploads", { UPLOADS_MAX_SIZE: "abc" }, `(got "abc") at ["UPLOADS_MAX_SIZE"]`]
+      ]
+      for (const [service, env, expected] of cases) {
+        const run = svc(["start", service], { ...data, ...env })
+        assert.strictEqual(yield* finished(run), 1, run.output())
+        const last = run.stderr().trim().split("\n").at(-1)!
+        assert.include(last, expected)
+        assert.match(last, /^svc: /)
+        assert.notInclude(run.output(), "    at ", "no stack trace")
+      }
+    }), { timeout: 120_000 })
+
   it.live("queue dlq / groups: operate a running queue over its RPC; each failure is one line and exit 1", () =>
     Effect.gen(function*() {
       const token = "cli-queue-token"

@@ -21,6 +21,7 @@
  * `svc docs list` and the API's `state`). A source that cannot be checked (unreachable, uninstalled)
  * is logged and left as it is until the next pass.
  */
+import { Settings } from "@svc/platform"
 import { Config, Duration, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import * as os from "node:os"
@@ -29,7 +30,7 @@ import { RefreshStore, type RefreshableLibrary } from "./RefreshStore.ts"
 import { GIT_ENV, GitSettings, networkOptions } from "./sources/Git.ts"
 
 /** `DOCS_REFRESH_INTERVAL`: none when unset. */
-export const RefreshInterval = Config.option(Config.Duration("DOCS_REFRESH_INTERVAL"))
+export const RefreshInterval = Config.option(Settings.durationSetting("DOCS_REFRESH_INTERVAL", undefined))
 
 /** The shortest interval accepted: a pass checks every git remote. */
 export const MIN_INTERVAL = Duration.minutes(1)

@@ -8,7 +8,7 @@
 import { NodeServices } from "@effect/platform-node"
 import { apiRoutes, serve } from "@svc/platform"
 import { DocsApi } from "@svc/schema"
-import { Config, Layer } from "effect"
+import { Config, Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys.ts"
 import { DocsAuthLive } from "./Auth.ts"
 import * as DefaultLibraries from "./DefaultLibraries.ts"
@@ -18,6 +18,9 @@ import * as Refresher from "./Refresher.ts"
 import { RefreshStore } from "./RefreshStore.ts"
 import { RpcRoute } from "./rpc.ts"
 import { Search } from "./Search.ts"
+import { GitSettings } from "./sources/Git.ts"
+import { maxSnippets } from "./sources/Source.ts"
+import { WebSettings } from "./sources/WebFetch.ts"
 
 export const ServicesLive = Layer.mergeAll(Search.layer, ApiKeys.layer, Indexer.layer)
 
@@ -38,7 +41,11 @@ export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
  * then every unfinished (queued, indexing) version indexed; with `DOCS_REFRESH_INTERVAL`, the
  * scheduled refresh of git and npm sources (Refresher.ts).
  */
+/** The sources' settings are read at each add; read here too, so that a bad one stops the start, not the first add. */
+const SourceSettingsChecked = Layer.effectDiscard(Effect.all([WebSettings, GitSettings, maxSnippets]))
+
 export const layer = Layer.mergeAll(
+  SourceSettingsChecked,
   serve(routes, { name: "docs-api", port: Port, portVariable: "DOCS_PORT" }),
   DefaultLibraries.layer,
   // with DOCS_REFRESH_INTERVAL: the scheduled refresh of git and npm sources, one pass per database

@@ -26,7 +26,7 @@
  */
 import { Bucket, type BucketApi, formatBlobToken, parseBlobToken } from "@svc/blob"
 import { NodeServices } from "@effect/platform-node"
-import { LocalObjectStorage, type ObjectStorageError, OutboundGuard, startObjectStorage } from "@svc/platform"
+import { LocalObjectStorage, type ObjectStorageError, OutboundGuard, Settings, startObjectStorage } from "@svc/platform"
 import { Config, Context, Duration, Effect, Layer, Option, Queue, Redacted, Schedule, Schema, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { SqlClient, SqlSchema } from "effect/sql"
@@ -406,13 +406,13 @@ export class ImageCacher extends Context.Service<ImageCacher, {
    */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {
     return ImageCacher.layerWith({
-      concurrency: yield* Config.Int("IMAGE_CACHE_CONCURRENCY").pipe(Config.withDefault(4)),
-      maxBytes: yield* Config.Int("IMAGE_MAX_BYTES").pipe(Config.withDefault(10 * 1024 * 1024)),
-      timeout: yield* Config.Duration("IMAGE_FETCH_TIMEOUT").pipe(Config.withDefault(Duration.seconds(20))),
+      concurrency: yield* Settings.intSetting("IMAGE_CACHE_CONCURRENCY", 4, { max: 1000 }),
+      maxBytes: yield* Settings.intSetting("IMAGE_MAX_BYTES", 10 * 1024 * 1024),
+      timeout: yield* Settings.durationSetting("IMAGE_FETCH_TIMEOUT", "20 seconds"),
       retryBase: Duration.millis(500),
       dimensions: {
-        maxSide: yield* Config.Int("IMAGE_MAX_SIDE").pipe(Config.withDefault(defaultDimensionLimits.maxSide)),
-        maxPixels: yield* Config.Int("IMAGE_MAX_PIXELS").pipe(Config.withDefault(defaultDimensionLimits.maxPixels))
+        maxSide: yield* Settings.intSetting("IMAGE_MAX_SIDE", defaultDimensionLimits.maxSide),
+        maxPixels: yield* Settings.intSetting("IMAGE_MAX_PIXELS", defaultDimensionLimits.maxPixels)
       }
     })
   }))

@@ -1,7 +1,8 @@
 /** The listings service's settings, read once when its layer is built (README: Configuration). */
-import { OutboundGuard } from "@svc/platform"
+import { OutboundGuard, Settings } from "@svc/platform"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { HttpClient } from "effect/http"
+import { FeedMaxBytes, FeedTimeout } from "./adapters/http.ts"
 
 export class ListingsConfig extends Context.Service<ListingsConfig, {
   /** No trailing slash: `http://localhost:8787`. */
@@ -28,21 +29,23 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
     ListingsConfig,
     Effect.gen(function*() {
       const port = yield* Config.Port("LISTINGS_PORT").pipe(Config.withDefault(8787))
-      const publicBaseUrl = yield* Config.String("PUBLIC_BASE_URL").pipe(
-        Config.withDefault(`http://localhost:${port}`)
-      )
+      // the start of every image and page link the API answers: an absolute http(s) URL
+      const publicBaseUrl = yield* Settings.httpUrlSetting("PUBLIC_BASE_URL", `http://localhost:${port}`)
+      // read at each feed fetch (adapters/http.ts); checked here so that a bad value stops the start
+      yield* FeedTimeout
+      yield* FeedMaxBytes
       return ListingsConfig.of({
         publicBaseUrl: publicBaseUrl.replace(/\/+$/, ""),
         adminToken: yield* Config.option(Config.Redacted("ADMIN_TOKEN")).pipe(
           Config.map(Option.filter((token) => Redacted.value(token).trim() !== ""))
         ),
-        ingestInterval: yield* Config.Duration("INGEST_INTERVAL").pipe(Config.withDefault(Duration.minutes(15))),
-        leaseTtl: yield* Config.Duration("INGEST_LEASE_TTL").pipe(Config.withDefault(Duration.seconds(30))),
-        batchSize: yield* Config.Int("INGEST_BATCH_SIZE").pipe(Config.withDefault(2000)),
-        feedMaxDuration: yield* Config.Duration("FEED_MAX_DURATION").pipe(Config.withDefault(Duration.minutes(30))),
-        answerCacheBytes: yield* Config.Number("OFFERS_CACHE_MB").pipe(
-          Config.withDefault(64),
-          Config.map((mb) => Math.max(0, Math.floor(mb * 1024 * 1024)))
+        // shorter, the schedule would start a run, skip it as still running, and loop at full CPU
+        ingestInterval: yield* Settings.durationSetting("INGEST_INTERVAL", "15 minutes", { min: "1 second" }),
+        leaseTtl: yield* Settings.durationSetting("INGEST_LEASE_TTL", "30 seconds", { min: "1 second" }),
+        batchSize: yield* Settings.intSetting("INGEST_BATCH_SIZE", 2000, { max: 100_000 }),
+        feedMaxDuration: yield* Settings.durationSetting("FEED_MAX_DURATION", "30 minutes"),
+        answerCacheBytes: yield* Settings.numberSetting("OFFERS_CACHE_MB", 64, { min: 0, max: 1_000_000 }).pipe(
+          Config.map((mb) => Math.floor(mb * 1024 * 1024))
         ),
         allowPrivate: yield* Config.Boolean("LISTINGS_ALLOW_PRIVATE").pipe(Config.withDefault(false))
       })

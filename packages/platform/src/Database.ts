@@ -7,6 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.ts"
 import { awaitReady } from "./PostgresReady.ts"
+import { intSetting } from "./Settings.ts"
 
 export class Database extends Context.Service<Database, {
   readonly url: Redacted.Redacted<string>
@@ -37,7 +38,7 @@ export class Database extends Context.Service<Database, {
   static readonly layerPool = Layer.unwrap(
     Effect.gen(function*() {
       const { url } = yield* Database
-      const maxConnections = yield* Config.Int("DATABASE_POOL_SIZE").pipe(Config.withDefault(10))
+      const maxConnections = yield* intSetting("DATABASE_POOL_SIZE", 10, { max: 1000 })
       return PgClient.layer({ url, maxConnections, applicationName: "svc" })
     })
   )

@@ -48,6 +48,7 @@ import type * as Types from "effect/Types"
 import * as NodeHttp from "node:http"
 import type { Duplex } from "node:stream"
 import { recording, RouteTable } from "./RouteTable.ts"
+import { durationSetting } from "./Settings.ts"
 
 // -----------------------------------------------------------------------------
 // Configuration
@@ -57,9 +58,7 @@ import { recording, RouteTable } from "./RouteTable.ts"
  * `SHUTDOWN_TIMEOUT` (default 10 seconds): on SIGTERM/SIGINT, how long in-flight requests may take
  * to finish before they are interrupted and their connections closed.
  */
-export const ShutdownTimeout: Config.Config<Duration.Duration> = Config.Duration("SHUTDOWN_TIMEOUT").pipe(
-  Config.withDefault(Duration.seconds(10))
-)
+export const ShutdownTimeout: Config.Config<Duration.Duration> = durationSetting("SHUTDOWN_TIMEOUT", "10 seconds", { min: "0 seconds" })
 
 /**
  * `HOST` (default `0.0.0.0`): the interface services listen on. All interfaces by default, because
@@ -132,8 +131,8 @@ const listenError = (
     ? ["address in use", move]
     : code === "EACCES"
     ? ["permission denied", `${move} (above 1023)`]
-    : code === "EADDRNOTAVAIL"
-    ? ["no such address on this machine", "set HOST to one of its addresses, or 0.0.0.0"]
+    : code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_AGAIN"
+    ? [code === "EADDRNOTAVAIL" ? "no such address on this machine" : "no such host", "set HOST to one of its addresses, or 0.0.0.0"]
     : [typeof code === "string" ? code : String((cause as { readonly cause?: unknown })?.cause ?? cause), move]
   return new ListenError({ message: `${options.name} cannot listen on ${address} (${reason}); ${hint}`, cause })
 }

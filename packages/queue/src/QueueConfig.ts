@@ -1,7 +1,8 @@
 /**
  * The queue's configuration, read once from the environment (see packages/queue/README.md).
  */
-import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Settings } from "@svc/platform"
+import { Config, ConfigProvider, Context, type Duration, Effect, Layer, Option, Redacted } from "effect"
 
 export interface QueueSettings {
   /** `QUEUE_TOKEN`: the bearer token of publish and every management route. Unset: those routes answer 503. */
@@ -51,10 +52,7 @@ export interface QueueSettings {
   readonly eventsRetention: Duration.Duration
 }
 
-const duration = (name: string, fallback: Duration.Input) =>
-  Config.Duration(name).pipe(Config.withDefault(Duration.fromInputUnsafe(fallback)))
-
-const int = (name: string, fallback: number) => Config.Int(name).pipe(Config.withDefault(fallback))
+const { durationSetting: duration, intSetting: int } = Settings
 
 export const settingsConfig: Config.Config<QueueSettings> = Config.all({
   token: Config.option(Config.Redacted("QUEUE_TOKEN")),
@@ -62,26 +60,35 @@ export const settingsConfig: Config.Config<QueueSettings> = Config.all({
   maxMessageBytes: int("QUEUE_MAX_MESSAGE_BYTES", 1024 * 1024),
   maxBatchMessages: int("QUEUE_MAX_BATCH_MESSAGES", 1000),
   maxBatchBytes: int("QUEUE_MAX_BATCH_BYTES", 10 * 1024 * 1024),
-  defaultRetries: int("QUEUE_DEFAULT_RETRIES", 3),
-  maxRetries: int("QUEUE_MAX_RETRIES", 100),
+  defaultRetries: int("QUEUE_DEFAULT_RETRIES", 3, { min: 0 }),
+  maxRetries: int("QUEUE_MAX_RETRIES", 100, { min: 0 }),
   defaultTimeout: duration("QUEUE_DEFAULT_TIMEOUT", "30 seconds"),
   maxTimeout: duration("QUEUE_MAX_TIMEOUT", "15 minutes"),
   maxDelay: duration("QUEUE_MAX_DELAY", "7 days"),
   retryBase: duration("QUEUE_RETRY_BASE", "2 seconds"),
   retryMaxDelay: duration("QUEUE_RETRY_MAX_DELAY", "1 day"),
   worker: Config.Boolean("QUEUE_WORKER").pipe(Config.withDefault(true)),
-  concurrency: int("QUEUE_CONCURRENCY", 200),
-  batchSize: int("QUEUE_BATCH_SIZE", 200),
-  pollInterval: duration("QUEUE_POLL_INTERVAL", "1 second"),
+  concurrency: int("QUEUE_CONCURRENCY", 200, { max: 10_000 }),
+  batchSize: int("QUEUE_BATCH_SIZE", 200, { max: 10_000 }),
+  // shorter, an idle worker polls Postgres in a loop
+  pollInterval: duration("QUEUE_POLL_INTERVAL", "1 second", { min: "10 millis" }),
   leaseMargin: duration("QUEUE_LEASE_MARGIN", "30 seconds"),
   dedupWindow: duration("QUEUE_DEDUP_WINDOW", "10 minutes"),
   events: Config.Boolean("QUEUE_EVENTS").pipe(Config.withDefault(true)),
   eventsRetention: duration("QUEUE_EVENTS_RETENTION", "7 days")
-}).pipe(Config.map((settings) => ({
-  ...settings,
-  // An empty QUEUE_TOKEN is no token: it must not open the routes.
-  token: Option.filter(settings.token, (token) => Redacted.value(token).length > 0)
-})))
+}).pipe(
+  Config.flatMap((settings) =>
+    settings.defaultRetries > settings.maxRetries
+      ? Config.fail(new ConfigProvider.SourceError({
+        message: `QUEUE_DEFAULT_RETRIES (${settings.defaultRetries}) must be at most QUEUE_MAX_RETRIES (${settings.maxRetries})`
+      }))
+      : Config.succeed({
+        ...settings,
+        // An empty QUEUE_TOKEN is no token: it must not open the routes.
+        token: Option.filter(settings.token, (token) => Redacted.value(token).length > 0)
+      })
+  )
+)
 
 export class QueueConfig extends Context.Service<QueueConfig, QueueSettings>()("@svc/queue/QueueConfig") {
   static readonly layer = QueueConfig.layerWith({})

@@ -15,7 +15,7 @@
  *
  * Time is effect's `Clock`, so a `TestClock` walks it in tests.
  */
-import { postgresReason } from "@svc/platform"
+import { postgresReason, Settings } from "@svc/platform"
 import { Clock, Config, Duration, Effect, Layer, Option } from "effect"
 import { cronOf, tickAfterFire } from "./Cron.ts"
 import * as Operations from "./Operations.ts"
@@ -30,7 +30,7 @@ export const FIRE_CONCURRENCY = 16
 export const FIRES_PER_TRANSACTION = 25
 
 /** `QUEUE_SCHEDULE_CATCH_UP`: a tick missed by at most this still fires (see `Cron.ts`). */
-export const CatchUp = Config.Duration("QUEUE_SCHEDULE_CATCH_UP").pipe(Config.withDefault(Duration.minutes(10)))
+export const CatchUp = Settings.durationSetting("QUEUE_SCHEDULE_CATCH_UP", "10 minutes", { min: "0 seconds" })
 
 /** What firing one due schedule at `now` writes: its request through the publish path, as data. */
 export const prepareFire = (schedule: StoredSchedule, now: number, catchUpMs: number) =>

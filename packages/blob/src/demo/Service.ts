@@ -23,14 +23,16 @@
  * @module
  */
 import { LocalObjectStorage, serve } from "@svc/platform"
-import { Config, ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
+import { Config, ConfigProvider, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
 import * as NodePath from "node:path"
 import { Bucket, type BucketApi } from "../server/Bucket.ts"
 import { createUploadHandler } from "../server/route.ts"
 import { formatBlobToken } from "../server/token.ts"
-import type { SizeInput } from "../shared/size.ts"
+import { BlobError } from "../shared/BlobError.ts"
+import { checkContentTypePatterns } from "../shared/contentTypes.ts"
+import { parseSize, type SizeInput } from "../shared/size.ts"
 import { bundle, pageEntry } from "./bundle.ts"
 
 export interface DemoOptions {
@@ -161,30 +163,73 @@ const localStorage = Layer.unwrap(Effect.gen(function*() {
   )
 }))
 
+/** A setting checked by `check` (a thrown TypeError's message is the reason), naming the variable when it fails. */
+const checkedSetting = <A>(name: string, fallback: string, check: (value: string) => A) =>
+  Config.withDefault(checked(name, check), check(fallback))
+
+const checked = <A>(name: string, check: (value: string) => A) =>
+  Config.schema(
+    Schema.String.check(Schema.makeFilter((value) => {
+      try {
+        check(value)
+        return true
+      } catch (error) {
+        return error instanceof Error ? error.message : String(error)
+      }
+    })),
+    name
+  ).pipe(Config.map(check))
+
+/**
+ * The demo's settings, checked before the object storage starts (seconds), so that a bad one stops the
+ * start at once with the variable named.
+ */
+const UploadSettings = Config.all({
+  port: Port,
+  bucketName: Config.String("UPLOADS_BUCKET").pipe(Config.withDefault("uploads")),
+  maxSize: checkedSetting("UPLOADS_MAX_SIZE", "1GB", (value) => {
+    parseSize(value, "the size")
+    return value
+  }),
+  contentTypes: checkedSetting("UPLOADS_CONTENT_TYPES", DEFAULT_CONTENT_TYPES.join(","), (value) => {
+    const checked = checkContentTypePatterns(list(value))
+    if (checked instanceof BlobError) throw new TypeError(checked.message)
+    return checked
+  }),
+  extraOrigins: Config.String("UPLOADS_ORIGINS").pipe(Config.withDefault(""), Config.map(list)),
+  // empty is unset: a random secret per process
+  secret: Config.String("UPLOAD_TOKEN_SECRET").pipe(
+    Config.withDefault(""),
+    Config.flatMap((value) =>
+      value === "" ? Config.succeed(Option.none<Redacted.Redacted<string>>()) : checked("UPLOAD_TOKEN_SECRET", (value) => {
+        if (value.trim().length < 16) throw new TypeError("must be at least 16 characters")
+        return Option.some(Redacted.make(value))
+      })
+    )
+  )
+})
+
 /** `svc start uploads`: the demo on the local radosgw's `UPLOADS_BUCKET`, configured from the environment. */
 export const layer: Layer.Layer<never, unknown> = Layer.unwrap(Effect.gen(function*() {
-  const port = yield* Port
-  const bucketName = yield* Config.String("UPLOADS_BUCKET").pipe(Config.withDefault("uploads"))
-  const maxSize = yield* Config.String("UPLOADS_MAX_SIZE").pipe(Config.withDefault("1GB"))
-  const contentTypes = yield* Config.String("UPLOADS_CONTENT_TYPES").pipe(Config.withDefault(DEFAULT_CONTENT_TYPES.join(",")))
-  const extraOrigins = yield* Config.String("UPLOADS_ORIGINS").pipe(Config.withDefault(""))
-  const secret = yield* Config.option(Config.Redacted("UPLOAD_TOKEN_SECRET"))
-  const storage = yield* LocalObjectStorage
-  yield* storage.createBucket(bucketName)
-  const token = formatBlobToken({
-    endpoint: storage.endpoint,
-    bucket: bucketName,
-    accessKeyId: storage.accessKeyId,
-    secretAccessKey: Redacted.value(storage.secretAccessKey),
-    region: storage.region
-  })
-  const bucket = yield* Bucket.make({ token })
-  return make({
-    bucket,
-    port,
-    maxSize,
-    contentTypes: list(contentTypes),
-    extraOrigins: list(extraOrigins),
-    ...(Option.isSome(secret) ? { secret: secret.value } : {})
-  })
-})).pipe(Layer.provide(localStorage))
+  const settings = yield* UploadSettings
+  return Layer.unwrap(Effect.gen(function*() {
+    const storage = yield* LocalObjectStorage
+    yield* storage.createBucket(settings.bucketName)
+    const token = formatBlobToken({
+      endpoint: storage.endpoint,
+      bucket: settings.bucketName,
+      accessKeyId: storage.accessKeyId,
+      secretAccessKey: Redacted.value(storage.secretAccessKey),
+      region: storage.region
+    })
+    const bucket = yield* Bucket.make({ token })
+    return make({
+      bucket,
+      port: settings.port,
+      maxSize: settings.maxSize,
+      contentTypes: settings.contentTypes,
+      extraOrigins: settings.extraOrigins,
+      ...(Option.isSome(settings.secret) ? { secret: settings.secret.value } : {})
+    })
+  })).pipe(Layer.provide(localStorage))
+}))

@@ -5,7 +5,7 @@
  * at `DOCS_API_URL`, by default the docs-api of this machine on `DOCS_PORT` (8789).
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import { Host, serve } from "@svc/platform"
+import { Host, serve, Settings } from "@svc/platform"
 import { Config, Effect, Layer, Logger, Option } from "effect"
 import { createServer } from "node:net"
 import * as http from "node:http"
@@ -23,11 +23,16 @@ export const Port = Config.Port("MCP_PORT").pipe(Config.withDefault(DEFAULT_PORT
  * `http://localhost:<DOCS_PORT>` (8789), or `HOST` itself when that names one address.
  */
 export const ApiUrl = Config.all({
-  url: Config.option(Config.String("DOCS_API_URL")),
+  // empty is unset; anything else must be a URL (else every tool call would say "try again shortly")
+  url: Config.option(Config.String("DOCS_API_URL")).pipe(Config.flatMap((url) =>
+    Option.isSome(url) && url.value.trim() !== ""
+      ? Settings.httpUrlSetting("DOCS_API_URL").pipe(Config.map(Option.some))
+      : Config.succeed(Option.none<string>())
+  )),
   port: Config.Port("DOCS_PORT").pipe(Config.withDefault(8789)),
   host: Host
 }).pipe(Config.map(({ host, port, url }) =>
-  Option.getOrElse(Option.filter(url, (url) => url.trim() !== ""), () => {
+  Option.getOrElse(url, () => {
     const name = host === "" || host === "0.0.0.0" || host === "::" ? "localhost" : host.includes(":") ? `[${host}]` : host
     return `http://${name}:${port}`
   })

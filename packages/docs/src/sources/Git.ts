@@ -14,7 +14,7 @@
  * (`http.followRedirects=false`: a redirect could lead anywhere, credentials included). ssh and git://
  * connections are checked the same way before they start; their own lookup is not pinned.
  */
-import { OutboundGuard } from "@svc/platform"
+import { OutboundGuard, Settings } from "@svc/platform"
 import { Config, Duration, Effect, FileSystem, Path, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { describedSource } from "./Folder.ts"
@@ -45,7 +45,7 @@ const GIT_REF = /^\w[\w.\/+-]*$/
  */
 export const GitSettings = Config.all({
   binary: Config.String("DOCS_GIT").pipe(Config.withDefault("git")),
-  cloneTimeout: Config.Duration("DOCS_GIT_CLONE_TIMEOUT").pipe(Config.withDefault(Duration.minutes(5))),
+  cloneTimeout: Settings.durationSetting("DOCS_GIT_CLONE_TIMEOUT", "5 minutes"),
   allowPrivate: Config.Boolean(ALLOW_PRIVATE_SETTING).pipe(Config.withDefault(false))
 })
 

@@ -10,7 +10,7 @@
  * - **robots.txt** of the origin is read once (`robots-parser`); a path it disallows for the
  *   `svc-docs` user agent (or `*`) is never requested. No robots.txt (or an unreadable one): all allowed.
  */
-import { OutboundGuard } from "@svc/platform"
+import { OutboundGuard, Settings } from "@svc/platform"
 import { Config, Duration, Effect } from "effect"
 import robotsParserModule from "robots-parser"
 import { IndexFailed } from "./Source.ts"
@@ -27,11 +27,12 @@ export const ALLOW_PRIVATE_SETTING = "DOCS_ALLOW_PRIVATE"
 /** The web sources' settings (documented in the package README, "Websites and llms.txt"). */
 export const WebSettings = Config.all({
   allowPrivate: Config.Boolean(ALLOW_PRIVATE_SETTING).pipe(Config.withDefault(false)),
-  maxPages: Config.Int("DOCS_CRAWL_MAX_PAGES").pipe(Config.withDefault(200)),
-  maxDepth: Config.Int("DOCS_CRAWL_MAX_DEPTH").pipe(Config.withDefault(3)),
-  concurrency: Config.Int("DOCS_CRAWL_CONCURRENCY").pipe(Config.withDefault(2)),
-  timeout: Config.Duration("DOCS_CRAWL_TIMEOUT").pipe(Config.withDefault(Duration.seconds(30))),
-  pageTimeLimit: Config.Duration("DOCS_CRAWL_PAGE_TIME_LIMIT").pipe(Config.withDefault(Duration.seconds(10)))
+  maxPages: Settings.intSetting("DOCS_CRAWL_MAX_PAGES", 200, { max: 100_000 }),
+  maxDepth: Settings.intSetting("DOCS_CRAWL_MAX_DEPTH", 3, { min: 0, max: 100 }),
+  // a polite crawl: a few requests at a time to one site
+  concurrency: Settings.intSetting("DOCS_CRAWL_CONCURRENCY", 2, { max: 16 }),
+  timeout: Settings.durationSetting("DOCS_CRAWL_TIMEOUT", "30 seconds"),
+  pageTimeLimit: Settings.durationSetting("DOCS_CRAWL_PAGE_TIME_LIMIT", "10 seconds")
 })
 export type WebSettings = typeof WebSettings extends Config.Config<infer A> ? A : never
 
@@ -85,18 +86,6 @@ export const webSettings = WebSettings.pipe(
       category: "invalid_source",
       message: `web source settings (DOCS_ALLOW_PRIVATE, DOCS_CRAWL_*): ${error.message}`
     })
-  ),
-  Effect.flatMap((settings) =>
-    settings.maxPages < 1 || settings.maxDepth < 0 || settings.concurrency < 1 || settings.concurrency > 16 ||
-      Duration.toMillis(settings.pageTimeLimit) < 1
-      ? Effect.fail(
-        new IndexFailed({
-          category: "invalid_source",
-          message:
-            "DOCS_CRAWL_MAX_PAGES must be at least 1, DOCS_CRAWL_MAX_DEPTH at least 0, DOCS_CRAWL_CONCURRENCY 1 to 16, DOCS_CRAWL_PAGE_TIME_LIMIT at least 1 millisecond"
-        })
-      )
-      : Effect.succeed(settings)
   )
 )
 

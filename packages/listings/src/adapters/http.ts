@@ -5,7 +5,7 @@
  * elsewhere, see JsonFeed's `pageOrigins`, is asked without it), and the client (the outbound guard)
  * drops it when a redirect leaves the origin.
  */
-import { OutboundGuard } from "@svc/platform"
+import { OutboundGuard, Settings } from "@svc/platform"
 import { Config, Duration, Effect, Option, Redacted, Stream } from "effect"
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import type { SourceConfig } from "../Sources.ts"
@@ -15,7 +15,7 @@ import { FeedError } from "./SourceAdapter.ts"
  * `FEED_TIMEOUT` (default 60 seconds): until a feed page's response headers arrive, and then between
  * two pieces of its body (a feed that stops sending fails instead of holding its source's lease).
  */
-export const FeedTimeout = Config.Duration("FEED_TIMEOUT").pipe(Config.withDefault(Duration.seconds(60)))
+export const FeedTimeout = Settings.durationSetting("FEED_TIMEOUT", "60 seconds")
 
 /**
  * `FEED_MAX_BYTES` (default 256 MiB): the most one feed page (a JSON page, a whole CSV) may hold once
@@ -23,7 +23,7 @@ export const FeedTimeout = Config.Duration("FEED_TIMEOUT").pipe(Config.withDefau
  * (an outside test: 4.3 GB in 40 s, then out of memory, the API gone with it). A JSON page is parsed
  * whole, so this is also about the memory one page may take (V8 holds no string over 512 MiB anyway).
  */
-export const FeedMaxBytes = Config.Int("FEED_MAX_BYTES").pipe(Config.withDefault(256 * 1024 * 1024))
+export const FeedMaxBytes = Settings.intSetting("FEED_MAX_BYTES", 256 * 1024 * 1024)
 
 /**
  * A page's body as it arrives: failing once it holds more than `FEED_MAX_BYTES`, or when nothing

@@ -1,0 +1,60 @@
+/**
+ * Settings read from the environment with the range they must be in. A value out of it stops the
+ * start with a configuration error naming the variable and the range (the CLI prints it on one line),
+ * instead of a service that starts and then never works: a worker with a concurrency of 0 delivers
+ * nothing, a timeout of 0 fails every request, an interval of 0 spins a loop at full CPU, and a
+ * size of -1 turned every publish into a 500 (an outside sweep of every variable, 2026-11-28).
+ */
+import { Config, Duration, Schema } from "effect"
+
+/** A whole number within `min` and `max` (by default at least 1); `fallback` when unset. */
+export const intSetting = (name: string, fallback: number, range: { readonly min?: number; readonly max?: number } = {}) =>
+  Config.schema(
+    Schema.Int.check(
+      range.max === undefined
+        ? Schema.isGreaterThanOrEqualTo(range.min ?? 1)
+        : Schema.isBetween({ minimum: range.min ?? 1, maximum: range.max })
+    ),
+    name
+  ).pipe(Config.withDefault(fallback))
+
+/** A finite number within `min` and `max` (NaN and Infinity refused); `fallback` when unset. */
+export const numberSetting = (name: string, fallback: number, range: { readonly min: number; readonly max: number }) =>
+  Config.schema(Schema.Finite.check(Schema.isBetween({ minimum: range.min, maximum: range.max })), name).pipe(
+    Config.withDefault(fallback)
+  )
+
+/**
+ * A duration ("30 seconds", "5 minutes") longer than zero, or at least `min`, and at most `max` (by
+ * default 10 years: longer ones overflow what timers and Postgres intervals hold); `fallback` when
+ * unset (none: the setting is required, or wrapped in `Config.option`).
+ */
+export const durationSetting = (
+  name: string,
+  fallback: Duration.Input | undefined,
+  range: { readonly min?: Duration.Input; readonly max?: Duration.Input } = {}
+) => {
+  const min = range.min === undefined ? undefined : Duration.fromInputUnsafe(range.min)
+  const max = Duration.fromInputUnsafe(range.max ?? "3650 days")
+  const inRange = Schema.makeFilter<Duration.Duration>((duration) =>
+    (min === undefined ? Duration.isGreaterThan(duration, Duration.zero) : Duration.isGreaterThanOrEqualTo(duration, min))
+      ? Duration.isLessThanOrEqualTo(duration, max) || `must be at most ${Duration.format(max)}`
+      : min === undefined
+      ? "must be longer than 0"
+      : `must be at least ${Duration.format(min)}`
+  )
+  const duration = Config.schema(Schema.DurationFromString.check(inRange), name)
+  return fallback === undefined ? duration : duration.pipe(Config.withDefault(Duration.fromInputUnsafe(fallback)))
+}
+
+/** An absolute http(s) URL (what links and outbound calls are built on); `fallback` when unset. */
+export const httpUrlSetting = (name: string, fallback?: string) => {
+  const url = Config.schema(
+    Schema.String.check(Schema.makeFilter((value) =>
+      /^https?:$/.test(URL.parse(value)?.protocol ?? "") && URL.parse(value)!.host !== "" ||
+      "must be an absolute http or https URL, like http://127.0.0.1:8789"
+    )),
+    name
+  )
+  return fallback === undefined ? url : url.pipe(Config.withDefault(fallback))
+}

@@ -1,0 +1,57 @@
+/**
+ * Settings with ranges: each helper answers the value in range, its fallback when unset, and a
+ * configuration error naming the variable for a value a service could not work with.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { type Config, ConfigProvider, Duration, Effect, Result } from "effect"
+import { durationSetting, httpUrlSetting, intSetting, numberSetting } from "../../src/Settings.ts"
+
+const read = <A>(config: Config.Config<A>, env: Record<string, string>) =>
+  Effect.result(config.parse(ConfigProvider.fromEnvRecord(env)))
+
+const refusal = <A>(config: Config.Config<A>, env: Record<string, string>) =>
+  Effect.map(read(config, env), (result) => {
+    assert.isTrue(Result.isFailure(result), `${JSON.stringify(env)} was accepted`)
+    return Result.isFailure(result) ? result.failure.message.replace(/\s+/g, " ") : ""
+  })
+
+describe("Settings", () => {
+  it.effect("intSetting: at least 1 unless told, an upper bound when given, whole numbers only", () =>
+    Effect.gen(function*() {
+      const workers = intSetting("WORKERS", 4, { max: 100 })
+      assert.deepStrictEqual(yield* read(workers, {}), Result.succeed(4))
+      assert.deepStrictEqual(yield* read(workers, { WORKERS: "100" }), Result.succeed(100))
+      for (const bad of ["0", "-1", "101", "1.5", "abc", "1e308"]) {
+        assert.include(yield* refusal(workers, { WORKERS: bad }), `["WORKERS"]`)
+      }
+      assert.deepStrictEqual(yield* read(intSetting("RETRIES", 3, { min: 0 }), { RETRIES: "0" }), Result.succeed(0))
+      assert.include(yield* refusal(intSetting("BYTES", 1), { BYTES: "-1" }), "greater than or equal to 1")
+    }))
+
+  it.effect("durationSetting: longer than 0 (or at least min), at most max (10 years by default)", () =>
+    Effect.gen(function*() {
+      const interval = durationSetting("INTERVAL", "1 minute", { min: "10 millis" })
+      assert.deepStrictEqual(yield* read(interval, {}), Result.succeed(Duration.minutes(1)))
+      assert.deepStrictEqual(yield* read(interval, { INTERVAL: "10 millis" }), Result.succeed(Duration.millis(10)))
+      assert.include(yield* refusal(interval, { INTERVAL: "1 millis" }), `must be at least 10ms at ["INTERVAL"]`)
+      const timeout = durationSetting("TIMEOUT", "30 seconds")
+      assert.include(yield* refusal(timeout, { TIMEOUT: "0 seconds" }), `must be longer than 0 at ["TIMEOUT"]`)
+      assert.include(yield* refusal(timeout, { TIMEOUT: "-1 seconds" }), `["TIMEOUT"]`)
+      assert.include(yield* refusal(timeout, { TIMEOUT: "99999999999999999999 days" }), `must be at most 3650d at ["TIMEOUT"]`)
+      assert.deepStrictEqual(yield* read(durationSetting("GRACE", "5 seconds", { min: "0 seconds" }), { GRACE: "0 seconds" }), Result.succeed(Duration.zero))
+      assert.isTrue(Result.isFailure(yield* read(durationSetting("REQUIRED", undefined), {})), "no fallback: required")
+    }))
+
+  it.effect("numberSetting refuses NaN and Infinity; httpUrlSetting only absolute http(s) URLs", () =>
+    Effect.gen(function*() {
+      const cache = numberSetting("CACHE_MB", 64, { min: 0, max: 1000 })
+      assert.deepStrictEqual(yield* read(cache, { CACHE_MB: "0.5" }), Result.succeed(0.5))
+      for (const bad of ["NaN", "Infinity", "-1", "1001"]) assert.include(yield* refusal(cache, { CACHE_MB: bad }), `["CACHE_MB"]`)
+      const url = httpUrlSetting("BASE_URL", "http://localhost:8787")
+      assert.deepStrictEqual(yield* read(url, {}), Result.succeed("http://localhost:8787"))
+      assert.deepStrictEqual(yield* read(url, { BASE_URL: "https://cars.example.com/app" }), Result.succeed("https://cars.example.com/app"))
+      for (const bad of ["javascript:alert(1)", "http://", "abc", "ftp://host/", "/relative"]) {
+        assert.include(yield* refusal(url, { BASE_URL: bad }), `must be an absolute http or https URL`)
+      }
+    }))
+})
