@@ -3,7 +3,7 @@
  * (listings ingest, the queue's dead-letter queue and URL groups), index documentation (svc docs).
  */
 import { IngestClient } from "@svc/listings"
-import { Database, EmbeddedPostgres, Migrations, ServiceClient } from "@svc/platform"
+import { Database, EmbeddedPostgres, Migrations, ServiceClient, Settings } from "@svc/platform"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { CommandFailed } from "./CommandFailed.ts"
@@ -44,7 +44,7 @@ const dbUrl = Command.make(
   "url",
   {},
   Effect.fn(function*() {
-    const external = yield* Config.option(Config.Redacted("DATABASE_URL"))
+    const external = yield* Settings.DatabaseUrl
     if (Option.isSome(external)) return yield* Console.log(Redacted.value(external.value))
     const dataDir = yield* Config.String("EMBEDDED_POSTGRES_DIR").pipe(Config.withDefault(".data/postgres"))
     const port = yield* Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.option)

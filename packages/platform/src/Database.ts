@@ -7,7 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.ts"
 import { awaitReady } from "./PostgresReady.ts"
-import { intSetting } from "./Settings.ts"
+import { DatabaseUrl, intSetting } from "./Settings.ts"
 
 export class Database extends Context.Service<Database, {
   readonly url: Redacted.Redacted<string>
@@ -18,7 +18,7 @@ export class Database extends Context.Service<Database, {
   static readonly layerConnection = Layer.effect(
     Database,
     Effect.gen(function*() {
-      const external = yield* Config.option(Config.Redacted("DATABASE_URL"))
+      const external = yield* DatabaseUrl
       if (Option.isSome(external)) {
         // A server that is still starting (a container brought up with us) refuses sessions with
         // 57P03 for a while: wait for it, bounded. Any other failure is left to the first real

@@ -5,7 +5,7 @@
  * nothing, a timeout of 0 fails every request, an interval of 0 spins a loop at full CPU, and a
  * size of -1 turned every publish into a 500 (an outside sweep of every variable, 2026-11-28).
  */
-import { Config, Duration, Schema } from "effect"
+import { Config, ConfigProvider, Duration, Option, Redacted, Schema } from "effect"
 
 /** A whole number within `min` and `max` (by default at least 1); `fallback` when unset. */
 export const intSetting = (name: string, fallback: number, range: { readonly min?: number; readonly max?: number } = {}) =>
@@ -58,3 +58,21 @@ export const httpUrlSetting = (name: string, fallback?: string) => {
   )
   return fallback === undefined ? url : url.pipe(Config.withDefault(fallback))
 }
+
+/**
+ * `DATABASE_URL`: none when unset or empty (effect's environment provider reads an empty variable as
+ * unset, for every setting): the embedded Postgres; else a `postgres://` or `postgresql://` URL. The
+ * message never repeats the value (it holds the password).
+ */
+export const DatabaseUrl: Config.Config<Option.Option<Redacted.Redacted<string>>> = Config.option(Config.Redacted("DATABASE_URL")).pipe(
+  Config.flatMap((url): Config.Config<Option.Option<Redacted.Redacted<string>>> => {
+    if (Option.isNone(url)) return Config.succeed(url)
+    const value = Redacted.value(url.value)
+    // the driver parses the rest; the host may be empty, given by `?host=` (a Unix socket directory)
+    return /^postgres(ql)?:\/\//i.test(value)
+      ? Config.succeed(url)
+      : Config.fail(new ConfigProvider.SourceError({
+        message: "DATABASE_URL is not a postgres:// URL (postgres://user:password@host:5432/database)"
+      }))
+  })
+)

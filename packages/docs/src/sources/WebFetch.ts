@@ -84,7 +84,7 @@ export const webSettings = WebSettings.pipe(
   Effect.mapError((error) =>
     new IndexFailed({
       category: "invalid_source",
-      message: `web source settings (DOCS_ALLOW_PRIVATE, DOCS_CRAWL_*): ${error.message}`
+      message: `web source settings (DOCS_ALLOW_PRIVATE, DOCS_CRAWL_*): ${error.message.replace(/\s+/g, " ")}`
     })
   )
 )

@@ -3,8 +3,8 @@
  * configuration error naming the variable for a value a service could not work with.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Config, ConfigProvider, Duration, Effect, Result } from "effect"
-import { durationSetting, httpUrlSetting, intSetting, numberSetting } from "../../src/Settings.ts"
+import { type Config, ConfigProvider, Duration, Effect, Option, Redacted, Result } from "effect"
+import { DatabaseUrl, durationSetting, httpUrlSetting, intSetting, numberSetting } from "../../src/Settings.ts"
 
 const read = <A>(config: Config.Config<A>, env: Record<string, string>) =>
   Effect.result(config.parse(ConfigProvider.fromEnvRecord(env)))
@@ -52,6 +52,21 @@ describe("Settings", () => {
       assert.deepStrictEqual(yield* read(url, { BASE_URL: "https://cars.example.com/app" }), Result.succeed("https://cars.example.com/app"))
       for (const bad of ["javascript:alert(1)", "http://", "abc", "ftp://host/", "/relative"]) {
         assert.include(yield* refusal(url, { BASE_URL: bad }), `must be an absolute http or https URL`)
+      }
+    }))
+
+  it.effect("DATABASE_URL: unset (or empty) is the embedded Postgres; set, a postgres:// URL, and the message never repeats it", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* read(DatabaseUrl, {}), Result.succeed(Option.none()))
+      for (const good of ["postgres://svc:secret@127.0.0.1:5432/svc", "postgresql:///svc?host=/run/postgresql", "postgres://svc@/svc?host=/tmp"]) {
+        const result = yield* read(DatabaseUrl, { DATABASE_URL: good })
+        assert.isTrue(Result.isSuccess(result) && Option.isSome(result.success) && Redacted.value(result.success.value) === good, good)
+      }
+      assert.deepStrictEqual(yield* read(DatabaseUrl, { DATABASE_URL: "" }), Result.succeed(Option.none()), "empty is unset")
+      for (const bad of ["mysql://root:hunter2@db/app", "hunter2", "http://db:5432/app"]) {
+        const message = yield* refusal(DatabaseUrl, { DATABASE_URL: bad })
+        assert.include(message, "DATABASE_URL is not a postgres:// URL")
+        assert.notInclude(message, "hunter2")
       }
     }))
 })
