@@ -9,13 +9,16 @@ import { Mcp, Service as DocsService } from "@svc/docs"
 import { Service as ListingsService } from "@svc/listings"
 import type { Database } from "@svc/platform"
 import { Service as QueueServer } from "@svc/queue"
-import type { Layer } from "effect"
+import type { Config, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 
 export interface SuiteService {
   readonly name: ServiceName
   readonly description: string
   readonly schemas: ReadonlyArray<string>
+  /** Its HTTP port's setting and variable (the embedded Postgres must not take it). */
+  readonly port: Config.Config<number>
+  readonly portVariable: string
   readonly layer: Layer.Layer<never, unknown, Database | PgClient.PgClient | SqlClient.SqlClient>
 }
 
@@ -29,30 +32,40 @@ export const landed: ReadonlyArray<SuiteService> = [
     name: "listings",
     description: "Listings backend: car offers from partner feeds, search, sources, images, import services (port 8787)",
     schemas: ["listings"],
+    port: ListingsService.Port,
+    portVariable: "LISTINGS_PORT",
     layer: ListingsService.layer
   },
   {
     name: "queue",
     description: "Message delivery queue: publish, durable delivery with retries, callbacks, DLQ, URL groups (port 8788)",
     schemas: ["queue"],
+    port: QueueServer.Port,
+    portVariable: "QUEUE_PORT",
     layer: QueueServer.layer
   },
   {
     name: "docs-api",
     description: "Documentation lookup REST API v2: library search and context for a question (port 8789)",
     schemas: ["docs"],
+    port: DocsService.Port,
+    portVariable: "DOCS_PORT",
     layer: DocsService.layer
   },
   {
     name: "mcp",
     description: "Documentation lookup for coding agents: MCP over stateless HTTP, calling the docs API (port 8790, MCP_PORT)",
     schemas: [],
+    port: Mcp.Port,
+    portVariable: "MCP_PORT",
     layer: Mcp.httpLayer()
   },
   {
     name: "uploads",
     description: "Uploads demo of @svc/blob: React page with drop zone, per-file progress, cancel and errors; upload route into the local radosgw (port 8791)",
     schemas: [],
+    port: UploadsDemo.Port,
+    portVariable: "UPLOADS_PORT",
     layer: UploadsDemo.layer
   }
 ]

@@ -5,12 +5,14 @@ import { Config, Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { SuiteService } from "./Services.ts"
 
-export const layer = (services: ReadonlyArray<SuiteService>) =>
+/** Its port's setting and variable. */
+export const Server = { port: Config.Port("SVC_PORT").pipe(Config.withDefault(8786)), portVariable: "SVC_PORT" }
+
+export const layer = (services: ReadonlyArray<Pick<SuiteService, "name" | "description">>) =>
   serveApi({
     name: "suite",
     api: SuiteApi,
-    port: Config.Port("SVC_PORT").pipe(Config.withDefault(8786)),
-    portVariable: "SVC_PORT",
+    ...Server,
     openapi: true,
     handlers: Layer.mergeAll(
       HttpApiBuilder.group(SuiteApi, "health", (handlers) => handlers.handle("health", () => Effect.succeed({ status: "ok" as const }))),

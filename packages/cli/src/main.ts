@@ -65,6 +65,24 @@ const db = Command.make("db").pipe(
   Command.withSubcommands([dbUrl])
 )
 
+/**
+ * Refuses an `EMBEDDED_POSTGRES_PORT` that one of the services to start listens on: the port an
+ * embedded cluster starts on is remembered in its data folder, so the clash outlived the variable and
+ * every later start failed "address in use" on the service (an outside sweep).
+ */
+const embeddedPortFree = Effect.fnUntraced(function*(servers: ReadonlyArray<{ readonly port: Config.Config<number>; readonly portVariable: string }>) {
+  if (Option.isSome(yield* Settings.DatabaseUrl)) return
+  const embedded = yield* Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.option)
+  if (Option.isNone(embedded)) return
+  for (const server of servers) {
+    if ((yield* server.port) === embedded.value) {
+      return yield* Effect.fail(
+        new CommandFailed(`EMBEDDED_POSTGRES_PORT ${embedded.value} is ${server.portVariable}'s port: give the embedded Postgres another one`)
+      )
+    }
+  }
+})
+
 const start = Command.make(
   "start",
   {
@@ -81,6 +99,7 @@ const start = Command.make(
         new CommandFailed(`The ${service} service is not part of this build yet (landed: ${available}).`)
       )
     }
+    yield* embeddedPortFree(service === "all" ? [...selected, SuiteStatus.Server] : selected)
     const schemas = service === "all" ? Migrations.services() : selected.flatMap((candidate) => candidate.schemas)
     yield* Effect.logInfo(
       `Starting ${selected.map((candidate) => candidate.name).join(", ") || "the suite (no service has landed yet)"}`

@@ -229,7 +229,9 @@ describe("svc", () => {
         ["listings", { PUBLIC_BASE_URL: "javascript:alert(1)" }, `must be an absolute http or https URL`],
         ["mcp", { DOCS_API_URL: "http://" }, `at ["DOCS_API_URL"]`],
         // checked before the object storage starts
-        ["uploads", { UPLOADS_MAX_SIZE: "abc" }, `(got "abc") at ["UPLOADS_MAX_SIZE"]`]
+        ["uploads", { UPLOADS_MAX_SIZE: "abc" }, `(got "abc") at ["UPLOADS_MAX_SIZE"]`],
+        // refused before the cluster starts: its port would be remembered, and the clash outlive the variable
+        ["queue", { QUEUE_PORT: "18788", EMBEDDED_POSTGRES_PORT: "18788" }, "EMBEDDED_POSTGRES_PORT 18788 is QUEUE_PORT's port"]
       ]
       for (const [service, env, expected] of cases) {
         const run = svc(["start", service], { ...data, ...env })
