@@ -171,8 +171,8 @@ const describeLibrary = (library: LibraryListing): ReadonlyArray<string> => [
     [
       `  ${version.version}${version.version === library.defaultVersion ? " (default)" : ""}`,
       version.state + (version.errorCategory === null ? "" : ` (${version.errorCategory})`),
-      `${version.snippets} snippets`,
-      `${version.tokens} tokens`,
+      plural(version.snippets, "snippet"),
+      plural(version.tokens, "token"),
       version.lastUpdate === null ? "never indexed" : `updated ${version.lastUpdate.toISOString()}`
     ].join("  ")
   )

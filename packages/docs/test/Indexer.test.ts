@@ -122,6 +122,10 @@ layer(stack)("Indexer", (it) => {
       assert.strictEqual(yield* failure(indexer.add(empty, { id: "/me/empty" })), "no_documents")
       const listed = (yield* indexer.list).find((library) => library.id === "/me/empty")!
       assert.deepStrictEqual(listed.versions.map((version) => [version.state, version.errorCategory]), [["failed", "no_documents"]])
+      // files read, each section too short: the message says so instead of "no documentation found"
+      const terse = yield* docsFolder({ "README.md": "# Terse\n\nShort.\n", "docs/a.md": "## A\n\nAlso short.\n" })
+      const message = yield* Effect.map(Effect.result(indexer.add(terse, { id: "/me/terse" })), (result) => Result.isFailure(result) ? result.failure.message : "")
+      assert.strictEqual(message, `No documentation found in ${terse}: 2 files read, every section too short to be a snippet (prose under 60 characters and code under 8 are left out)`)
     }))
 
   it.effect("refresh re-reads the source into a new generation and drops the old one; remove deletes", () =>

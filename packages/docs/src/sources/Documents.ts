@@ -9,7 +9,7 @@
  * past `DOCS_MAX_SNIPPETS` snippets (Source.ts).
  */
 import { Effect, FileSystem, Path } from "effect"
-import { formatOf, type Snippet, split } from "../Splitter.ts"
+import { formatOf, MIN_CODE_CHARS, MIN_PROSE_CHARS, type Snippet, split } from "../Splitter.ts"
 import { isUnder } from "./RepoConfig.ts"
 import { IndexFailed, maxSnippets, type ResolvedSource, tooManySnippets } from "./Source.ts"
 import { withSourceLinks } from "./SourceLinks.ts"
@@ -90,7 +90,10 @@ export const make = Effect.gen(function*() {
     if (snippets.length === 0) {
       return yield* new IndexFailed({
         category: "no_documents",
-        message: `No documentation found in ${source.root} (.md, .mdx, .rst, .txt outside node_modules and .git)`
+        message: filesRead === 0
+          ? `No documentation found in ${source.root} (.md, .mdx, .rst, .txt outside node_modules and .git)`
+          : `No documentation found in ${source.root}: ${filesRead} file${filesRead === 1 ? "" : "s"} read, every section too short ` +
+            `to be a snippet (prose under ${MIN_PROSE_CHARS} characters and code under ${MIN_CODE_CHARS} are left out)`
       })
     }
     return { files: filesRead, snippets }
