@@ -50,10 +50,11 @@ export const durationSetting = (
 /** An absolute http(s) URL (what links and outbound calls are built on); `fallback` when unset. */
 export const httpUrlSetting = (name: string, fallback?: string) => {
   const url = Config.schema(
-    Schema.String.check(Schema.makeFilter((value) =>
-      /^https?:$/.test(URL.parse(value)?.protocol ?? "") && URL.parse(value)!.host !== "" ||
-      "must be an absolute http or https URL, like http://127.0.0.1:8789"
-    )),
+    Schema.String.check(Schema.makeFilter((value) => {
+      const parsed = URL.parse(value)
+      return (parsed !== null && /^https?:$/.test(parsed.protocol) && parsed.host !== "") ||
+        "must be an absolute http or https URL, like http://127.0.0.1:8789"
+    })),
     name
   )
   return fallback === undefined ? url : url.pipe(Config.withDefault(fallback))
