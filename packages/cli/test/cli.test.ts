@@ -228,6 +228,8 @@ describe("svc", () => {
         ["listings", { INGEST_INTERVAL: "0 seconds" }, `must be at least 1s at ["INGEST_INTERVAL"]`],
         ["listings", { PUBLIC_BASE_URL: "javascript:alert(1)" }, `must be an absolute http or https URL`],
         ["mcp", { DOCS_API_URL: "http://" }, `at ["DOCS_API_URL"]`],
+        // an HMAC key of one space signed any forwarded address
+        ["mcp", { DOCS_FORWARD_SECRET: " " }, "DOCS_FORWARD_SECRET must be at least 16 characters"],
         // checked before the object storage starts
         ["uploads", { UPLOADS_MAX_SIZE: "abc" }, `(got "abc") at ["UPLOADS_MAX_SIZE"]`],
         // refused before the cluster starts: its port would be remembered, and the clash outlive the variable

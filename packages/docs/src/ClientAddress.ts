@@ -17,7 +17,7 @@
  * separately run `svc mcp` (or docs-api) needs the same `DOCS_FORWARD_SECRET` on both sides, else the
  * API ignores the forwarded address and all MCP users share the MCP server's bucket.
  */
-import { Config, Option, Redacted } from "effect"
+import { Config, ConfigProvider, Option, Redacted } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { isIP } from "node:net"
 
@@ -29,12 +29,22 @@ export const MAX_SKEW_SECONDS = 300
 
 const processSecret = Redacted.make(randomBytes(32).toString("base64url"))
 
-/** `DOCS_FORWARD_SECRET`, or this process's random one when it is unset or empty. */
+/** The shortest `DOCS_FORWARD_SECRET` accepted: an HMAC key anyone could guess signs any address. */
+export const MIN_SECRET_CHARS = 16
+
+/**
+ * `DOCS_FORWARD_SECRET`, or this process's random one when it is unset or empty; one shorter than
+ * {@link MIN_SECRET_CHARS} (" " was accepted) stops the start. The message never repeats it.
+ */
 export const ForwardSecret: Config.Config<Redacted.Redacted<string>> = Config.option(
   Config.Redacted("DOCS_FORWARD_SECRET")
 ).pipe(
-  Config.map((configured) =>
-    Option.isSome(configured) && Redacted.value(configured.value) !== "" ? configured.value : processSecret
+  Config.flatMap((configured): Config.Config<Redacted.Redacted<string>> =>
+    Option.isNone(configured)
+      ? Config.succeed(processSecret)
+      : Redacted.value(configured.value).trim().length >= MIN_SECRET_CHARS
+      ? Config.succeed(configured.value)
+      : Config.fail(new ConfigProvider.SourceError({ message: `DOCS_FORWARD_SECRET must be at least ${MIN_SECRET_CHARS} characters` }))
   )
 )
 

@@ -319,17 +319,17 @@ layer(Seeded.pipe(Layer.provideMerge(stack)), { timeout: 120_000 })("per-client 
   it.effect("a separately run MCP server: forwarding counts only with the API's DOCS_FORWARD_SECRET", () =>
     Effect.gen(function*() {
       const api = Context.get(
-        yield* Layer.build(socketClientWith({ DOCS_RATE_LIMIT_ANONYMOUS: "1", DOCS_FORWARD_SECRET: "shared-secret" })),
+        yield* Layer.build(socketClientWith({ DOCS_RATE_LIMIT_ANONYMOUS: "1", DOCS_FORWARD_SECRET: "shared-secret-of-the-two" })),
         Client
       )
       const served = (port: number, from: string) =>
         Effect.map(request(port, { body: resolveCall(1), localAddress: from }), (answer) => answer.body.result.isError !== true)
       // another secret: the API ignores the forwarded addresses, both clients share the MCP server's bucket
-      const stranger = yield* startMcp({ DOCS_FORWARD_SECRET: "another-secret" }, api.baseUrl)
+      const stranger = yield* startMcp({ DOCS_FORWARD_SECRET: "another-secret-entirely" }, api.baseUrl)
       assert.isTrue(yield* served(stranger, "127.0.0.3"))
       assert.isFalse(yield* served(stranger, "127.0.0.4"))
       // the same secret: each client its own
-      const partner = yield* startMcp({ DOCS_FORWARD_SECRET: "shared-secret" }, api.baseUrl)
+      const partner = yield* startMcp({ DOCS_FORWARD_SECRET: "shared-secret-of-the-two" }, api.baseUrl)
       assert.isTrue(yield* served(partner, "127.0.0.5"))
       assert.isTrue(yield* served(partner, "127.0.0.6"))
       assert.isFalse(yield* served(partner, "127.0.0.6"))
