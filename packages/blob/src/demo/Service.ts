@@ -197,16 +197,11 @@ const UploadSettings = Config.all({
     return checked
   }),
   extraOrigins: Config.String("UPLOADS_ORIGINS").pipe(Config.withDefault(""), Config.map(list)),
-  // empty is unset: a random secret per process
-  secret: Config.String("UPLOAD_TOKEN_SECRET").pipe(
-    Config.withDefault(""),
-    Config.flatMap((value) =>
-      value === "" ? Config.succeed(Option.none<Redacted.Redacted<string>>()) : checked("UPLOAD_TOKEN_SECRET", (value) => {
-        if (value.trim().length < 16) throw new TypeError("must be at least 16 characters")
-        return Option.some(Redacted.make(value))
-      })
-    )
-  )
+  // unset or empty: a random secret per process
+  secret: Config.option(checked("UPLOAD_TOKEN_SECRET", (value) => {
+    if (value.trim().length < 16) throw new TypeError("must be at least 16 characters")
+    return Redacted.make(value)
+  }))
 })
 
 /** `svc start uploads`: the demo on the local radosgw's `UPLOADS_BUCKET`, configured from the environment. */

@@ -24,11 +24,7 @@ export const Port = Config.Port("MCP_PORT").pipe(Config.withDefault(DEFAULT_PORT
  */
 export const ApiUrl = Config.all({
   // empty is unset; anything else must be a URL (else every tool call would say "try again shortly")
-  url: Config.option(Config.String("DOCS_API_URL")).pipe(Config.flatMap((url) =>
-    Option.isSome(url) && url.value.trim() !== ""
-      ? Settings.httpUrlSetting("DOCS_API_URL").pipe(Config.map(Option.some))
-      : Config.succeed(Option.none<string>())
-  )),
+  url: Config.option(Settings.httpUrlSetting("DOCS_API_URL")),
   port: Config.Port("DOCS_PORT").pipe(Config.withDefault(8789)),
   host: Host
 }).pipe(Config.map(({ host, port, url }) =>

@@ -34,8 +34,9 @@ export const feedBody = (
   url: string
 ): Stream.Stream<Uint8Array, FeedError> =>
   Stream.unwrap(Effect.gen(function*() {
-    const maxBytes = yield* FeedMaxBytes.pipe(Effect.orElseSucceed(() => 256 * 1024 * 1024))
-    const idle = yield* FeedTimeout.pipe(Effect.orElseSucceed(() => Duration.seconds(60)))
+    // both checked when the service starts (ListingsConfig.ts): a bad value cannot reach here
+    const maxBytes = yield* FeedMaxBytes.pipe(Effect.orDie)
+    const idle = yield* FeedTimeout.pipe(Effect.orDie)
     const where = safeUrl(url)
     let bytes = 0
     return response.stream.pipe(
@@ -74,7 +75,7 @@ export const feedGet = (
   config: SourceConfig
 ): Effect.Effect<HttpClientResponse.HttpClientResponse, FeedError> =>
   Effect.gen(function*() {
-    const timeout = yield* FeedTimeout.pipe(Effect.orElseSucceed(() => Duration.seconds(60)))
+    const timeout = yield* FeedTimeout.pipe(Effect.orDie)
     const auth = sameOrigin(url, config.url) ? yield* credential(config) : Option.none<readonly [string, string]>()
     const where = safeUrl(url)
     let request = HttpClientRequest.get(url).pipe(HttpClientRequest.acceptJson)
