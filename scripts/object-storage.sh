@@ -64,6 +64,10 @@ if [ ! -d "$2" ]; then
   esac
 fi
 D=$(cd "$2" && pwd -P)
+# Ceph's configuration parser aborts (an assertion in boost::spirit) on a byte outside ASCII in a path.
+if [ "$CMD" = start ] && LC_ALL=C grep -q '[^ -~]' <<<"$D"; then
+  die "the folder's path $D holds characters other than printable ASCII, which Ceph cannot read: choose another (OBJECT_STORAGE_DIR)"
+fi
 RUN=$D/run
 LOGDIR=$D/log
 CONF=$D/ceph.conf

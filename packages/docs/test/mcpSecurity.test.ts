@@ -6,11 +6,11 @@
  * against the real REST API on a fresh database.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { ConfigProvider, Context, Effect, Layer, Redacted, Result } from "effect"
 import * as Http from "node:http"
 import { ADDRESS_HEADER, forwardingHeaders, SIGNATURE_HEADER, verifiedForwardedAddress } from "../src/ClientAddress.ts"
 import { Indexer } from "../src/Indexer.ts"
-import { originPolicy } from "../src/mcp/McpHttp.ts"
+import { McpHttpConfig, originPolicy } from "../src/mcp/McpHttp.ts"
 import { Client, docsFolder, type ExactAnswer, exactRequest, socketClientWith, stack, startMcp } from "./support.ts"
 
 /** What the raw requests below read: the status, the headers and the JSON body. */
@@ -110,6 +110,25 @@ describe("Host and Origin (DNS rebinding protection)", () => {
       const evil = yield* request(open, { body: toolsList, headers: { host: "evil.example.com", origin: "http://evil.example.com" } })
       assert.strictEqual(evil.status, 200)
     }).pipe(Effect.scoped))
+
+  it.effect("MCP_ALLOWED_HOSTS / MCP_ALLOWED_ORIGINS: an entry that could never match stops the start naming it; only commas is unset", () =>
+    Effect.gen(function*() {
+      const read = (env: Record<string, string>) => Effect.result(McpHttpConfig.parse(ConfigProvider.fromEnvRecord(env)))
+      const refusal = (env: Record<string, string>) =>
+        Effect.map(read(env), (result) => Result.isFailure(result) ? result.failure.message.replace(/\s+/g, " ") : "accepted")
+      assert.match(yield* refusal({ MCP_ALLOWED_HOSTS: "docs.internal, https://docs.example.com" }), /"https:\/\/docs\.example\.com" is not a host name.*MCP_ALLOWED_HOSTS/)
+      assert.match(yield* refusal({ MCP_ALLOWED_HOSTS: "docs.internal:99999999" }), /MCP_ALLOWED_HOSTS/)
+      assert.match(yield* refusal({ MCP_ALLOWED_ORIGINS: "app.example.com" }), /"app\.example\.com" is not an http\(s\) origin.*MCP_ALLOWED_ORIGINS/)
+      assert.match(yield* refusal({ MCP_ALLOWED_ORIGINS: "https://app.example.com/path" }), /MCP_ALLOWED_ORIGINS/)
+      const lists = (env: Record<string, string>) =>
+        Effect.map(read(env), (result) =>
+          Result.isSuccess(result) ? [result.success.allowedHosts, result.success.allowedOrigins] : ["refused"])
+      assert.deepStrictEqual(yield* lists({ MCP_ALLOWED_HOSTS: ",,,", MCP_ALLOWED_ORIGINS: " , " }), [undefined, undefined])
+      assert.deepStrictEqual(yield* lists({ MCP_ALLOWED_HOSTS: "*, docs.internal:8443", MCP_ALLOWED_ORIGINS: "https://app.example.com/" }), [
+        ["*", "docs.internal:8443"],
+        ["https://app.example.com/"]
+      ])
+    }))
 
   it("originPolicy: names without a port match any port, with one only that port; IPv6 in brackets", () => {
     const policy = originPolicy({ publicUrl: "http://localhost:8790" })

@@ -16,6 +16,7 @@ import * as fs from "node:fs/promises"
 import { closeSync, openSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { makeDirectory } from "./Directory.ts"
 import { canListen, freePort } from "./Net.ts"
 import { awaitReady, postgresReason } from "./PostgresReady.ts"
 
@@ -54,7 +55,9 @@ export const CREDENTIALS_FILE = "svc-credentials.json"
 const OWNER_FILE = "svc-owner.pid"
 const WATCHDOG_NAME = "svc-pg-watchdog"
 
-const fail = (message: string) => (cause: unknown) => new EmbeddedPostgresError({ message, cause })
+/** The failure with what the system said (its code and path: `ENOENT: no such file or directory, mkdir '/proc/pg'`). */
+const fail = (message: string) => (cause: unknown) =>
+  new EmbeddedPostgresError({ message: cause instanceof Error ? `${message}: ${cause.message}` : message, cause })
 
 const isAlive = (pid: number): boolean => {
   try {
@@ -129,14 +132,14 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function*(dataDir: s
   yield* Effect.acquireUseRelease(
     Effect.tryPromise({
       try: async () => {
-        await fs.mkdir(dataDir, { recursive: true, mode: 0o700 })
+        await makeDirectory(dataDir, 0o700)
         await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 })
         if (ids.uid !== undefined && ids.gid !== undefined) {
           await fs.chown(dataDir, ids.uid, ids.gid)
           await fs.chown(passwordFile, ids.uid, ids.gid)
         }
       },
-      catch: fail("Could not prepare the Postgres data directory")
+      catch: fail("Could not prepare the Postgres data directory (EMBEDDED_POSTGRES_DIR)")
     }),
     () =>
       run(initdb, [
@@ -322,8 +325,8 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
   Effect.gen(function*() {
     const dataDir = path.resolve(options.dataDir)
     yield* Effect.tryPromise({
-      try: () => fs.mkdir(path.dirname(dataDir), { recursive: true }),
-      catch: fail("Could not create the parent of the Postgres data directory")
+      try: () => makeDirectory(path.dirname(dataDir)),
+      catch: fail("Could not create the parent of the Postgres data directory (EMBEDDED_POSTGRES_DIR)")
     })
     const initialised = yield* Effect.promise(() => fs.access(path.join(dataDir, "PG_VERSION")).then(() => true, () => false))
     if (!initialised) yield* initialise(dataDir)

@@ -20,10 +20,11 @@ import { NodeServices } from "@effect/platform-node"
 import { Config, Context, Effect, Layer, Redacted, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
-import { accessSync, constants as fsConstants, mkdirSync } from "node:fs"
+import { accessSync, constants as fsConstants } from "node:fs"
 import { createRequire } from "node:module"
 import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
+import { makeDirectory } from "./Directory.ts"
 
 /** Which server answers: the real radosgw, or the s3rver fallback (no signatures, no conditional writes). */
 export type ObjectStorageBackend = "radosgw" | "s3rver"
@@ -185,7 +186,7 @@ const startS3rver = (dir: string, reason: string): Effect.Effect<ObjectStorageIn
         // s3rver ships no types: load it as CommonJS and describe the two methods used
         const S3rver = createRequire(import.meta.url)("s3rver") as S3rverConstructor
         const directory = NodePath.join(dir, "s3rver")
-        mkdirSync(directory, { recursive: true })
+        await makeDirectory(directory)
         const server = new S3rver({ address: "127.0.0.1", port: 0, directory, silent: true, vhostBuckets: false })
         const { port } = await server.run()
         return { server, port }

@@ -240,6 +240,16 @@ describe("scripts/object-storage.sh", () => {
       assert.isFalse(existsSync(path.join(dir, "missing")))
       assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 1)
     }).pipe(Effect.provide(NodeServices.layer)))
+
+  it.effect("start refuses a folder whose path is not printable ASCII, naming the setting (Ceph aborts on it)", () =>
+    Effect.gen(function*() {
+      const dir = path.join(yield* tempDir("svc-test-s3-name-"), "données")
+      const started = yield* runObjectStorageScript("start", dir)
+      assert.strictEqual(started.exitCode, 1)
+      assert.include(started.stderr, "other than printable ASCII")
+      assert.include(started.stderr, "OBJECT_STORAGE_DIR")
+      assert.isFalse(existsSync(path.join(dir, "ceph.conf")), "a cluster was prepared anyway")
+    }).pipe(Effect.provide(NodeServices.layer)))
 })
 
 describe("LocalObjectStorage.layer", () => {

@@ -89,15 +89,33 @@ const jsonRpcError = (status: number, code: number, message: string, headers: Re
 // Configuration
 // -----------------------------------------------------------------------------
 
-/** A comma-separated list; unset or empty: `undefined` (the default applies). */
-const List = (name: string) =>
-  Config.option(Config.String(name)).pipe(
-    Config.map((value) =>
-      Option.isNone(value) || value.value.trim() === ""
-        ? undefined
-        : value.value.split(",").map((item) => item.trim()).filter((item) => item !== "")
+const entries = (value: string) => value.split(",").map((item) => item.trim()).filter((item) => item !== "")
+
+/**
+ * A comma-separated list whose every entry is `*` or passes `valid` (an entry that could never match,
+ * such as a URL given as a host, stops the start naming it: ignored, it left clients with 403s); unset,
+ * empty or only commas: `undefined` (the default applies).
+ */
+const List = (name: string, valid: (entry: string) => boolean, expected: string) =>
+  Config.option(
+    Config.schema(
+      Schema.String.check(Schema.makeFilter((value) => {
+        const wrong = entries(value).find((entry) => entry !== "*" && !valid(entry))
+        return wrong === undefined || `${JSON.stringify(wrong)} is not ${expected}`
+      })),
+      name
     )
-  )
+  ).pipe(Config.map((value) => {
+    const list = Option.isNone(value) ? [] : entries(value.value)
+    return list.length === 0 ? undefined : list
+  }))
+
+/** An http(s) origin as browsers send it: scheme, host and port, no path. */
+const isOrigin = (entry: string) => {
+  const url = URL.parse(entry)
+  return url !== null && /^https?:$/.test(url.protocol) && url.pathname === "/" && url.search === "" && url.hash === "" &&
+    url.username === "" && url.password === ""
+}
 
 const PublicUrl = Config.option(
   Config.schema(
@@ -111,9 +129,9 @@ const PublicUrl = Config.option(
 /** The configuration of {@link routes}, read once when the routes are built. */
 export const McpHttpConfig = Config.all({
   /** `MCP_ALLOWED_HOSTS`: `Host` names (any port) or `name:port`, comma-separated; `*` allows any. */
-  allowedHosts: List("MCP_ALLOWED_HOSTS"),
+  allowedHosts: List("MCP_ALLOWED_HOSTS", (entry) => parseHost(entry) !== undefined, "a host name with an optional port, like docs.example.com or docs.example.com:8443"),
   /** `MCP_ALLOWED_ORIGINS`: origins (`https://app.example.com`), comma-separated; `*` allows any. */
-  allowedOrigins: List("MCP_ALLOWED_ORIGINS"),
+  allowedOrigins: List("MCP_ALLOWED_ORIGINS", isOrigin, "an http(s) origin, like https://app.example.com"),
   /** `MCP_PUBLIC_URL`: where clients reach this server (default `http://localhost:<port>`). */
   publicUrl: PublicUrl,
   /** `MCP_MAX_BODY_BYTES` (default 1 MiB): the largest `POST /mcp` body read. */
