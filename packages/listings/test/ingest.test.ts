@@ -138,8 +138,10 @@ layer(TestLayer, { excludeTestServices: true })("ingest", (it) => {
       let outcome = yield* runOnce("csvfeed").pipe(Effect.timeout("30 seconds"))
       assert.isFalse(outcome.ok)
       assert.deepStrictEqual(yield* lastRun("csvfeed"), { ok: false, failure: "malformed" })
-      // whole CSV rows forever: refused at FEED_MAX_BYTES (2 MB here)
-      feeds.set("/csv", endless("Nr;Tytul;Marka\n", "c;Opel Astra;Opel\n".repeat(2000)))
+      // whole CSV rows forever: refused at FEED_MAX_BYTES (2 MB here). Long rows (64 KB, under the field
+      // cap), so the cap comes after ~30 records: with short ones, validating ~100,000 records on a busy
+      // machine outlasted FEED_MAX_DURATION and the run failed as a timeout instead
+      feeds.set("/csv", endless("Nr;Tytul;Marka\n", `c;${"x".repeat(65_536)};Opel\n`))
       outcome = yield* runOnce("csvfeed").pipe(Effect.timeout("30 seconds"))
       assert.isFalse(outcome.ok)
       assert.deepStrictEqual(yield* lastRun("csvfeed"), { ok: false, failure: "malformed" })
