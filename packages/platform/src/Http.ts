@@ -20,7 +20,8 @@
  * - errors are JSON `{code, message, ...}` (see `@svc/schema` Errors.ts); a request that fails to decode
  *   is 400 `invalid_request` naming each bad parameter; an unknown route is a JSON 404; a defect is a 500
  *   `internal_error` whose body names only the request id, while the log line carries the full cause
- *   (a database that cannot be reached is a 503 `service_unavailable` with `Retry-After: 5` instead);
+ *   (a database that cannot be reached or cannot take work now is a 503 `service_unavailable` with
+ *   `Retry-After: 5` instead: DatabaseUnavailable.ts);
  * - `GET /health` answers `{"status":"ok"}` unless the service routes it itself;
  * - each request gets an id (a sane incoming `X-Request-Id`, or a fresh UUID), echoed in `X-Request-Id`
  *   and attached to every log line of the request;
@@ -42,11 +43,11 @@ import {
   UrlParams
 } from "effect/http"
 import { HttpApiBuilder, HttpApiError } from "effect/http-api"
-import { SqlError } from "effect/sql"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import type * as Types from "effect/Types"
 import * as NodeHttp from "node:http"
 import type { Duplex } from "node:stream"
+import { isDatabaseUnavailable } from "./DatabaseUnavailable.ts"
 import { recording, RouteTable } from "./RouteTable.ts"
 import { durationSetting } from "./Settings.ts"
 
@@ -475,11 +476,11 @@ const fromCause = (
       (response): Rendered => [response, response.status >= 500 ? cause : undefined]
     )
   }
-  if (SqlError.isSqlError(error) && error.reason._tag === "ConnectionError") {
-    // Postgres cannot be reached (stopped, restarting, the network): not a bug of the request or of
-    // the code, and over once it is back. The cause is logged like a 500's.
+  if (isDatabaseUnavailable(error)) {
+    // Postgres cannot be reached or cannot take work now (stopped, restarting, out of disk): not a bug
+    // of the request or of the code, and over once it is back. The cause is logged like a 500's.
     return Effect.map(
-      HttpServerRespondable.toResponse(new ServiceUnavailable({ message: "The database cannot be reached: try again shortly" })),
+      HttpServerRespondable.toResponse(new ServiceUnavailable({ message: "The database is unavailable: try again shortly" })),
       (response): Rendered => [HttpServerResponse.setHeader(response, "retry-after", String(DATABASE_RETRY_AFTER_SECONDS)), cause]
     )
   }
@@ -489,7 +490,7 @@ const fromCause = (
   )
 }
 
-/** The `Retry-After` of a 503 for a database that cannot be reached. */
+/** The `Retry-After` of a 503 for a database that is unavailable. */
 const DATABASE_RETRY_AFTER_SECONDS = 5
 
 const clientError = (error: HttpServerRespondable.Respondable): Effect.Effect<Rendered> =>

@@ -42,7 +42,8 @@ const OffersGroup = HttpApiGroup.make("offers").add(
   }),
   HttpApiEndpoint.get("defect", "/defect", { success: Schema.String }),
   HttpApiEndpoint.get("undeclared", "/undeclared", { success: Schema.String }),
-  HttpApiEndpoint.get("databaseDown", "/database-down", { success: Schema.String })
+  HttpApiEndpoint.get("databaseDown", "/database-down", { success: Schema.String }),
+  HttpApiEndpoint.get("databaseRecovering", "/database-recovering", { success: Schema.String })
 )
 
 class TestApi extends HttpApi.make("test").add(OffersGroup).annotateMerge(ApiConventions) {}
@@ -65,6 +66,17 @@ const Handlers = HttpApiBuilder.group(TestApi, "offers", (handlers) =>
       Effect.die(
         new SqlError.SqlError({
           reason: new SqlError.ConnectionError({ cause: new Error("connect ECONNREFUSED 127.0.0.1:5432"), message: "PgConnection: Failed to connect", operation: "connect" })
+        })
+      ))
+    // what the driver makes of a server refusing a session while it recovers from a crash: not a ConnectionError
+    .handle("databaseRecovering", () =>
+      Effect.die(
+        new SqlError.SqlError({
+          reason: new SqlError.UnknownError({
+            cause: Object.assign(new Error("the database system is in recovery mode"), { code: "57P03", severity: "FATAL" }),
+            message: "PgConnection: Failed to connect",
+            operation: "connect"
+          })
         })
       )))
 
@@ -292,13 +304,15 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
         for (const leak of ["SELECT", "/srv", "db.ts", "Error", " at "]) assert.notInclude(text, leak)
       }))
 
-    it.effect("a database that cannot be reached is a 503 with Retry-After, not a 500: nothing of the cause shown", () =>
+    it.effect("a database that cannot be reached, or refuses sessions while it recovers, is a 503 with Retry-After, not a 500: nothing of the cause shown", () =>
       Effect.gen(function*() {
-        const { response, body, text } = yield* request("/database-down")
-        assert.strictEqual(response.status, 503)
-        assert.strictEqual(response.headers.get("retry-after"), "5")
-        assert.deepStrictEqual(body, { code: "service_unavailable", message: "The database cannot be reached: try again shortly" })
-        for (const leak of ["ECONNREFUSED", "5432", "PgConnection"]) assert.notInclude(text, leak)
+        for (const path of ["/database-down", "/database-recovering"]) {
+          const { response, body, text } = yield* request(path)
+          assert.strictEqual(response.status, 503, path)
+          assert.strictEqual(response.headers.get("retry-after"), "5")
+          assert.deepStrictEqual(body, { code: "service_unavailable", message: "The database is unavailable: try again shortly" })
+          for (const leak of ["ECONNREFUSED", "5432", "PgConnection", "recovery"]) assert.notInclude(text, leak)
+        }
       }))
 
     it.effect("a typed domain error answers with its status and {code, message, ...details}", () =>
