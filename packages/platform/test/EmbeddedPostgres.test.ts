@@ -105,6 +105,29 @@ describe("EmbeddedPostgres", () => {
       assert.deepStrictEqual(notes.map((row) => row.note), ["committed before the crash"])
     }), { timeout: 120_000 })
 
+  it.live("a postmaster.pid left by a reboot, whose pid another program now has, does not block the start; that program is left alone", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const port = yield* Effect.scoped(Effect.gen(function*() {
+        const cluster = yield* EmbeddedPostgres.start({ dataDir })
+        yield* query(cluster, "CREATE TABLE kept (note text)")
+        yield* query(cluster, "INSERT INTO kept VALUES ('before the reboot')")
+        return cluster.port
+      }))
+      // what a power loss leaves: the lock file of a cluster that is gone, naming a pid now in use
+      const stranger = spawn("sleep", ["60"], { stdio: "ignore" })
+      yield* Effect.addFinalizer(() => Effect.sync(() => stranger.kill("SIGKILL")))
+      yield* Effect.promise(() =>
+        fs.writeFile(path.join(dataDir, "postmaster.pid"), `${stranger.pid}\n${dataDir}\n1795913000\n${port}\n\n127.0.0.1\n  3205432   2621492\nready   \n`)
+      )
+      const notes = yield* Effect.scoped(Effect.gen(function*() {
+        const cluster = yield* EmbeddedPostgres.start({ dataDir })
+        return yield* query<{ note: string }>(cluster, "SELECT note FROM kept")
+      }))
+      assert.deepStrictEqual(notes.map((row) => row.note), ["before the reboot"])
+      assert.isTrue(isAlive(stranger.pid!), "the program holding the old pid was signalled")
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
   it.live("the password is generated per cluster and is not the library default", () =>
     Effect.gen(function*() {
       const cluster = yield* EmbeddedPostgres.start({ dataDir: yield* tempDataDir })
