@@ -52,11 +52,13 @@ export const migrate = Effect.fn("Migrations.migrate")(function*(service: string
     yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(service)}`
     // Unqualified names in a migration land in the service's schema; `public` keeps extensions visible.
     yield* sql`SET LOCAL search_path TO ${sql(service)}, public`
-    return yield* runMigrator({ loader, table: `${service}.svc_migrations` })
+    const applied = yield* runMigrator({ loader, table: `${service}.svc_migrations` })
+    yield* refuseNewerSchema(service, yield* loader)
+    return applied
   })).pipe(
     Effect.provide(NodeServices.layer),
     Effect.mapError((error) =>
-      new MigrationFailed({
+      error instanceof MigrationFailed ? error : new MigrationFailed({
         service,
         message: error._tag === "MigrationError" && error.kind === "Failed"
           ? `${error.message.replace(/"/g, "")} in ${service}: ${postgresReason(error.cause)}. ` +
@@ -70,6 +72,27 @@ export const migrate = Effect.fn("Migrations.migrate")(function*(service: string
     ? Effect.logDebug(`Migrations of ${service}: up to date`)
     : Effect.logInfo(`Migrations of ${service}: applied ${names.join(", ")}`)
   return names
+})
+
+/**
+ * Fails when the service's schema holds a migration this build does not know: an older svc started
+ * on a database a newer one has migrated. Its statements may call what those migrations replaced or
+ * dropped, so it would fail at run time, request by request (an outside sweep found an older build
+ * starting silently, its `svc migrate` saying "up to date").
+ */
+const refuseNewerSchema = Effect.fnUntraced(function*(service: string, known: ReadonlyArray<Migrator.ResolvedMigration>) {
+  const sql = yield* SqlClient.SqlClient
+  const [latest] = yield* sql<{ readonly migration_id: number; readonly name: string }>`
+    SELECT migration_id, name FROM ${sql(service)}.svc_migrations ORDER BY migration_id DESC LIMIT 1`.withoutTransform
+  const newest = known.reduce((max, [id]) => Math.max(max, id), 0)
+  if (latest === undefined || latest.migration_id <= newest) return
+  const label = (id: number, name: string) => `${String(id).padStart(4, "0")}_${name}`
+  return yield* new MigrationFailed({
+    service,
+    message: `The ${service} schema is at migration ${label(latest.migration_id, latest.name)}, newer than this build of svc knows ` +
+      `(its newest is ${newest === 0 ? "none" : label(newest, known.find(([id]) => id === newest)![1])}): ` +
+      "a newer svc has run on this database. Start that version, or point this one at another database."
+  })
 })
 
 /** Migrate the given services (default: every folder under `migrations/`) in order. */

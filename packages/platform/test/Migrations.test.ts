@@ -56,6 +56,20 @@ describe("Migrations", () => {
         assert.strictEqual(recorded.length, 2)
       }))
 
+    it.effect("an older build on a schema a newer one migrated is refused, naming both migrations, and changes nothing", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* Migrations.migrate("downgraded", fixtures("good"))
+        yield* sql`INSERT INTO downgraded.things (name, colour) VALUES ('kept', 'red')`
+        // "older": the same first migration (a link to good's), not the second
+        const error = yield* Effect.flip(Migrations.migrate("downgraded", fixtures("older")))
+        assert.strictEqual(error._tag, "MigrationFailed")
+        assert.include(error.message, "is at migration 0002_add_colour, newer than this build of svc knows (its newest is 0001_create_things)")
+        const rows = yield* sql<{ name: string; colour: string }>`SELECT name, colour FROM downgraded.things`
+        assert.deepStrictEqual(rows.map((row) => [row.name, row.colour]), [["kept", "red"]])
+        assert.deepStrictEqual(yield* Migrations.migrate("downgraded", fixtures("good")), [])
+      }))
+
     it.effect("concurrent runs of one service's migrations apply each migration exactly once", () =>
       Effect.gen(function*() {
         const results = yield* Effect.all(
