@@ -187,7 +187,14 @@ interface Credentials {
 export const readCredentials = (dataDir: string) =>
   Effect.tryPromise({
     try: async () => JSON.parse(await fs.readFile(path.join(dataDir, CREDENTIALS_FILE), "utf8")) as Credentials,
-    catch: fail(`The embedded Postgres credentials file is missing from ${path.basename(dataDir)}`)
+    catch: (cause) =>
+      new EmbeddedPostgresError({
+        message: `The embedded Postgres credentials file ${path.join(dataDir, CREDENTIALS_FILE)} ${
+          (cause as NodeJS.ErrnoException).code === "ENOENT" ? "is missing" : "cannot be read"
+        }: a cluster without it cannot be used. If another svc is creating this folder now, start again once it is up; ` +
+          "otherwise move the folder away to start afresh (EMBEDDED_POSTGRES_DIR)",
+        cause
+      })
   })
 
 /** Written whole to a temporary file and renamed, so a reader never sees half of it. */
@@ -252,6 +259,18 @@ const stopServer = (pid: number, watchdogPid: number | undefined) =>
     )
   })
 
+/**
+ * The last FATAL or PANIC line of the Postgres log, as ": <line>" ("" when there is none): why the
+ * server stopped (`could not create lock file "postmaster.pid": Permission denied`, `could not locate
+ * a valid checkpoint record`) belongs in the one line a failed start prints, not only in the log.
+ */
+const lastComplaint = (logFile: string) =>
+  Effect.promise(async () => {
+    const text = await fs.readFile(logFile, "utf8").catch(() => "")
+    const line = text.slice(-16_384).split("\n").reverse().find((candidate) => /\b(FATAL|PANIC):/.test(candidate))
+    return line === undefined ? "" : `: ${line.replace(/^.*?\b(FATAL|PANIC):\s*/, "").slice(0, 300)}`
+  })
+
 const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   dataDir: string,
   port: number,
@@ -293,14 +312,14 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   // until then refuses sessions with 57P03 ("the database system is starting up").
   yield* awaitReady(url, { retryRefused: true, keepTrying: () => exited.code === null }).pipe(
     Effect.catch((error) =>
-      Effect.fail(
-        new EmbeddedPostgresError({
+      Effect.gen(function*() {
+        return yield* new EmbeddedPostgresError({
           message: exited.code !== null
-            ? `Postgres exited during start-up; see ${logFile}`
-            : `Postgres did not answer a query within 60 seconds of its start (${postgresReason(error)}); see ${logFile}`,
+            ? `Postgres exited during start-up${yield* lastComplaint(logFile)}; see ${logFile}`
+            : `Postgres did not answer a query after its start (${postgresReason(error)}); see ${logFile}`,
           cause: error
         })
-      )
+      })
     ),
     // Don't leave a half-started server behind.
     Effect.tapError(() => Effect.sync(() => exited.code === null && child.pid !== undefined && process.kill(child.pid, "SIGQUIT")))

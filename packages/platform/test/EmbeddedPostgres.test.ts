@@ -128,6 +128,19 @@ describe("EmbeddedPostgres", () => {
       assert.isTrue(isAlive(stranger.pid!), "the program holding the old pid was signalled")
     }).pipe(Effect.scoped), { timeout: 120_000 })
 
+  it.live("a cluster Postgres refuses to start says why in the error (the log's FATAL or PANIC line), not only in the log", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      yield* Effect.scoped(EmbeddedPostgres.start({ dataDir }))
+      // a WAL folder emptied by hand: the server cannot find its last checkpoint
+      const wal = path.join(dataDir, "pg_wal")
+      for (const file of yield* Effect.promise(() => fs.readdir(wal))) {
+        if (/^[0-9A-F]{24}$/.test(file)) yield* Effect.promise(() => fs.rm(path.join(wal, file)))
+      }
+      const error = yield* Effect.flip(Effect.scoped(EmbeddedPostgres.start({ dataDir })))
+      assert.match(error.message, /^Postgres exited during start-up: could not locate a valid checkpoint record.*; see .*\.log$/)
+    }), { timeout: 120_000 })
+
   it.live("the password is generated per cluster and is not the library default", () =>
     Effect.gen(function*() {
       const cluster = yield* EmbeddedPostgres.start({ dataDir: yield* tempDataDir })
