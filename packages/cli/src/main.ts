@@ -46,7 +46,7 @@ const dbUrl = Command.make(
   Effect.fn(function*() {
     const external = yield* Settings.DatabaseUrl
     if (Option.isSome(external)) return yield* Console.log(Redacted.value(external.value))
-    const dataDir = yield* Config.String("EMBEDDED_POSTGRES_DIR").pipe(Config.withDefault(".data/postgres"))
+    const dataDir = yield* Settings.EmbeddedPostgresDir
     const port = yield* Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.option)
     const url = yield* EmbeddedPostgres.storedUrl(dataDir, { port: Option.getOrUndefined(port) })
     yield* Console.log(Redacted.value(url))

@@ -116,7 +116,7 @@ export class ImageStore extends Context.Service<ImageStore, {
   static readonly layerLocal: Layer.Layer<ImageStore, ObjectStorageError | Config.ConfigError> = Layer.effect(
     ImageStore,
     Effect.gen(function*() {
-      const root = yield* Config.String("OBJECT_STORAGE_DIR").pipe(Config.withDefault(".data/object-storage"))
+      const root = yield* Settings.ObjectStorageDir
       const backend = yield* Config.Literals(["auto", "radosgw", "s3rver"], "OBJECT_STORAGE_BACKEND").pipe(
         Config.withDefault("auto" as const)
       )

@@ -7,7 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.ts"
 import { awaitReady } from "./PostgresReady.ts"
-import { DatabaseUrl, intSetting } from "./Settings.ts"
+import { DatabaseUrl, EmbeddedPostgresDir, intSetting } from "./Settings.ts"
 
 export class Database extends Context.Service<Database, {
   readonly url: Redacted.Redacted<string>
@@ -26,7 +26,7 @@ export class Database extends Context.Service<Database, {
         yield* awaitReady(external.value).pipe(Effect.ignore)
         return Database.of({ url: external.value, embedded: Option.none() })
       }
-      const dataDir = yield* Config.String("EMBEDDED_POSTGRES_DIR").pipe(Config.withDefault(".data/postgres"))
+      const dataDir = yield* EmbeddedPostgresDir
       const port = yield* Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.withDefault(0))
       const cluster = yield* EmbeddedPostgres.start({ dataDir, port })
       yield* Effect.annotateCurrentSpan("database.embedded", true)

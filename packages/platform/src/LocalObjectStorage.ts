@@ -17,7 +17,7 @@
  */
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3"
 import { NodeServices } from "@effect/platform-node"
-import { Config, Context, Effect, Layer, Redacted, Schema, Stream } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { accessSync, constants as fsConstants } from "node:fs"
@@ -25,6 +25,7 @@ import { createRequire } from "node:module"
 import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
 import { makeDirectory } from "./Directory.ts"
+import { DatabaseUrl, EmbeddedPostgresDir, ObjectStorageDir } from "./Settings.ts"
 
 /** Which server answers: the real radosgw, or the s3rver fallback (no signatures, no conditional writes). */
 export type ObjectStorageBackend = "radosgw" | "s3rver"
@@ -226,12 +227,34 @@ export const radosgwInstalled = (): boolean => ["radosgw", "ceph-mon", "ceph-osd
  * Starts local object storage in `dir` for the lifetime of the scope. `backend`: `"auto"` (radosgw when
  * installed, else s3rver with a warning), `"radosgw"` (fail if it is missing) or `"s3rver"`.
  */
+/**
+ * Refuses an instance folder inside the embedded Postgres's data folder or around it: a start wipes
+ * the instance folder's `log/` (Postgres's log folder too) and writes a Ceph cluster into it (an
+ * outside sweep found both accepted silently).
+ */
+const apartFromPostgres = (dir: string) =>
+  Effect.gen(function*() {
+    if (Option.isSome(yield* DatabaseUrl)) return
+    const postgres = NodePath.resolve(yield* EmbeddedPostgresDir)
+    const within = (outer: string, inner: string) => {
+      const relative = NodePath.relative(outer, inner)
+      return !relative.startsWith("..") && !NodePath.isAbsolute(relative)
+    }
+    if (within(postgres, dir) || within(dir, postgres)) {
+      return yield* new ObjectStorageError({
+        message: `the object storage folder ${dir} and the embedded Postgres's ${postgres} overlap: ` +
+          "give OBJECT_STORAGE_DIR and EMBEDDED_POSTGRES_DIR folders apart"
+      })
+    }
+  }).pipe(Effect.catchTag("ConfigError", (error) => Effect.fail(new ObjectStorageError({ message: error.message }))))
+
 export const startObjectStorage = (options: {
   readonly dir: string
   readonly backend?: ObjectStorageBackend | "auto" | undefined
 }): Effect.Effect<ObjectStorageInfo, ObjectStorageError, ChildProcessSpawner.ChildProcessSpawner | Scope.Scope> =>
   Effect.gen(function*() {
     const dir = NodePath.resolve(options.dir)
+    yield* apartFromPostgres(dir)
     const wanted = options.backend ?? "auto"
     if (wanted === "s3rver") return yield* startS3rver(dir, "OBJECT_STORAGE_BACKEND=s3rver")
     if (!radosgwInstalled()) {
@@ -320,7 +343,7 @@ export class LocalObjectStorage extends Context.Service<LocalObjectStorage, {
   static readonly layer: Layer.Layer<LocalObjectStorage, ObjectStorageError | Config.ConfigError> = Layer.effect(
     LocalObjectStorage,
     Effect.gen(function*() {
-      const dir = yield* Config.String("OBJECT_STORAGE_DIR").pipe(Config.withDefault(".data/object-storage"))
+      const dir = yield* ObjectStorageDir
       const backend = yield* Config.Literals(["auto", "radosgw", "s3rver"], "OBJECT_STORAGE_BACKEND").pipe(
         Config.withDefault("auto" as const)
       )

@@ -77,3 +77,12 @@ export const DatabaseUrl: Config.Config<Option.Option<Redacted.Redacted<string>>
       }))
   })
 )
+
+/** `EMBEDDED_POSTGRES_DIR`: the embedded cluster's data folder (relative to the working directory). */
+export const EmbeddedPostgresDir = Config.String("EMBEDDED_POSTGRES_DIR").pipe(Config.withDefault(".data/postgres"))
+
+/**
+ * `OBJECT_STORAGE_DIR`: the folder under which each service's local object storage keeps its
+ * instance (`<dir>/listings`, `<dir>/uploads`; relative to the working directory).
+ */
+export const ObjectStorageDir = Config.String("OBJECT_STORAGE_DIR").pipe(Config.withDefault(".data/object-storage"))

@@ -252,6 +252,20 @@ describe("scripts/object-storage.sh", () => {
     }).pipe(Effect.provide(NodeServices.layer)))
 })
 
+describe("startObjectStorage", () => {
+  it.effect("refuses a folder inside the embedded Postgres's data folder, or around it, naming both settings", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir("svc-test-s3-overlap-")
+      const postgres = path.join(root, "pg")
+      const embedded = ConfigProvider.layer(ConfigProvider.fromEnvRecord({ EMBEDDED_POSTGRES_DIR: postgres }))
+      for (const dir of [path.join(postgres, "objects"), postgres, root]) {
+        const error = yield* Effect.flip(Effect.scoped(startObjectStorage({ dir })).pipe(Effect.provide(embedded)))
+        assert.include(error.message, "OBJECT_STORAGE_DIR and EMBEDDED_POSTGRES_DIR", dir)
+      }
+      assert.isFalse(existsSync(path.join(postgres, "objects")), "something was written into the Postgres folder")
+    }).pipe(Effect.provide(NodeServices.layer)))
+})
+
 describe("LocalObjectStorage.layer", () => {
   // live clock: the layer bounds start and stop with real timeouts
   it.live.skipIf(radosgwOnly)("starts an instance in OBJECT_STORAGE_DIR and stops it on release", () =>

@@ -22,7 +22,7 @@
  *
  * @module
  */
-import { LocalObjectStorage, serve } from "@svc/platform"
+import { LocalObjectStorage, serve, Settings } from "@svc/platform"
 import { Config, ConfigProvider, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
@@ -153,7 +153,7 @@ const list = (text: string) => text.split(",").map((s) => s.trim()).filter((s) =
  * listings service does with `.../listings`).
  */
 const localStorage = Layer.unwrap(Effect.gen(function*() {
-  const root = yield* Config.String("OBJECT_STORAGE_DIR").pipe(Config.withDefault(".data/object-storage"))
+  const root = yield* Settings.ObjectStorageDir
   const backend = yield* Config.String("OBJECT_STORAGE_BACKEND").pipe(Config.withDefault("auto"))
   return LocalObjectStorage.layer.pipe(
     Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({
