@@ -28,7 +28,8 @@
 # started it with OBJECT_STORAGE_OWNER_PID has not ended) shares it: it prints that instance's endpoint JSON
 # and exits 10, and the caller must not stop it (a second `svc start` on the same data folder, as it shares
 # the embedded Postgres). An instance without a live owner (left by a killed process) is stopped first
-# and started afresh.
+# and started afresh. Starts on one <dir> run one at a time (a lock on <dir>/.start.lock): of two at the
+# same moment, the second waits for the first and then shares its instance.
 #
 # radosgw (Ceph 16 "pacific" on Debian 12) enforces SigV4 (header and presigned query), conditional
 # writes (If-None-Match: * / If-Match on PUT), multipart uploads, bucket CORS. STS is enabled too
@@ -406,7 +407,16 @@ do_start() {
 }
 
 case "$CMD" in
-  start) do_start ;;
+  start)
+    # One start at a time per folder: two `svc start`s a moment apart both found no instance, both
+    # started one in the same folder, and both failed (an outside sweep). The second now waits, then
+    # shares the first's instance (exit 10). The daemons inherit the lock's descriptor, so it is
+    # released explicitly on the way out, not by this script's exit.
+    exec 9>"$D/.start.lock"
+    flock -w $((START_TIMEOUT * 3)) 9 || die "another start in $D did not finish within $((START_TIMEOUT * 3)) s"
+    trap 'flock -u 9' EXIT
+    do_start
+    ;;
   stop) do_stop ;;
   status) do_status ;;
 esac

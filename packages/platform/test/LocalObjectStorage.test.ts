@@ -321,6 +321,22 @@ describe("two processes on one folder", () => {
       assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 1, "the first's release stopped it")
     }).pipe(Effect.provide(NodeServices.layer)), 120_000)
 
+  it.live.skipIf(radosgwOnly)("two starts on one folder at the same moment: one starts the instance, the other waits and shares it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3-race-")
+      yield* Effect.addFinalizer(() => Effect.ignore(runObjectStorageScript("stop", dir)))
+      const owner = spawn("sleep", ["60"], { stdio: "ignore" })
+      yield* Effect.addFinalizer(() => Effect.sync(() => owner.kill("SIGKILL")))
+      const [a, b] = yield* Effect.all(
+        [runObjectStorageScript("start", dir, { ownerPid: owner.pid }), runObjectStorageScript("start", dir, { ownerPid: owner.pid })],
+        { concurrency: 2 }
+      )
+      assert.deepStrictEqual([a.exitCode, b.exitCode].sort(), [0, 10], `${a.stderr}\n${b.stderr}`)
+      const endpoint = (stdout: string) => (JSON.parse(stdout.trim().split("\n").pop()!) as ObjectStorageInfo).endpoint
+      assert.strictEqual(endpoint(a.stdout), endpoint(b.stdout))
+      assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 0)
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 120_000)
+
   it.live.skipIf(radosgwOnly)("an instance whose owner was killed is not shared: the next start starts afresh", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-test-s3-orphan-")
