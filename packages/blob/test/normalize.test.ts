@@ -4,7 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Bucket } from "../src/server/Bucket.ts"
+import * as net from "node:net"
+import { Bucket, makeBucketUnsafe } from "../src/server/Bucket.ts"
 import type { BucketApi } from "../src/server/Bucket.ts"
 import type { RetryOptions } from "../src/server/retry.ts"
 import { formatBlobToken } from "../src/server/token.ts"
@@ -105,6 +106,38 @@ describe("storage error normalization (scripted S3)", () => {
       assert.strictEqual(error.status, 502)
       assert.match(error.message, /could not be reached/)
     }))
+
+  it.live("a store that accepts and then says nothing fails the call after storageTimeout of silence, request_failed 502", () =>
+    Effect.gen(function*() {
+      const silent = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const sockets = new Set<net.Socket>()
+          const server = net.createServer((socket) => {
+            sockets.add(socket)
+            socket.resume() // reads the request, never answers
+          })
+          await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+          return { server, sockets, port: (server.address() as net.AddressInfo).port }
+        }),
+        ({ server, sockets }) => Effect.sync(() => {
+          for (const socket of sockets) socket.destroy()
+          server.close()
+        })
+      )
+      const bucket = yield* Bucket.make({
+        token: formatBlobToken({ endpoint: `http://127.0.0.1:${silent.port}`, bucket: "scripted", accessKeyId: "A", secretAccessKey: SECRET }),
+        retry: { times: 0 },
+        storageTimeout: "300 millis"
+      })
+      const started = Date.now()
+      const error = yield* Effect.flip(bucket.info("k").pipe(Effect.timeout("10 seconds")))
+      assert.instanceOf(error, BlobError)
+      assert.strictEqual((error as BlobError).code, "request_failed")
+      assert.match((error as BlobError).message, /could not be reached \(TimeoutError\)/)
+      assert.isBelow(Date.now() - started, 5_000)
+      const token = formatBlobToken({ endpoint: "http://127.0.0.1:1", bucket: "scripted", accessKeyId: "A", secretAccessKey: SECRET })
+      assert.throws(() => makeBucketUnsafe({ token, storageTimeout: "0 seconds" }), TypeError, /storageTimeout/)
+    }).pipe(Effect.scoped))
 
   it.live("a suspended account is unauthorized with the notice on cause", () =>
     Effect.gen(function*() {

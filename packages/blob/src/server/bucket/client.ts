@@ -58,6 +58,8 @@ export const makeS3Context = (options: BucketOptions): S3Context => {
   if (!Number.isFinite(mintBackoffThreshold) || mintBackoffThreshold < 0) {
     throw new TypeError("mintBackoffThreshold must be a number of seconds >= 0")
   }
+  const idleMs = Duration.toMillis(Duration.fromInputUnsafe(options.storageTimeout ?? "60 seconds"))
+  if (!(idleMs > 0) || !Number.isFinite(idleMs)) throw new TypeError("storageTimeout must be a duration longer than 0")
   const credentialOptions = { refreshBeforeMs, mintBackoffThreshold, retry: policy }
   const Bucket = token.bucket
 
@@ -72,6 +74,8 @@ export const makeS3Context = (options: BucketOptions): S3Context => {
       region: token.region,
       forcePathStyle: token.forcePathStyle,
       maxAttempts: 1, // retries are ours (Schedule), and never for non-idempotent verbs
+      // an idle bound, not a total one: a large transfer that keeps moving is never cut
+      requestHandler: { connectionTimeout: Math.min(idleMs, 10_000), socketTimeout: idleMs },
       // radosgw (and other stores) refuse aws-chunked uploads with trailing checksums: 411
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",

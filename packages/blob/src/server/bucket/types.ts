@@ -174,6 +174,12 @@ export interface BucketOptions {
   readonly refreshBeforeExpiry?: Duration.Input | undefined
   /** a credential-service backoff longer than this many seconds is mint_backoff (default 10) */
   readonly mintBackoffThreshold?: number | undefined
+  /**
+   * a storage call that sends and receives nothing for this long fails as `request_failed` (default
+   * 60 seconds; connecting has at most 10 of them): a stalled store otherwise held every call, and the
+   * request behind it, for ever
+   */
+  readonly storageTimeout?: Duration.Input | undefined
 }
 
 /** The verbs. Every failure is a BlobError. */
