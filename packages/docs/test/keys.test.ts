@@ -315,7 +315,11 @@ layer(
       const callWith = yield* mcpQueryDocs
       const throttled = yield* callWith({})
       assert.isTrue(throttled.isError)
-      assert.match(textOf(throttled), /rate limiting these requests \(429\); try again in \d+ seconds\. An API key raises/)
+      assert.match(textOf(throttled), /rate limiting these requests \(429\); try again in \d+ seconds?\. An API key raises/)
+      // with the exhausted key, it says the key's limit is used, not that a key would help
+      const keyThrottled = yield* callWith({ authorization: `Bearer ${key}` })
+      assert.isTrue(keyThrottled.isError)
+      assert.match(textOf(keyThrottled), /rate limiting these requests \(429\); try again in \d+ seconds?\. This API key has used its limit\.$/)
     }).pipe(Effect.scoped))
 })
 

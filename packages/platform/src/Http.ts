@@ -439,8 +439,10 @@ const fromCause = (
       if (unreadable !== undefined) {
         return clientError(new InvalidRequest({ issues: [{ in: "path", parameter: "", problem: unreadable }] }))
       }
-      // A path routed for other methods: 405 naming them (`Allow`), or for OPTIONS the list itself.
-      const allowed = routes.allowed(request.url)
+      // A path routed for other methods: 405 naming them (`Allow`), or for OPTIONS the list itself; the
+      // liveness answer above counts as a route.
+      const routed = routes.allowed(request.url)
+      const allowed = routed.length === 0 && path === "/health" ? ["GET", "HEAD"] : routed
       if (allowed.length > 0) {
         const allow = allowed.join(", ")
         return Effect.succeed([

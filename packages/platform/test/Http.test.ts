@@ -128,11 +128,17 @@ const postJson = (path: string, body: string) =>
 
 for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process", InProcessClient]] as const) {
   layer(ClientLayer)(name, (it) => {
-    it.effect("GET /health is 200 {status: ok}", () =>
+    it.effect("GET /health is 200 {status: ok}; another method is 405 naming GET and HEAD, like any routed path", () =>
       Effect.gen(function*() {
         const { response, body } = yield* request("/health")
         assert.strictEqual(response.status, 200)
         assert.deepStrictEqual(body, { status: "ok" })
+        const deleted = yield* request("/health", { method: "DELETE" })
+        assert.strictEqual(deleted.response.status, 405)
+        assert.strictEqual(deleted.response.headers.get("allow"), "GET, HEAD")
+        const options = yield* request("/health", { method: "OPTIONS" })
+        assert.strictEqual(options.response.status, 204)
+        assert.strictEqual(options.response.headers.get("allow"), "GET, HEAD")
       }))
 
     it.effect("serves the API and its OpenAPI document", () =>

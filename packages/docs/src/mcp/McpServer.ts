@@ -213,7 +213,7 @@ const text = (body: string, isError = false): CallToolResult => ({
 })
 
 /** A sentence for the agent about a failed API call. */
-export const describeFailure = (failure: DocsApiFailure, libraryId?: string): string => {
+export const describeFailure = (failure: DocsApiFailure, libraryId?: string, keyed = false): string => {
   switch (failure.kind) {
     case "bad_request":
       return `The documentation service refused the request (${failure.status ?? 400}): ${failure.message}. ` +
@@ -228,8 +228,8 @@ export const describeFailure = (failure: DocsApiFailure, libraryId?: string): st
         : `No library has the ID ${libraryId} (404). Call resolve-library-id to find the right ID.`
     case "rate_limited":
       return `The documentation service is rate limiting these requests (429)${
-        failure.retryAfter === undefined ? "" : `; try again in ${failure.retryAfter} seconds`
-      }. An API key raises the limits.`
+        failure.retryAfter === undefined ? "" : `; try again in ${failure.retryAfter} second${failure.retryAfter === 1 ? "" : "s"}`
+      }. ${keyed ? "This API key has used its limit." : "An API key raises the limits."}`
     case "timeout":
       return `${failure.message}. Try again, or ask a narrower question.`
     case "unavailable":
@@ -264,7 +264,11 @@ const resolveLibraryId = (args: { readonly query: string; readonly libraryName: 
       `Libraries matching "${args.libraryName}", best first. Pass the chosen Library ID to query-docs ` +
         "(append /<version> for one of the listed versions).\n\n" + results.map(describeLibrary).join("\n\n")
     )
-  }).pipe(Effect.catchTag("DocsApiFailure", (failure) => Effect.succeed(text(describeFailure(failure), true))))
+  }).pipe(Effect.catchTag("DocsApiFailure", (failure) => answerFailure(failure)))
+
+/** A failed API call as the tool's error result, said for the caller (with or without an API key). */
+const answerFailure = (failure: DocsApiFailure, libraryId?: string) =>
+  Effect.map(CallerApiKey, (key) => text(describeFailure(failure, libraryId, key !== undefined), true))
 
 const queryDocs = (args: {
   readonly libraryId: string
@@ -300,7 +304,7 @@ const queryDocs = (args: {
     }
     return text(answer.text)
   }).pipe(
-    Effect.catchTag("DocsApiFailure", (failure) => Effect.succeed(text(describeFailure(failure, args.libraryId), true)))
+    Effect.catchTag("DocsApiFailure", (failure) => answerFailure(failure, args.libraryId))
   )
 
 /** Runs one `tools/call`: aliases → validation → the tool (`get-library-docs` runs query-docs). */
