@@ -200,6 +200,10 @@ on_error() { # runs inside the start attempt's subshell: show the relevant logs,
   local rc=$? line=$1 f
   trap - ERR
   log "start failed (exit $rc at line $line)"
+  # the one cause worth a line of its own: the daemons' logs bury it under statistics
+  if [ -n "$(df -P "$D" 2>/dev/null | awk 'NR == 2 && $4 < 65536')" ] || grep -qs "No space left on device" $STEP_LOG; then
+    log "the disk holding $D is full: free some space or choose another folder (OBJECT_STORAGE_DIR)"
+  fi
   for f in $STEP_LOG; do
     if [ -s "$f" ]; then
       log "---- last lines of $f ----"

@@ -148,7 +148,7 @@ const startRadosgw = (dir: string): Effect.Effect<
       if (!owned) yield* Effect.logInfo(`Local object storage in ${dir} is shared with the process that started it`)
       if (owned && result.exitCode !== 0) {
         return yield* new ObjectStorageError({
-          message: `object-storage.sh start ${dir} failed (exit ${result.exitCode}):\n${lastLines(result.stderr, 40)}`
+          message: `object-storage.sh start ${dir} (OBJECT_STORAGE_DIR) failed (exit ${result.exitCode}):\n${lastLines(result.stderr, 40)}`
         })
       }
       const lastLine = result.stdout.trim().split("\n").pop() ?? ""
