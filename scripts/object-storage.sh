@@ -57,6 +57,18 @@ usage() {
 CMD=${1:-}
 [ $# -eq 2 ] || usage
 case "$CMD" in start | stop | status) ;; *) usage ;; esac
+# Ceph's configuration parser aborts (an assertion in boost::spirit) on a byte outside ASCII in a path,
+# and reads `#`, `;`, `$` and `\` in one as its own syntax: only plain characters, checked before anything
+# is created.
+ceph_readable() {
+  local LC_ALL=C
+  [[ $1 != *[!A-Za-z0-9._/@+=,:~\ -]* ]]
+}
+if [ "$CMD" = start ]; then
+  asked=$2
+  [[ $asked == /* ]] || asked=$PWD/$asked
+  ceph_readable "$asked" || die "the folder's path $asked holds characters Ceph cannot read (only letters, digits, spaces and ._/@+=,:~- are safe): choose another (OBJECT_STORAGE_DIR)"
+fi
 if [ ! -d "$2" ]; then
   case "$CMD" in
     start) mkdir -p "$2" ;;
@@ -65,10 +77,8 @@ if [ ! -d "$2" ]; then
   esac
 fi
 D=$(cd "$2" && pwd -P)
-# Ceph's configuration parser aborts (an assertion in boost::spirit) on a byte outside ASCII in a path.
-if [ "$CMD" = start ] && LC_ALL=C grep -q '[^ -~]' <<<"$D"; then
-  die "the folder's path $D holds characters other than printable ASCII, which Ceph cannot read: choose another (OBJECT_STORAGE_DIR)"
-fi
+[ "$CMD" != start ] || ceph_readable "$D" ||
+  die "the folder's path $D holds characters Ceph cannot read (only letters, digits, spaces and ._/@+=,:~- are safe): choose another (OBJECT_STORAGE_DIR)"
 RUN=$D/run
 LOGDIR=$D/log
 CONF=$D/ceph.conf
@@ -195,16 +205,18 @@ do_status() {
 
 # --- start ---------------------------------------------------------------------------------------------
 
-STEP_LOG=""
+STEP_LOG=()
 on_error() { # runs inside the start attempt's subshell: show the relevant logs, the caller cleans up
   local rc=$? line=$1 f
   trap - ERR
   log "start failed (exit $rc at line $line)"
   # the one cause worth a line of its own: the daemons' logs bury it under statistics
-  if [ -n "$(df -P "$D" 2>/dev/null | awk 'NR == 2 && $4 < 65536')" ] || grep -qs "No space left on device" $STEP_LOG; then
+  if grep -qs "No space left on device" "${STEP_LOG[@]}" /dev/null; then
     log "the disk holding $D is full: free some space or choose another folder (OBJECT_STORAGE_DIR)"
+  elif [ -n "$(df -P "$D" 2>/dev/null | awk 'NR == 2 && $4 < 65536')" ]; then
+    log "the disk holding $D has less than 64 MB free, which may be why: free some space or choose another folder (OBJECT_STORAGE_DIR)"
   fi
-  for f in $STEP_LOG; do
+  for f in "${STEP_LOG[@]}"; do
     if [ -s "$f" ]; then
       log "---- last lines of $f ----"
       tail -n 30 "$f" >&2 || true
@@ -282,7 +294,7 @@ EOF
 }
 
 start_once() {
-  STEP_LOG=""
+  STEP_LOG=()
   rm -rf "$D/mon" "$D/osd" "$D/rgw" "$RUN" "$LOGDIR" "$CONF" "$D/keyring" "$D/monmap" "$D/endpoint.json"
   mkdir -p "$D/mon/a" "$D/osd/0" "$D/rgw" "$RUN" "$LOGDIR"
 
@@ -294,14 +306,14 @@ start_once() {
   local C=(-c "$CONF")
 
   log "mon on 127.0.0.1:$MON_PORT, radosgw on 127.0.0.1:$RGW_PORT, dir $D"
-  STEP_LOG="$LOGDIR/mon.a.log $LOGDIR/mon.out"
+  STEP_LOG=("$LOGDIR/mon.a.log" "$LOGDIR/mon.out")
   timeout 30 ceph-authtool --create-keyring "$D/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
   timeout 30 monmaptool --create --addv a "[v2:127.0.0.1:$MON_PORT]" --fsid "$FSID" "$D/monmap" >/dev/null
   timeout 60 ceph-mon "${C[@]}" --mkfs -i a --monmap "$D/monmap" --keyring "$D/keyring" </dev/null >>"$LOGDIR/mon.out" 2>&1
   timeout 30 ceph-mon "${C[@]}" -i a </dev/null >>"$LOGDIR/mon.out" 2>&1 # daemonizes, pid in run/mon.pid
   pid_of mon >/dev/null
 
-  STEP_LOG="$LOGDIR/osd.0.log $LOGDIR/osd.out $LOGDIR/mon.a.log"
+  STEP_LOG=("$LOGDIR/osd.0.log" "$LOGDIR/osd.out" "$LOGDIR/mon.a.log")
   local osd_uuid
   osd_uuid=$(new_uuid)
   timeout 60 ceph "${C[@]}" --connect-timeout 50 osd new "$osd_uuid" >/dev/null 2>>"$LOGDIR/osd.out"
@@ -309,7 +321,7 @@ start_once() {
   timeout 30 ceph-osd "${C[@]}" -i 0 </dev/null >>"$LOGDIR/osd.out" 2>&1 # daemonizes, pid in run/osd.pid
   pid_of osd >/dev/null
 
-  STEP_LOG="$LOGDIR/client.rgw.a.log $LOGDIR/rgw.out"
+  STEP_LOG=("$LOGDIR/client.rgw.a.log" "$LOGDIR/rgw.out")
   timeout 30 radosgw "${C[@]}" -n client.rgw.a </dev/null >>"$LOGDIR/rgw.out" 2>&1 # daemonizes, pid in run/rgw.pid
   local i rgw_pid
   # radosgw daemonizes with daemon(3) (unlike mon/osd, its parent does not wait for the child), so its
@@ -349,7 +361,7 @@ start_watchdog() {
     while [ -d "/proc/$1" ]; do sleep 2; done
     exec "$2" stop "$3"
   ' object-storage-watchdog "$owner" "$(cd "$(dirname "$0")" && pwd -P)/$(basename "$0")" "$D" \
-    </dev/null >>"$LOGDIR/watchdog.out" 2>&1 &
+    </dev/null >>"$LOGDIR/watchdog.out" 2>&1 9>&- &
   local i
   for ((i = 0; i < 50; i++)); do [ -s "$RUN/watchdog.pid" ] && break; sleep 0.1; done
 }
@@ -363,11 +375,19 @@ do_start() {
     log "not installed: ${missing[*]} (run scripts/install-object-storage.sh as root)"
     exit 3
   fi
-  local owner
-  if owner=$(live_owner) && do_status >/dev/null 2>&1; then
-    log "an instance is already running in $D for process $owner: sharing it"
-    endpoint_json
-    exit 10
+  local owner i
+  if owner=$(live_owner); then
+    # a live owner's instance whose daemons all run is shared, given time to answer (a busy machine
+    # can keep radosgw from answering within one status probe), never stopped under its owner
+    for ((i = 0; i < 20; i++)); do
+      if do_status >/dev/null 2>&1; then
+        log "an instance is already running in $D for process $owner: sharing it"
+        endpoint_json
+        exit 10
+      fi
+      pid_of mon >/dev/null && pid_of osd >/dev/null && pid_of rgw >/dev/null || break
+      sleep 1
+    done
   fi
   if pid_of mon >/dev/null || pid_of osd >/dev/null || pid_of rgw >/dev/null; then
     log "an instance is already running in $D: stopping it first"
@@ -384,7 +404,7 @@ do_start() {
       set -e
       trap 'on_error $LINENO' ERR
       start_once
-    )
+    ) 9>&- # the daemons it starts must not hold the start lock
     rc=$?
     set -e
     [ "$rc" -eq 0 ] && break
@@ -414,11 +434,10 @@ case "$CMD" in
   start)
     # One start at a time per folder: two `svc start`s a moment apart both found no instance, both
     # started one in the same folder, and both failed (an outside sweep). The second now waits, then
-    # shares the first's instance (exit 10). The daemons inherit the lock's descriptor, so it is
-    # released explicitly on the way out, not by this script's exit.
+    # shares the first's instance (exit 10). Only this script holds the lock's descriptor (the daemons
+    # and the watchdog are started without it), so any end of it, a kill -9 too, releases the lock.
     exec 9>"$D/.start.lock"
     flock -w $((START_TIMEOUT * 3)) 9 || die "another start in $D did not finish within $((START_TIMEOUT * 3)) s"
-    trap 'flock -u 9' EXIT
     do_start
     ;;
   stop) do_stop ;;

@@ -241,14 +241,17 @@ describe("scripts/object-storage.sh", () => {
       assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 1)
     }).pipe(Effect.provide(NodeServices.layer)))
 
-  it.effect("start refuses a folder whose path is not printable ASCII, naming the setting (Ceph aborts on it)", () =>
+  it.effect("start refuses a folder whose path Ceph cannot read (non-ASCII, its comment and variable signs), naming the setting, creating nothing", () =>
     Effect.gen(function*() {
-      const dir = path.join(yield* tempDir("svc-test-s3-name-"), "données")
-      const started = yield* runObjectStorageScript("start", dir)
-      assert.strictEqual(started.exitCode, 1)
-      assert.include(started.stderr, "other than printable ASCII")
-      assert.include(started.stderr, "OBJECT_STORAGE_DIR")
-      assert.isFalse(existsSync(path.join(dir, "ceph.conf")), "a cluster was prepared anyway")
+      const root = yield* tempDir("svc-test-s3-name-")
+      for (const name of ["données", "a#b", "a;b", "a$b"]) {
+        const dir = path.join(root, name)
+        const started = yield* runObjectStorageScript("start", dir)
+        assert.strictEqual(started.exitCode, 1, name)
+        assert.include(started.stderr, "characters Ceph cannot read")
+        assert.include(started.stderr, "OBJECT_STORAGE_DIR")
+        assert.isFalse(existsSync(dir), `${name} was created anyway`)
+      }
     }).pipe(Effect.provide(NodeServices.layer)))
 })
 
