@@ -3,7 +3,7 @@
  * radosgw, and a recorder of the SQL a service sends.
  */
 import { LocalObjectStorage } from "@svc/platform"
-import { ConfigProvider, Effect, Layer, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import type { Statement } from "effect/sql"
 import * as fs from "node:fs/promises"
 import * as Http from "node:http"
@@ -55,11 +55,7 @@ export const withLocalObjectStorage = async <A, E>(
   try {
     return await Effect.runPromise(
       Effect.scoped(program).pipe(
-        Effect.provide(
-          LocalObjectStorage.layer.pipe(
-            Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ OBJECT_STORAGE_DIR: dir })))
-          )
-        )
+        Effect.provide(LocalObjectStorage.layerAt({ dir }))
       )
     )
   } finally {

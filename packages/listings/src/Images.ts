@@ -117,9 +117,7 @@ export class ImageStore extends Context.Service<ImageStore, {
     ImageStore,
     Effect.gen(function*() {
       const root = yield* Settings.ObjectStorageDir
-      const backend = yield* Config.Literals(["auto", "radosgw", "s3rver"], "OBJECT_STORAGE_BACKEND").pipe(
-        Config.withDefault("auto" as const)
-      )
+      const backend = yield* Settings.ObjectStorageBackendSetting
       const info = yield* startObjectStorage({ dir: NodePath.resolve(process.cwd(), root, "listings"), backend }).pipe(
         Effect.provide(NodeServices.layer)
       )

@@ -25,7 +25,7 @@ import { createRequire } from "node:module"
 import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
 import { makeDirectory } from "./Directory.ts"
-import { DatabaseUrl, EmbeddedPostgresDir, ObjectStorageDir } from "./Settings.ts"
+import { DatabaseUrl, EmbeddedPostgresDir, ObjectStorageBackendSetting, ObjectStorageDir } from "./Settings.ts"
 
 /** Which server answers: the real radosgw, or the s3rver fallback (no signatures, no conditional writes). */
 export type ObjectStorageBackend = "radosgw" | "s3rver"
@@ -340,17 +340,30 @@ export class LocalObjectStorage extends Context.Service<LocalObjectStorage, {
    * (default), `radosgw` or `s3rver`. Whatever was started is stopped on release; if the process dies
    * without releasing, the instance stops itself (watchdog on this process's pid).
    */
-  static readonly layer: Layer.Layer<LocalObjectStorage, ObjectStorageError | Config.ConfigError> = Layer.effect(
-    LocalObjectStorage,
+  static readonly layer: Layer.Layer<LocalObjectStorage, ObjectStorageError | Config.ConfigError> = Layer.unwrap(
     Effect.gen(function*() {
       const dir = yield* ObjectStorageDir
-      const backend = yield* Config.Literals(["auto", "radosgw", "s3rver"], "OBJECT_STORAGE_BACKEND").pipe(
-        Config.withDefault("auto" as const)
-      )
-      const info = yield* startObjectStorage({ dir: NodePath.resolve(process.cwd(), dir), backend })
-      return yield* makeService(info)
+      const backend = yield* ObjectStorageBackendSetting
+      return LocalObjectStorage.layerAt({ dir, backend })
     })
-  ).pipe(Layer.provide(NodeServices.layer))
+  )
+
+  /**
+   * The same in a given folder (relative to the working directory), for a service that keeps its own
+   * instance under `OBJECT_STORAGE_DIR` (the uploads demo's `<dir>/uploads`). The rest of the
+   * configuration (`DATABASE_URL`, `EMBEDDED_POSTGRES_DIR`) is read as it is.
+   */
+  static readonly layerAt = (options: {
+    readonly dir: string
+    readonly backend?: ObjectStorageBackend | "auto" | undefined
+  }): Layer.Layer<LocalObjectStorage, ObjectStorageError> =>
+    Layer.effect(
+      LocalObjectStorage,
+      Effect.flatMap(
+        startObjectStorage({ dir: NodePath.resolve(process.cwd(), options.dir), backend: options.backend }),
+        makeService
+      )
+    ).pipe(Layer.provide(NodeServices.layer))
 
   /** Connects to an instance that is already running (for example the test run's, from `inject`). */
   static readonly layerExternal = (info: ObjectStorageInfo): Layer.Layer<LocalObjectStorage> =>

@@ -86,3 +86,8 @@ export const EmbeddedPostgresDir = Config.String("EMBEDDED_POSTGRES_DIR").pipe(C
  * instance (`<dir>/listings`, `<dir>/uploads`; relative to the working directory).
  */
 export const ObjectStorageDir = Config.String("OBJECT_STORAGE_DIR").pipe(Config.withDefault(".data/object-storage"))
+
+/** `OBJECT_STORAGE_BACKEND`: `auto` (radosgw when installed, else s3rver with a warning), `radosgw` or `s3rver`. */
+export const ObjectStorageBackendSetting = Config.Literals(["auto", "radosgw", "s3rver"], "OBJECT_STORAGE_BACKEND").pipe(
+  Config.withDefault("auto" as const)
+)

@@ -265,6 +265,13 @@ describe("startObjectStorage", () => {
         const error = yield* Effect.flip(Effect.scoped(startObjectStorage({ dir })).pipe(Effect.provide(embedded)))
         assert.include(error.message, "OBJECT_STORAGE_DIR and EMBEDDED_POSTGRES_DIR", dir)
       }
+      // a service's own instance folder (the uploads demo's <dir>/uploads) is checked against the same settings
+      const throughLayer = yield* Effect.flip(
+        Effect.scoped(Layer.build(LocalObjectStorage.layerAt({ dir: path.join(postgres, "objects", "uploads") }))).pipe(
+          Effect.provide(embedded)
+        )
+      )
+      assert.include(throughLayer.message, "OBJECT_STORAGE_DIR and EMBEDDED_POSTGRES_DIR")
       assert.isFalse(existsSync(path.join(postgres, "objects")), "something was written into the Postgres folder")
     }).pipe(Effect.provide(NodeServices.layer)))
 })

@@ -23,7 +23,7 @@
  * @module
  */
 import { LocalObjectStorage, serve, Settings } from "@svc/platform"
-import { Config, ConfigProvider, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Config, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
 import * as NodePath from "node:path"
@@ -154,13 +154,8 @@ const list = (text: string) => text.split(",").map((s) => s.trim()).filter((s) =
  */
 const localStorage = Layer.unwrap(Effect.gen(function*() {
   const root = yield* Settings.ObjectStorageDir
-  const backend = yield* Config.String("OBJECT_STORAGE_BACKEND").pipe(Config.withDefault("auto"))
-  return LocalObjectStorage.layer.pipe(
-    Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({
-      OBJECT_STORAGE_DIR: NodePath.join(root, "uploads"),
-      OBJECT_STORAGE_BACKEND: backend
-    })))
-  )
+  const backend = yield* Settings.ObjectStorageBackendSetting
+  return LocalObjectStorage.layerAt({ dir: NodePath.join(root, "uploads"), backend })
 }))
 
 /** A setting checked by `check` (a thrown TypeError's message is the reason), naming the variable when it fails. */
