@@ -13,7 +13,7 @@ import { Data, Effect, Redacted, Schedule, type Scope } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
-import { closeSync, openSync } from "node:fs"
+import { closeSync, fstatSync, openSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { makeDirectory } from "./Directory.ts"
@@ -260,14 +260,21 @@ const stopServer = (pid: number, watchdogPid: number | undefined) =>
   })
 
 /**
- * The last FATAL or PANIC line of the Postgres log, as ": <line>" ("" when there is none): why the
- * server stopped (`could not create lock file "postmaster.pid": Permission denied`, `could not locate
- * a valid checkpoint record`) belongs in the one line a failed start prints, not only in the log.
+ * Why Postgres stopped during this start, as ": <reason>" ("" when its log does not say): the last
+ * PANIC line written since `from` (the log's size when this start opened it), else the last FATAL one
+ * that is not a refusal of our own readiness probes ("the database system is starting up"). Such a
+ * reason (`could not create lock file "postmaster.pid": Permission denied`, `could not locate a valid
+ * checkpoint record`) belongs in the one line a failed start prints, not only in the log.
  */
-const lastComplaint = (logFile: string) =>
+const startComplaint = (logFile: string, from: number) =>
   Effect.promise(async () => {
-    const text = await fs.readFile(logFile, "utf8").catch(() => "")
-    const line = text.slice(-16_384).split("\n").reverse().find((candidate) => /\b(FATAL|PANIC):/.test(candidate))
+    const file = await fs.open(logFile, "r").catch(() => undefined)
+    if (file === undefined) return ""
+    const start = Math.max(from, (await file.stat()).size - 65_536)
+    const { buffer, bytesRead } = await file.read({ buffer: Buffer.alloc(65_536), position: start }).finally(() => file.close())
+    const lines = buffer.subarray(0, bytesRead).toString("utf8").split("\n").reverse()
+    const line = lines.find((candidate) => /\bPANIC:/.test(candidate)) ??
+      lines.find((candidate) => /\bFATAL:/.test(candidate) && !/the database system is (starting up|shutting down)/.test(candidate))
     return line === undefined ? "" : `: ${line.replace(/^.*?\b(FATAL|PANIC):\s*/, "").slice(0, 300)}`
   })
 
@@ -281,6 +288,7 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   const ids = yield* postgresIds()
   const logFile = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`)
   const log = yield* Effect.try({ try: () => openSync(logFile, "a"), catch: fail("Could not open the Postgres log") })
+  const logStart = fstatSync(log).size
   const settings = [
     "-D", dataDir,
     "-p", String(port),
@@ -315,7 +323,7 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
       Effect.gen(function*() {
         return yield* new EmbeddedPostgresError({
           message: exited.code !== null
-            ? `Postgres exited during start-up${yield* lastComplaint(logFile)}; see ${logFile}`
+            ? `Postgres exited during start-up${yield* startComplaint(logFile, logStart)}; see ${logFile}`
             : `Postgres did not answer a query after its start (${postgresReason(error)}); see ${logFile}`,
           cause: error
         })

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlError } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import { isDatabaseUnavailable } from "../src/DatabaseUnavailable.ts"
 import * as TestDatabase from "../src/testing/TestDatabase.ts"
@@ -18,7 +18,26 @@ const connect = (url: Redacted.Redacted | string) =>
 const failureOf = (url: Redacted.Redacted | string, run: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, unknown>) =>
   Effect.flip(Effect.flatMap(SqlClient.SqlClient, run).pipe(Effect.provide(connect(url)), Effect.scoped))
 
+/** What the driver makes of an ErrorResponse with this SQLSTATE (its fields on the cause). */
+const refusal = (code: string, reason: "ConnectionError" | "UnknownError" = "UnknownError") => {
+  const cause = Object.assign(new Error(`refused with ${code}`), { code, severity: "FATAL" })
+  const props = { cause, message: "PgConnection: Failed to connect", operation: "connect" }
+  return new SqlError.SqlError({
+    reason: reason === "ConnectionError" ? new SqlError.ConnectionError(props) : new SqlError.UnknownError(props)
+  })
+}
+
 describe("isDatabaseUnavailable", () => {
+  it("by SQLSTATE: the server out of resources, stopping or recovering is unavailable; one request's fault in the same classes is not", () => {
+    for (const code of ["53100", "53200", "53300", "57P01", "57P02", "57P03", "58030"]) {
+      assert.isTrue(isDatabaseUnavailable(refusal(code)), code)
+    }
+    assert.isTrue(isDatabaseUnavailable(refusal("08006", "ConnectionError")))
+    for (const code of ["53400", "57P04", "58P01", "42601", "23505"]) assert.isFalse(isDatabaseUnavailable(refusal(code)), code)
+    assert.isFalse(isDatabaseUnavailable(refusal("08P01", "ConnectionError")), "a protocol violation is a bug")
+  })
+
+
   it.effect("a session refused by the server (too many connections) is unavailable; a statement's own error is not", () =>
     Effect.gen(function*() {
       const url = yield* TestDatabase.freshDatabase()

@@ -3,7 +3,8 @@
  * database that holds every service's migrations. Test files clone it (see TestDatabase.ts).
  *
  * `TEST_DATABASE_URL=postgres://user:pw@host/db` runs the suite against that server instead (a role
- * that may create databases): the same tests then prove the suite works on an external Postgres.
+ * that may create databases and roles; DatabaseUnavailable.test.ts logs in as a role it makes): the
+ * same tests then prove the suite works on an external Postgres.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Exit, Redacted, Scope } from "effect"
