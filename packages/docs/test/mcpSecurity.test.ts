@@ -117,7 +117,10 @@ describe("Host and Origin (DNS rebinding protection)", () => {
       const refusal = (env: Record<string, string>) =>
         Effect.map(read(env), (result) => Result.isFailure(result) ? result.failure.message.replace(/\s+/g, " ") : "accepted")
       assert.match(yield* refusal({ MCP_ALLOWED_HOSTS: "docs.internal, https://docs.example.com" }), /"https:\/\/docs\.example\.com" is not a host name.*MCP_ALLOWED_HOSTS/)
-      assert.match(yield* refusal({ MCP_ALLOWED_HOSTS: "docs.internal:99999999" }), /MCP_ALLOWED_HOSTS/)
+      for (const hosts of ["docs.internal:99999999", "docs.internal:65536", "*.example.com"]) {
+        assert.match(yield* refusal({ MCP_ALLOWED_HOSTS: hosts }), /is not a host name with an optional port \(no wildcards\).*MCP_ALLOWED_HOSTS/, hosts)
+      }
+      assert.match(yield* refusal({ MCP_ALLOWED_ORIGINS: "https://*.example.com" }), /MCP_ALLOWED_ORIGINS/)
       assert.match(yield* refusal({ MCP_ALLOWED_ORIGINS: "app.example.com" }), /"app\.example\.com" is not an http\(s\) origin.*MCP_ALLOWED_ORIGINS/)
       assert.match(yield* refusal({ MCP_ALLOWED_ORIGINS: "https://app.example.com/path" }), /MCP_ALLOWED_ORIGINS/)
       const lists = (env: Record<string, string>) =>

@@ -110,11 +110,17 @@ const List = (name: string, valid: (entry: string) => boolean, expected: string)
     return list.length === 0 ? undefined : list
   }))
 
-/** An http(s) origin as browsers send it: scheme, host and port, no path. */
+/** An http(s) origin as browsers send it: scheme, host and port, no path. Matching is exact: no `*` inside. */
 const isOrigin = (entry: string) => {
   const url = URL.parse(entry)
   return url !== null && /^https?:$/.test(url.protocol) && url.pathname === "/" && url.search === "" && url.hash === "" &&
-    url.username === "" && url.password === ""
+    url.username === "" && url.password === "" && !entry.includes("*")
+}
+
+/** A `Host` entry: a name, or `name:port` with a port a socket can have. Matching is exact: no `*` inside. */
+const isHostEntry = (entry: string) => {
+  const host = parseHost(entry)
+  return host !== undefined && !entry.includes("*") && (host.port === "" || Number(host.port) <= 65_535)
 }
 
 const PublicUrl = Config.option(
@@ -129,9 +135,9 @@ const PublicUrl = Config.option(
 /** The configuration of {@link routes}, read once when the routes are built. */
 export const McpHttpConfig = Config.all({
   /** `MCP_ALLOWED_HOSTS`: `Host` names (any port) or `name:port`, comma-separated; `*` allows any. */
-  allowedHosts: List("MCP_ALLOWED_HOSTS", (entry) => parseHost(entry) !== undefined, "a host name with an optional port, like docs.example.com or docs.example.com:8443"),
+  allowedHosts: List("MCP_ALLOWED_HOSTS", isHostEntry, "a host name with an optional port (no wildcards), like docs.example.com or docs.example.com:8443"),
   /** `MCP_ALLOWED_ORIGINS`: origins (`https://app.example.com`), comma-separated; `*` allows any. */
-  allowedOrigins: List("MCP_ALLOWED_ORIGINS", isOrigin, "an http(s) origin, like https://app.example.com"),
+  allowedOrigins: List("MCP_ALLOWED_ORIGINS", isOrigin, "an http(s) origin (no wildcards), like https://app.example.com"),
   /** `MCP_PUBLIC_URL`: where clients reach this server (default `http://localhost:<port>`). */
   publicUrl: PublicUrl,
   /** `MCP_MAX_BODY_BYTES` (default 1 MiB): the largest `POST /mcp` body read. */
