@@ -12,17 +12,23 @@ import * as path from "node:path"
 const codeOf = (error: unknown): unknown =>
   typeof error === "object" && error !== null && "code" in error ? error.code : undefined
 
+/** A path already there is fine when it is a folder (or a link to one); a file there is ENOTDIR. */
+const existing = async (directory: string, error: unknown): Promise<void> => {
+  if (codeOf(error) !== "EEXIST") throw error
+  const stats = await fs.stat(directory).catch(() => undefined)
+  if (stats?.isDirectory() !== true) {
+    throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${directory}'`), { code: "ENOTDIR", path: directory })
+  }
+}
+
 /** Makes `directory` (with `mode`) and any missing parent; a folder already there is fine. */
 export const makeDirectory = async (directory: string, mode?: number): Promise<void> => {
   try {
     await fs.mkdir(directory, { mode })
   } catch (error) {
-    if (codeOf(error) === "EEXIST") return
     const parent = path.dirname(directory)
-    if (codeOf(error) !== "ENOENT" || parent === directory) throw error
+    if (codeOf(error) !== "ENOENT" || parent === directory) return existing(directory, error)
     await makeDirectory(parent)
-    await fs.mkdir(directory, { mode }).catch((again: unknown) => {
-      if (codeOf(again) !== "EEXIST") throw again
-    })
+    await fs.mkdir(directory, { mode }).catch((again: unknown) => existing(directory, again))
   }
 }

