@@ -13,11 +13,11 @@
  * everyone. `Refresh` reads the (real) path an add stored again. npm packages and remote git URLs are
  * not affected; the local `svc docs add` (no `DOCS_URL`) neither.
  */
-import { BearerAuth, RpcDefects } from "@svc/platform"
+import { BearerAuth, RpcDefects, RpcHttp } from "@svc/platform"
 import { type IndexEvent, IndexingFailed, DocsRpcs, RPC_DEFECT_MESSAGE } from "@svc/schema"
 import { Config, Effect, Layer, Queue, Stream } from "effect"
 import { HttpRouter } from "effect/http"
-import { RpcSerialization, RpcServer } from "effect/rpc"
+import { RpcSerialization } from "effect/rpc"
 import * as NodePath from "node:path"
 import { type IndexOptions, Indexer, type IndexOutcome, type IndexProgress } from "./Indexer.ts"
 
@@ -92,7 +92,7 @@ export const RpcHandlers = DocsRpcs.toLayer(Effect.gen(function*() {
 export const RpcRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const auth = yield* BearerAuth.fromConfig("DOCS_ADMIN_TOKEN", "Operating the index over RPC")
-    const httpEffect = yield* RpcServer.toHttpEffect(DocsRpcs)
+    const httpEffect = yield* RpcHttp.rpcHttpEffect(DocsRpcs)
     yield* router.add("POST", "/rpc", auth.route(httpEffect))
   })
 ).pipe(Layer.provide([RpcHandlers, RpcDefects.layer, RpcSerialization.layerNdjson]))

@@ -3,11 +3,11 @@
  * `TriggerIngest` streams: one `Run` event per source, then, with `wait`, `Progress` events about
  * every 500 ms and one `Finished` event per started run.
  */
-import { RpcDefects } from "@svc/platform"
+import { RpcDefects, RpcHttp } from "@svc/platform"
 import { type IngestEvent, ListingsRpcs } from "@svc/schema"
 import { Duration, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { HttpRouter } from "effect/http"
-import { RpcSerialization, RpcServer } from "effect/rpc"
+import { RpcSerialization } from "effect/rpc"
 import { adminAuth } from "./Auth.ts"
 import { Ingest } from "./Ingest.ts"
 import { SourceHealthLookup } from "./SourceHealth.ts"
@@ -50,7 +50,7 @@ export const RpcHandlers = ListingsRpcs.toLayer(Effect.gen(function*() {
 export const RpcRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const auth = yield* adminAuth
-    const httpEffect = yield* RpcServer.toHttpEffect(ListingsRpcs)
+    const httpEffect = yield* RpcHttp.rpcHttpEffect(ListingsRpcs)
     yield* router.add("POST", "/rpc", auth.route(httpEffect))
   })
 ).pipe(Layer.provide([RpcHandlers, RpcDefects.layer, RpcSerialization.layerNdjson]))

@@ -9,11 +9,11 @@
  * is refused with a plain 401 before it is read, so nobody without the token makes the process read
  * and parse up to the RPC's 16 MiB per request.
  */
-import { BearerAuth, RpcDefects } from "@svc/platform"
+import { BearerAuth, RpcDefects, RpcHttp } from "@svc/platform"
 import { InvalidRequest, QueueRpcAuth, QueueRpcs } from "@svc/schema"
 import { Effect, Exit, Layer } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
-import { RpcSerialization, RpcServer } from "effect/rpc"
+import { RpcSerialization } from "effect/rpc"
 import { queueAuth } from "./http.ts"
 import * as Batch from "./Batch.ts"
 import * as Bulk from "./Bulk.ts"
@@ -117,7 +117,7 @@ export const UNAUTHENTICATED_BODY_BYTES = 64 * 1024
 export const RpcRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const auth = queueAuth(yield* QueueConfig)
-    const httpEffect = yield* RpcServer.toHttpEffect(QueueRpcs)
+    const httpEffect = yield* RpcHttp.rpcHttpEffect(QueueRpcs)
     yield* router.add(
       "POST",
       "/rpc",

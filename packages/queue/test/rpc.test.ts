@@ -240,6 +240,26 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("rpc", (it)
     }))
 })
 
+layer(queueLayer(), { timeout: 60_000, excludeTestServices: true })("rpc bodies", (it) => {
+  it.effect("a body of 40 requests whose payloads do not decode is answered, one exit each (17 or more hung the call for ever)", () =>
+    Effect.gen(function*() {
+      const baseUrl = yield* QueueUrl
+      const body = Array.from({ length: 40 }, (_, i) =>
+        JSON.stringify({ _tag: "Request", id: String(i + 1), tag: "GetMessage", payload: {}, headers: [] })).join("\n") + "\n"
+      const response = yield* Effect.promise(() =>
+        fetch(`${baseUrl}/rpc`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/ndjson" },
+          body,
+          signal: AbortSignal.timeout(20_000)
+        }).then(async (answer) => ({ status: answer.status, text: await answer.text() }))
+      )
+      assert.strictEqual(response.status, 200)
+      const exits = response.text.split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line) as { _tag: string; requestId?: string })
+      assert.deepStrictEqual(new Set(exits.filter((exit) => exit._tag === "Exit").map((exit) => exit.requestId)).size, 40)
+    }))
+})
+
 layer(queueLayer({ token: Option.none() }), { timeout: 60_000, excludeTestServices: true })("rpc without QUEUE_TOKEN", (it) => {
   it.effect("every procedure is refused with ServiceUnavailable, even with a token", () =>
     Effect.gen(function*() {
