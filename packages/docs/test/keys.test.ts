@@ -261,10 +261,11 @@ layer(socketClient.pipe(Layer.provideMerge(Seeded), Layer.provideMerge(stack)), 
         assert.deepStrictEqual(ids(yield* search("he", bearer(both))), [])
       }))
 
-    it.effect("the MCP server forwarding a refused key: the tool result says the key was refused", () =>
+    it.effect("the MCP server forwarding a refused key: the tool result says the key was refused, a header holding no key too (as the API answers it)", () =>
       Effect.gen(function*() {
         const callWith = yield* mcpQueryDocs
-        for (const headers of [bearer(unknownKey), { "x-api-key": "svcsk_wrong" }]) {
+        const noKey = [{ authorization: "Basic YTpi" }, { authorization: "Bearer" }, { "x-api-key": "" }]
+        for (const headers of [bearer(unknownKey), { "x-api-key": "svcsk_wrong" }, ...noKey]) {
           const refused = yield* callWith(headers)
           assert.isTrue(refused.isError)
           assert.match(textOf(refused), /refused the API key \(401\)/)

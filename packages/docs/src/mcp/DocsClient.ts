@@ -22,7 +22,10 @@ export class DocsApiFailure extends Schema.TaggedError<DocsApiFailure>()("DocsAp
   message: Schema.String
 }) {}
 
-/** The API key of the MCP request being served (HTTP: from its headers; stdio: `--api-key`). */
+/**
+ * The API key of the MCP request being served (HTTP: from its headers; stdio: `--api-key`); `""` for
+ * a key header that holds none (the API refuses it, 401), `undefined` for none at all (anonymous).
+ */
 export const CallerApiKey = Context.Reference<string | undefined>("@svc/docs/mcp/CallerApiKey", {
   defaultValue: () => undefined
 })

@@ -42,16 +42,9 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { ByteSize, Config, Effect, Layer, Option, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { isIP } from "node:net"
-import { clientAddress } from "../Auth.ts"
+import { clientAddress, presentedKey } from "../Auth.ts"
 import * as JsonRpc from "./JsonRpc.ts"
 import * as McpServer from "./McpServer.ts"
-
-/** The caller's API key, from any of the three headers the spec accepts. */
-export const apiKeyOf = (headers: Readonly<Record<string, string | undefined>>): string | undefined => {
-  const bearer = /^Bearer\s+(.+)$/i.exec(headers["authorization"] ?? "")?.[1]?.trim()
-  const key = bearer ?? headers["x-svc-api-key"] ?? headers["x-api-key"]
-  return key === undefined || key.trim() === "" ? undefined : key.trim()
-}
 
 type JsonRpcMessage = Record<string, unknown>
 
@@ -450,7 +443,9 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
     if (body === undefined) return HttpServerResponse.empty({ status: 202 })
 
     const address = clientAddress(request, config.trustProxy)
-    const server = yield* McpServer.make(apiKeyOf(request.headers), isIP(address) === 0 ? undefined : address)
+    // the key read as the API reads it: a header present but holding no usable key ("Basic …", empty) is
+    // sent on as such and refused there (401), as a REST caller's is, never served as anonymous
+    const server = yield* McpServer.make(presentedKey(request.headers), isIP(address) === 0 ? undefined : address)
     // stateless: without a sessionIdGenerator there is no Mcp-Session-Id and no session check
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
     return yield* Effect.promise(async () => {
