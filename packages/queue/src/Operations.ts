@@ -7,7 +7,7 @@
  * the locations that mean nothing there (see `rpc.ts`).
  */
 import type { DefaultHeaders, DlqPage, Endpoint, PublishResult, RequestIssue, Topic } from "@svc/schema"
-import { InvalidRequest, MessageTooLarge, TopicNotFound } from "@svc/schema"
+import { InvalidRequest, MessageTooLarge, TOPIC_NAME_PATTERN, TopicNotFound } from "@svc/schema"
 import { Clock, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { refusal } from "./Destinations.ts"
@@ -18,8 +18,6 @@ import { Dlq } from "./store/Dlq.ts"
 import { Groups } from "./store/Groups.ts"
 import { Messages } from "./store/Messages.ts"
 import type { DlqQuery, NewMessage } from "./store/Model.ts"
-
-const GROUP_NAME = /^[A-Za-z0-9._-]{1,100}$/
 
 /**
  * Most endpoints one URL group holds. Every publish to a group does its work per endpoint in the
@@ -131,7 +129,7 @@ export const checkPublish = Effect.fnUntraced(function*(request: Omit<PublishReq
       }
       targets = [{ url: url.toString() }]
     }
-  } else if (GROUP_NAME.test(request.destination)) {
+  } else if (TOPIC_NAME_PATTERN.test(request.destination)) {
     const topic = yield* Groups.use((groups) => groups.get(request.destination))
     if (Option.isNone(topic)) destinationIssue(`no URL group is named ${JSON.stringify(request.destination)}`)
     else if (topic.value.endpoints.length === 0) destinationIssue(`the URL group ${request.destination} has no endpoints`)
@@ -297,7 +295,7 @@ export const upsertEndpoints = (
     const settings = yield* QueueConfig
     const issues: Array<RequestIssue> = []
     // The HTTP route decodes the name from its path; an RPC payload arrives unchecked.
-    if (!GROUP_NAME.test(name)) {
+    if (!TOPIC_NAME_PATTERN.test(name)) {
       issues.push({ in: "path", parameter: "name", problem: "expected a group name of letters, digits, '.', '_' or '-'" })
     }
     if (endpoints.length === 0) {
@@ -333,7 +331,7 @@ export const upsertEndpoints = (
         issues.push({ in: "body", parameter: `endpoints[${index}].url`, problem: checked.problem })
         continue
       }
-      if (endpoint.name !== undefined && !GROUP_NAME.test(endpoint.name)) {
+      if (endpoint.name !== undefined && !TOPIC_NAME_PATTERN.test(endpoint.name)) {
         issues.push({ in: "body", parameter: `endpoints[${index}].name`, problem: "expected letters, digits, '.', '_' or '-'" })
       }
       if (endpoint.name !== undefined) once(index, "name", endpoint.name)

@@ -259,7 +259,9 @@ export const lowercaseHeaders = (
 export const canonicalHeaderName = (name: string): string =>
   name.split("-").map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("-")
 
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+/** Days, hours, minutes, seconds, milliseconds: each at most once, largest first (`1d1d`, `1m1h` are typos). */
+const DURATION = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/
+const UNIT_MS = [86_400_000, 3_600_000, 60_000, 1000, 1]
 
 /**
  * `"10s"`, `"1500ms"`, `"2m"`, `"1h30m"`, or a bare number of seconds (`"30"`), to milliseconds;
@@ -268,10 +270,9 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000,
 export const parseDuration = (text: string): number | undefined => {
   const trimmed = text.trim()
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  if (!/^(\d+(ms|s|m|h|d))+$/.test(trimmed)) return undefined
-  let total = 0
-  for (const match of trimmed.matchAll(/(\d+)(ms|s|m|h|d)/g)) total += Number(match[1]) * UNITS[match[2]!]!
-  return total
+  const parts = trimmed === "" ? null : DURATION.exec(trimmed)
+  if (parts === null) return undefined
+  return UNIT_MS.reduce((total, unit, i) => total + Number(parts[i + 1] ?? 0) * unit, 0)
 }
 
 /** An absolute http(s) URL (a destination, a callback, a group endpoint), or a problem. */

@@ -24,6 +24,12 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("FIFO queue
       const badName = yield* call("/v2/queues", json({ queueName: "no spaces", parallelism: 1 }))
       assert.strictEqual(badName.status, 400)
       assert.match(badName.body.message, /queueName/)
+      // names a URL path cannot hold as a segment (clients normalise them away): refused, not stored
+      for (const queueName of [".", ".."]) {
+        const dots = yield* call("/v2/queues", json({ queueName, parallelism: 1 }))
+        assert.strictEqual(dots.status, 400, queueName)
+        assert.match(dots.body.message, /not '\.' or '\.\.'/)
+      }
       // A field POST /v2/queues does not have (`paused` is its own route) is refused, not ignored.
       const unknown = yield* call("/v2/queues", json({ queueName: "jobs", parallelism: 3, paused: true }))
       assert.strictEqual(unknown.status, 400)

@@ -50,6 +50,10 @@ describe("pure pieces", () => {
     assert.strictEqual(parseDuration("30"), 30_000)
     assert.strictEqual(parseDuration("soon"), undefined)
     assert.strictEqual(parseDuration("-1s"), undefined)
+    assert.strictEqual(parseDuration("1d2h3m4s5ms"), 93_784_005)
+    assert.strictEqual(parseDuration("2m500ms"), 120_500)
+    // each unit once, largest first: a repeat or a reversed order is a typo, not a sum
+    for (const typo of ["1d1d", "1s1s", "1m1h", "500ms1s", "", "ms", "1 s"]) assert.strictEqual(parseDuration(typo), undefined, typo)
   })
 
   it.live("refuses private and loopback destinations unless allowed", () =>

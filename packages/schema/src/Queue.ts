@@ -145,8 +145,12 @@ export type Topic = typeof Topic.Type
 export const TopicList = Schema.Struct({ topics: Schema.Array(Topic) }).annotate({ identifier: "TopicList" })
 export type TopicList = typeof TopicList.Type
 
+/** 1-100 letters, digits, `.`, `_` or `-`; not `.` or `..`, which a URL path cannot carry as a segment. */
+export const TOPIC_NAME_PATTERN = /^(?!\.\.?$)[A-Za-z0-9._-]{1,100}$/
 export const TopicName = Schema.String.check(
-  Schema.isPattern(/^[A-Za-z0-9._-]{1,100}$/, { message: "Expected a group name of letters, digits, '.', '_' or '-'" })
+  Schema.isPattern(TOPIC_NAME_PATTERN, {
+    message: "Expected a group name of letters, digits, '.', '_' or '-' (not '.' or '..')"
+  })
 )
 
 export const SigningKeys = Schema.Struct({ current: Schema.String, next: Schema.String }).annotate({

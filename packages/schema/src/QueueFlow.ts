@@ -13,16 +13,21 @@ import { ApiError, InvalidRequest } from "./Errors.ts"
 import { BoundedInt } from "./Limits.ts"
 import { RequestObject } from "./QueueLimits.ts"
 
-/** A flow-control key: 1-100 letters, digits, `.`, `_`, `-` or `:`. */
-export const FLOW_CONTROL_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,100}$/
+/**
+ * A flow-control key: 1-100 letters, digits, `.`, `_`, `-` or `:`; not `.` or `..`, which a URL path
+ * cannot carry as a segment (clients normalise them away).
+ */
+export const FLOW_CONTROL_KEY_PATTERN = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,100}$/
 export const FlowControlKey = Schema.String.check(
-  Schema.isPattern(FLOW_CONTROL_KEY_PATTERN, { message: "Expected a flow-control key of 1-100 letters, digits, '.', '_', '-' or ':'" })
+  Schema.isPattern(FLOW_CONTROL_KEY_PATTERN, {
+    message: "Expected a flow-control key of 1-100 letters, digits, '.', '_', '-' or ':' (not '.' or '..')"
+  })
 )
 
-/** A queue name: 1-100 letters, digits, `.`, `_` or `-`. */
-export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9._-]{1,100}$/
+/** A queue name: 1-100 letters, digits, `.`, `_` or `-`; not `.` or `..` (as above). */
+export const QUEUE_NAME_PATTERN = /^(?!\.\.?$)[A-Za-z0-9._-]{1,100}$/
 export const QueueName = Schema.String.check(
-  Schema.isPattern(QUEUE_NAME_PATTERN, { message: "Expected a queue name of 1-100 letters, digits, '.', '_' or '-'" })
+  Schema.isPattern(QUEUE_NAME_PATTERN, { message: "Expected a queue name of 1-100 letters, digits, '.', '_' or '-' (not '.' or '..')" })
 )
 
 /** Most deliveries of one queue in flight at a time. */

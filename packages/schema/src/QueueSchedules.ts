@@ -13,10 +13,10 @@ import { Rpc } from "effect/rpc"
 import { ApiError, InvalidRequest } from "./Errors.ts"
 import { RequestString, UrlParam } from "./Limits.ts"
 
-/** A schedule id: chosen with `Svc-Schedule-Id`, or `scd_` and 32 hex digits. */
-export const SCHEDULE_ID_PATTERN = /^[A-Za-z0-9._-]{1,100}$/
+/** A schedule id: chosen with `Svc-Schedule-Id` (not `.` or `..`: it is a URL path segment), or `scd_` and 32 hex digits. */
+export const SCHEDULE_ID_PATTERN = /^(?!\.\.?$)[A-Za-z0-9._-]{1,100}$/
 export const ScheduleId = Schema.String.check(
-  Schema.isPattern(SCHEDULE_ID_PATTERN, { message: "Expected a schedule id of 1-100 letters, digits, '.', '_' or '-'" })
+  Schema.isPattern(SCHEDULE_ID_PATTERN, { message: "Expected a schedule id of 1-100 letters, digits, '.', '_' or '-' (not '.' or '..')" })
 )
 
 export const CreatedSchedule = Schema.Struct({ scheduleId: Schema.String }).annotate({ identifier: "CreatedSchedule" })
