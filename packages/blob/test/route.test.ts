@@ -167,6 +167,22 @@ describe("upload route: resolution order", () => {
     }
     const notJson = await handler(new Request("http://app/u", { method: "POST", body: "{nope", headers: { "content-type": "application/json" } }))
     assert.strictEqual((await notJson.json()).code, "invalid_input")
+    // the suite's rules for JSON bodies: what would be read as other than what was sent is refused, named
+    const raw = (body: string | Buffer) =>
+      handler(new Request("http://app/u", { method: "POST", body: typeof body === "string" ? body : new Blob([new Uint8Array(body)]), headers: { "content-type": "application/json" } }))
+    const strict: ReadonlyArray<readonly [string | Buffer, RegExp]> = [
+      [Buffer.concat([Buffer.from('{"type":"begin","pathname":"caf'), Buffer.from([0xe9]), Buffer.from('.png","contentType":"image/png","size":5}')]), /not valid UTF-8/],
+      ['{"type":"begin","pathname":"a\\ud800.png","contentType":"image/png","size":5}', /pathname holds an unpaired surrogate/],
+      ['{"type":"begin","pathname":"a.png","contentType":"image/png","size":5,"size":6}', /size is given twice/],
+      ['{"type":"begin","pathname":"a.png","contentType":"image/png","size":5,"zz":1}', /^Malformed upload request: Expected no excess property at \["zz"\]/]
+    ]
+    for (const [body, problem] of strict) {
+      const response = await raw(body)
+      const answer = await response.json()
+      assert.strictEqual(response.status, 400, String(body))
+      assert.strictEqual(answer.code, "invalid_input")
+      assert.match(answer.message, problem)
+    }
     const notJsonType = await handler(new Request("http://app/u", { method: "POST", body: JSON.stringify(begin) }))
     assert.strictEqual(notJsonType.status, 415)
     assert.strictEqual((await notJsonType.json()).code, "request_failed")

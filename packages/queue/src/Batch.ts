@@ -10,11 +10,11 @@
  * nothing is stored. Caps: `QUEUE_MAX_BATCH_MESSAGES` elements (400) and `QUEUE_MAX_BATCH_BYTES`
  * bytes (413; on HTTP the request body, checked before it is read; on the RPC the decoded bodies).
  */
+import { JsonBody } from "@svc/platform"
 import type { BatchElement, BatchResult, RequestIssue } from "@svc/schema"
 import { BatchTooLarge, InvalidRequest } from "@svc/schema"
 import { Effect, Result } from "effect"
 import type { CheckedPublish } from "./Operations.ts"
-import { unpairedSurrogateProblem } from "./JsonBody.ts"
 import { CHECK_CONCURRENCY, checkPublish, publishMessages } from "./Operations.ts"
 import { lowercaseHeaders } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
@@ -35,7 +35,7 @@ const elementBody = (element: BatchElement): Uint8Array | string => {
   const body = element.body ?? ""
   if (element.bodyEncoding !== "base64") {
     // Over HTTP the JSON body's rules (JsonBody.ts) refuse this first; an RPC payload arrives unchecked.
-    const problem = unpairedSurrogateProblem(body)
+    const problem = JsonBody.unpairedSurrogateProblem(body)
     return problem === undefined ? Buffer.from(body, "utf8") : `${problem} (bytes go as bodyEncoding base64)`
   }
   if (!BASE64.test(body)) return "is not valid base64 (bodyEncoding is base64: A-Z, a-z, 0-9, + and / in groups of 4, = padding)"

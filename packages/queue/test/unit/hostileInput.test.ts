@@ -12,7 +12,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { MAX_ISSUES } from "@svc/schema"
 import { Effect } from "effect"
-import { MAX_DEPTH } from "../../src/JsonBody.ts"
+import { JsonBody } from "@svc/platform"
 import { type Call, json, withQueue } from "./webQueue.ts"
 
 const send = (method: string, body: string): RequestInit => ({ method, body, headers: { "content-type": "application/json" } })
@@ -53,13 +53,13 @@ describe("hostile input over HTTP (memory stores)", () => {
           assert.strictEqual(answer.status, 400, `${what}: ${JSON.stringify(answer.body).slice(0, 300)}`)
           assert.strictEqual(answer.body.issues.length, 1, what)
           const [issue] = answer.body.issues
-          assert.include(issue.problem, `more than ${MAX_DEPTH} levels deep`, what)
+          assert.include(issue.problem, `more than ${JsonBody.MAX_DEPTH} levels deep`, what)
           // Named by the path of the first container too deep: 32 levels of the body's own keys.
           assert.isTrue(issue.parameter.startsWith(prefix), `${what}: ${issue.parameter}`)
           assert.isBelow(answer.size, 2000, what)
         }
         // As deep as the cap allows: the route's own answer (not the right shape), not the depth.
-        const atCap = "[".repeat(MAX_DEPTH) + "]".repeat(MAX_DEPTH)
+        const atCap = "[".repeat(JsonBody.MAX_DEPTH) + "]".repeat(JsonBody.MAX_DEPTH)
         const shallow = yield* call("/v2/batch", send("POST", atCap))
         assert.strictEqual(shallow.status, 400)
         assert.notInclude(shallow.body.message, "levels deep")

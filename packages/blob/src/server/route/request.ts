@@ -5,7 +5,9 @@
  *
  * @module
  */
-import { Effect, Schema } from "effect"
+// the one module of @svc/platform it needs: no Node-only code, so the route still runs in any Fetch runtime
+import * as JsonBody from "@svc/platform/JsonBody"
+import { Effect, Result, Schema } from "effect"
 import { BlobError } from "../../shared/BlobError.ts"
 import { UploadRequest } from "../../shared/protocol.ts"
 import { formatBytes } from "../../shared/size.ts"
@@ -63,23 +65,37 @@ export const readCappedBody = async (request: Request, limit: number): Promise<s
     }
     chunks.push(value)
   }
-  return Buffer.concat(chunks, total).toString("utf8")
+  try {
+    return UTF8.decode(Buffer.concat(chunks, total))
+  } catch {
+    throw new BlobError("invalid_input", { message: `The upload request body ${JsonBody.NOT_UTF8}` })
+  }
 }
 
-const decodeRequest = Schema.decodeUnknownEffect(UploadRequest)
+const UTF8 = new TextDecoder("utf-8", { fatal: true })
 
-/** The body's JSON decoded as an upload message; `invalid_input` when it is not JSON or not a message. */
+// a field the protocol does not have is refused, not dropped (the suite's rule for JSON bodies)
+const decodeRequest = Schema.decodeUnknownEffect(UploadRequest, { onExcessProperty: "error" })
+
+/**
+ * The body's JSON decoded as an upload message, by the suite's rules for JSON bodies (`JsonBody`:
+ * well-formed Unicode, no key twice, bounded nesting) and then the protocol's schema; `invalid_input`
+ * naming the problem otherwise.
+ */
 export const decodeUploadRequest = async (text: string) => {
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch {
-    throw new BlobError("invalid_input", { message: "The upload request body is not JSON" })
+  const parsed = JsonBody.parseText(text, "an upload message")
+  if (Result.isFailure(parsed)) {
+    const { parameter, problem } = parsed.failure
+    throw new BlobError("invalid_input", {
+      message: `The upload request body${parameter === "" ? "" : `'s ${parameter}`} ${problem}`
+    })
   }
+  const json = parsed.success
   const decoded = await Effect.runPromise(Effect.result(decodeRequest(json)))
   if (decoded._tag === "Failure") {
     throw new BlobError("invalid_input", {
-      message: "Malformed upload request",
+      // the schema's words name the field: `Expected no excess property at ["zz"]`
+      message: `Malformed upload request: ${decoded.failure.message.replace(/\s+/g, " ").slice(0, 200)}`,
       hint: "Send { type: \"begin\", pathname, contentType, size }, { type: \"complete\", completionToken } or { type: \"resume\", completionToken }",
       cause: decoded.failure
     })

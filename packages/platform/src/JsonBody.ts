@@ -1,8 +1,8 @@
 /**
- * The queue's JSON request bodies, read by one set of rules: `POST /v2/batch` (`http.ts`) and every
- * `QueueApi` endpoint with a JSON payload (the `QueueJsonBody` middleware, before effect decodes the
- * payload). A body the queue would store, or act on, as something other than what was sent is
- * refused with a 400 naming it:
+ * JSON request bodies read by one set of rules: the queue's (`POST /v2/batch` and every `QueueApi`
+ * endpoint with a JSON payload, through the `QueueJsonBody` middleware, before effect decodes the
+ * payload) and the upload route's (`@svc/blob`). A body a service would store, or act on, as
+ * something other than what was sent is refused with a 400 naming it:
  *
  * - the bytes must be UTF-8 (RFC 8259 §8.1): a lenient decoder turns an invalid sequence into
  *   U+FFFD, so `"\xff\xfe"` in a batch body was stored as two replacement characters;
@@ -164,13 +164,22 @@ const duplicateKey = (text: string): RequestIssue | undefined => {
  * is skipped (RFC 8259 §8.1 allows that).
  */
 export const parse = (bytes: Uint8Array, expected: string): Result.Result<unknown, RequestIssue> => {
-  const issue = (problem: string, parameter = ""): RequestIssue => ({ in: "body", parameter, problem })
   let text: string
   try {
     text = UTF8.decode(bytes)
   } catch {
-    return Result.fail(issue("is not valid UTF-8: a JSON body must be UTF-8 (RFC 8259)"))
+    return Result.fail(issue(NOT_UTF8))
   }
+  return parseText(text, expected)
+}
+
+/** Why bytes are refused as a JSON body's text (the problem {@link parse} names). */
+export const NOT_UTF8 = "is not valid UTF-8: a JSON body must be UTF-8 (RFC 8259)"
+
+const issue = (problem: string, parameter = ""): RequestIssue => ({ in: "body", parameter, problem })
+
+/** {@link parse} for a body already decoded (strictly: see {@link NOT_UTF8}). */
+export const parseText = (text: string, expected: string): Result.Result<unknown, RequestIssue> => {
   if (text.trim() === "") return Result.fail(issue(`is empty: expected ${expected}`))
   let json: unknown
   try {
