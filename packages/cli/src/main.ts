@@ -47,7 +47,7 @@ const dbUrl = Command.make(
     const external = yield* Settings.DatabaseUrl
     if (Option.isSome(external)) return yield* Console.log(Redacted.value(external.value))
     const dataDir = yield* Settings.EmbeddedPostgresDir
-    const port = yield* Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.option)
+    const port = yield* Settings.EmbeddedPostgresPort
     const url = yield* EmbeddedPostgres.storedUrl(dataDir, { port: Option.getOrUndefined(port) })
     yield* Console.log(Redacted.value(url))
   })
@@ -72,7 +72,7 @@ const db = Command.make("db").pipe(
  */
 const embeddedPortFree = Effect.fnUntraced(function*(servers: ReadonlyArray<{ readonly port: Config.Config<number>; readonly portVariable: string }>) {
   if (Option.isSome(yield* Settings.DatabaseUrl)) return
-  const embedded = yield* Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.option)
+  const embedded = yield* Settings.EmbeddedPostgresPort
   if (Option.isNone(embedded)) return
   for (const server of servers) {
     if ((yield* server.port) === embedded.value) {

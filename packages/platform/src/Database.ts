@@ -7,7 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.ts"
 import { awaitReady } from "./PostgresReady.ts"
-import { DatabaseUrl, EmbeddedPostgresDir, intSetting } from "./Settings.ts"
+import { DatabaseUrl, EmbeddedPostgresDir, EmbeddedPostgresPort, intSetting } from "./Settings.ts"
 
 export class Database extends Context.Service<Database, {
   readonly url: Redacted.Redacted<string>
@@ -27,7 +27,7 @@ export class Database extends Context.Service<Database, {
         return Database.of({ url: external.value, embedded: Option.none() })
       }
       const dataDir = yield* EmbeddedPostgresDir
-      const port = yield* Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.withDefault(0))
+      const port = Option.getOrElse(yield* EmbeddedPostgresPort, () => 0)
       const cluster = yield* EmbeddedPostgres.start({ dataDir, port })
       yield* Effect.annotateCurrentSpan("database.embedded", true)
       return Database.of({ url: cluster.url("postgres"), embedded: Option.some(cluster) })

@@ -163,22 +163,21 @@ const duplicateKey = (text: string): RequestIssue | undefined => {
  * what the route takes ("a JSON array of messages"), for an empty body. A leading byte order mark
  * is skipped (RFC 8259 §8.1 allows that).
  */
-export const parse = (bytes: Uint8Array, expected: string): Result.Result<unknown, RequestIssue> => {
-  let text: string
-  try {
-    text = UTF8.decode(bytes)
-  } catch {
-    return Result.fail(issue(NOT_UTF8))
-  }
-  return parseText(text, expected)
-}
+export const parse = (bytes: Uint8Array, expected: string): Result.Result<unknown, RequestIssue> =>
+  Result.flatMap(decodeText(bytes), (text) => parseText(text, expected))
 
-/** Why bytes are refused as a JSON body's text (the problem {@link parse} names). */
-export const NOT_UTF8 = "is not valid UTF-8: a JSON body must be UTF-8 (RFC 8259)"
+/** A body's bytes as text, strictly: bytes that are not UTF-8 are refused, never read as U+FFFD. */
+export const decodeText = (bytes: Uint8Array): Result.Result<string, RequestIssue> => {
+  try {
+    return Result.succeed(UTF8.decode(bytes))
+  } catch {
+    return Result.fail(issue("is not valid UTF-8: a JSON body must be UTF-8 (RFC 8259)"))
+  }
+}
 
 const issue = (problem: string, parameter = ""): RequestIssue => ({ in: "body", parameter, problem })
 
-/** {@link parse} for a body already decoded (strictly: see {@link NOT_UTF8}). */
+/** {@link parse} for a body already decoded by {@link decodeText}. */
 export const parseText = (text: string, expected: string): Result.Result<unknown, RequestIssue> => {
   if (text.trim() === "") return Result.fail(issue(`is empty: expected ${expected}`))
   let json: unknown

@@ -78,6 +78,9 @@ export const DatabaseUrl: Config.Config<Option.Option<Redacted.Redacted<string>>
   })
 )
 
+/** `EMBEDDED_POSTGRES_PORT`: the embedded cluster's port; none: the remembered one, or a free one at first. */
+export const EmbeddedPostgresPort = Config.option(Config.Port("EMBEDDED_POSTGRES_PORT"))
+
 /** `EMBEDDED_POSTGRES_DIR`: the embedded cluster's data folder (relative to the working directory). */
 export const EmbeddedPostgresDir = Config.String("EMBEDDED_POSTGRES_DIR").pipe(Config.withDefault(".data/postgres"))
 

@@ -65,14 +65,14 @@ export const readCappedBody = async (request: Request, limit: number): Promise<s
     }
     chunks.push(value)
   }
-  try {
-    return UTF8.decode(Buffer.concat(chunks, total))
-  } catch {
-    throw new BlobError("invalid_input", { message: `The upload request body ${JsonBody.NOT_UTF8}` })
-  }
+  const text = JsonBody.decodeText(Buffer.concat(chunks, total))
+  if (Result.isFailure(text)) throw invalidBody(text.failure)
+  return text.success
 }
 
-const UTF8 = new TextDecoder("utf-8", { fatal: true })
+/** A body refused by the suite's JSON rules, naming the field when there is one. */
+const invalidBody = ({ parameter, problem }: { readonly parameter: string; readonly problem: string }) =>
+  new BlobError("invalid_input", { message: `The upload request body${parameter === "" ? "" : `'s ${parameter}`} ${problem}` })
 
 // a field the protocol does not have is refused, not dropped (the suite's rule for JSON bodies)
 const decodeRequest = Schema.decodeUnknownEffect(UploadRequest, { onExcessProperty: "error" })
@@ -84,12 +84,7 @@ const decodeRequest = Schema.decodeUnknownEffect(UploadRequest, { onExcessProper
  */
 export const decodeUploadRequest = async (text: string) => {
   const parsed = JsonBody.parseText(text, "an upload message")
-  if (Result.isFailure(parsed)) {
-    const { parameter, problem } = parsed.failure
-    throw new BlobError("invalid_input", {
-      message: `The upload request body${parameter === "" ? "" : `'s ${parameter}`} ${problem}`
-    })
-  }
+  if (Result.isFailure(parsed)) throw invalidBody(parsed.failure)
   const json = parsed.success
   const decoded = await Effect.runPromise(Effect.result(decodeRequest(json)))
   if (decoded._tag === "Failure") {
