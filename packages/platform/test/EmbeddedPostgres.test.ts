@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { ConfigProvider, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Schedule, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import * as fs from "node:fs/promises"
 import { spawn } from "node:child_process"
@@ -68,6 +68,79 @@ describe("EmbeddedPostgres", () => {
       assert.isFalse(guest.owned)
       assert.strictEqual(guest.port, owner.port)
       assert.isTrue(yield* acceptsConnections(owner.port), "the guest's exit does not stop the owner's cluster")
+    }), { timeout: 120_000 })
+
+  it.live("two first starts at the same moment on an empty folder: one creates and starts the cluster, the other shares it", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      // each start takes the folder's lock through its own flock process, as two `svc` processes do
+      const [first, second] = yield* Effect.all([EmbeddedPostgres.start({ dataDir }), EmbeddedPostgres.start({ dataDir })], {
+        concurrency: 2
+      })
+      assert.deepStrictEqual([first.owned, second.owned].sort(), [false, true])
+      assert.strictEqual(first.port, second.port)
+      yield* query(first, "CREATE TABLE one_cluster (note text)")
+      assert.deepStrictEqual(yield* query(second, "SELECT count(*)::int AS n FROM one_cluster"), [{ n: 0 }])
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
+  it.live("two starts of a stopped cluster at the same moment: one starts it, the other shares it", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      yield* Effect.scoped(EmbeddedPostgres.start({ dataDir }))
+      const [first, second] = yield* Effect.all([EmbeddedPostgres.start({ dataDir }), EmbeddedPostgres.start({ dataDir })], {
+        concurrency: 2
+      })
+      assert.deepStrictEqual([first.owned, second.owned].sort(), [false, true])
+      assert.strictEqual(first.port, second.port)
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
+  it.live("a first start interrupted mid-way (its marker beside a half-made folder) is made again at the next start", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      // what a Ctrl-C during initdb leaves: some of the cluster's files, no credentials, the marker
+      yield* Effect.promise(async () => {
+        await fs.mkdir(path.join(dataDir, "base"), { recursive: true })
+        await fs.writeFile(path.join(dataDir, "PG_VERSION"), "18\n")
+        await fs.writeFile(`${dataDir}.initialising`, "2147483646\n")
+      })
+      const cluster = yield* EmbeddedPostgres.start({ dataDir })
+      assert.deepStrictEqual(yield* query(cluster, "SELECT 1 AS one"), [{ one: 1 }])
+      const marker = yield* Effect.promise(() => fs.access(`${dataDir}.initialising`).then(() => true, () => false))
+      assert.isFalse(marker, "the marker goes once the cluster is made")
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
+  it.live("a folder holding files but no cluster, without that marker, is refused and left as it is", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      yield* Effect.promise(async () => {
+        await fs.mkdir(dataDir, { recursive: true })
+        await fs.writeFile(path.join(dataDir, "notes.txt"), "someone's files")
+      })
+      const error = yield* Effect.flip(Effect.scoped(EmbeddedPostgres.start({ dataDir })))
+      assert.include(error.message, "not empty but holds no cluster")
+      assert.deepStrictEqual(yield* Effect.promise(() => fs.readdir(dataDir)), ["notes.txt"])
+    }), { timeout: 120_000 })
+
+  it.live("a stopping owner lets another process's open session finish its work before the cluster goes", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const ownerScope = yield* Scope.make()
+      const owner = yield* EmbeddedPostgres.start({ dataDir }).pipe(Scope.provide(ownerScope))
+      yield* query(owner, "CREATE TABLE guest_work (step int)")
+      const guest = yield* Scope.make()
+      const sql = yield* Layer.buildWithScope(PgClient.layer({ url: owner.url("postgres"), maxConnections: 1 }), guest).pipe(
+        Effect.map((context) => Context.get(context, SqlClient.SqlClient))
+      )
+      yield* sql`INSERT INTO guest_work VALUES (1)`
+      // the owner stops (Ctrl-C) while the guest is still connected
+      const stopping = yield* Scope.close(ownerScope, Exit.void).pipe(Effect.timed, Effect.forkChild)
+      yield* Effect.sleep("1 second")
+      yield* sql`INSERT INTO guest_work VALUES (2)`
+      assert.deepStrictEqual(yield* sql`SELECT step FROM guest_work ORDER BY step`, [{ step: 1 }, { step: 2 }])
+      yield* Scope.close(guest, Exit.void)
+      const [took] = yield* Fiber.join(stopping)
+      assert.isBelow(Duration.toMillis(took), 9_000, "the owner stops once the guest is gone, before its grace ends")
+      assert.isFalse(yield* acceptsConnections(owner.port))
     }), { timeout: 120_000 })
 
   it.live("a cluster orphaned by a crashed process is adopted and stopped by the next owner", () =>
