@@ -448,7 +448,15 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
       what: `starting the embedded Postgres in ${options.dataDir}`,
       waitSeconds: START_LOCK_WAIT_SECONDS,
       onWait: Effect.logInfo(`Waiting for another svc starting the embedded Postgres in ${options.dataDir}`)
-    }).pipe(Scope.provide(lock), Effect.mapError((error) => new EmbeddedPostgresError({ message: error.message })))
+    }).pipe(
+      Scope.provide(lock),
+      Effect.catch((error) =>
+        error.reason === "unavailable"
+          // a system without util-linux's flock (busybox, macOS) still starts, as before the lock
+          ? Effect.logWarning(`${error.message}; starting without it (two starts at the same moment may fail one of them)`)
+          : Effect.fail(new EmbeddedPostgresError({ message: error.message }))
+      )
+    )
     return yield* startLocked(dataDir, options).pipe(Effect.ensuring(Scope.close(lock, Exit.void)))
   }).pipe(Effect.withSpan("EmbeddedPostgres.start"))
 

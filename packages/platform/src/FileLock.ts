@@ -11,7 +11,11 @@
 import { Data, Effect, type Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 
-export class FileLockError extends Data.TaggedError("FileLockError")<{ readonly message: string }> {}
+export class FileLockError extends Data.TaggedError("FileLockError")<{
+  /** "busy": another process held it past the wait; "unavailable": no working `flock` here (not util-linux's). */
+  readonly reason: "busy" | "unavailable"
+  readonly message: string
+}> {}
 
 /** flock's exit code when the lock is held by another process (`--conflict-exit-code`). */
 const BUSY = 75
@@ -37,10 +41,12 @@ const attempt = (file: string, waitSeconds: number, what: string) =>
       if (said.startsWith("locked")) settle(Effect.succeed(child))
     })
     child.stderr!.on("data", (chunk) => said += chunk)
-    child.once("error", (cause) => settle(Effect.fail(new FileLockError({ message: `Could not lock ${file} (${what}): ${cause.message}` }))))
+    child.once("error", (cause) => settle(Effect.fail(new FileLockError({ reason: "unavailable", message: `Could not lock ${file} (${what}): ${cause.message}` }))))
     child.once("close", (code) =>
       settle(Effect.fail(
-        code === BUSY ? new Busy() : new FileLockError({ message: `Could not lock ${file} (${what}): ${said.trim() || `flock exited ${code}`}` })
+        code === BUSY
+          ? new Busy()
+          : new FileLockError({ reason: "unavailable", message: `Could not lock ${file} (${what}): ${said.trim() || `flock exited ${code}`}` })
       ))
     )
     // interrupted while waiting: the pending flock goes (it holds nothing yet)
@@ -69,6 +75,7 @@ export const lock = (
       Effect.catchTag("Busy", () =>
         Effect.fail(
           new FileLockError({
+            reason: "busy",
             message: `Another process has been ${options.what} for ${options.waitSeconds} s (it holds ${file}); ` +
               "try again once it is done"
           })

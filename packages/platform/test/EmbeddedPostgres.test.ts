@@ -12,6 +12,7 @@ import * as Migrations from "../src/Migrations.ts"
 import { acceptsConnections, freePort } from "../src/Net.ts"
 import * as PostgresReady from "../src/PostgresReady.ts"
 import { tempDir } from "../src/testing/tempDir.ts"
+import { withFakeFlock } from "./fixtures/fakeFlock.ts"
 import * as net from "node:net"
 
 const isAlive = (pid: number) => {
@@ -120,6 +121,14 @@ describe("EmbeddedPostgres", () => {
       assert.include(error.message, "not empty but holds no cluster")
       assert.deepStrictEqual(yield* Effect.promise(() => fs.readdir(dataDir)), ["notes.txt"])
     }), { timeout: 120_000 })
+
+  it.live("without a working flock (busybox's) a start goes on without the lock, as before it", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      yield* withFakeFlock
+      const cluster = yield* EmbeddedPostgres.start({ dataDir })
+      assert.deepStrictEqual(yield* query(cluster, "SELECT 1 AS one"), [{ one: 1 }])
+    }).pipe(Effect.scoped), { timeout: 120_000 })
 
   it.live("a stopping owner lets another process's open session finish its work before the cluster goes", () =>
     Effect.gen(function*() {

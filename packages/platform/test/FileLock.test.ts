@@ -4,6 +4,7 @@ import { spawn } from "node:child_process"
 import * as path from "node:path"
 import * as FileLock from "../src/FileLock.ts"
 import { tempDir } from "../src/testing/tempDir.ts"
+import { withFakeFlock } from "./fixtures/fakeFlock.ts"
 
 const lockFile = tempDir("svc-lock-").pipe(Effect.map((dir) => path.join(dir, "folder.lock")))
 
@@ -41,4 +42,13 @@ describe("FileLock", () => {
       holder.kill("SIGKILL")
       yield* Effect.scoped(FileLock.lock(file, { what: "testing", waitSeconds: 5, onWait: Effect.void }))
     }).pipe(Effect.scoped), { timeout: 30_000 })
+
+  it.live("a flock that is not util-linux's (busybox's lacks its options) is 'unavailable', not 'busy'", () =>
+    Effect.gen(function*() {
+      const file = yield* lockFile
+      yield* withFakeFlock
+      const error = yield* Effect.flip(Effect.scoped(FileLock.lock(file, { what: "testing", waitSeconds: 1, onWait: Effect.void })))
+      assert.strictEqual(error.reason, "unavailable")
+      assert.include(error.message, "unrecognized option")
+    }).pipe(Effect.scoped))
 })
