@@ -5,7 +5,8 @@
  * nothing, a timeout of 0 fails every request, an interval of 0 spins a loop at full CPU, and a
  * size of -1 turned every publish into a 500 (an outside sweep of every variable, 2026-11-28).
  */
-import { Config, ConfigProvider, Duration, Option, Redacted, Schema } from "effect"
+import { parseDuration } from "@svc/schema"
+import { Config, ConfigProvider, Duration, Effect, Option, Redacted, Schema, SchemaGetter, SchemaIssue } from "effect"
 
 /** A whole number within `min` and `max` (by default at least 1); `fallback` when unset. */
 export const intSetting = (name: string, fallback: number, range: { readonly min?: number; readonly max?: number } = {}) =>
@@ -25,7 +26,41 @@ export const numberSetting = (name: string, fallback: number, range: { readonly 
   )
 
 /**
- * A duration ("30 seconds", "5 minutes") longer than zero, or at least `min`, and at most `max` (by
+ * A duration as effect writes it ("30 seconds", "5 minutes", "1.5 hours") or as the queue's headers take
+ * it ("30s", "5m", "1h30m", "1500ms", or "30": seconds). Only effect's form was accepted, and
+ * `SHUTDOWN_TIMEOUT=30s` stopped the start with "Expected a valid Duration string" — while the range
+ * messages printed durations as "3650d".
+ */
+const DurationText = Schema.String.pipe(
+  Schema.decodeTo(Schema.Duration, {
+    decode: SchemaGetter.transformEffect((text: string) => {
+      const compact = parseDuration(text)
+      const duration = compact === undefined
+        ? Duration.fromInput(text.trim() as Duration.Input)
+        : Option.some(Duration.millis(compact))
+      return Option.isSome(duration)
+        ? Effect.succeed(duration.value)
+        : Effect.fail(
+          new SchemaIssue.InvalidValue({
+            message: `expected a duration such as "30 seconds", "30s", "5m" or "1h30m", not ${JSON.stringify(text.slice(0, 50))}`
+          }, text)
+        )
+    }),
+    encode: SchemaGetter.transform((duration: Duration.Duration) => `${Duration.toMillis(duration)} millis`)
+  })
+)
+
+/** "3650 days", "1 minute", "0 seconds": how a range is told (the form the setting takes back). */
+const spelled = (duration: Duration.Duration): string => {
+  const ms = Duration.toMillis(duration)
+  const [unit, size] = ([["day", 86_400_000], ["hour", 3_600_000], ["minute", 60_000], ["second", 1000]] as const)
+    .find(([, size]) => ms % size === 0) ?? ["millisecond", 1]
+  const count = ms / size
+  return `${count} ${unit}${count === 1 ? "" : "s"}`
+}
+
+/**
+ * A duration ({@link DurationText}) longer than zero, or at least `min`, and at most `max` (by
  * default 10 years: longer ones overflow what timers and Postgres intervals hold); `fallback` when
  * unset (none: the setting is required, or wrapped in `Config.option`).
  */
@@ -38,12 +73,12 @@ export const durationSetting = (
   const max = Duration.fromInputUnsafe(range.max ?? "3650 days")
   const inRange = Schema.makeFilter<Duration.Duration>((duration) =>
     (min === undefined ? Duration.isGreaterThan(duration, Duration.zero) : Duration.isGreaterThanOrEqualTo(duration, min))
-      ? Duration.isLessThanOrEqualTo(duration, max) || `must be at most ${Duration.format(max)}`
+      ? Duration.isLessThanOrEqualTo(duration, max) || `must be at most ${spelled(max)}`
       : min === undefined
       ? "must be longer than 0"
-      : `must be at least ${Duration.format(min)}`
+      : `must be at least ${spelled(min)}`
   )
-  const duration = Config.schema(Schema.DurationFromString.check(inRange), name)
+  const duration = Config.schema(DurationText.check(inRange), name)
   return fallback === undefined ? duration : duration.pipe(Config.withDefault(Duration.fromInputUnsafe(fallback)))
 }
 

@@ -7,7 +7,7 @@
  * Precedence, lowest first: the group's default headers, the request headers, the query parameters.
  */
 import type { CallbackSettings, DefaultHeaders, RequestIssue } from "@svc/schema"
-import { FLOW_CONTROL_KEY_PATTERN } from "@svc/schema"
+import { FLOW_CONTROL_KEY_PATTERN, parseDuration } from "@svc/schema"
 import { Duration } from "effect"
 import type { QueueSettings } from "./QueueConfig.ts"
 import { parseRetryDelay } from "./RetryDelay.ts"
@@ -258,22 +258,6 @@ export const lowercaseHeaders = (
 /** `Svc-Callback-Forward-X-Foo` from `svc-callback-forward-x-foo`, for messages. */
 export const canonicalHeaderName = (name: string): string =>
   name.split("-").map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("-")
-
-/** Days, hours, minutes, seconds, milliseconds: each at most once, largest first (`1d1d`, `1m1h` are typos). */
-const DURATION = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/
-const UNIT_MS = [86_400_000, 3_600_000, 60_000, 1000, 1]
-
-/**
- * `"10s"`, `"1500ms"`, `"2m"`, `"1h30m"`, or a bare number of seconds (`"30"`), to milliseconds;
- * `undefined` when it is none of those.
- */
-export const parseDuration = (text: string): number | undefined => {
-  const trimmed = text.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  const parts = trimmed === "" ? null : DURATION.exec(trimmed)
-  if (parts === null) return undefined
-  return UNIT_MS.reduce((total, unit, i) => total + Number(parts[i + 1] ?? 0) * unit, 0)
-}
 
 /** An absolute http(s) URL (a destination, a callback, a group endpoint), or a problem. */
 export const checkUrl = (text: string): { readonly url: string } | { readonly problem: string } => {

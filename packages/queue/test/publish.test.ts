@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql"
 import * as Http from "node:http"
 import { refusal } from "../src/Destinations.ts"
 import { queueAuth } from "../src/http.ts"
-import { parseDuration } from "../src/Publish.ts"
+import { parseDuration } from "@svc/schema"
 import { settingsConfig } from "../src/QueueConfig.ts"
 import { call, Destination, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"
 

@@ -1,3 +1,4 @@
+export * from "./Durations.ts"
 export * from "./Errors.ts"
 export * from "./Health.ts"
 export * from "./Ids.ts"

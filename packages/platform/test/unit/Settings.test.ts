@@ -28,16 +28,23 @@ describe("Settings", () => {
       assert.include(yield* refusal(intSetting("BYTES", 1), { BYTES: "-1" }), "greater than or equal to 1")
     }))
 
-  it.effect("durationSetting: longer than 0 (or at least min), at most max (10 years by default)", () =>
+  it.effect("durationSetting: effect's form or the compact one, longer than 0 (or at least min), at most max (10 years by default), ranges told as they are written", () =>
     Effect.gen(function*() {
       const interval = durationSetting("INTERVAL", "1 minute", { min: "10 millis" })
       assert.deepStrictEqual(yield* read(interval, {}), Result.succeed(Duration.minutes(1)))
       assert.deepStrictEqual(yield* read(interval, { INTERVAL: "10 millis" }), Result.succeed(Duration.millis(10)))
-      assert.include(yield* refusal(interval, { INTERVAL: "1 millis" }), `must be at least 10ms at ["INTERVAL"]`)
+      assert.include(yield* refusal(interval, { INTERVAL: "1 millis" }), `must be at least 10 milliseconds at ["INTERVAL"]`)
       const timeout = durationSetting("TIMEOUT", "30 seconds")
       assert.include(yield* refusal(timeout, { TIMEOUT: "0 seconds" }), `must be longer than 0 at ["TIMEOUT"]`)
       assert.include(yield* refusal(timeout, { TIMEOUT: "-1 seconds" }), `["TIMEOUT"]`)
-      assert.include(yield* refusal(timeout, { TIMEOUT: "99999999999999999999 days" }), `must be at most 3650d at ["TIMEOUT"]`)
+      assert.include(yield* refusal(timeout, { TIMEOUT: "99999999999999999999 days" }), `must be at most 3650 days at ["TIMEOUT"]`)
+      // the queue headers' compact form too (one rule: @svc/schema parseDuration); a bare number is seconds
+      for (const [text, ms] of [["30s", 30_000], ["1h30m", 5_400_000], ["1500ms", 1500], ["2d", 172_800_000], ["45", 45_000], [" 1.5 hours ", 5_400_000]] as const) {
+        assert.deepStrictEqual(yield* read(timeout, { TIMEOUT: text }), Result.succeed(Duration.millis(ms)), text)
+      }
+      for (const bad of ["soon", "1 s", "5mins", "1m1h"]) {
+        assert.include(yield* refusal(timeout, { TIMEOUT: bad }), `expected a duration such as "30 seconds", "30s", "5m" or "1h30m", not ${JSON.stringify(bad)}`)
+      }
       assert.deepStrictEqual(yield* read(durationSetting("GRACE", "5 seconds", { min: "0 seconds" }), { GRACE: "0 seconds" }), Result.succeed(Duration.zero))
       assert.isTrue(Result.isFailure(yield* read(durationSetting("REQUIRED", undefined), {})), "no fallback: required")
     }))
