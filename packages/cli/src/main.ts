@@ -99,7 +99,11 @@ const start = Command.make(
         new CommandFailed(`The ${service} service is not part of this build yet (landed: ${available}).`)
       )
     }
-    yield* embeddedPortFree(service === "all" ? [...selected, SuiteStatus.Server] : selected)
+    const servers = service === "all" ? [...selected, SuiteStatus.Server] : selected
+    // every port read before anything listens: QUEUE_PORT=99999 let the other services answer /health
+    // for a moment before the start failed on it
+    yield* Effect.forEach(servers, (server) => server.port, { discard: true })
+    yield* embeddedPortFree(servers)
     const schemas = service === "all" ? Migrations.services() : selected.flatMap((candidate) => candidate.schemas)
     yield* Effect.logInfo(
       `Starting ${selected.map((candidate) => candidate.name).join(", ") || "the suite (no service has landed yet)"}`

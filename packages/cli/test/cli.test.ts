@@ -225,7 +225,7 @@ describe("svc", () => {
         ["queue", { QUEUE_CONCURRENCY: "0" }, `invalid configuration: Expected a value between 1 and 10000 at ["QUEUE_CONCURRENCY"]`],
         ["queue", { QUEUE_DEFAULT_RETRIES: "1000" }, "QUEUE_DEFAULT_RETRIES (1000) must be at most QUEUE_MAX_RETRIES (100)"],
         // an interval of 0 skipped runs in a loop at full CPU
-        ["listings", { INGEST_INTERVAL: "0 seconds" }, `must be at least 1s at ["INGEST_INTERVAL"]`],
+        ["listings", { INGEST_INTERVAL: "0 seconds" }, `must be at least 1 second at ["INGEST_INTERVAL"]`],
         ["listings", { PUBLIC_BASE_URL: "javascript:alert(1)" }, `must be an absolute http or https URL`],
         ["mcp", { DOCS_API_URL: "http://" }, `at ["DOCS_API_URL"]`],
         // an HMAC key of one space signed any forwarded address
@@ -233,7 +233,9 @@ describe("svc", () => {
         // checked before the object storage starts
         ["uploads", { UPLOADS_MAX_SIZE: "abc" }, `(got "abc") at ["UPLOADS_MAX_SIZE"]`],
         // refused before the cluster starts: its port would be remembered, and the clash outlive the variable
-        ["queue", { QUEUE_PORT: "18788", EMBEDDED_POSTGRES_PORT: "18788" }, "EMBEDDED_POSTGRES_PORT 18788 is QUEUE_PORT's port"]
+        ["queue", { QUEUE_PORT: "18788", EMBEDDED_POSTGRES_PORT: "18788" }, "EMBEDDED_POSTGRES_PORT 18788 is QUEUE_PORT's port"],
+        // every port is read before anything listens (the other services answered for a moment)
+        ["all", { QUEUE_PORT: "99999" }, `Expected a value between 1 and 65535 at ["QUEUE_PORT"]`]
       ]
       for (const [service, env, expected] of cases) {
         const run = svc(["start", service], { ...data, ...env })
@@ -242,6 +244,7 @@ describe("svc", () => {
         assert.include(last, expected)
         assert.match(last, /^svc: /)
         assert.notInclude(run.output(), "    at ", "no stack trace")
+        assert.notInclude(run.output(), "Listening on", "refused before any server listens")
       }
     }), { timeout: 120_000 })
 
