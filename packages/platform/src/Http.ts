@@ -472,10 +472,13 @@ const fromCause = (
     return clientError(new InvalidRequest({ issues: toIssues(error, "body") }))
   }
   if (HttpServerRespondable.isRespondable(error)) {
-    // Our ApiError classes and effect's HttpApiError.* (whose empty bodies finalize fills in).
+    // Our ApiError classes and effect's HttpApiError.* (whose empty bodies finalize fills in). A
+    // `ServiceUnavailable` a handler refuses with on purpose (the admin API without ADMIN_TOKEN, a
+    // draining server) is a state, not a fault: logged like a 4xx, without an ERROR and its stack.
+    const refusal = reason._tag === "Fail" && error instanceof ServiceUnavailable
     return Effect.map(
       HttpServerRespondable.toResponse(error),
-      (response): Rendered => [response, response.status >= 500 ? cause : undefined]
+      (response): Rendered => [response, response.status >= 500 && !refusal ? cause : undefined]
     )
   }
   if (isDatabaseUnavailable(error)) {

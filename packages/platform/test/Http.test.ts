@@ -42,6 +42,7 @@ const OffersGroup = HttpApiGroup.make("offers").add(
   }),
   HttpApiEndpoint.get("defect", "/defect", { success: Schema.String }),
   HttpApiEndpoint.get("undeclared", "/undeclared", { success: Schema.String }),
+  HttpApiEndpoint.get("disabled", "/disabled", { success: Schema.String, error: ServiceUnavailable }),
   HttpApiEndpoint.get("databaseDown", "/database-down", { success: Schema.String }),
   HttpApiEndpoint.get("databaseRecovering", "/database-recovering", { success: Schema.String })
 )
@@ -61,6 +62,8 @@ const Handlers = HttpApiBuilder.group(TestApi, "offers", (handlers) =>
     .handle("defect", () => Effect.die(new Error("SELECT * FROM secrets failed at /srv/app/db.ts:12")))
     // An error the endpoint does not declare: answered through its HttpServerRespondable.
     .handle("undeclared", () => Effect.die(new ServiceUnavailable({ message: "Database is down" })))
+    // A refusal on purpose, as BearerAuth answers for an admin API without its token set.
+    .handle("disabled", () => Effect.fail(new ServiceUnavailable({ message: "The admin API is disabled" })))
     // What a store dies with when Postgres is stopped (atDatabaseBoundary makes it a defect).
     .handle("databaseDown", () =>
       Effect.die(
@@ -480,6 +483,17 @@ describe("request log", () => {
         assert.strictEqual(line.length, 1)
         assert.strictEqual(line[0]!.level, "Error")
         assert.match(line[0]!.message, /^GET \/defect 500 \d+ms$/)
+      }))
+
+    it.effect("a 503 a handler refuses with on purpose is logged like a 4xx (no error, no stack); one it dies with is an error", () =>
+      Effect.gen(function*() {
+        lines.length = 0
+        const refused = yield* request("/disabled", { headers: { "x-request-id": "req-3" } })
+        assert.strictEqual(refused.response.status, 503)
+        yield* request("/undeclared", { headers: { "x-request-id": "req-4" } })
+        const levels = Object.fromEntries(lines.map((line) => [String(line.annotations.requestId), line.level]))
+        assert.strictEqual(levels["req-3"], "Info")
+        assert.strictEqual(levels["req-4"], "Error")
       }))
   })
 })
