@@ -44,7 +44,7 @@ const withQueue = <A, E extends { readonly _tag: string; readonly message: strin
               : error._tag === "Unauthorized"
               ? `the queue at ${url} refused QUEUE_TOKEN (401): ${error.message}`
               : error._tag === "ServiceUnavailable"
-              ? `the queue at ${url}: ${error.message}`
+              ? `the queue at ${url} is unavailable (503): ${error.message}`
               : error.message
           )
         )

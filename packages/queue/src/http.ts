@@ -40,7 +40,7 @@ import { SigningKeys } from "./store/SigningKeys.ts"
 
 /** `QUEUE_TOKEN`'s check (the suite's one bearer check): unset → 503, missing or wrong → 401. */
 export const queueAuth = (settings: QueueSettings) =>
-  BearerAuth.make({ variable: "QUEUE_TOKEN", surface: "Publishing and the queue API", token: settings.token })
+  BearerAuth.make({ variable: "QUEUE_TOKEN", surface: "The queue API (publishing included)", token: settings.token })
 
 export const QueueAuthLive = Layer.effect(
   QueueAuth,
