@@ -8,7 +8,7 @@ import * as Http from "node:http"
 import * as path from "node:path"
 import { acceptsConnections } from "@svc/platform"
 import { spawnablePort, spawnablePorts, tempDir } from "@svc/platform/testing"
-import { finished, healthy, started, startedQueue, svc, svcRun } from "./svcProcess.ts"
+import { finished, healthy, occupy, started, startedQueue, svc, svcRun } from "./svcProcess.ts"
 
 /** A local HTTP server answering every request with 500: messages to it end in the DLQ. */
 const failingDestination = Effect.acquireRelease(
@@ -247,6 +247,25 @@ describe("svc", () => {
         assert.notInclude(run.output(), "Listening on", "refused before any server listens")
       }
     }), { timeout: 120_000 })
+
+  it.live("a start whose port is taken fails before its background work starts: no worker, no ingest", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-taken-")
+      const port = yield* spawnablePort()
+      yield* occupy(port)
+      const data = { EMBEDDED_POSTGRES_DIR: path.join(dir, "pg"), OBJECT_STORAGE_DIR: path.join(dir, "os") }
+      const cases: ReadonlyArray<readonly [service: string, env: Record<string, string>, background: RegExp]> = [
+        // a second queue on a taken port started its worker (and could claim messages) before it failed
+        ["queue", { QUEUE_PORT: String(port), QUEUE_TOKEN: "t" }, /Queue worker started|Scheduler started/],
+        ["listings", { LISTINGS_PORT: String(port), ENABLE_MOCK_SOURCE: "true", OFFER_IMAGES_STORAGE: "off" }, /Ingest of |Scheduled ingest/]
+      ]
+      for (const [service, env, background] of cases) {
+        const run = svc(["start", service], { ...data, ...env })
+        assert.strictEqual(yield* finished(run), 1, run.output())
+        assert.include(run.stderr(), `cannot listen on 127.0.0.1:${port} (address in use)`)
+        assert.notMatch(run.output(), background)
+      }
+    }).pipe(Effect.scoped), { timeout: 120_000 })
 
   it.live("queue dlq / groups: operate a running queue over its RPC; each failure is one line and exit 1", () =>
     Effect.gen(function*() {

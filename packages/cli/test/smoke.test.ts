@@ -10,9 +10,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { spawnablePorts, tempDir } from "@svc/platform/testing"
 import { Effect, Redacted, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import * as net from "node:net"
 import * as path from "node:path"
-import { finished, healthy, started, svc } from "./svcProcess.ts"
+import { finished, healthy, occupy, started, svc } from "./svcProcess.ts"
 
 const fetchJson = (url: string, init?: RequestInit) =>
   Effect.promise(async () => {
@@ -26,20 +25,6 @@ const fetchJson = (url: string, init?: RequestInit) =>
     }
     return { status: response.status, body, text }
   })
-
-/** A listener on `port` for the life of the scope (something else holding the MCP port). */
-const occupy = (port: number) =>
-  Effect.acquireRelease(
-    Effect.callback<net.Server>((resume) => {
-      const server = net.createServer((socket) => socket.destroy())
-      server.once("error", (error) => resume(Effect.die(error)))
-      server.listen(port, "127.0.0.1", () => resume(Effect.succeed(server)))
-    }),
-    (server) =>
-      Effect.callback<void>((resume) => {
-        server.close(() => resume(Effect.void))
-      })
-  )
 
 describe("smoke", () => {
   it.live("npm start on a fresh data folder: every service up, README requests, scriptable CLI, Ctrl-C, a taken port, a second start finds the data", () =>

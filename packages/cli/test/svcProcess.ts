@@ -5,6 +5,7 @@
 import { Duration, Effect, Schedule } from "effect"
 import { spawnablePort, tempDir } from "@svc/platform/testing"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as net from "node:net"
 import * as path from "node:path"
 
 const bin = new URL("../src/bin.ts", import.meta.url).pathname
@@ -124,3 +125,17 @@ export const startedQueue = (token: string) =>
     }
     return { port, env: { QUEUE_URL: `http://127.0.0.1:${port}`, QUEUE_TOKEN: token } }
   })
+
+/** Something else listening on `port` (127.0.0.1) for the scope: a taken port. */
+export const occupy = (port: number) =>
+  Effect.acquireRelease(
+    Effect.callback<net.Server>((resume) => {
+      const server = net.createServer((socket) => socket.destroy())
+      server.once("error", (error) => resume(Effect.die(error)))
+      server.listen(port, "127.0.0.1", () => resume(Effect.succeed(server)))
+    }),
+    (server) =>
+      Effect.callback<void>((resume) => {
+        server.close(() => resume(Effect.void))
+      })
+  )

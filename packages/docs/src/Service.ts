@@ -6,7 +6,7 @@
  * process left queued or indexing are indexed again (DefaultLibraries).
  */
 import { NodeServices } from "@effect/platform-node"
-import { apiRoutes, serve } from "@svc/platform"
+import { apiRoutes, serve, withBackground } from "@svc/platform"
 import { DocsApi } from "@svc/schema"
 import { Config, Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys.ts"
@@ -44,10 +44,11 @@ export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 /** The sources' settings are read at each add; read here too, so that a bad one stops the start, not the first add. */
 const SourceSettingsChecked = Layer.effectDiscard(Effect.all([WebSettings, GitSettings, maxSnippets]))
 
-export const layer = Layer.mergeAll(
-  SourceSettingsChecked,
+export const layer = withBackground(
   serve(routes, { name: "docs-api", port: Port, portVariable: "DOCS_PORT" }),
-  DefaultLibraries.layer,
-  // with DOCS_REFRESH_INTERVAL: the scheduled refresh of git and npm sources, one pass per database
-  Refresher.layer.pipe(Layer.provide([RefreshStore.layer, NodeServices.layer]))
-).pipe(Layer.provide(ServicesLive))
+  Layer.mergeAll(
+    DefaultLibraries.layer,
+    // with DOCS_REFRESH_INTERVAL: the scheduled refresh of git and npm sources, one pass per database
+    Refresher.layer.pipe(Layer.provide([RefreshStore.layer, NodeServices.layer]))
+  )
+).pipe(Layer.provide(SourceSettingsChecked), Layer.provide(ServicesLive))

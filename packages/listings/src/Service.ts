@@ -3,7 +3,7 @@
  * (default 8787) and the ingest scheduler, sharing one set of services. Needs only the database
  * (`Database | PgClient | SqlClient`), so `svc start` can run it next to other services.
  */
-import { apiRoutes, serve } from "@svc/platform"
+import { apiRoutes, serve, withBackground } from "@svc/platform"
 import { ListingsApi } from "@svc/schema"
 import { Config, Layer } from "effect"
 import type { HttpClient } from "effect/http"
@@ -52,6 +52,6 @@ export const ServicesLive = makeServices(ConfigLive)
 export const Port = Config.Port("LISTINGS_PORT").pipe(Config.withDefault(8787))
 
 /** HTTP server and scheduler. */
-export const layer = Layer.mergeAll(serve(routes, { name: "listings", port: Port, portVariable: "LISTINGS_PORT" }), IngestScheduler).pipe(
+export const layer = withBackground(serve(routes, { name: "listings", port: Port, portVariable: "LISTINGS_PORT" }), IngestScheduler).pipe(
   Layer.provide(ServicesLive)
 )

@@ -222,6 +222,15 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
   }))
 
 /**
+ * A service's server and its background work (a delivery worker, a scheduled ingest, indexing), the
+ * work built once the server listens: a start whose port is taken then fails before it claims, ingests
+ * or indexes anything. (A second `svc start queue` on a taken port started its worker, and could
+ * claim messages, before it failed on the port.)
+ */
+export const withBackground = <A, E, R, B, E2, R2>(server: Layer.Layer<A, E, R>, background: Layer.Layer<B, E2, R2>) =>
+  background.pipe(Layer.provideMerge(server))
+
+/**
  * A client gets this long to send its request line and headers, and this long for the whole request
  * with its body (node's defaults: 60 s and 300 s, checked every 30 s, so a stalled body held its
  * connection for up to 5.5 minutes). The largest body a route takes is 10 MiB (queue batches): within

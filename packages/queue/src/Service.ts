@@ -4,7 +4,7 @@
  * `QUEUE_WORKER=false`, the delivery worker. Needs only the database (`PgClient`), so `svc start`
  * and the process entry (`main.ts`) provide `Database.layer`.
  */
-import { serve } from "@svc/platform"
+import { serve, withBackground } from "@svc/platform"
 import { Config, Effect, Layer } from "effect"
 import * as EventsPruner from "./EventsPruner.ts"
 import { routes } from "./http.ts"
@@ -23,15 +23,14 @@ export const WorkerIfEnabled = Layer.unwrap(
 
 /** HTTP and worker on the given (or configured) port, with the stores and `QueueConfig` built by the caller. */
 export const layerNoDeps = (options?: { readonly port?: number | Config.Config<number>; readonly host?: string }) =>
-  Layer.mergeAll(
+  withBackground(
     serve(Layer.mergeAll(routes, RpcRoute), {
       name: "queue",
       port: options?.port ?? Port,
       portVariable: "QUEUE_PORT",
       ...(options?.host === undefined ? {} : { host: options.host })
     }),
-    WorkerIfEnabled,
-    EventsPruner.layer
+    Layer.mergeAll(WorkerIfEnabled, EventsPruner.layer)
   )
 
 /** The whole service; needs `PgClient` (e.g. `Database.layer`). */
