@@ -147,8 +147,14 @@ const startRadosgw = (dir: string): Effect.Effect<
       const owned = result.exitCode !== SHARED
       if (!owned) yield* Effect.logInfo(`Local object storage in ${dir} is shared with the process that started it`)
       if (owned && result.exitCode !== 0) {
+        // one line, as every failure of `svc` is: the script's own reason when it gave one (it ends
+        // with what to do), else its last words; the whole of its output is in the debug log above
+        const reason = lastLines(result.stderr, 40).split("\n").reverse()
+          .map((line) => /\berror: (.*)$/.exec(line)?.[1]).find((found) => found !== undefined)
         return yield* new ObjectStorageError({
-          message: `object-storage.sh start ${dir} (OBJECT_STORAGE_DIR) failed (exit ${result.exitCode}):\n${lastLines(result.stderr, 40)}`
+          message: reason === undefined
+            ? `object-storage.sh start ${dir} (OBJECT_STORAGE_DIR) failed (exit ${result.exitCode}): ${lastLines(result.stderr, 3).replaceAll("\n", " | ")}`
+            : `The local object storage in ${dir} could not start: ${reason}`
         })
       }
       const lastLine = result.stdout.trim().split("\n").pop() ?? ""

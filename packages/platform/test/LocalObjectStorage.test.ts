@@ -253,6 +253,10 @@ describe("scripts/object-storage.sh", () => {
         assert.isFalse(existsSync(dir), `${name} was created anyway`)
       }
       if (radosgwOnly) return
+      // through the service's start: one line (svc prints it as its one failure line), the script's reason
+      const refused = yield* Effect.flip(startObjectStorage({ dir: path.join(root, "a#b"), backend: "radosgw" }))
+      assert.match(refused.message, /^The local object storage in .*a#b could not start: the folder's path .* holds characters Ceph cannot read .*\(OBJECT_STORAGE_DIR\)$/)
+      assert.notInclude(refused.message, "\n")
       // a checkout at "svc (copy)" must still start
       const copy = path.join(root, "svc (copy) & 'x'")
       yield* Effect.addFinalizer(() => Effect.ignore(runObjectStorageScript("stop", copy)))
