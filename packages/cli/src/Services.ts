@@ -12,15 +12,27 @@ import { Service as QueueServer } from "@svc/queue"
 import type { Config, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 
-export interface SuiteService {
+interface ServiceCommon {
   readonly name: ServiceName
   readonly description: string
-  readonly schemas: ReadonlyArray<string>
   /** Its HTTP port's setting and variable (the embedded Postgres must not take it). */
   readonly port: Config.Config<number>
   readonly portVariable: string
-  readonly layer: Layer.Layer<never, unknown, Database | PgClient.PgClient | SqlClient.SqlClient>
 }
+
+/**
+ * A service on the suite's database (its schemas migrated first), or one that needs none (the MCP
+ * server calls the docs API; the uploads demo stores in object storage): started alone, those start
+ * no database, so `svc start mcp` in front of a docs API elsewhere neither runs nor writes an
+ * embedded Postgres.
+ */
+export type SuiteService =
+  | ServiceCommon & {
+    readonly database: true
+    readonly schemas: ReadonlyArray<string>
+    readonly layer: Layer.Layer<never, unknown, Database | PgClient.PgClient | SqlClient.SqlClient>
+  }
+  | ServiceCommon & { readonly database: false; readonly layer: Layer.Layer<never, unknown> }
 
 /** Every service of the suite, landed or not (the `svc start` argument accepts these). */
 export const serviceNames = ["listings", "queue", "docs-api", "mcp", "uploads"] as const
@@ -30,6 +42,7 @@ export type ServiceName = (typeof serviceNames)[number]
 export const landed: ReadonlyArray<SuiteService> = [
   {
     name: "listings",
+    database: true,
     description: "Listings backend: car offers from partner feeds, search, sources, images, import services (port 8787)",
     schemas: ["listings"],
     port: ListingsService.Port,
@@ -38,6 +51,7 @@ export const landed: ReadonlyArray<SuiteService> = [
   },
   {
     name: "queue",
+    database: true,
     description: "Message delivery queue: publish, durable delivery with retries, callbacks, DLQ, URL groups (port 8788)",
     schemas: ["queue"],
     port: QueueServer.Port,
@@ -46,6 +60,7 @@ export const landed: ReadonlyArray<SuiteService> = [
   },
   {
     name: "docs-api",
+    database: true,
     description: "Documentation lookup REST API v2: library search and context for a question (port 8789)",
     schemas: ["docs"],
     port: DocsService.Port,
@@ -54,16 +69,16 @@ export const landed: ReadonlyArray<SuiteService> = [
   },
   {
     name: "mcp",
+    database: false,
     description: "Documentation lookup for coding agents: MCP over stateless HTTP, calling the docs API (port 8790, MCP_PORT)",
-    schemas: [],
     port: Mcp.Port,
     portVariable: "MCP_PORT",
     layer: Mcp.httpLayer()
   },
   {
     name: "uploads",
+    database: false,
     description: "Uploads demo of @svc/blob: React page with drop zone, per-file progress, cancel and errors; upload route into the local radosgw (port 8791)",
-    schemas: [],
     port: UploadsDemo.Port,
     portVariable: "UPLOADS_PORT",
     layer: UploadsDemo.layer

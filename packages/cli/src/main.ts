@@ -103,15 +103,16 @@ const start = Command.make(
     // every port read before anything listens: QUEUE_PORT=99999 let the other services answer /health
     // for a moment before the start failed on it
     yield* Effect.forEach(servers, (server) => server.port, { discard: true })
-    yield* embeddedPortFree(servers)
-    const schemas = service === "all" ? Migrations.services() : selected.flatMap((candidate) => candidate.schemas)
     yield* Effect.logInfo(
       `Starting ${selected.map((candidate) => candidate.name).join(", ") || "the suite (no service has landed yet)"}`
     )
-    const running = Layer.mergeAll(
-      service === "all" ? SuiteStatus.layer(selected) : Layer.empty,
-      ...selected.map((candidate) => candidate.layer)
-    )
+    const status = service === "all" ? SuiteStatus.layer(selected) : Layer.empty
+    const standalone = selected.flatMap((candidate) => candidate.database ? [] : [candidate.layer])
+    const onDatabase = selected.flatMap((candidate) => candidate.database ? [candidate] : [])
+    if (service !== "all" && onDatabase.length === 0) return yield* Layer.launch(Layer.mergeAll(status, ...standalone))
+    yield* embeddedPortFree(servers)
+    const schemas = service === "all" ? Migrations.services() : onDatabase.flatMap((candidate) => candidate.schemas)
+    const running = Layer.mergeAll(status, ...standalone, ...onDatabase.map((candidate) => candidate.layer))
     // Migrations first, on the one database every service of the process shares.
     return yield* Layer.launch(
       running.pipe(Layer.provide(Migrations.layer(...schemas)), Layer.provide(Database.layer))

@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
+import * as fs from "node:fs/promises"
 import * as Http from "node:http"
 import * as path from "node:path"
 import { acceptsConnections } from "@svc/platform"
@@ -247,6 +248,19 @@ describe("svc", () => {
         assert.notInclude(run.output(), "Listening on", "refused before any server listens")
       }
     }), { timeout: 120_000 })
+
+  it.live("a service that needs no database, started alone, starts none (svc start mcp, svc start uploads)", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-no-db-")
+      const [mcpPort, uploadsPort] = (yield* spawnablePorts(2)) as [number, number]
+      const data = { EMBEDDED_POSTGRES_DIR: path.join(dir, "pg"), OBJECT_STORAGE_DIR: path.join(dir, "os") }
+      for (const [service, env, port] of [["mcp", { MCP_PORT: String(mcpPort) }, mcpPort], ["uploads", { UPLOADS_PORT: String(uploadsPort) }, uploadsPort]] as const) {
+        const run = yield* started(["start", service], { ...data, ...env })
+        yield* healthy([port], run)
+        assert.notInclude(run.stderr(), "Embedded Postgres", service)
+        assert.isFalse(yield* Effect.promise(() => fs.access(data.EMBEDDED_POSTGRES_DIR).then(() => true, () => false)), `${service} made a Postgres folder`)
+      }
+    }).pipe(Effect.scoped), { timeout: 120_000 })
 
   it.live("a start whose port is taken fails before its background work starts: no worker, no ingest", () =>
     Effect.gen(function*() {
