@@ -9,7 +9,7 @@
  * in a log file: a Ctrl-C in the terminal then reaches our process only, so the HTTP server can drain in-flight requests before the database goes, and
  * a crash of ours leaves a cluster the next start adopts instead of a broken pipe.
  */
-import { Data, type Duration, Effect, Exit, Fiber, Redacted, Schedule, Scope } from "effect"
+import { Data, type Duration, Effect, Fiber, Redacted, Schedule, Scope } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -312,7 +312,7 @@ const stopServer = (pid: number, watchdogPid: number | undefined) =>
     if (watchdogPid !== undefined) yield* Effect.sync(() => isAlive(watchdogPid) && process.kill(watchdogPid, "SIGKILL"))
     if (!isAlive(pid)) return
     yield* Effect.sync(() => process.kill(pid, "SIGTERM"))
-    const notice = yield* Effect.logInfo("Waiting for the other processes connected to the embedded Postgres to finish").pipe(
+    const notice = yield* Effect.logInfo("Waiting for the embedded Postgres to stop (other processes' open sessions get up to 10 s)").pipe(
       Effect.delay("1 second"),
       Effect.forkChild
     )
@@ -443,21 +443,23 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
     // One start at a time on a folder: two first starts both ran initdb, two starts of a stopped cluster
     // both spawned a server, and each time one of them failed. Held until the cluster answers (or is
     // found running), so the second start finds it and shares it.
-    const lock = yield* Scope.make()
-    yield* FileLock.lock(`${dataDir}.lock`, {
-      what: `starting the embedded Postgres in ${options.dataDir}`,
-      waitSeconds: START_LOCK_WAIT_SECONDS,
-      onWait: Effect.logInfo(`Waiting for another svc starting the embedded Postgres in ${options.dataDir}`)
-    }).pipe(
-      Scope.provide(lock),
-      Effect.catch((error) =>
-        error.reason === "unavailable"
-          // a system without util-linux's flock (busybox, macOS) still starts, as before the lock
-          ? Effect.logWarning(`${error.message}; starting without it (two starts at the same moment may fail one of them)`)
-          : Effect.fail(new EmbeddedPostgresError({ message: error.message }))
+    // (the lock in a scope of its own; the cluster's finalizers go to the caller's)
+    return yield* Effect.scopedWith((lockScope) =>
+      FileLock.lock(`${dataDir}.lock`, {
+        what: `starting the embedded Postgres in ${options.dataDir}`,
+        waitSeconds: START_LOCK_WAIT_SECONDS,
+        onWait: Effect.logInfo(`Waiting for another svc starting the embedded Postgres in ${options.dataDir}`)
+      }).pipe(
+        Scope.provide(lockScope),
+        Effect.catch((error) =>
+          error.reason === "unavailable"
+            // a system without util-linux's flock (busybox, macOS) still starts, as before the lock
+            ? Effect.logWarning(`${error.message}; starting without it (two starts at the same moment may fail one of them)`)
+            : Effect.fail(new EmbeddedPostgresError({ message: error.message }))
+        ),
+        Effect.andThen(startLocked(dataDir, options))
       )
     )
-    return yield* startLocked(dataDir, options).pipe(Effect.ensuring(Scope.close(lock, Exit.void)))
   }).pipe(Effect.withSpan("EmbeddedPostgres.start"))
 
 /** How long a start waits for another one on the same folder (a crash recovery can take minutes). */
