@@ -26,8 +26,11 @@ class Busy extends Data.TaggedError("Busy")<{}> {}
 const attempt = (file: string, waitSeconds: number, what: string) =>
   Effect.callback<ChildProcess, Busy | FileLockError>((resume) => {
     const wait = waitSeconds === 0 ? ["--nonblock"] : ["--wait", String(waitSeconds)]
+    // in a process group of its own: a Ctrl-C in the terminal reaches our process, which then finishes
+    // or gives up the locked work, not the holder, which would free the lock under that work
     const child = spawn("flock", ["--exclusive", ...wait, "--conflict-exit-code", String(BUSY), file, "-c", "echo locked; exec cat"], {
-      stdio: ["pipe", "pipe", "pipe"]
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true
     })
     let said = ""
     let settled = false

@@ -110,6 +110,60 @@ describe("EmbeddedPostgres", () => {
       assert.isFalse(marker, "the marker goes once the cluster is made")
     }).pipe(Effect.scoped), { timeout: 120_000 })
 
+  it.live("that marker beside a finished cluster (its credentials written) is dropped, never the data; beside a running server or someone's files it deletes nothing", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const marker = `${dataDir}.initialising`
+      yield* Effect.scoped(Effect.gen(function*() {
+        const cluster = yield* EmbeddedPostgres.start({ dataDir })
+        yield* query(cluster, "CREATE TABLE precious (note text)")
+        yield* query(cluster, "INSERT INTO precious VALUES ('kept')")
+      }))
+      // a first start that died between writing its credentials and removing the marker
+      yield* Effect.promise(() => fs.writeFile(marker, "2147483646\n"))
+      const notes = yield* Effect.scoped(Effect.gen(function*() {
+        const cluster = yield* EmbeddedPostgres.start({ dataDir })
+        return yield* query<{ note: string }>(cluster, "SELECT note FROM precious")
+      }))
+      assert.deepStrictEqual(notes.map((row) => row.note), ["kept"])
+      assert.isFalse(yield* Effect.promise(() => fs.access(marker).then(() => true, () => false)), "the stale marker is gone")
+
+      // without credentials but with a server running on it, or with files initdb does not make: refused
+      const running = yield* EmbeddedPostgres.start({ dataDir })
+      yield* Effect.promise(async () => {
+        await fs.rename(path.join(dataDir, "svc-credentials.json"), `${dataDir}.credentials`)
+        await fs.writeFile(marker, "2147483646\n")
+      })
+      const refused = yield* Effect.flip(Effect.scoped(EmbeddedPostgres.start({ dataDir })))
+      assert.include(refused.message, "a running server")
+      assert.include(refused.message, "nothing is deleted")
+      assert.deepStrictEqual(yield* query(running, "SELECT count(*)::int AS n FROM precious"), [{ n: 1 }])
+      const other = path.join(path.dirname(dataDir), "other")
+      yield* Effect.promise(async () => {
+        await fs.mkdir(other)
+        await fs.writeFile(path.join(other, "notes.txt"), "someone's files")
+        await fs.writeFile(`${other}.initialising`, "2147483646\n")
+      })
+      const untouched = yield* Effect.flip(Effect.scoped(EmbeddedPostgres.start({ dataDir: other })))
+      assert.include(untouched.message, "files initdb does not make")
+      assert.deepStrictEqual(yield* Effect.promise(() => fs.readdir(other)), ["notes.txt"])
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
+  it.live("two first starts through two names of one folder (a symlink) take the same lock: one cluster", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const alias = path.join(path.dirname(dataDir), "alias")
+      yield* Effect.promise(async () => {
+        await fs.mkdir(dataDir)
+        await fs.symlink(dataDir, alias)
+      })
+      const [first, second] = yield* Effect.all([EmbeddedPostgres.start({ dataDir }), EmbeddedPostgres.start({ dataDir: alias })], {
+        concurrency: 2
+      })
+      assert.deepStrictEqual([first.owned, second.owned].sort(), [false, true])
+      assert.strictEqual(first.port, second.port)
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
   it.live("a folder holding files but no cluster, without that marker, is refused and left as it is", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
