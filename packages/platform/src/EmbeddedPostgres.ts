@@ -9,9 +9,7 @@
  * in a log file: a Ctrl-C in the terminal then reaches our process only, so the HTTP server can drain in-flight requests before the database goes, and
  * a crash of ours leaves a cluster the next start adopts instead of a broken pipe.
  */
-import { PgClient } from "@effect/sql-pg"
-import { Context, Data, type Duration, Effect, Fiber, Layer, Redacted, Schedule, Scope } from "effect"
-import { SqlClient } from "effect/sql"
+import { Data, type Duration, Effect, Fiber, Redacted, Schedule, Scope } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -304,19 +302,6 @@ const stopWatchdog = (pid: number | undefined) =>
     if (command.includes(WATCHDOG_NAME)) process.kill(pid, "SIGKILL")
   })
 
-/**
- * A session of a sharing process, opened while it holds the folder's lock and kept (a pool of one, for
- * its scope; the pool closes it after a minute idle, by when the caller's own pool has its sessions).
- * An owner stopping takes that lock before its smart shutdown, which lets open sessions finish: so
- * between "Using the embedded Postgres already running" and its first query, a guest is never met by
- * "the database system is shutting down" (an outside race test: 3 times in ~110 runs).
- */
-const pinSession = (url: Redacted.Redacted<string>) =>
-  Layer.build(PgClient.layer({ url, maxConnections: 1, applicationName: "svc-guest" })).pipe(
-    Effect.flatMap((context) => Context.get(context, SqlClient.SqlClient)`SELECT 1`),
-    Effect.mapError((error) => new EmbeddedPostgresError({ message: `The embedded Postgres running on this folder refused a session: ${postgresReason(error)}`, cause: error }))
-  )
-
 /** How long a stopping owner lets other processes' sessions on its cluster finish their work. */
 const GUESTS_GRACE = "10 seconds"
 
@@ -334,15 +319,10 @@ const exitOf = (pid: number, within: Duration.Input) =>
  * {@link GUESTS_GRACE}; then "fast" (open transactions rolled back), then "immediate" (the next start
  * recovers from the WAL: nothing committed is lost).
  */
-const stopServer = (dataDir: string, pid: number, watchdogPid: number | undefined) =>
+const stopServer = (pid: number, watchdogPid: number | undefined) =>
   Effect.gen(function*() {
     if (watchdogPid !== undefined) yield* Effect.sync(() => isAlive(watchdogPid) && process.kill(watchdogPid, "SIGKILL"))
     if (!isAlive(pid)) return
-    // not while another process is deciding to share this cluster (it pins a session under the lock);
-    // a start that waited behind us then finds the server gone and starts its own
-    yield* folderLock(dataDir, "stopping the embedded Postgres", STOP_LOCK_WAIT_SECONDS).pipe(
-      Effect.catch((error) => Effect.logWarning(`${error.message}; stopping anyway`))
-    )
     yield* Effect.sync(() => process.kill(pid, "SIGTERM"))
     const notice = yield* Effect.logInfo("Waiting for the embedded Postgres to stop (other processes' open sessions get up to 10 s)").pipe(
       Effect.delay("1 second"),
@@ -481,7 +461,7 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
     )
     // One start at a time on a folder: two first starts both ran initdb, two starts of a stopped cluster
     // both spawned a server, and each time one of them failed. Held until the cluster answers (or is
-    // found running and pinned: see `startLocked`), so the second start finds it and shares it.
+    // found running), so the second start finds it and shares it.
     // (the lock in a scope of its own; the cluster's finalizers go to the caller's)
     return yield* Effect.scopedWith((lockScope) =>
       folderLock(dataDir, `starting the embedded Postgres in ${options.dataDir}`, START_LOCK_WAIT_SECONDS).pipe(
@@ -493,18 +473,16 @@ export const start = (options: EmbeddedPostgresOptions): Effect.Effect<RunningPo
 
 /** How long a start waits for another one on the same folder (a crash recovery can take minutes). */
 const START_LOCK_WAIT_SECONDS = 600
-/** How long an owner's stop waits for a start deciding to share its cluster (a moment, normally). */
-const STOP_LOCK_WAIT_SECONDS = 30
 
 /**
- * The folder's lock (`<dir>.lock`), taken by a start and by an owner's stop. Where no util-linux
+ * The folder's lock (`<dir>.lock`), taken by a start. Where no util-linux
  * `flock` runs (busybox, macOS) the work goes on without it, with a warning, as before the lock.
  */
 const folderLock = (dataDir: string, what: string, waitSeconds: number) =>
   FileLock.lock(`${dataDir}.lock`, {
     what,
     waitSeconds,
-    onWait: Effect.logInfo(`Waiting for another svc ${what.replace(/^starting/, "starting or stopping")}`)
+    onWait: Effect.logInfo(`Waiting for another svc ${what}`)
   }).pipe(
     Effect.catch((error) =>
       error.reason === "unavailable"
@@ -563,14 +541,13 @@ const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
       }).pipe(Effect.result)
       if (ready._tag === "Success" && isAlive(runningPid)) {
         if (shared) {
-          yield* pinSession(urlOf(credentials.password, runningPort, "postgres"))
           yield* Effect.logInfo(`Using the embedded Postgres already running on port ${runningPort} (started by pid ${ownerPid})`)
           return running(runningPort, false)
         }
         yield* Effect.logWarning(`Adopting an embedded Postgres left running on port ${runningPort} by an earlier process`)
         const watchdog = yield* startWatchdog(runningPid, ownerFile)
         yield* writeOwner(watchdog)
-        yield* Effect.addFinalizer(() => Effect.scoped(stopServer(dataDir, runningPid, watchdog)))
+        yield* Effect.addFinalizer(() => stopServer(runningPid, watchdog))
         return running(runningPort, true)
       }
       if (isAlive(runningPid)) {
@@ -592,7 +569,7 @@ const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
         yield* writeOwner(watchdog)
         return { pid, watchdog }
       }),
-      ({ pid, watchdog }) => Effect.scoped(stopServer(dataDir, pid, watchdog))
+      ({ pid, watchdog }) => stopServer(pid, watchdog)
     )
     if (credentials.port !== port) yield* writeCredentials(dataDir, { ...credentials, port })
     yield* Effect.logInfo(`Embedded Postgres (pid ${pid}) listening on ${HOST}:${port}, data in ${options.dataDir}`)
