@@ -358,7 +358,9 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   dataDir: string,
   port: number,
   ephemeral: boolean,
-  url: Redacted.Redacted<string>
+  url: Redacted.Redacted<string>,
+  /** Run as soon as the postmaster exists, before it is ready: its watchdog (returns the watchdog's pid). */
+  watch: (pid: number) => Effect.Effect<number | undefined>
 ) {
   const { postgres } = yield* binaries
   const ids = yield* postgresIds()
@@ -391,6 +393,9 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   child.unref()
   const exited = { code: null as number | null }
   child.once("exit", (code) => exited.code = code ?? -1)
+  // watched from now on, not from "ready": a kill -9 of ours while it starts up (a crash recovery can
+  // take a while) left a postmaster running with no owner until some later start adopted it
+  const watchdog = yield* watch(child.pid!)
 
   // Ready means a query answers: the postmaster listens before its startup process is done, and
   // until then refuses sessions with 57P03 ("the database system is starting up").
@@ -405,10 +410,15 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
         })
       })
     ),
-    // Don't leave a half-started server behind.
-    Effect.tapError(() => Effect.sync(() => exited.code === null && child.pid !== undefined && process.kill(child.pid, "SIGQUIT")))
+    // Don't leave a half-started server behind, nor its watchdog.
+    Effect.tapError(() =>
+      Effect.sync(() => {
+        if (watchdog !== undefined && isAlive(watchdog)) process.kill(watchdog, "SIGKILL")
+        if (exited.code === null && child.pid !== undefined) process.kill(child.pid, "SIGQUIT")
+      })
+    )
   )
-  return child.pid!
+  return { pid: child.pid!, watchdog }
 })
 
 /** The URL of a cluster in `dataDir` on `port` (database `database`). */
@@ -562,13 +572,13 @@ const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
 
     const port = yield* choosePort(options.port, credentials.port)
     const { pid } = yield* Effect.acquireRelease(
-      Effect.gen(function*() {
-        const pid = yield* spawnServer(dataDir, port, options.ephemeral ?? false, urlOf(credentials.password, port, "postgres"))
-        yield* writeOwner(undefined)
-        const watchdog = yield* startWatchdog(pid, ownerFile)
-        yield* writeOwner(watchdog)
-        return { pid, watchdog }
-      }),
+      spawnServer(dataDir, port, options.ephemeral ?? false, urlOf(credentials.password, port, "postgres"), (pid) =>
+        Effect.gen(function*() {
+          yield* writeOwner(undefined)
+          const watchdog = yield* startWatchdog(pid, ownerFile)
+          yield* writeOwner(watchdog)
+          return watchdog
+        })),
       ({ pid, watchdog }) => stopServer(pid, watchdog)
     )
     if (credentials.port !== port) yield* writeCredentials(dataDir, { ...credentials, port })

@@ -241,6 +241,30 @@ describe("EmbeddedPostgres", () => {
       assert.deepStrictEqual(notes.map((row) => row.note), ["committed before the crash"])
     }), { timeout: 120_000 })
 
+  it.live("a process killed (kill -9) while its cluster is still starting up leaves no postmaster: it is watched from its spawn", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const holder = spawn(process.execPath, [new URL("./fixtures/hold-postgres.ts", import.meta.url).pathname, dataDir], { stdio: "ignore" })
+      yield* Effect.addFinalizer(() => Effect.sync(() => holder.exitCode === null && holder.kill("SIGKILL")))
+      // the postmaster writes its lock file first thing; killed then, the start has not answered yet
+      // (on a busy machine the kill may land later: the test then checks the older path, never fails wrongly)
+      const postmasterFile = path.join(dataDir, "postmaster.pid")
+      const postmaster = yield* Effect.tryPromise(() => fs.readFile(postmasterFile, "utf8")).pipe(
+        Effect.map((text) => Number(text.split("\n")[0])),
+        Effect.filterOrFail((pid) => pid > 0),
+        Effect.retry(Schedule.spaced("5 millis")),
+        Effect.timeout("60 seconds")
+      )
+      holder.kill("SIGKILL")
+      const gone = yield* Effect.sync(() => isAlive(postmaster)).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (alive) => !alive }),
+        Effect.timeout("20 seconds"),
+        Effect.as(true),
+        Effect.catch(() => Effect.succeed(false))
+      )
+      assert.isTrue(gone, "the postmaster outlived its killed owner")
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
   it.live("a postmaster.pid left by a reboot, whose pid another program now has, does not block the start; that program is left alone", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
