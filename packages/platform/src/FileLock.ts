@@ -52,8 +52,12 @@ const attempt = (file: string, waitSeconds: number, what: string) =>
           : new FileLockError({ reason: "unavailable", message: `Could not lock ${file} (${what}): ${said.trim() || `flock exited ${code}`}` })
       ))
     )
-    // interrupted while waiting: the pending flock goes (it holds nothing yet)
-    return Effect.sync(() => child.kill("SIGKILL"))
+    // interrupted while waiting: the pending flock goes, and the stdin a holder it may have started
+    // already (the lock just taken, "locked" not yet read) waits on is closed, so that one ends too
+    return Effect.sync(() => {
+      child.stdin!.end()
+      child.kill("SIGKILL")
+    })
   })
 
 const release = (child: ChildProcess) =>
