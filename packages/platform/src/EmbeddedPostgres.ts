@@ -153,8 +153,11 @@ const postgresIds = Effect.fn("EmbeddedPostgres.postgresIds")(function*(): Effec
  */
 const initialisingMarker = (dataDir: string) => `${dataDir}.initialising`
 
-/** What initdb writes into a data folder (and the credentials file a first start adds last). */
-const INITDB_MADE = /^(PG_VERSION|base|global|pg_[a-z_]+|pg_(hba|ident)\.conf|postgresql(\.auto)?\.conf|svc-credentials\.json(\.\d+\.tmp)?)$/
+/**
+ * What initdb writes into a data folder (its bootstrap backend's `postmaster.pid` too, left behind when
+ * it is killed), and the credentials file a first start adds last.
+ */
+const INITDB_MADE = /^(PG_VERSION|base|global|pg_[a-z_]+|pg_(hba|ident)\.conf|postgresql(\.auto)?\.conf|postmaster\.pid|svc-credentials\.json(\.\d+\.tmp)?)$/
 
 /** An interrupted first start's initdb may still be finishing (its parent was killed alone): waits for it. */
 const awaitOrphanInitdb = (marker: string) =>
@@ -176,12 +179,13 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function*(dataDir: s
     yield* awaitOrphanInitdb(marker)
     const entries = yield* Effect.promise(() => fs.readdir(dataDir).catch(() => [] as Array<string>))
     const postmaster = Number((yield* readPid(path.join(dataDir, "postmaster.pid")))?.[0])
+    const serverRuns = postmaster > 0 && isAlive(postmaster) && (yield* impostorOf(postmaster, dataDir)) === undefined
     // emptied only when all of it is what initdb makes and no server runs on it: a marker left beside
     // a working cluster, or beside someone's files, must never cost their data
-    if ((postmaster > 0 && isAlive(postmaster)) || !entries.every((entry) => INITDB_MADE.test(entry))) {
+    if (serverRuns || !entries.every((entry) => INITDB_MADE.test(entry))) {
       return yield* new EmbeddedPostgresError({
         message: `${marker} says a first start of this folder was interrupted, but the folder holds ${
-          postmaster > 0 && isAlive(postmaster) ? "a running server" : "files initdb does not make"
+          serverRuns ? "a running server" : "files initdb does not make"
         } and no credentials: nothing is deleted; move the folder away, or remove the marker if the folder is yours`
       })
     }

@@ -98,10 +98,12 @@ describe("EmbeddedPostgres", () => {
   it.live("a first start interrupted mid-way (its marker beside a half-made folder) is made again at the next start", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
-      // what a Ctrl-C during initdb leaves: some of the cluster's files, no credentials, the marker
+      // what a Ctrl-C or kill -9 during initdb leaves: some of the cluster's files, the lock file of
+      // initdb's bootstrap backend, no credentials, the marker
       yield* Effect.promise(async () => {
         await fs.mkdir(path.join(dataDir, "base"), { recursive: true })
         await fs.writeFile(path.join(dataDir, "PG_VERSION"), "18\n")
+        await fs.writeFile(path.join(dataDir, "postmaster.pid"), `2147483646\n${dataDir}\n`)
         await fs.writeFile(`${dataDir}.initialising`, "2147483646\n")
       })
       const cluster = yield* EmbeddedPostgres.start({ dataDir })
