@@ -159,6 +159,8 @@ const initialisingMarker = (dataDir: string) => `${dataDir}.initialising`
  */
 const INITDB_MADE = /^(PG_VERSION|base|global|pg_[a-z_]+|pg_(hba|ident)\.conf|postgresql(\.auto)?\.conf|postmaster\.pid|svc-credentials\.json(\.\d+\.tmp)?)$/
 
+const exists = (file: string) => fs.access(file).then(() => true, () => false)
+
 /** An interrupted first start's initdb may still be finishing (its parent was killed alone): waits for it. */
 const awaitOrphanInitdb = (marker: string) =>
   Effect.gen(function*() {
@@ -174,7 +176,7 @@ const awaitOrphanInitdb = (marker: string) =>
 
 const initialise = Effect.fn("EmbeddedPostgres.initialise")(function*(dataDir: string) {
   const marker = initialisingMarker(dataDir)
-  const interrupted = yield* Effect.promise(() => fs.access(marker).then(() => true, () => false))
+  const interrupted = yield* Effect.promise(() => exists(marker))
   if (interrupted) {
     yield* awaitOrphanInitdb(marker)
     const entries = yield* Effect.promise(() => fs.readdir(dataDir).catch(() => [] as Array<string>))
@@ -507,7 +509,6 @@ const folderLock = (dataDir: string, what: string, waitSeconds: number) =>
 
 const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
   Effect.gen(function*() {
-    const exists = (file: string) => fs.access(file).then(() => true, () => false)
     const [hasCluster, hasCredentials, hasMarker] = yield* Effect.promise(() =>
       Promise.all([exists(path.join(dataDir, "PG_VERSION")), exists(path.join(dataDir, CREDENTIALS_FILE)), exists(initialisingMarker(dataDir))])
     )

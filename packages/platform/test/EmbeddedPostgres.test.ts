@@ -32,6 +32,17 @@ const query = <A extends object>(cluster: EmbeddedPostgres.RunningPostgres, text
     return yield* sql.unsafe<A>(text)
   }).pipe(Effect.provide(PgClient.layer({ url: cluster.url("postgres"), maxConnections: 1 })))
 
+/** Two starts at the same moment (each through its own flock process, as two `svc` processes): one owns, one shares. */
+const twoAtOnce = (first: string, second: string) =>
+  Effect.gen(function*() {
+    const clusters = yield* Effect.all([EmbeddedPostgres.start({ dataDir: first }), EmbeddedPostgres.start({ dataDir: second })], {
+      concurrency: 2
+    })
+    assert.deepStrictEqual(clusters.map((cluster) => cluster.owned).sort(), [false, true])
+    assert.strictEqual(clusters[0].port, clusters[1].port)
+    return clusters
+  })
+
 // it.live: the cluster's start-up polling and shutdown wait run on the real clock.
 describe("EmbeddedPostgres", () => {
   it.live("starts, stops with its scope, and finds its data again on restart", () =>
@@ -74,12 +85,7 @@ describe("EmbeddedPostgres", () => {
   it.live("two first starts at the same moment on an empty folder: one creates and starts the cluster, the other shares it", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
-      // each start takes the folder's lock through its own flock process, as two `svc` processes do
-      const [first, second] = yield* Effect.all([EmbeddedPostgres.start({ dataDir }), EmbeddedPostgres.start({ dataDir })], {
-        concurrency: 2
-      })
-      assert.deepStrictEqual([first.owned, second.owned].sort(), [false, true])
-      assert.strictEqual(first.port, second.port)
+      const [first, second] = yield* twoAtOnce(dataDir, dataDir)
       yield* query(first, "CREATE TABLE one_cluster (note text)")
       assert.deepStrictEqual(yield* query(second, "SELECT count(*)::int AS n FROM one_cluster"), [{ n: 0 }])
     }).pipe(Effect.scoped), { timeout: 120_000 })
@@ -88,11 +94,7 @@ describe("EmbeddedPostgres", () => {
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
       yield* Effect.scoped(EmbeddedPostgres.start({ dataDir }))
-      const [first, second] = yield* Effect.all([EmbeddedPostgres.start({ dataDir }), EmbeddedPostgres.start({ dataDir })], {
-        concurrency: 2
-      })
-      assert.deepStrictEqual([first.owned, second.owned].sort(), [false, true])
-      assert.strictEqual(first.port, second.port)
+      yield* twoAtOnce(dataDir, dataDir)
     }).pipe(Effect.scoped), { timeout: 120_000 })
 
   it.live("a first start interrupted mid-way (its marker beside a half-made folder) is made again at the next start", () =>
@@ -159,11 +161,7 @@ describe("EmbeddedPostgres", () => {
         await fs.mkdir(dataDir)
         await fs.symlink(dataDir, alias)
       })
-      const [first, second] = yield* Effect.all([EmbeddedPostgres.start({ dataDir }), EmbeddedPostgres.start({ dataDir: alias })], {
-        concurrency: 2
-      })
-      assert.deepStrictEqual([first.owned, second.owned].sort(), [false, true])
-      assert.strictEqual(first.port, second.port)
+      yield* twoAtOnce(dataDir, alias)
     }).pipe(Effect.scoped), { timeout: 120_000 })
 
   it.live("a folder holding files but no cluster, without that marker, is refused and left as it is", () =>
