@@ -545,13 +545,16 @@ const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
       const shared = ownerPid !== undefined && ownerPid > 0 && isAlive(ownerPid)
       if (!shared) {
         // An orphan (its owner crashed): claim it, then stop the old watchdog before it stops the
-        // cluster under us. Should it have begun stopping it already, the check below sees
-        // "shutting down" until the postmaster is gone, and a new one starts on the same port.
+        // cluster under us. Should it have begun stopping it already, the check below waits
+        // until the postmaster is gone, and a new one starts on the same port.
         yield* writeOwner(undefined)
         yield* stopWatchdog(ownerWatchdog)
       }
-      // A cluster that is still starting (its owner is in `spawnServer`) or stopping answers 57P03.
+      // A cluster that is still starting (its owner is in `spawnServer`) or stopping answers 57P03, or
+      // refuses the connection: one told to stop by a dead owner's watchdog closes its port while it
+      // still writes its shutdown checkpoint. Either way it is waited for while it lives.
       const ready = yield* awaitReady(urlOf(credentials.password, runningPort, "postgres"), {
+        retryRefused: true,
         keepTrying: () => isAlive(runningPid)
       }).pipe(Effect.result)
       if (ready._tag === "Success" && isAlive(runningPid)) {

@@ -265,6 +265,27 @@ describe("EmbeddedPostgres", () => {
       assert.isTrue(gone, "the postmaster outlived its killed owner")
     }).pipe(Effect.scoped), { timeout: 120_000 })
 
+  it.live("a dead owner's postmaster still stopping, its port already closed, is waited for and the cluster started again on its port", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const port = yield* Effect.scoped(EmbeddedPostgres.start({ dataDir }).pipe(Effect.map((cluster) => cluster.port)))
+      // what a watchdog's stop looks like from outside for a moment: this folder's postmaster alive,
+      // its port refusing connections (it is writing its shutdown checkpoint), its owner dead
+      const stopping = spawn("bash", ["-c", 'exec -a postgres sh -c "sleep 2; true" -D "$1"', "bash", dataDir], { stdio: "ignore" })
+      yield* Effect.addFinalizer(() => Effect.sync(() => stopping.exitCode === null && stopping.kill("SIGKILL")))
+      yield* Effect.promise(() =>
+        Promise.all([
+          fs.writeFile(path.join(dataDir, "postmaster.pid"), `${stopping.pid}\n${dataDir}\n1795913000\n${port}\n\n127.0.0.1\n  3205432   2621492\nstopping\n`),
+          fs.writeFile(path.join(dataDir, "svc-owner.pid"), "2147483646\n")
+        ])
+      )
+      const restarted = yield* EmbeddedPostgres.start({ dataDir })
+      assert.isFalse(isAlive(stopping.pid!), "it waited for the stopping postmaster")
+      assert.isTrue(restarted.owned)
+      assert.strictEqual(restarted.port, port)
+      assert.strictEqual((yield* query<{ one: number }>(restarted, "SELECT 1 AS one"))[0]?.one, 1)
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
   it.live("a postmaster.pid left by a reboot, whose pid another program now has, does not block the start; that program is left alone", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
