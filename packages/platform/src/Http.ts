@@ -526,7 +526,7 @@ const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
  * \"1.5\""); the received value is in them when the API carries `ApiConventions` (`reportInput`).
  * `InvalidRequest` keeps the first `MAX_ISSUES` of them and counts the rest (`@svc/schema` Errors.ts).
  */
-const toIssues = (error: Schema.SchemaError, location: RequestIssue["in"]): Array<RequestIssue> =>
+export const toIssues = (error: Schema.SchemaError, location: RequestIssue["in"]): Array<RequestIssue> =>
   formatIssues(error.issue).issues.map(({ message, path }) => {
     const parameter = formatPath(path ?? [])
     // The received value of a parameter named like a secret (svc_token, x-api-key) is not echoed.

@@ -59,19 +59,19 @@ const pathOf = (visit: Visit): string => {
  * value, that is not well-formed, or arrays and objects nested deeper than {@link MAX_DEPTH}. An
  * explicit stack, not recursion: the walk never overflows, whatever the depth.
  */
-const illFormed = (root: unknown): RequestIssue | undefined => {
+const illFormed = (root: unknown, wellFormedStrings: boolean): RequestIssue | undefined => {
   const issue = (visit: Visit, problem: string): RequestIssue => ({ in: "body", parameter: pathOf(visit), problem })
   const stack: Array<Visit> = [{ value: root, parent: undefined, key: undefined, depth: 0 }]
   while (stack.length > 0) {
     const visit = stack.pop()!
     // An object's key (a string; an array's index is a number) is checked before its value.
-    if (typeof visit.key === "string") {
+    if (wellFormedStrings && typeof visit.key === "string") {
       const keyProblem = unpairedSurrogateProblem(visit.key)
       if (keyProblem !== undefined) return issue(visit, `the key ${keyProblem}`)
     }
     const { value } = visit
     if (typeof value === "string") {
-      const problem = unpairedSurrogateProblem(value)
+      const problem = wellFormedStrings ? unpairedSurrogateProblem(value) : undefined
       if (problem !== undefined) return issue(visit, problem)
       continue
     }
@@ -177,8 +177,15 @@ export const decodeText = (bytes: Uint8Array): Result.Result<string, RequestIssu
 
 const issue = (problem: string, parameter = ""): RequestIssue => ({ in: "body", parameter, problem })
 
-/** {@link parse} for a body already decoded by {@link decodeText}. */
-export const parseText = (text: string, expected: string): Result.Result<unknown, RequestIssue> => {
+/**
+ * {@link parse} for a body already decoded by {@link decodeText}. With `wellFormedStrings: false`
+ * the strings are left for the reader to check (an RPC procedure answers with its own typed error).
+ */
+export const parseText = (
+  text: string,
+  expected: string,
+  rules: { readonly wellFormedStrings: boolean } = { wellFormedStrings: true }
+): Result.Result<unknown, RequestIssue> => {
   if (text.trim() === "") return Result.fail(issue(`is empty: expected ${expected}`))
   let json: unknown
   try {
@@ -186,6 +193,6 @@ export const parseText = (text: string, expected: string): Result.Result<unknown
   } catch (error) {
     return Result.fail(issue(`is not valid JSON (${error instanceof Error ? error.message.slice(0, 200) : "unreadable"})`))
   }
-  const found = illFormed(json) ?? duplicateKey(text)
+  const found = illFormed(json, rules.wellFormedStrings) ?? duplicateKey(text)
   return found === undefined ? Result.succeed(json) : Result.fail(found)
 }

@@ -1,15 +1,121 @@
 /**
  * The HTTP effect of an internal RPC server (`POST /rpc`, NDJSON), the same for every service.
  *
+ * A body is checked whole before effect's RPC server sees any of it, and refused with a 400 naming
+ * the line and the problem, so a refused body has changed nothing. Unchecked, the server ran the
+ * lines before a bad one and then answered oddly for it (an outside sweep, on all three services):
+ * a request id given twice ran the first request and interrupted the exchange, which the suite
+ * answered "503 The server is shutting down" although the work was done (a client retrying the 503
+ * did it twice); a last line without its newline was dropped with an empty 200; a line that is not
+ * JSON or not a request, or a payload its procedure cannot decode, came back as a "defect" naming
+ * effect's internal errors (`NdjsonDecodeError`, a `TypeError`). Over HTTP, effect's `RpcClient`
+ * sends only `Request` messages, each line ending with a newline: that is what is accepted.
+ *
  * Its answers are buffered without a bound. effect's server writes the answer to a request it cannot
  * decode while it is still reading the body, into a queue of 16 that nothing drains before the whole
  * body is read: a body holding 17 such requests never got an answer, and its connection stayed open
- * (an outside sweep, on all three services). The body is bounded (the server's body limit) and every
- * caller holds the admin token, so what the buffer holds is bounded by what that caller sent, plus the
- * progress events of a streamed procedure its caller reads slowly.
+ * (an outside sweep, on all three services). The body is bounded ({@link MAX_RPC_BODY_BYTES}) and
+ * every caller holds the admin token, so what the buffer holds is bounded by what that caller sent,
+ * plus the progress events of a streamed procedure its caller reads slowly.
  */
+import { InvalidRequest, type RequestIssue } from "@svc/schema"
+import { ByteSize, Effect, Exit, Result, Schema } from "effect"
+import { HttpIncomingMessage, HttpServerRequest } from "effect/http"
 import type { Rpc, RpcGroup } from "effect/rpc"
 import { RpcServer } from "effect/rpc"
+import { toIssues } from "./Http.ts"
+import * as JsonBody from "./JsonBody.ts"
+
+/** The largest RPC body (413 beyond): what effect's NDJSON reader buffers at most. */
+export const MAX_RPC_BODY_BYTES = 16 * 1024 * 1024
+
+/** One line as effect's `RpcClient` writes it (`RpcMessage.RequestEncoded`); the payload is its procedure's. */
+const RequestLine = Schema.Struct({
+  _tag: Schema.Literal("Request"),
+  id: Schema.Union([Schema.String, Schema.Finite]),
+  tag: Schema.String,
+  payload: Schema.Unknown,
+  headers: Schema.Array(Schema.Tuple([Schema.String, Schema.String])),
+  isNotification: Schema.optionalKey(Schema.Literal(true)),
+  discard: Schema.optionalKey(Schema.Literal(true)),
+  traceId: Schema.optionalKey(Schema.String),
+  spanId: Schema.optionalKey(Schema.String),
+  sampled: Schema.optionalKey(Schema.Boolean)
+})
+const decodeRequestLine = Schema.decodeUnknownExit(RequestLine)
+
+const lineIssue = (line: number, problem: string, field?: string): RequestIssue => ({
+  in: "body",
+  parameter: field === undefined || field === "" ? `line ${line}` : `line ${line} ${field}`,
+  problem
+})
+
+/** Issues of a schema's failure, each named by its line and its field within the line. */
+const schemaIssues = (error: Schema.SchemaError, line: number, prefix: string): Array<RequestIssue> =>
+  toIssues(error, "body").map((issue) =>
+    lineIssue(line, issue.problem, [prefix, issue.parameter].filter((part) => part !== "").join("."))
+  )
+
+/**
+ * Why an RPC body may not be run, as issues (none: it may). Each non-empty line must be a JSON
+ * request (by the suite's JSON rules, {@link JsonBody}) for a procedure of `group`, its payload
+ * decoding by that procedure's schema, with an id of its own, and end with a newline.
+ */
+export const bodyIssues = <Rpcs extends Rpc.Any>(group: RpcGroup.RpcGroup<Rpcs>, bytes: Uint8Array): Array<RequestIssue> => {
+  const text = JsonBody.decodeText(bytes)
+  if (Result.isFailure(text)) return [text.failure]
+  const lines = text.success.split("\n")
+  const issues: Array<RequestIssue> = []
+  const firstLineOf = new Map<string | number, number>()
+  lines.forEach((raw, index) => {
+    const line = index + 1
+    const content = raw.endsWith("\r") ? raw.slice(0, -1) : raw
+    if (content === "") return
+    if (index === lines.length - 1) {
+      issues.push(lineIssue(line, "has no newline at its end: every NDJSON line ends with one, the last too"))
+      return
+    }
+    // a string that is not well-formed Unicode is the procedure's to refuse: its typed `InvalidRequest`
+    // reaches effect's client as such, where a 400 here would be a transport error to it
+    const json = JsonBody.parseText(content, "a JSON request", { wellFormedStrings: false })
+    if (Result.isFailure(json)) {
+      issues.push(lineIssue(line, json.failure.problem, json.failure.parameter))
+      return
+    }
+    const request = decodeRequestLine(json.success)
+    if (Exit.isFailure(request)) {
+      const cause = request.cause.reasons[0]
+      if (cause?._tag === "Fail") issues.push(...schemaIssues(cause.error, line, ""))
+      return
+    }
+    const { id, tag, payload, isNotification } = request.value
+    const rpc = group.requests.get(tag) as Rpc.AnyWithProps | undefined
+    if (rpc === undefined) {
+      issues.push(lineIssue(line, `names no procedure of this server: it has ${[...group.requests.keys()].join(", ")}`, "tag"))
+      return
+    }
+    const decoded = Schema.decodeUnknownExit(Schema.toCodecJson(rpc.payloadSchema) as unknown as Schema.Codec<unknown, unknown>)(payload)
+    if (Exit.isFailure(decoded)) {
+      const cause = decoded.cause.reasons[0]
+      if (cause?._tag === "Fail") issues.push(...schemaIssues(cause.error, line, "payload"))
+    }
+    if (isNotification === true) return
+    const earlier = firstLineOf.get(id)
+    if (earlier === undefined) firstLineOf.set(id, line)
+    else issues.push(lineIssue(line, `repeats the id of line ${earlier}: each request of a body needs its own`, "id"))
+  })
+  return issues
+}
 
 export const rpcHttpEffect = <Rpcs extends Rpc.Any>(group: RpcGroup.RpcGroup<Rpcs>) =>
-  RpcServer.toHttpEffect(group, { streamBufferSize: "unbounded" })
+  Effect.map(RpcServer.toHttpEffect(group, { streamBufferSize: "unbounded" }), (serve) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      // read (and kept by the request) once, here: the server below reads the same bytes
+      const body = yield* request.arrayBuffer.pipe(
+        Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_RPC_BODY_BYTES))
+      )
+      const issues = bodyIssues(group, new Uint8Array(body))
+      if (issues.length > 0) return yield* new InvalidRequest({ issues })
+      return yield* serve
+    }))
