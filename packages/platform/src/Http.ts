@@ -373,7 +373,7 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
         return handled.pipe(
           Effect.matchCauseEffect({
             onSuccess: (response) => Effect.succeed([response, undefined] as const),
-            onFailure: (cause) => fromCause(cause, request, requestId, routes)
+            onFailure: (cause) => fromCause(cause, request, requestId, routes, options.closing())
           }),
           Effect.flatMap(([response, cause]) => {
             const final = finalize(response, requestId, options.closing())
@@ -418,16 +418,22 @@ const fromCause = (
   cause: Cause.Cause<unknown>,
   request: HttpServerRequest.HttpServerRequest,
   requestId: string,
-  routes: RouteTable["Service"]
+  routes: RouteTable["Service"],
+  closing: boolean
 ): Effect.Effect<Rendered> => {
   const reason = cause.reasons.find((reason) => reason._tag === "Fail" || reason._tag === "Die")
   if (reason === undefined) {
     // Interrupted only: the client went away (nobody reads the answer), or the server is shutting
-    // down and the request outlived SHUTDOWN_TIMEOUT.
+    // down and the request outlived SHUTDOWN_TIMEOUT. Anything else interrupted the request from
+    // within (effect's RPC server did, for an id given twice, after running the first request): a
+    // fault of ours, not a shutdown to retry after.
     const clientAbort = cause.reasons.some((reason) => reason.annotations.has(HttpServerError.ClientAbort.key))
-    return clientAbort
-      ? Effect.succeed([HttpServerResponse.empty({ status: 499 }), undefined])
-      : clientError(new ServiceUnavailable({ message: "The server is shutting down" }))
+    if (clientAbort) return Effect.succeed([HttpServerResponse.empty({ status: 499 }), undefined])
+    if (closing) return clientError(new ServiceUnavailable({ message: "The server is shutting down" }))
+    return Effect.map(
+      HttpServerRespondable.toResponse(new InternalError({ requestId })),
+      (response): Rendered => [response, cause]
+    )
   }
   const error = reason._tag === "Fail" ? reason.error : reason.defect
   if (HttpApiError.HttpApiSchemaError.is(error)) {

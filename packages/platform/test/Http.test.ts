@@ -41,6 +41,7 @@ const OffersGroup = HttpApiGroup.make("offers").add(
     success: Schema.Struct({ count: Schema.Number })
   }),
   HttpApiEndpoint.get("defect", "/defect", { success: Schema.String }),
+  HttpApiEndpoint.get("interrupted", "/interrupted", { success: Schema.String }),
   HttpApiEndpoint.get("undeclared", "/undeclared", { success: Schema.String }),
   HttpApiEndpoint.get("disabled", "/disabled", { success: Schema.String, error: ServiceUnavailable }),
   HttpApiEndpoint.get("databaseDown", "/database-down", { success: Schema.String }),
@@ -60,6 +61,8 @@ const Handlers = HttpApiBuilder.group(TestApi, "offers", (handlers) =>
     .handle("years", ({ payload }) => Effect.succeed({ count: payload.years.length }))
     // What must never leak: a stack, a file path, SQL.
     .handle("defect", () => Effect.die(new Error("SELECT * FROM secrets failed at /srv/app/db.ts:12")))
+    // Interrupted from within, with the server running (effect's RPC server does that to a request).
+    .handle("interrupted", () => Effect.interrupt)
     // An error the endpoint does not declare: answered through its HttpServerRespondable.
     .handle("undeclared", () => Effect.die(new ServiceUnavailable({ message: "Database is down" })))
     // A refusal on purpose, as BearerAuth answers for an admin API without its token set.
@@ -311,6 +314,13 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
           requestId
         })
         for (const leak of ["SELECT", "/srv", "db.ts", "Error", " at "]) assert.notInclude(text, leak)
+      }))
+
+    it.effect("a request interrupted from within while the server runs is a 500, not a 503 'shutting down' to retry after", () =>
+      Effect.gen(function*() {
+        const { response, body } = yield* request("/interrupted")
+        assert.strictEqual(response.status, 500)
+        assert.strictEqual(body?.code, "internal_error")
       }))
 
     it.effect("a database that cannot be reached, or refuses sessions while it recovers, is a 503 with Retry-After, not a 500: nothing of the cause shown", () =>
