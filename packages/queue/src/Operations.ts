@@ -12,7 +12,7 @@ import { Clock, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { refusal } from "./Destinations.ts"
 import type { DeliverySettings, PublishInput, PublishSettings } from "./Publish.ts"
-import { checkUrl, parsePublish } from "./Publish.ts"
+import { checkUrl, lowercaseHeaders, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
 import { Groups } from "./store/Groups.ts"
@@ -360,14 +360,20 @@ export const upsertEndpoints = (
 
 /**
  * Stores a URL group's default headers, checked by the rules of a publish
- * ({@link checkConfiguration}): nothing is stored when any is refused.
+ * ({@link checkConfiguration}) and, as a batch element's, refused when two names differ only in case
+ * (`Svc-Retries` and `svc-retries`: the later silently won): nothing is stored when any is refused.
  */
 export const setTopicHeaders = (
   name: string,
   headers: DefaultHeaders
 ): Effect.Effect<Topic, InvalidRequest | TopicNotFound, Groups | QueueConfig> =>
   Effect.gen(function*() {
+    const ambiguous = lowercaseHeaders(headers).issues.map((issue): RequestIssue => ({
+      ...issue,
+      in: "body",
+      parameter: `headers.${issue.parameter}`
+    }))
     const { issues } = yield* checkConfiguration({ headers: {}, query: [], defaults: headers })
-    if (issues.length > 0) return yield* invalid(issues)
+    if (ambiguous.length + issues.length > 0) return yield* invalid([...ambiguous, ...issues])
     return yield* Groups.use((groups) => groups.setHeaders(name, headers))
   })

@@ -228,14 +228,14 @@ const connectionOptions = (raw: string | ReadonlyArray<string> | undefined): Rea
   )
 
 /**
- * Headers given as a JSON object (a batch element's, an RPC payload's) with their names lowercase,
+ * Headers given as a JSON object (a batch element's, an RPC payload's, a URL group's defaults) with their names lowercase,
  * as node gives a request's. Two names that differ only in case (`Svc-Delay` and `svc-delay`) name
  * one header with two values: ambiguous (object order would pick the winner), so an issue naming both.
  */
-export const lowercaseHeaders = (
-  headers: Readonly<Record<string, string>>
-): { readonly headers: Record<string, string>; readonly issues: ReadonlyArray<RequestIssue> } => {
-  const out: Record<string, string> = {}
+export const lowercaseHeaders = <V>(
+  headers: Readonly<Record<string, V>>
+): { readonly headers: Record<string, V>; readonly issues: ReadonlyArray<RequestIssue> } => {
+  const out: Record<string, V> = {}
   const given = new Map<string, string>()
   const issues: Array<RequestIssue> = []
   for (const [name, value] of Object.entries(headers)) {
@@ -271,6 +271,8 @@ export const checkUrl = (text: string): { readonly url: string } | { readonly pr
     return { problem: `expected an http or https URL, got the scheme ${parsed.protocol.replace(/:$/, "")}` }
   }
   if (parsed.username !== "" || parsed.password !== "") return { problem: "credentials in the URL are not accepted" }
+  // A fragment is never sent: `…/in#a` and `…/in` are one endpoint, which a group then held twice.
+  if (parsed.href.includes("#")) return { problem: "a #fragment is never sent with a request: give the URL without it" }
   // Nothing listens on port 0 (connecting to it fails at once): every attempt would fail, then the DLQ.
   if (parsed.port === "0") return { problem: "port 0 is not a port to deliver to: give one from 1 to 65535, or none" }
   return { url: parsed.toString() }

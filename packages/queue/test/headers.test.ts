@@ -290,7 +290,10 @@ layer(groups, { timeout: 120_000, excludeTestServices: true })("URL groups", (it
         [{ "X-List": ["ok", "\0"] }, "headers.X-List", /U\+0000/],
         [{ "Bad Name": "v" }, "headers.Bad Name", /not a valid header name/],
         [{ "Connection": "close" }, "headers.Connection", /set by the queue/],
-        [{ "Svc-Forward-X-A": "\x7f" }, "headers.Svc-Forward-X-A", /U\+007F/]
+        [{ "Svc-Forward-X-A": "\x7f" }, "headers.Svc-Forward-X-A", /U\+007F/],
+        // two names differing only in case: one header with two values, the later silently won
+        [{ "Svc-Retries": "1", "svc-retries": "2" }, "headers.Svc-Retries", /given twice, as "Svc-Retries" and "svc-retries"/],
+        [{ "Svc-Forward-X-A": "1", "svc-forward-x-a": "2" }, "headers.Svc-Forward-X-A", /case-insensitive/]
       ]
       for (const [headers, parameter, problem] of cases) {
         const refused = yield* call("/v2/topics/patched", json("PATCH", { headers }))
@@ -330,6 +333,21 @@ layer(groups, { timeout: 120_000, excludeTestServices: true })("URL groups", (it
       assert.include(over.body.message, `${MAX_GROUP_ENDPOINTS + 1} endpoints`)
       assert.include(over.body.message, `at most ${MAX_GROUP_ENDPOINTS}`)
       assert.strictEqual((yield* call("/v2/topics/full")).body.endpoints.length, MAX_GROUP_ENDPOINTS)
+    }))
+
+  it.effect("a URL with a #fragment, which is never sent, is refused as an endpoint and a callback (a group held …/in and …/in#a as two)", () =>
+    Effect.gen(function*() {
+      const { url } = publicEndpoint(0)
+      const refused = yield* call("/v2/topics/fragments/endpoints", json("POST", { endpoints: [{ url }, { url: `${url}#a` }] }))
+      assert.strictEqual(refused.status, 400, JSON.stringify(refused.body))
+      assert.deepStrictEqual(refused.body.issues.map((i: any) => i.parameter), ["endpoints[1].url"])
+      assert.match(refused.body.issues[0].problem, /#fragment is never sent/)
+      assert.strictEqual((yield* call("/v2/topics/fragments")).status, 404, "nothing stored")
+      for (const fragment of ["#cb", "#"]) {
+        const callback = yield* publish(url, { headers: { "Svc-Callback": `${publicEndpoint(1).url}${fragment}` } })
+        assert.strictEqual(callback.status, 400, JSON.stringify(callback.body))
+        assert.match(callback.body.issues.find((i: any) => i.parameter === "Svc-Callback")?.problem, /#fragment/)
+      }
     }))
 
   it.effect("endpoints are checked concurrently, bounded, and every refused one is named", () =>
