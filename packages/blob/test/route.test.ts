@@ -165,6 +165,21 @@ describe("upload route: resolution order", () => {
       assert.strictEqual(response.status, status, code)
       assert.strictEqual((await response.json()).code, code)
     }
+    // a file's type is a media type: a pattern matched the route's pattern, escaped sniffing and was stored
+    for (const contentType of ["image/*", "image", "*/*", "image/png/x"]) {
+      const response = await post(handler, { ...begin, contentType, size: 5 })
+      const answer = await response.json()
+      assert.strictEqual(response.status, 400, contentType)
+      assert.strictEqual(answer.code, "invalid_input", contentType)
+      assert.include(answer.message, `Invalid content type ${JSON.stringify(contentType)}`)
+    }
+    const long = await (await post(handler, { ...begin, contentType: `text/${"x".repeat(5000)}`, size: 5 })).json()
+    assert.strictEqual(long.code, "content_type_not_allowed")
+    assert.isBelow(long.message.length, 200, "the type is shown cut")
+    const gib = routeWith({ maxSize: "1GiB" })
+    const oneByteOver = await (await post(gib, { ...begin, size: 2 ** 30 + 1 })).json()
+    assert.strictEqual(oneByteOver.code, "too_large")
+    assert.include(oneByteOver.message, "1073741825 bytes, over the limit of 1073741824 bytes (1 GiB)")
     const notJson = await handler(new Request("http://app/u", { method: "POST", body: "{nope", headers: { "content-type": "application/json" } }))
     assert.strictEqual((await notJson.json()).code, "invalid_input")
     // the suite's rules for JSON bodies: what would be read as other than what was sent is refused, named

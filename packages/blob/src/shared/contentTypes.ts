@@ -41,6 +41,9 @@ export const checkContentTypePatterns = (patterns: ReadonlyArray<string>): BlobE
 /** The media type without parameters, lower-cased: `"Text/Plain; charset=utf-8"` -> `"text/plain"`. */
 export const essence = (contentType: string): string => (contentType.split(";", 1)[0] ?? "").trim().toLowerCase()
 
+/** A type as a refusal shows it: at most 100 characters (a 5,000-character one was echoed whole). */
+const shownType = (contentType: string): string => contentType.length > 100 ? `${contentType.slice(0, 100)}…` : contentType
+
 /** Whether `contentType` matches one of the (validated) patterns. */
 export const matchesContentType = (contentType: string, patterns: ReadonlyArray<string>): boolean => {
   const type = essence(contentType)
@@ -54,8 +57,21 @@ export const contentTypeRefusal = (
 ): BlobError | undefined => {
   if (patterns === undefined || matchesContentType(contentType, patterns)) return undefined
   return new BlobError("content_type_not_allowed", {
-    message: `${essence(contentType) || "(no type)"} is not allowed`,
+    message: `${shownType(essence(contentType)) || "(no type)"} is not allowed`,
     hint: `Allowed: ${patterns.join(", ")}`
+  })
+}
+
+/**
+ * `invalid_input` when `contentType`, the type a file is declared with (not a pattern), is not a media
+ * type `type/subtype` (parameters allowed). `image/*` was taken for one: it matched the pattern
+ * `image/*`, escaped sniffing (no type has its signature) and was stored as the object's `Content-Type`.
+ */
+export const declaredTypeRefusal = (contentType: string): BlobError | undefined => {
+  if (EXACT.test(essence(contentType))) return undefined
+  return new BlobError("invalid_input", {
+    message: `Invalid content type ${JSON.stringify(shownType(contentType))}: a file's type is type/subtype`,
+    hint: "Declare the file's media type, e.g. image/png or application/octet-stream (image/* is a pattern, not a type)"
   })
 }
 

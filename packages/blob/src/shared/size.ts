@@ -55,3 +55,12 @@ export const formatBytes = (bytes: number): string => {
   }
   return `${Number(value.toFixed(1))} ${units[i]}`
 }
+
+/**
+ * A size and the limit it is over, as a refusal shows them: in exact bytes when rounding would show
+ * them equal (a file one byte over 1 GiB was "1 GiB, over the limit of 1 GiB").
+ */
+export const formatOverLimit = (size: number, limit: number): readonly [string, string] => {
+  const [shownSize, shownLimit] = [formatBytes(size), formatBytes(limit)]
+  return shownSize !== shownLimit ? [shownSize, shownLimit] : [`${size} bytes`, `${limit} bytes (${shownLimit})`]
+}

@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import { BlobError } from "../../shared/BlobError.ts"
-import { formatBytes } from "../../shared/size.ts"
+import { formatBytes, formatOverLimit } from "../../shared/size.ts"
 import type { PutBody } from "./types.ts"
 
 const encoder = new TextEncoder()
@@ -126,11 +126,13 @@ export const concat = (chunks: ReadonlyArray<Uint8Array>, total: number): Uint8A
   return out
 }
 
-export const tooLarge = (size: number | string, limit: number, hint?: string) =>
-  new BlobError("too_large", {
-    message: `The body is ${typeof size === "number" ? formatBytes(size) : size}, over the limit of ${formatBytes(limit)}`,
+export const tooLarge = (size: number | string, limit: number, hint?: string) => {
+  const [shownSize, shownLimit] = typeof size === "number" ? formatOverLimit(size, limit) : [size, formatBytes(limit)]
+  return new BlobError("too_large", {
+    message: `The body is ${shownSize}, over the limit of ${shownLimit}`,
     ...(hint === undefined ? {} : { hint })
   })
+}
 
 /** Counts bytes as they pass; throws too_large past `max`, invalid_input when `exact` is not met. */
 export const counted = (source: AsyncIterable<Uint8Array>, limits: { max?: number | undefined; exact?: number | undefined }) => {

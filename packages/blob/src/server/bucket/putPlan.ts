@@ -8,7 +8,7 @@
  */
 import { Effect } from "effect"
 import { BlobError } from "../../shared/BlobError.ts"
-import { checkContentTypePatterns, contentTypeFromPath, contentTypeRefusal, SNIFF_BYTES, sniffRefusal } from "../../shared/contentTypes.ts"
+import { checkContentTypePatterns, contentTypeFromPath, contentTypeRefusal, declaredTypeRefusal, SNIFF_BYTES, sniffRefusal } from "../../shared/contentTypes.ts"
 import { metadataProblem } from "../../shared/paths.ts"
 import { parseOptionalSize } from "../../shared/size.ts"
 import { peek, prepareBody, tooLarge } from "./body.ts"
@@ -66,6 +66,8 @@ export const planPut = (
       (typeof body === "string" && contentTypeFromPath(path) === "application/octet-stream"
         ? "text/plain; charset=utf-8"
         : contentTypeFromPath(path))
+    const notAType = declaredTypeRefusal(contentType)
+    if (notAType !== undefined) return yield* notAType
     if (options.contentTypes !== undefined) {
       const patterns = checkContentTypePatterns(options.contentTypes)
       if (BlobError.is(patterns)) return yield* patterns

@@ -5,10 +5,10 @@
  * @module
  */
 import { BlobError } from "../../shared/BlobError.ts"
-import { checkContentTypePatterns, contentTypeRefusal } from "../../shared/contentTypes.ts"
+import { checkContentTypePatterns, contentTypeRefusal, declaredTypeRefusal } from "../../shared/contentTypes.ts"
 import { pathProblem } from "../../shared/paths.ts"
 import type { BeginUploadRequest, BeginUploadResponse } from "../../shared/protocol.ts"
-import { formatBytes, parseOptionalSize } from "../../shared/size.ts"
+import { formatOverLimit, parseOptionalSize } from "../../shared/size.ts"
 import { newUploadNonce, RESERVED_PREFIX } from "./completion.ts"
 import { signCompletionToken } from "./completionToken.ts"
 import { type PreparedRoute, run } from "./prepare.ts"
@@ -40,13 +40,12 @@ export const begin = async (secret: Uint8Array, route: PreparedRoute, request: R
     if (BlobError.is(checked)) throw checked
     contentTypes = checked
   }
-  const refusal = contentTypeRefusal(body.contentType, contentTypes)
+  const refusal = declaredTypeRefusal(body.contentType) ?? contentTypeRefusal(body.contentType, contentTypes)
   if (refusal !== undefined) throw refusal
   const maxSize = parseOptionalSize(result.maxSize, "maxSize") ?? route.maxSize
   if (maxSize !== undefined && body.size > maxSize) {
-    throw new BlobError("too_large", {
-      message: `The file is ${formatBytes(body.size)}, over the limit of ${formatBytes(maxSize)}`
-    })
+    const [size, limit] = formatOverLimit(body.size, maxSize)
+    throw new BlobError("too_large", { message: `The file is ${size}, over the limit of ${limit}` })
   }
   const allowOverwrite = result.allowOverwrite ?? route.options.allowOverwrite ?? false
   const now = Date.now()
