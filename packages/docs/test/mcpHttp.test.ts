@@ -12,7 +12,7 @@ import { exactRequest, startMcp } from "./support.ts"
 const MCP_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" }
 
 /** A POST with the headers MCP asks for (overridable), the body as text. */
-const post = (port: number, body: string, headers: Record<string, string | undefined> = {}) =>
+const post = (port: number, body: string | Uint8Array, headers: Record<string, string | undefined> = {}) =>
   exactRequest(port, { body, headers: { ...MCP_HEADERS, ...headers } })
 
 describe("POST /mcp: headers are checked before the body", () => {
@@ -45,7 +45,14 @@ describe("POST /mcp: headers are checked before the body", () => {
       // the headers right, the body is judged: not JSON, then not JSON-RPC
       const garbage = yield* post(port, notJson)
       assert.deepStrictEqual([garbage.status, garbage.body.error.code], [400, -32700])
-      assert.strictEqual(garbage.body.error.message, "Parse error: the body is not JSON")
+      assert.match(garbage.body.error.message, /^Parse error: the body is not valid JSON \(/)
+      // by the suite's rules for JSON bodies: not UTF-8 (an id of U+FFFD came back), a key twice (the last won)
+      const notUtf8 = yield* post(port, Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":"'), Buffer.from([0xff, 0xfe]), Buffer.from('","method":"ping"}')]))
+      assert.deepStrictEqual([notUtf8.status, notUtf8.body.error.code, notUtf8.body.id], [400, -32700, null])
+      assert.match(notUtf8.body.error.message, /^Parse error: the body is not valid UTF-8/)
+      const twice = yield* post(port, '{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}')
+      assert.deepStrictEqual([twice.status, twice.body.error.code], [400, -32700])
+      assert.strictEqual(twice.body.error.message, "Parse error: the body's id is given twice in one object: only the last would count, give it once")
       const notRpc = yield* post(port, "{}")
       assert.deepStrictEqual([notRpc.status, notRpc.body.error.code], [400, -32600])
       // a charset parameter is still JSON
@@ -63,7 +70,7 @@ describe("POST /mcp: headers are checked before the body", () => {
         assert.strictEqual(empty.status, 400, JSON.stringify(body))
         assert.deepStrictEqual(empty.body, {
           jsonrpc: "2.0",
-          error: { code: -32700, message: "Parse error: the body is empty; send a JSON-RPC message (a JSON object)" },
+          error: { code: -32700, message: "Parse error: the body is empty: expected a JSON-RPC message (a JSON object)" },
           id: null
         })
       }

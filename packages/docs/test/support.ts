@@ -239,7 +239,7 @@ export const exactRequest = (
     readonly method?: string
     readonly path?: string
     readonly headers?: Record<string, string | undefined>
-    readonly body?: string | undefined
+    readonly body?: string | Uint8Array | undefined
     readonly localAddress?: string | undefined
   } = {}
 ) =>

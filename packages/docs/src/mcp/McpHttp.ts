@@ -39,9 +39,10 @@
  *   by whatever name or IP they have.
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-import { ByteSize, Config, Effect, Layer, Option, Schema } from "effect"
+import { ByteSize, Config, Effect, Layer, Option, Result, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { isIP } from "node:net"
+import { JsonBody } from "@svc/platform"
 import { clientAddress, presentedKey } from "../Auth.ts"
 import * as JsonRpc from "./JsonRpc.ts"
 import * as McpServer from "./McpServer.ts"
@@ -390,15 +391,6 @@ const headerRefusal = (
  */
 export const FIRST_VERSION_WITHOUT_BATCHES = "2025-06-18"
 
-/** `text` parsed, or `undefined` when it is not JSON. */
-const parseJson = (text: string): { readonly value: unknown } | undefined => {
-  try {
-    return { value: JSON.parse(text) }
-  } catch {
-    return undefined
-  }
-}
-
 /**
  * `POST /mcp`, checked in this order: the headers (406 `Accept`, 415 `Content-Type`, 413 a declared
  * length over the cap), then the body as it is read (413 past the cap), then as text (400 `-32700`:
@@ -411,20 +403,22 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
     if (refusedHeaders !== undefined) return refusedHeaders
     // without a declared length (chunked, or a lying one) the reader stops at the cap: BodyTooLarge
     const read = yield* Effect.result(
-      Effect.provideService(request.text, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes))
+      Effect.provideService(request.arrayBuffer, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes))
     )
     if (read._tag === "Failure") {
       return isBodyTooLarge(read.failure)
         ? tooLarge(config.maxBodyBytes)
         : jsonRpcError(400, -32700, "Parse error: the body could not be read")
     }
-    if (read.success.trim() === "") {
-      return jsonRpcError(400, -32700, "Parse error: the body is empty; send a JSON-RPC message (a JSON object)")
+    // by the suite's rules for JSON bodies: bytes that are not UTF-8 were read as U+FFFD (an id came
+    // back other than sent), and of a key given twice JSON.parse kept the last, silently
+    const parsed = JsonBody.parse(new Uint8Array(read.success), "a JSON-RPC message (a JSON object)")
+    if (Result.isFailure(parsed)) {
+      const { parameter, problem } = parsed.failure
+      return jsonRpcError(400, -32700, `Parse error: the body${parameter === "" ? "" : `'s ${parameter}`} ${problem}`)
     }
-    const parsed = parseJson(read.success)
-    if (parsed === undefined) return jsonRpcError(400, -32700, "Parse error: the body is not JSON")
     const version = request.headers["mcp-protocol-version"]?.trim()
-    if (Array.isArray(parsed.value) && version !== undefined && version >= FIRST_VERSION_WITHOUT_BATCHES) {
+    if (Array.isArray(parsed.success) && version !== undefined && version >= FIRST_VERSION_WITHOUT_BATCHES) {
       return jsonRpcError(
         400,
         -32600,
@@ -432,14 +426,14 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
       )
     }
     // what is not JSON-RPC, or a tools/call the tools cannot take, is named with JSON-RPC's own codes (JsonRpc.ts)
-    const refused = JsonRpc.refusalOf(parsed.value)
+    const refused = JsonRpc.refusalOf(parsed.success)
     if (refused !== undefined) {
       return HttpServerResponse.jsonUnsafe(
         { jsonrpc: "2.0", error: { code: refused.code, message: refused.message }, id: refused.id },
         { status: refused.id === null ? 400 : 200 }
       )
     }
-    const body = withoutSelfCancelled(parsed.value)
+    const body = withoutSelfCancelled(parsed.success)
     if (body === undefined) return HttpServerResponse.empty({ status: 202 })
 
     const address = clientAddress(request, config.trustProxy)
