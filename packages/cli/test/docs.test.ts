@@ -138,6 +138,12 @@ describe("svc docs", () => {
       const failed = yield* run(["docs", "add", "npm:not-installed-anywhere"], remote)
       assert.strictEqual(failed.code, 1)
       assert.match(failed.output, /^svc: npm package not-installed-anywhere is not installed [^\n]*\n$/)
+      // the caller of the RPC is not told the server's folders (it was "from /srv/… up", and the absolute package folder)
+      assert.notInclude(failed.output, process.cwd())
+      const npm = yield* run(["docs", "add", "npm:he"], remote)
+      assert.strictEqual(npm.code, 0, npm.output)
+      assert.match(npm.stdout, /^Indexing \/[^ ]+ [^ ]+ from node_modules\/he\n/)
+      assert.strictEqual((yield* run(["docs", "remove", "/mathiasbynens/he"], remote)).code, 0)
 
       const wrongToken = yield* run(["docs", "list"], { ...remote, DOCS_ADMIN_TOKEN: "guess" })
       assert.strictEqual(wrongToken.code, 1)

@@ -10,6 +10,7 @@
  */
 import { LibraryIdPattern } from "@svc/schema"
 import { Cause, Context, Deferred, Effect, Layer, Schema, type Scope } from "effect"
+import * as path from "node:path"
 import { IndexStore, type LibraryListing, type UnfinishedVersion } from "./IndexStore.ts"
 import { type ResolveOptions, Sources } from "./sources/Sources.ts"
 import type { IndexFailed, ResolvedSource } from "./sources/Source.ts"
@@ -94,7 +95,13 @@ export class Indexer extends Context.Service<Indexer, {
               _tag: "Started",
               libraryId: source.libraryId,
               version: source.version,
-              root: source.kind === "folder" || source.kind === "npm" ? source.root : source.location
+              // an npm package's folder as found from the working directory (`node_modules/he`), not the
+              // server's absolute path: over the RPC this event goes to the caller
+              root: source.kind === "folder"
+                ? source.root
+                : source.kind === "npm"
+                ? path.relative(process.cwd(), source.root)
+                : source.location
             })
           }
           const onProgress = options.onProgress

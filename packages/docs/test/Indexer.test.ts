@@ -116,6 +116,9 @@ layer(stack)("Indexer", (it) => {
       const failure = (effect: Effect.Effect<unknown, { readonly category: string }>) =>
         Effect.map(Effect.result(effect), (result) => Result.isFailure(result) ? result.failure.category : "succeeded")
       assert.strictEqual(yield* failure(indexer.add("npm:surely-not-installed-pkg")), "source_not_found")
+      assert.strictEqual(yield* failure(indexer.add("  ")), "invalid_source")
+      const empty0 = yield* Effect.flip(indexer.add(""))
+      assert.match(empty0.message, /^the source is empty: give a folder/)
       assert.strictEqual(yield* failure(indexer.add("/nonexistent/folder/for/sure")), "source_not_found")
       assert.strictEqual(yield* failure(indexer.add(greeter, { id: "not-an-id" })), "invalid_source")
       const empty = yield* docsFolder({ "src/index.js": "module.exports = 1" })

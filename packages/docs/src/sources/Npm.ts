@@ -35,7 +35,8 @@ export const make = Effect.gen(function*() {
       if (parent === dir) {
         return yield* new IndexFailed({
           category: "source_not_found",
-          message: `npm package ${name} is not installed (no node_modules/${name} from ${path.resolve(".")} up)`
+          // the server's folders are not named: over the RPC this message goes to the caller
+          message: `npm package ${name} is not installed (no node_modules/${name} in the working directory or a folder above it)`
         })
       }
       dir = parent

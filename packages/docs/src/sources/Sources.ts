@@ -91,6 +91,9 @@ export class Sources extends Context.Service<Sources, {
 
       const resolve = Effect.fnUntraced(function*(source: string, options: ResolveOptions = {}) {
         const given = source.trim()
+        if (given === "") {
+          return yield* invalidSource("the source is empty: give a folder, a git URL, a website or OpenAPI document, or npm:<package>")
+        }
         // git's remote-helper syntax (`ext::sh -c …` runs a command) is never a source
         if (/^[a-z][a-z0-9+.-]*::/i.test(given)) {
           return yield* invalidSource(
