@@ -364,6 +364,8 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
         const encoding = contentEncoding(request)
         const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = lacksHost(request)
           ? Effect.fail(missingHost)
+          : repeatsHost(request)
+          ? Effect.fail(repeatedHost)
           : encoding !== undefined
           ? Effect.succeed(HttpServerResponse.text(
             `Content-Encoding ${JSON.stringify(encoding.slice(0, 50))} is not supported: send the body uncompressed`,
@@ -406,6 +408,20 @@ const lacksHost = (request: HttpServerRequest.HttpServerRequest) =>
   request.headers["host"] === undefined && (request.source as { readonly httpVersion?: unknown }).httpVersion === "1.1"
 
 const missingHost = new InvalidRequest({ issues: [{ in: "header", parameter: "host", problem: "is required in HTTP/1.1" }] })
+
+/**
+ * More than one Host header, which RFC 9112 §3.2 answers with 400: node keeps the first and drops the
+ * others, so `/mcp`'s allowed-hosts check judged one of two names the request carried.
+ */
+const repeatsHost = (request: HttpServerRequest.HttpServerRequest) => {
+  const raw = (request.source as { readonly rawHeaders?: unknown }).rawHeaders
+  if (!Array.isArray(raw)) return false
+  let hosts = 0
+  for (let i = 0; i < raw.length; i += 2) if (String(raw[i]).toLowerCase() === "host") hosts++
+  return hosts > 1
+}
+
+const repeatedHost = new InvalidRequest({ issues: [{ in: "header", parameter: "host", problem: "is given more than once: send one" }] })
 
 /** An incoming id is echoed only if short and plain: it ends up in logs and response headers. */
 const saneRequestId = (value: string | undefined): string | undefined =>
@@ -583,7 +599,12 @@ const textOf = (response: HttpServerResponse.HttpServerResponse): string | undef
     ? new TextDecoder().decode(response.body.body)
     : undefined
 
-const pathOf = (url: string): string => new URL(url, "http://localhost").pathname
+/**
+ * The path of a request target as sent: an origin-form target (`/…`) up to its query. `new URL` read
+ * `//evil.invalid/health` as a host and the path `/health` (answered 200) and named `//admin/ingest`
+ * `/ingest` in a 405.
+ */
+const pathOf = (url: string): string => url.startsWith("/") ? url.split(/[?#]/, 1)[0]! : new URL(url, "http://localhost").pathname
 
 /** A 404's message echoes at most this much of the path. */
 const MAX_PATH_SHOWN = 200

@@ -407,9 +407,16 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       const answer = yield* exchange("GET /./openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
       assert.match(answer, /^HTTP\/1\.1 404 /)
       assert.include(answer, `"message":"No route for GET /./openapi.json"`)
+      // a target starting with // is a path, not a host (`//evil.invalid/health` was answered as /health)
+      const host = yield* exchange("GET //evil.invalid/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+      assert.match(host, /^HTTP\/1\.1 404 /)
+      assert.include(host, `"message":"No route for GET //evil.invalid/health"`)
+      const doubled = yield* exchange("GET //years HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+      assert.match(doubled, /^HTTP\/1\.1 40[45] /)
+      assert.include(doubled, "//years", "named as sent (was `/`)")
     }))
 
-  it.effect("HTTP/1.1 without Host is a JSON 400 naming the header; HTTP/1.0 needs none", () =>
+  it.effect("HTTP/1.1 without Host, or with two, is a JSON 400 naming the header; HTTP/1.0 needs none", () =>
     Effect.gen(function*() {
       const answer = yield* exchange("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
       assert.match(answer, /^HTTP\/1\.1 400 /)
@@ -417,6 +424,10 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       const old = yield* exchange("GET /health HTTP/1.0\r\n\r\n")
       assert.match(old, /^HTTP\/1\.1 200 /)
       assert.include(old, `{"status":"ok"}`)
+      // two Host headers: RFC 9112 §3.2's 400 (node kept the first, and a Host check judged one of two names)
+      const twice = yield* exchange("GET /health HTTP/1.1\r\nHost: localhost\r\nHost: evil.invalid\r\nConnection: close\r\n\r\n")
+      assert.match(twice, /^HTTP\/1\.1 400 /)
+      assert.include(twice, `header \\"host\\": is given more than once: send one`)
     }))
 })
 
