@@ -591,7 +591,20 @@ const errorBody = (response: HttpServerResponse.HttpServerResponse, requestId: s
   if (response.status === 500) return { code: "internal_error", message: `Internal error (request id ${requestId})` }
   if (response.status === 400) return { code: "invalid_request", message: textOf(response) ?? "Invalid request" }
   const phrase = NodeHttp.STATUS_CODES[response.status] ?? "Error"
-  return { code: phrase.toLowerCase().replace(/\W+/g, "_"), message: textOf(response) ?? phrase }
+  const text = textOf(response)
+  return { code: phrase.toLowerCase().replace(/\W+/g, "_"), message: (text === undefined ? undefined : unsupportedType(text)) ?? text ?? phrase }
+}
+
+/**
+ * effect's own 415 for an `HttpApi` payload ("Unsupported content-type: text/plain", and for
+ * `Content-Type: ;;;` "Unsupported content-type: ", naming nothing) in the suite's words.
+ */
+const unsupportedType = (text: string): string | undefined => {
+  const type = /^Unsupported content-type: (.*)$/s.exec(text)?.[1]
+  if (type === undefined) return undefined
+  return type === ""
+    ? "The Content-Type header names no media type: send the one this route takes (its request body in /openapi.json)"
+    : `Content-Type ${JSON.stringify(type.slice(0, 100))} is not supported by this route: see its request body in /openapi.json`
 }
 
 const textOf = (response: HttpServerResponse.HttpServerResponse): string | undefined =>

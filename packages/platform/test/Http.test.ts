@@ -228,8 +228,12 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
         assert.strictEqual(response.status, 415)
         assert.deepStrictEqual(body, {
           code: "unsupported_media_type",
-          message: "Unsupported content-type: text/plain"
+          message: "Content-Type \"text/plain\" is not supported by this route: see its request body in /openapi.json"
         })
+        // a header that names no type at all is said so (it was "Unsupported content-type: ", naming nothing)
+        const none = yield* request("/offers", { method: "POST", body: "x", headers: { "content-type": ";;;" } })
+        assert.strictEqual(none.response.status, 415)
+        assert.match(none.body?.message, /^The Content-Type header names no media type/)
       }))
 
     it.effect("an unknown route is a JSON 404", () =>
