@@ -368,7 +368,7 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
           ? Effect.fail(repeatedHost)
           : encoding !== undefined
           ? Effect.succeed(HttpServerResponse.text(
-            `Content-Encoding ${JSON.stringify(encoding.slice(0, 50))} is not supported: send the body uncompressed`,
+            `${encoding} is not supported: send the body uncompressed`,
             { status: 415 }
           ))
           : app
@@ -394,13 +394,17 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
   )
 
 /**
- * A request body's `Content-Encoding` other than identity: no route decodes one, and reading the
- * compressed bytes as the body stored garbage (a publish forwarded gzip bytes labelled JSON). Refused
- * with 415 before any route runs.
+ * A request body's `Content-Encoding` other than identity, or a transfer coding other than chunked,
+ * as the header to name: no route decodes one, and reading the compressed bytes as the body stored
+ * garbage (a publish forwarded gzip bytes labelled JSON). Refused with 415 before any route runs.
  */
 const contentEncoding = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
   const value = request.headers["content-encoding"]?.trim().toLowerCase()
-  return value === undefined || value === "" || value === "identity" ? undefined : value
+  if (value !== undefined && value !== "" && value !== "identity") return `Content-Encoding ${JSON.stringify(value.slice(0, 50))}`
+  // a transfer coding besides chunked (`gzip, chunked`): node removes the chunking only, and the route read an empty body
+  const codings = (request.headers["transfer-encoding"] ?? "").split(",").map((coding) => coding.trim().toLowerCase())
+  const other = codings.filter((coding) => coding !== "" && coding !== "chunked" && coding !== "identity")
+  return other.length === 0 ? undefined : `Transfer-Encoding ${JSON.stringify(other.join(", ").slice(0, 50))}`
 }
 
 /** HTTP/1.1 requires a Host header (RFC 9112 §3.2); HTTP/1.0 did not. */

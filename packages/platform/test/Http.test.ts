@@ -406,6 +406,17 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       assert.include(unknown, "not an HTTP method this server knows")
     }))
 
+  it.effect("a transfer coding besides chunked is 415 naming it (node removed the chunking only: the route read an empty body)", () =>
+    Effect.gen(function*() {
+      const body = Zlib.gzipSync(JSON.stringify({ title: "x", year: 2000 })).toString("latin1")
+      const answer = yield* exchange(
+        "POST /offers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n" +
+          `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`
+      )
+      assert.match(answer, /^HTTP\/1\.1 415 /)
+      assert.include(answer, `Transfer-Encoding \\"gzip\\" is not supported: send the body uncompressed`)
+    }))
+
   it.effect("a 404 names the path as sent, not as normalised", () =>
     Effect.gen(function*() {
       const answer = yield* exchange("GET /./openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
