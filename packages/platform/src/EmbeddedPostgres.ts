@@ -13,7 +13,7 @@ import { Data, type Duration, Effect, Fiber, Redacted, Schedule, Scope } from "e
 import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
-import { closeSync, fstatSync, openSync, writeFileSync } from "node:fs"
+import { closeSync, fstatSync, openSync, readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { makeDirectory } from "./Directory.ts"
@@ -63,10 +63,28 @@ const fail = (message: string) => (cause: unknown) =>
 const isAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
     // EPERM: the process exists but belongs to another user (the `postgres` user when we are root).
-    return (error as NodeJS.ErrnoException).code === "EPERM"
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false
+  }
+  return !hasExited(pid)
+}
+
+/**
+ * Whether `pid` has exited and only waits for its parent to collect it (a zombie, state Z in
+ * /proc; `kill(pid, 0)` still succeeds for it). An owner `kill -9`'d under a parent that had not yet
+ * collected it was taken for alive: a start shared its cluster instead of adopting it, and lost the
+ * database for good once the dead owner's watchdog stopped it (an outside kill test). No /proc
+ * (macOS): not told, taken for running.
+ */
+const hasExited = (pid: number): boolean => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    // `pid (name) state …`: the name may hold spaces and parentheses, the state follows the last ")"
+    const state = stat.charAt(stat.lastIndexOf(")") + 2)
+    return state === "Z" || state === "X"
+  } catch {
+    return false
   }
 }
 
@@ -286,7 +304,8 @@ const startWatchdog = (postmasterPid: number, ownerFile: string) =>
       "sh",
       [
         "-c",
-        "while kill -0 \"$1\" 2>/dev/null; do sleep 1; done; " +
+        // an owner that has exited but is not yet collected by its parent (state Z) is gone too
+        "while kill -0 \"$1\" 2>/dev/null && [ \"$(sed 's/.*) //;s/ .*//' /proc/$1/stat 2>/dev/null)\" != Z ]; do sleep 1; done; " +
         // gone or unreadable owner file (a deleted data folder): stop it all the same
         "o=$(head -n 1 \"$3\" 2>/dev/null); if [ -z \"$o\" ] || [ \"$o\" = \"$1\" ]; then kill -INT \"$2\" 2>/dev/null; fi",
         WATCHDOG_NAME,

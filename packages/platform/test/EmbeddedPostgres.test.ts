@@ -504,6 +504,43 @@ describe("EmbeddedPostgres readiness and port", () => {
       assert.strictEqual(row?.note, "committed before the crash", "the cluster still answers after the old watchdog's time")
     }), { timeout: 120_000 })
 
+  it.live("an owner killed -9 but not yet collected by its parent (a zombie) is dead: the next start adopts its cluster, which outlives the zombie", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      // the holder's parent is `sleep`, which never collects a child: killed, the holder stays a zombie
+      const parent = spawn(
+        "sh",
+        ["-c", '"$0" "$1" "$2" & echo "holder=$!"; exec sleep 120', process.execPath, new URL("./fixtures/hold-postgres.ts", import.meta.url).pathname, dataDir],
+        { stdio: ["ignore", "pipe", "inherit"] }
+      )
+      yield* Effect.addFinalizer(() => Effect.sync(() => parent.exitCode === null && parent.kill("SIGKILL")))
+      const { holder, port } = yield* Effect.promise(() =>
+        new Promise<{ holder: number; port: number }>((resolve, reject) => {
+          let out = ""
+          parent.stdout!.on("data", (chunk) => {
+            out += chunk
+            const holder = /holder=(\d+)/.exec(out)?.[1]
+            const port = /port=(\d+)/.exec(out)?.[1]
+            if (holder !== undefined && port !== undefined) resolve({ holder: Number(holder), port: Number(port) })
+          })
+          parent.once("exit", (code) => reject(new Error(`the holder's parent exited early (${code})`)))
+        })
+      )
+      process.kill(holder, "SIGKILL")
+      const state = () => fs.readFile(`/proc/${holder}/stat`, "utf8").then((stat) => stat.charAt(stat.lastIndexOf(")") + 2), () => "gone")
+      yield* Effect.promise(state).pipe(Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (s) => s === "Z" }), Effect.timeout("10 seconds"))
+
+      const adopted = yield* EmbeddedPostgres.start({ dataDir })
+      assert.isTrue(adopted.owned, "a zombie owner's cluster is adopted, not shared")
+      assert.strictEqual(adopted.port, port)
+      // the zombie collected (its parent gone), past the dead owner's watchdog's next look
+      parent.kill("SIGKILL")
+      yield* Effect.promise(state).pipe(Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (s) => s === "gone" }), Effect.timeout("10 seconds"))
+      yield* Effect.sleep("2500 millis")
+      const [row] = yield* query<{ note: string }>(adopted, "SELECT note FROM crash_log")
+      assert.strictEqual(row?.note, "committed before the crash", "the cluster still answers")
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
   it.live("EMBEDDED_POSTGRES_PORT wins over the remembered port; a remembered port taken by another program is given up", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
