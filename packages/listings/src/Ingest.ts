@@ -14,7 +14,7 @@
  * `listings.ingest_runs`; failures are logged with their cause and stored as a category only.
  */
 import { type IngestOutcome, type IngestRun, UnknownSources } from "@svc/schema"
-import { postgresReason } from "@svc/platform"
+import { isDatabaseUnavailable, postgresReason } from "@svc/platform"
 import {
   Cause,
   Config,
@@ -244,10 +244,14 @@ export class Ingest extends Context.Service<Ingest, {
               return skipped
             }
             const releaseLock = Effect.andThen(lock.release(1), Scope.close(scope, Exit.void))
-            // a database failure is a defect of Leases; here it means no lease, not a failed trigger
+            // A database failure is a defect of Leases. A manual trigger answers it as such (503, the
+            // database is unavailable: it was "skipped, already_running", which sent the operator looking
+            // for another run); a scheduled one logs it and tries again at its next turn.
             const leased = yield* restore(leases.acquire(source.id, config.leaseTtl)).pipe(
               Effect.catchDefect((defect) =>
-                Effect.as(Effect.logError(`Could not take the ingest lease of ${source.id}: ${postgresReason(defect)}`), false)
+                trigger === "manual" && isDatabaseUnavailable(defect)
+                  ? Effect.andThen(releaseLock, Effect.die(defect))
+                  : Effect.as(Effect.logError(`Could not take the ingest lease of ${source.id}: ${postgresReason(defect)}`), false)
               ),
               Effect.onInterrupt(() => releaseLock)
             )

@@ -9,6 +9,7 @@ import { apiRoutes, toWebHandler } from "@svc/platform"
 import { CarOffer, ImportServicesResponse, ListingsApi, OffersResponse, SourcesResponse } from "@svc/schema"
 import { Effect, Layer, Option, Redacted, Schema, type Scope } from "effect"
 import { HttpClient, HttpClientError } from "effect/http"
+import { SqlError } from "effect/sql"
 import { ApiHandlers } from "../../src/http.ts"
 import { ImageCacher } from "../../src/Images.ts"
 import { ImportServices } from "../../src/ImportServices.ts"
@@ -38,14 +39,14 @@ const directory = [
   { id: "a", name: "Alpha Trans", region: "mazowieckie", city: "Warszawa", services: ["transport"], website: null, phone: null, email: null, description: "A" }
 ]
 
-/** Every service the handlers need, in memory, over one set of tables. */
-const memoryServices = Layer.mergeAll(
+/** Every service the handlers need, in memory, over one set of tables; `leases` may stand for a database that is down. */
+const servicesWith = (leases: Layer.Layer<Leases, never, ListingsMemory>) => Layer.mergeAll(
   Offers.layerMemory,
   SourceHealthLookup.layerMemory,
   ImportServices.layerMemory(directory),
   Ingest.layerNoDeps
 ).pipe(
-  Layer.provideMerge(Layer.mergeAll(OfferStore.layerMemory, Leases.layerMemory, IngestRuns.layerMemory)),
+  Layer.provideMerge(Layer.mergeAll(OfferStore.layerMemory, leases, IngestRuns.layerMemory)),
   Layer.provideMerge(ListingsMemory.layer),
   Layer.provide([ImageCacher.layerDisabled, noNetwork]),
   Layer.provideMerge(
@@ -58,6 +59,18 @@ const memoryServices = Layer.mergeAll(
     )
   )
 )
+const memoryServices = servicesWith(Leases.layerMemory)
+
+/** Leases over a database that refuses connections, as the SQL layer dies with it (`atDatabaseBoundary`). */
+const leasesDown = Layer.succeed(Leases, Leases.of({
+  holder: "test",
+  acquire: () =>
+    Effect.die(new SqlError.SqlError({
+      reason: new SqlError.ConnectionError({ cause: new Error("connect ECONNREFUSED 127.0.0.1:5432"), message: "PgConnection: Failed to connect", operation: "connect" })
+    })),
+  renew: () => Effect.succeed(false),
+  release: () => Effect.void
+}))
 
 /** The API over the services in the context, as a web `fetch`. */
 const api = Effect.gen(function*() {
@@ -150,6 +163,15 @@ describe("listings HTTP handlers (memory layers)", () => {
       const one = Schema.decodeUnknownSync(ImportServicesResponse)((yield* get("/import-services?region=SLASKIE")).body)
       assert.deepStrictEqual(one.services.map((service) => service.id), ["b"])
     }))
+
+  it.live("POST /admin/ingest while the database is down is 503 with Retry-After, not a run 'skipped, already_running'", () =>
+    Effect.gen(function*() {
+      const get = yield* api
+      const answer = yield* get("/admin/ingest?sources=mock&wait=true", { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } })
+      assert.strictEqual(answer.status, 503, JSON.stringify(answer.body))
+      assert.strictEqual(answer.body.code, "service_unavailable")
+      assert.strictEqual(answer.headers.get("retry-after"), "5")
+    }).pipe(Effect.scoped, Effect.provide(servicesWith(leasesDown))))
 
   test("POST /admin/ingest needs the token; a run's statistics show in GET /sources and the offers", () =>
     Effect.gen(function*() {
