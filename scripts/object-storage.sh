@@ -17,7 +17,8 @@
 # its own free ports from Ceph's default range (6800-7300).
 #
 # Environment:
-#   RGW_PORT, MON_PORT                 fixed ports instead of random free ones
+#   RGW_PORT, MON_PORT                 fixed ports instead of random free ones; they serve one instance, and
+#                                      `svc start all` runs two (listings, uploads): one in use is refused by name
 #   OBJECT_STORAGE_START_TIMEOUT       seconds to wait for radosgw to answer HTTP (default 120)
 #   OBJECT_STORAGE_OWNER_PID           if set, a watchdog stops the instance once that process is gone, so a
 #                                      killed test runner or dev server never leaks daemons
@@ -302,6 +303,14 @@ start_once() {
   STS_KEY=$(rand_chars 'a-f0-9' 16)
   MON_PORT=${MON_PORT_FIXED:-$(pick_port)}
   RGW_PORT=${RGW_PORT_FIXED:-$(pick_port "$MON_PORT")}
+  # a fixed port serves one instance: `svc start all` starts one per service that stores objects
+  # (listings and uploads), and the second one's monitor failed to bind with Ceph's words only
+  local fixed
+  for fixed in "MON_PORT ${MON_PORT_FIXED:-}" "RGW_PORT ${RGW_PORT_FIXED:-}"; do
+    set -- $fixed
+    [ -n "${2:-}" ] && port_in_use "$2" &&
+      die "$1=$2 is in use: a fixed port serves one instance (svc start all runs one for listings and one for uploads); unset $1 for a free port"
+  done
   write_conf
   local C=(-c "$CONF")
 

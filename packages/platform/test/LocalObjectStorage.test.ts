@@ -15,6 +15,7 @@ import { randomBytes } from "node:crypto"
 import { existsSync, readFileSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
+import * as Net from "node:net"
 import * as path from "node:path"
 import {
   LocalObjectStorage,
@@ -340,6 +341,27 @@ describe("two processes on one folder", () => {
       }))
       assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 1, "the first's release stopped it")
     }).pipe(Effect.provide(NodeServices.layer)), 120_000)
+
+  it.live.skipIf(radosgwOnly)("a fixed MON_PORT or RGW_PORT already in use is refused naming the variable (svc start all runs two instances)", () =>
+    Effect.gen(function*() {
+      const taken = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          new Promise<Net.Server>((resolve) => {
+            const server = Net.createServer((socket) => socket.destroy())
+            server.listen(0, "127.0.0.1", () => resolve(server))
+          })
+        ),
+        (server) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      )
+      const port = String((taken.address() as Net.AddressInfo).port)
+      for (const variable of ["MON_PORT", "RGW_PORT"]) {
+        const dir = yield* tempDir("svc-test-s3-fixed-")
+        const result = yield* runObjectStorageScript("start", dir, { env: { [variable]: port } })
+        assert.strictEqual(result.exitCode, 1, result.stderr)
+        assert.include(result.stderr, `error: ${variable}=${port} is in use: a fixed port serves one instance`)
+        assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 1, "nothing left running")
+      }
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 120_000)
 
   it.live.skipIf(radosgwOnly)("two starts on one folder at the same moment: one starts the instance, the other waits and shares it", () =>
     Effect.gen(function*() {
