@@ -41,6 +41,19 @@ const FeedAuth = Schema.Struct({
   scheme: Schema.optionalKey(Schema.String)
 })
 
+/** Why `url` cannot be a feed's address (an absolute http or https URL), or none. */
+const feedUrlProblem = (url: string): string | undefined => {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return `url ${JSON.stringify(url.slice(0, 200))} is not an absolute URL`
+  }
+  return parsed.protocol === "http:" || parsed.protocol === "https:"
+    ? undefined
+    : `url ${JSON.stringify(url.slice(0, 200))} is not an http or https URL`
+}
+
 /** Feed field -> our field: a dotted path (`price.amount`), `[]` maps over an array (`photos[].url`). */
 const Fields = Schema.Record(Schema.String, Schema.String)
 const Defaults = Schema.Record(Schema.String, Schema.Union([Schema.String, Schema.Number]))
@@ -127,6 +140,11 @@ export class Sources extends Context.Service<Sources, {
       for (const source of parsed.sources) {
         if (source.adapter !== "mock" && source.url === undefined) {
           return yield* new SourcesConfigError({ message: `SOURCES_FILE ${file.value}: source ${source.id} has no url` })
+        }
+        // checked here, not only at each run: a file:, gopher: or data: feed started fine and failed every run
+        const problem = source.url === undefined ? undefined : feedUrlProblem(source.url)
+        if (problem !== undefined) {
+          return yield* new SourcesConfigError({ message: `SOURCES_FILE ${file.value}: source ${source.id}: ${problem}` })
         }
       }
       return Sources.make(parsed.sources, mockEnabled)
