@@ -120,7 +120,10 @@ export const isInternalName = (host: string): boolean => {
     name.endsWith(".internal") || name === "local" || name === "internal"
 }
 
-const describeAddress = (verdict: AddressVerdict): string => {
+const describeAddress = (verdict: AddressVerdict): string => `${verdict.address} is in ${rangeOf(verdict)}`
+
+/** `the loopback range`, `the IPv4-mapped range (it embeds 127.0.0.1)`. */
+const rangeOf = (verdict: AddressVerdict): string => {
   const names: Record<string, string> = {
     loopback: "loopback",
     private: "private",
@@ -140,7 +143,7 @@ const describeAddress = (verdict: AddressVerdict): string => {
     nonGlobal: "non-global IPv6"
   }
   const name = names[verdict.range] ?? verdict.range
-  return `${verdict.address} is in the ${name} range${verdict.embeds === undefined ? "" : ` (it embeds ${verdict.embeds})`}`
+  return `the ${name} range${verdict.embeds === undefined ? "" : ` (it embeds ${verdict.embeds})`}`
 }
 
 // -----------------------------------------------------------------------------
@@ -225,7 +228,7 @@ const resolvedRefusal = (
   for (const entry of addresses) {
     const verdict = classifyAddress(entry.address)
     if (verdict === undefined || !verdict.allowed) {
-      return `${hostname} resolves to ${verdict === undefined ? entry.address : describeAddress(verdict)}${hint(options)}`
+      return `${hostname} resolves to ${verdict === undefined ? entry.address : `${verdict.address}, in ${rangeOf(verdict)}`}${hint(options)}`
     }
   }
   return undefined
