@@ -1,6 +1,7 @@
 /**
  * HTTP: the `ListingsApi` handlers, and GET /images/:key (a raw route: it streams bytes).
  */
+import { OutboundGuard } from "@svc/platform"
 import { ImageNotFound, type IngestResult, ListingsApi } from "@svc/schema"
 import { Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -10,6 +11,7 @@ import { AdminAuthLive } from "./Auth.ts"
 import { ImageCacher, ImageRecord, ImageStore } from "./Images.ts"
 import { ImportServices } from "./ImportServices.ts"
 import { Ingest } from "./Ingest.ts"
+import { ListingsConfig } from "./ListingsConfig.ts"
 import { Offers, splitList } from "./Offers.ts"
 import { SourceHealthLookup } from "./SourceHealth.ts"
 
@@ -119,6 +121,15 @@ const etagMatches = (header: string | undefined, etag: string): boolean =>
  * Nothing is ever fetched here; a cached image missing from storage is made pending again and the
  * background cacher kicked.
  */
+/** Whether the outbound guard refuses `url` by its host alone (an address or a local name; no lookup). */
+const refusedOriginal = (url: string, allowPrivate: boolean): boolean => {
+  try {
+    return OutboundGuard.requestRefusal(new URL(url), { allowPrivate }) !== undefined
+  } catch {
+    return true
+  }
+}
+
 export const ImagesRoute = HttpRouter.add(
   "GET",
   "/images/:key",
@@ -126,6 +137,7 @@ export const ImagesRoute = HttpRouter.add(
     const sql = yield* SqlClient.SqlClient
     const store = yield* ImageStore
     const cacher = yield* ImageCacher
+    const { allowPrivate } = yield* ListingsConfig
     const request = yield* HttpServerRequest.HttpServerRequest
     const { key } = yield* HttpRouter.params
     if (key === undefined || !KEY.test(key)) return yield* new ImageNotFound({ key: key ?? "" })
@@ -137,11 +149,13 @@ export const ImagesRoute = HttpRouter.add(
     })(key).pipe(Effect.orDie)
     const image = rows[0]
     if (image === undefined) return yield* new ImageNotFound({ key })
-    const redirect = HttpServerResponse.redirect(image.original_url, {
-      status: 302,
-      headers: { "cache-control": "no-cache" }
-    })
-    if (image.status !== "cached" || image.etag === null || !store.enabled) return redirect
+    // The original is passed on only where the guard would let the server itself go: a 302 to a
+    // loopback or private address (a feed's image at http://127.0.0.1/…) sent the app into its own
+    // device's or network's services. Refused, the image is not found.
+    const redirect = refusedOriginal(image.original_url, allowPrivate)
+      ? Effect.fail(new ImageNotFound({ key }))
+      : Effect.succeed(HttpServerResponse.redirect(image.original_url, { status: 302, headers: { "cache-control": "no-cache" } }))
+    if (image.status !== "cached" || image.etag === null || !store.enabled) return yield* redirect
     const headers = { etag: image.etag, "cache-control": CACHED_MAX_AGE }
     if (etagMatches(request.headers["if-none-match"], image.etag)) {
       return HttpServerResponse.empty({ status: 304, headers })
@@ -149,7 +163,7 @@ export const ImagesRoute = HttpRouter.add(
     const read = yield* Effect.result(store.get(key))
     if (Result.isFailure(read)) {
       yield* Effect.logWarning(`Image ${key} could not be read: ${read.failure.message}`)
-      return redirect
+      return yield* redirect
     }
     if (Option.isNone(read.success)) {
       // Recorded as cached, gone from storage: local object storage starts empty after a restart (it
@@ -160,7 +174,7 @@ export const ImagesRoute = HttpRouter.add(
         Effect.andThen(cacher.kick),
         Effect.catch((error) => Effect.logWarning(`Image ${key} is missing from storage and could not be queued again: ${error.message}`))
       )
-      return redirect
+      return yield* redirect
     }
     const stored = read.success.value
     return HttpServerResponse.stream(

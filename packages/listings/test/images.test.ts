@@ -268,3 +268,29 @@ layer(TestLayer, { excludeTestServices: true })("images", (it) => {
       assert.strictEqual((yield* statuses).get("/ok.png"), "cached")
     }))
 })
+
+const guarded = services({ sources: [], allowPrivate: false }).pipe(Layer.provideMerge(TestDatabase.layer()))
+const GuardedLayer = socketClient(guarded).pipe(Layer.provideMerge(guarded)) as Layer.Layer<Client | SqlClient.SqlClient, unknown>
+
+layer(GuardedLayer, { excludeTestServices: true })("images with LISTINGS_ALLOW_PRIVATE=false", (it) => {
+  it.effect("an original the guard refuses (loopback, private, a local name) is not redirected to: 404; a public one is", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const originals = {
+        refused: ["http://127.0.0.1:9/a.png", "http://localhost/b.png", "http://[::1]/c.png", "http://10.0.0.1/d.png", "http://nas.local/e.png"],
+        passed: ["https://cdn.example.invalid/f.png"]
+      }
+      for (const url of [...originals.refused, ...originals.passed]) {
+        yield* sql`INSERT INTO listings.images (key, original_url, source_id) VALUES (${imageKey(url)}, ${url}, 'feed')`
+      }
+      for (const url of originals.refused) {
+        const response = yield* get(`/images/${imageKey(url)}`)
+        assert.strictEqual(response.status, 404, url)
+        assert.strictEqual(response.body.code, "image_not_found", url)
+        assert.isNull(response.headers.get("location"), url)
+      }
+      const passed = yield* get(`/images/${imageKey(originals.passed[0]!)}`)
+      assert.strictEqual(passed.status, 302)
+      assert.strictEqual(passed.headers.get("location"), originals.passed[0])
+    }))
+})
