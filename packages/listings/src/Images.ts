@@ -394,6 +394,9 @@ export class ImageCacher extends Context.Service<ImageCacher, {
           Effect.forever,
           Effect.forkScoped
         )
+        // one pass at start: images left pending by a stopped process waited for the next ingest
+        // (with INGEST_ON_START=false, a whole INGEST_INTERVAL)
+        yield* Queue.offer(kicks, undefined)
         return ImageCacher.of({ kick: Queue.offer(kicks, undefined).pipe(Effect.asVoid), runPass })
       })
     )

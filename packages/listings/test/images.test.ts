@@ -8,7 +8,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Bucket } from "@svc/blob"
 import { formatBlobToken } from "@svc/blob"
-import { LocalObjectStorage } from "@svc/platform"
+import { LocalObjectStorage, OutboundGuard } from "@svc/platform"
 import { makeFreshBucket, TestObjectStorage } from "@svc/platform/testing"
 import { Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
@@ -74,6 +74,7 @@ const answer = (path: string, res: Http.ServerResponse) => {
 class Fixture extends Context.Service<Fixture, {
   readonly base: string
   readonly bucket: Bucket["Service"]
+  readonly token: string
 }>()("test/ImagesFixture") {}
 
 const imagePaths = [
@@ -132,7 +133,7 @@ const Stack = Layer.unwrap(Effect.gen(function*() {
       retryBase: Duration.millis(20)
     })
   })
-  return Layer.mergeAll(servicesLayer, Layer.succeed(Fixture, Fixture.of({ base, bucket })))
+  return Layer.mergeAll(servicesLayer, Layer.succeed(Fixture, Fixture.of({ base, bucket, token })))
 })).pipe(Layer.provide(TestObjectStorage))
 
 const stack = Stack.pipe(Layer.provideMerge(TestDatabase.layer()))
@@ -245,6 +246,26 @@ layer(TestLayer, { excludeTestServices: true })("images", (it) => {
       assert.strictEqual(unknown.body.code, "image_not_found")
       assert.strictEqual((yield* get("/images/not-a-key")).status, 404)
     }))
+
+  it.effect("an image left pending by a stopped process is cached by the next process's first pass, with no ingest or kick", () =>
+    Effect.gen(function*() {
+      const { base, bucket, token } = yield* Fixture
+      const sql = yield* SqlClient.SqlClient
+      const url = `${base}/ok.png?left-pending`
+      yield* sql`INSERT INTO listings.images (key, original_url, source_id) VALUES (${imageKey(url)}, ${url}, 'imgfeed')`
+      // a second process's cacher, started now: nothing tells it of the image
+      yield* Layer.build(ImageCacher.layerWith({ concurrency: 1, maxBytes: MAX_BYTES, timeout: Duration.seconds(5), retryBase: Duration.millis(20) }).pipe(
+        Layer.provide([ImageStore.layerBucket(token), OutboundGuard.layerHttpClient({ allowPrivate: true })])
+      ))
+      const status = sql<{ status: string }>`SELECT status FROM listings.images WHERE key = ${imageKey(url)}`.pipe(
+        Effect.map((rows) => rows[0]?.status)
+      )
+      assert.strictEqual(
+        yield* status.pipe(Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (s) => s === "cached" }), Effect.timeout("20 seconds")),
+        "cached"
+      )
+      assert.deepStrictEqual(Buffer.from(yield* bucket.getBytes(imageKey(url))), okPng)
+    }).pipe(Effect.scoped))
 
   it.effect("a cached image gone from storage (local storage restarts empty) is redirected, then cached again", () =>
     Effect.gen(function*() {
