@@ -30,7 +30,7 @@
  * All of that is one global router middleware, so `serve` and `toWebHandler` behave identically.
  */
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { InternalError, InvalidRequest, type RequestIssue, RouteNotFound, ServiceUnavailable } from "@svc/schema"
+import { DATABASE_UNAVAILABLE_MESSAGE, InternalError, InvalidRequest, type RequestIssue, RouteNotFound, ServiceUnavailable } from "@svc/schema"
 import { Cause, Config, Context, Data, Duration, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
 import {
   HttpBody,
@@ -520,7 +520,7 @@ const fromCause = (
     // Postgres cannot be reached or cannot take work now (stopped, restarting, out of disk): not a bug
     // of the request or of the code, and over once it is back. The cause is logged like a 500's.
     return Effect.map(
-      HttpServerRespondable.toResponse(new ServiceUnavailable({ message: "The database is unavailable: try again shortly" })),
+      HttpServerRespondable.toResponse(new ServiceUnavailable({ message: DATABASE_UNAVAILABLE_MESSAGE })),
       (response): Rendered => [HttpServerResponse.setHeader(response, "retry-after", String(DATABASE_RETRY_AFTER_SECONDS)), cause]
     )
   }

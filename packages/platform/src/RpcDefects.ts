@@ -4,16 +4,22 @@
  * `RPC_DEFECT_MESSAGE`. The RPC server itself logs nothing and would send the defect's message and
  * cause, so this is where a database failure inside an RPC stops.
  */
-import { RPC_DEFECT_MESSAGE, RpcDefects } from "@svc/schema"
+import { DATABASE_UNAVAILABLE_MESSAGE, RPC_DEFECT_MESSAGE, RpcDefects, ServiceUnavailable } from "@svc/schema"
 import { Cause, Effect, Layer } from "effect"
+import { isDatabaseUnavailable } from "./DatabaseUnavailable.ts"
 
 export const layer = Layer.succeed(
   RpcDefects,
   RpcDefects.of((effect, { rpc }) =>
     Effect.catchCause(effect, (cause) => {
       if (!Cause.hasDies(cause)) return Effect.failCause(cause)
+      const unavailable = cause.reasons.some((reason) => reason._tag === "Die" && isDatabaseUnavailable(reason.defect))
       return Effect.logError(`RPC ${rpc._tag} failed`, cause).pipe(
-        Effect.andThen(Effect.die(new Error(RPC_DEFECT_MESSAGE)))
+        Effect.andThen(
+          unavailable
+            ? Effect.fail(new ServiceUnavailable({ message: DATABASE_UNAVAILABLE_MESSAGE }))
+            : Effect.die(new Error(RPC_DEFECT_MESSAGE))
+        )
       )
     })
   )

@@ -1,21 +1,28 @@
 import { assert, describe, it } from "@effect/vitest"
-import { RPC_DEFECT_MESSAGE, RpcDefects as RpcDefectsTag } from "@svc/schema"
+import { DATABASE_UNAVAILABLE_MESSAGE, RPC_DEFECT_MESSAGE, RpcDefects as RpcDefectsTag } from "@svc/schema"
 import { Cause, Effect, Exit, Layer, Logger, Schema, Stream } from "effect"
 import { Rpc, RpcGroup, RpcTest } from "effect/rpc"
+import { SqlError } from "effect/sql"
 import { RpcDefects } from "../../src/index.ts"
 
 class NotFound extends Schema.TaggedError<NotFound>()("NotFound", { id: Schema.String }) {}
 
 const Group = RpcGroup.make(
   Rpc.make("Get", { payload: { id: Schema.String }, success: Schema.String, error: NotFound }),
-  Rpc.make("Follow", { success: Schema.Number, stream: true })
+  Rpc.make("Follow", { success: Schema.Number, stream: true }),
+  Rpc.make("Down", { success: Schema.String })
 ).middleware(RpcDefectsTag)
 
 const secret = 'relation "queue.secret_table" does not exist: SELECT password FROM queue.secret_table'
 
 const Handlers = Group.toLayer({
   Get: ({ id }) => id === "missing" ? Effect.fail(new NotFound({ id })) : Effect.die(new Error(secret)),
-  Follow: () => Stream.concat(Stream.make(1, 2), Stream.die(new Error(secret)))
+  Follow: () => Stream.concat(Stream.make(1, 2), Stream.die(new Error(secret))),
+  // what a store dies with when Postgres is stopped (atDatabaseBoundary makes it a defect)
+  Down: () =>
+    Effect.die(new SqlError.SqlError({
+      reason: new SqlError.ConnectionError({ cause: new Error("connect ECONNREFUSED 127.0.0.1:5432"), message: "PgConnection: Failed to connect", operation: "connect" })
+    }))
 })
 
 const logged: Array<string> = []
@@ -35,6 +42,15 @@ describe("RpcDefects", () => {
       assert.include(text, RPC_DEFECT_MESSAGE)
       assert.notInclude(text, "secret_table")
       assert.isTrue(logged.some((line) => line.includes("secret_table")))
+    }))
+
+  it.effect("a database that cannot be reached is a typed ServiceUnavailable, not an internal error; the cause is logged", () =>
+    Effect.gen(function*() {
+      logged.length = 0
+      const error = yield* run((rpc) => Effect.flip(rpc.Down()))
+      assert.strictEqual(error._tag, "ServiceUnavailable")
+      assert.strictEqual(error.message, DATABASE_UNAVAILABLE_MESSAGE)
+      assert.isTrue(logged.some((line) => line.includes("ECONNREFUSED")))
     }))
 
   it.effect("a typed failure passes unchanged", () =>
