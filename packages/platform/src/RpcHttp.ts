@@ -19,10 +19,10 @@
  * plus the progress events of a streamed procedure its caller reads slowly.
  */
 import { InvalidRequest, type RequestIssue } from "@svc/schema"
-import { ByteSize, Effect, Exit, Result, Schema } from "effect"
+import { ByteSize, Context, Effect, Exit, Result, Schema } from "effect"
 import { HttpIncomingMessage, HttpServerRequest } from "effect/http"
-import type { Rpc, RpcGroup } from "effect/rpc"
-import { RpcServer } from "effect/rpc"
+import type { RpcGroup } from "effect/rpc"
+import { Rpc, RpcServer } from "effect/rpc"
 import { toIssues } from "./Http.ts"
 import * as JsonBody from "./JsonBody.ts"
 
@@ -59,7 +59,8 @@ const schemaIssues = (error: Schema.SchemaError, line: number, prefix: string): 
 /**
  * Why an RPC body may not be run, as issues (none: it may). Each non-empty line must be a JSON
  * request (by the suite's JSON rules, {@link JsonBody}) for a procedure of `group`, its payload
- * decoding by that procedure's schema, with an id of its own, and end with a newline.
+ * decoding by that procedure's schema (and its parse options), with an id of its own (a whole number
+ * within ±2^53 or a string; notifications, which are never answered, excepted), and end with a newline.
  */
 export const bodyIssues = <Rpcs extends Rpc.Any>(group: RpcGroup.RpcGroup<Rpcs>, bytes: Uint8Array): Array<RequestIssue> => {
   const text = JsonBody.decodeText(bytes)
@@ -94,11 +95,21 @@ export const bodyIssues = <Rpcs extends Rpc.Any>(group: RpcGroup.RpcGroup<Rpcs>,
       issues.push(lineIssue(line, `names no procedure of this server: it has ${[...group.requests.keys()].join(", ")}`, "tag"))
       return
     }
-    const decoded = Schema.decodeUnknownExit(Schema.toCodecJson(rpc.payloadSchema) as unknown as Schema.Codec<unknown, unknown>)(payload)
+    // with the procedure's own parse options, as the server decodes it (the queue's refuse unknown keys)
+    const decoded = Schema.decodeUnknownExit(
+      Schema.toCodecJson(rpc.payloadSchema) as unknown as Schema.Codec<unknown, unknown>,
+      Context.get(rpc.annotations, Rpc.ParseOptions)
+    )(payload)
     if (Exit.isFailure(decoded)) {
       const cause = decoded.cause.reasons[0]
       if (cause?._tag === "Fail") issues.push(...schemaIssues(cause.error, line, "payload"))
     }
+    if (typeof id === "number" && !Number.isSafeInteger(id)) {
+      // JSON numbers past 2^53 (or with a fraction) do not survive as themselves: 9007199254740993 read as ...992
+      issues.push(lineIssue(line, `${JSON.stringify(id)} is not a whole number within ±2^53: send the id as a string`, "id"))
+      return
+    }
+    // a notification gets no answer, so its id names nothing: the server numbers notifications itself
     if (isNotification === true) return
     const earlier = firstLineOf.get(id)
     if (earlier === undefined) firstLineOf.set(id, line)

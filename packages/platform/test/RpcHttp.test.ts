@@ -11,12 +11,17 @@ import { serve, toWebHandler } from "../src/Http.ts"
 import { MAX_RPC_BODY_BYTES, rpcHttpEffect } from "../src/RpcHttp.ts"
 
 const Group = RpcGroup.make(
-  Rpc.make("Count", { payload: { note: Schema.String, by: Schema.Int }, success: Schema.Number })
+  Rpc.make("Count", { payload: { note: Schema.String, by: Schema.Int }, success: Schema.Number }),
+  // as the queue's bulk and batch procedures: unknown keys refused by the server's decoding
+  Rpc.make("Strict", { payload: { by: Schema.Int }, success: Schema.Number }).annotate(Rpc.ParseOptions, { onExcessProperty: "error" })
 )
 
 /** What the procedure has done: a refused body must leave it unchanged. */
 let counted = 0
-const Handlers = Group.toLayer({ Count: ({ by }) => Effect.sync(() => (counted += by)) })
+const Handlers = Group.toLayer({
+  Count: ({ by }) => Effect.sync(() => (counted += by)),
+  Strict: ({ by }) => Effect.sync(() => (counted += by))
+})
 
 const Routes = HttpRouter.use((router) =>
   Effect.gen(function*() {
@@ -89,6 +94,16 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in process
     it.effect("an id given twice is refused before either request runs (it was a 503 'shutting down' after the first had run)", () =>
       refused(`${count(7)}\n${count(7)}\n`, "line 2 id", /repeats the id of line 1/))
 
+    it.effect("an id past 2^53 is refused (it was read as another number, and two different ones as a repeat); notifications' ids are free", () =>
+      Effect.gen(function*() {
+        yield* refused(`${count(1)}\n${count(9007199254740993)}\n`, "line 2 id", /within ±2\^53: send the id as a string/)
+        yield* refused(`${count(1.5)}\n`, "line 1 id", /whole number/)
+        const before = counted
+        const notified = yield* (yield* Client).post(`${count(5, 1, { isNotification: true })}\n${count(5, 1, { isNotification: true })}\n${count(5)}\n`)
+        assert.strictEqual(notified.status, 200, notified.text)
+        assert.strictEqual(counted, before + 3)
+      }))
+
     it.effect("a last line without its newline is refused (it was dropped with an empty 200)", () =>
       Effect.all([
         refused(count(1), "line 1", /no newline at its end/),
@@ -108,7 +123,13 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in process
 
     it.effect("an unknown procedure and a payload its procedure cannot decode are refused naming the field", () =>
       Effect.all([
-        refused(`${count(1).replace('"Count"', '"Erase"')}\n`, "line 1 tag", /no procedure of this server: it has Count/),
+        refused(`${count(1).replace('"Count"', '"Erase"')}\n`, "line 1 tag", /no procedure of this server: it has Count, Strict/),
+        // the procedure's own parse options: its unknown key was a defect after the lines before it had run
+        refused(
+          `${count(1)}\n${JSON.stringify({ _tag: "Request", id: 2, tag: "Strict", payload: { by: 1, zz: 1 }, headers: [] })}\n`,
+          "line 2 payload.zz",
+          /./
+        ),
         refused(`${count(1)}\n${count(2, "x" as never)}\n`, "line 2 payload.by", /Expected .*number|int/i),
         refused(`${JSON.stringify({ _tag: "Request", id: 1, tag: "Count", payload: {}, headers: [] })}\n`, "line 1 payload.note", /missing/)
       ]))
