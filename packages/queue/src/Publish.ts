@@ -228,6 +228,13 @@ const connectionOptions = (raw: string | ReadonlyArray<string> | undefined): Rea
   )
 
 /**
+ * A header name in lowercase, ASCII letters only: header names are ASCII tokens, and `toLowerCase`
+ * folds some others into them (the Kelvin sign U+212A into `k`), so `X-\u212a` passed the token check
+ * made on its lowercase form and was stored as a name the rules refuse.
+ */
+export const lowerHeaderName = (name: string): string => name.replace(/[A-Z]+/g, (letters) => letters.toLowerCase())
+
+/**
  * Headers given as a JSON object (a batch element's, an RPC payload's, a URL group's defaults) with their names lowercase,
  * as node gives a request's. Two names that differ only in case (`Svc-Delay` and `svc-delay`) name
  * one header with two values: ambiguous (object order would pick the winner), so an issue naming both.
@@ -239,7 +246,7 @@ export const lowercaseHeaders = <V>(
   const given = new Map<string, string>()
   const issues: Array<RequestIssue> = []
   for (const [name, value] of Object.entries(headers)) {
-    const lower = name.toLowerCase()
+    const lower = lowerHeaderName(name)
     const first = given.get(lower)
     if (first === undefined) {
       given.set(lower, name)
@@ -309,7 +316,7 @@ export const parsePublish = (
       : { in: source.in, parameter: source.name, problem: text }
   const problem = (source: Source, text: string) => issues.push(issue(source, text))
   for (const [rawName, raw] of Object.entries(input.defaults ?? {})) {
-    const name = rawName.toLowerCase()
+    const name = lowerHeaderName(rawName)
     const source: Source = { value: typeof raw === "string" ? raw : raw.join(", "), in: "default", name: rawName }
     // Stored defaults are headers, whatever they configure: never anything a header cannot hold.
     const syntax = headerSyntaxProblem(name, source.value)
@@ -326,7 +333,7 @@ export const parsePublish = (
     const value = typeof raw === "string" ? raw : raw.join(", ")
     config.set(name, { value, in: "header", name: canonicalHeaderName(name) })
   }
-  for (const [name, value] of input.query) config.set(name.toLowerCase(), { value, in: "query", name })
+  for (const [name, value] of input.query) config.set(lowerHeaderName(name), { value, in: "query", name })
 
   const integer = (key: string, fallback: number, max: number): number => {
     const source = config.get(key)

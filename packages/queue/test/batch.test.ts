@@ -104,6 +104,10 @@ layer(queueLayer({ maxBatchMessages: 5, maxBatchBytes: 4096 }), { timeout: 120_0
       const viaSchedule = yield* Effect.flip(rpc.AddSchedule({ destination: `${dest.baseUrl}/case`, cron: "0 0 1 1 *", headers: { "Svc-Retries": "1", "svc-Retries": "2" } }))
       assert.strictEqual(viaSchedule._tag, "InvalidRequest")
       assert.match(viaSchedule.message, /given twice/)
+      // a name that is not ASCII but lowercases into ASCII (the Kelvin sign U+212A → k) is not a header name
+      const kelvin = yield* batch([{ destination: `${dest.baseUrl}/case`, headers: { "Svc-Delay": "7d", "Svc-Forward-\u212a": "b" } }])
+      assert.strictEqual(kelvin.status, 400, JSON.stringify(kelvin.body))
+      assert.match(kelvin.body.message, /not a valid header name/)
       assert.strictEqual(yield* countMessages, before)
     }).pipe(Effect.scoped))
 
