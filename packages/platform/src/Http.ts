@@ -361,14 +361,14 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const requestId = saneRequestId(request.headers["x-request-id"]) ?? crypto.randomUUID()
         const startedAt = performance.now()
-        const encoding = contentEncoding(request)
+        const coding = unsupportedCoding(request)
         const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = lacksHost(request)
           ? Effect.fail(missingHost)
           : repeatsHost(request)
           ? Effect.fail(repeatedHost)
-          : encoding !== undefined
+          : coding !== undefined
           ? Effect.succeed(HttpServerResponse.text(
-            `${encoding} is not supported: send the body uncompressed`,
+            `${coding} is not supported: send the body uncompressed`,
             { status: 415 }
           ))
           : app
@@ -398,7 +398,7 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
  * as the header to name: no route decodes one, and reading the compressed bytes as the body stored
  * garbage (a publish forwarded gzip bytes labelled JSON). Refused with 415 before any route runs.
  */
-const contentEncoding = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+const unsupportedCoding = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
   const value = request.headers["content-encoding"]?.trim().toLowerCase()
   if (value !== undefined && value !== "" && value !== "identity") return `Content-Encoding ${JSON.stringify(value.slice(0, 50))}`
   // a transfer coding besides chunked (`gzip, chunked`): node removes the chunking only, and the route read an empty body
