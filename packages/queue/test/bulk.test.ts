@@ -150,22 +150,25 @@ describe("bulk operations", () => {
           assert.include(answer.body.issues[0].problem, "is not a known field", what)
           assert.include(answer.body.issues[0].problem, known, what)
         }
-        // The RPC shares the schemas, and their strictness (sent raw: the typed client cannot send an unknown key).
-        const rpcCases: ReadonlyArray<readonly [string, unknown, string]> = [
-          ["CancelMessages", { filter: { fromDate: 0, Url: `${dest.baseUrl}/only-this` } }, "url, topicName, queue"],
-          ["RetryDlqEntries", { filter: { fromDate: 0, URL: "x" } }, "url, topicName, responseStatus"],
-          ["DeleteDlqEntries", { dlqIds: [dead.dlqId], all: true }, "dlqIds, filter"]
+        // The RPC shares the schemas, and their strictness (sent raw: the typed client cannot send an unknown
+        // key): the body is refused before anything runs, naming the line and the field.
+        const rpcCases: ReadonlyArray<readonly [string, unknown, string, string]> = [
+          ["CancelMessages", { filter: { fromDate: 0, Url: `${dest.baseUrl}/only-this` } }, "line 1 payload.filter.Url", "url, topicName, queue"],
+          ["RetryDlqEntries", { filter: { fromDate: 0, URL: "x" } }, "line 1 payload.filter.URL", "url, topicName, responseStatus"],
+          ["DeleteDlqEntries", { dlqIds: [dead.dlqId], all: true }, "line 1 payload.all", "dlqIds, filter"]
         ]
-        for (const [tag, payload, known] of rpcCases) {
+        for (const [tag, payload, named, known] of rpcCases) {
           const answer = yield* call("/rpc", {
             method: "POST",
             headers: { "content-type": "application/ndjson" },
             body: `${JSON.stringify({ _tag: "Request", id: "1", tag, payload, headers: [] })}\n`
           })
-          const failure = JSON.stringify(answer.body?.exit)
-          assert.include(failure, "Failure", `${tag}: ${failure}`)
-          assert.include(failure, "is not a known field", `${tag}: ${failure}`)
-          assert.include(failure, known, `${tag}: ${failure}`)
+          const what = `${tag}: ${JSON.stringify(answer.body)}`
+          assert.strictEqual(answer.status, 400, what)
+          const issue = answer.body.issues.find((candidate: any) => candidate.parameter === named)
+          assert.isDefined(issue, what)
+          assert.include(issue.problem, "is not a known field", what)
+          assert.include(issue.problem, known, what)
         }
 
         assert.deepStrictEqual([yield* stateOf(queued[0]), yield* stateOf(queued[1])], ["queued", "queued"])
