@@ -9,6 +9,7 @@ import * as Net from "node:net"
 import * as Path from "node:path"
 import * as Zlib from "node:zlib"
 import { apiRoutes, serveApi, toWebHandler } from "../src/Http.ts"
+import { databaseDown } from "../src/testing/databaseDown.ts"
 
 // -----------------------------------------------------------------------------
 // A small API exercising every convention
@@ -68,12 +69,7 @@ const Handlers = HttpApiBuilder.group(TestApi, "offers", (handlers) =>
     // A refusal on purpose, as BearerAuth answers for an admin API without its token set.
     .handle("disabled", () => Effect.fail(new ServiceUnavailable({ message: "The admin API is disabled" })))
     // What a store dies with when Postgres is stopped (atDatabaseBoundary makes it a defect).
-    .handle("databaseDown", () =>
-      Effect.die(
-        new SqlError.SqlError({
-          reason: new SqlError.ConnectionError({ cause: new Error("connect ECONNREFUSED 127.0.0.1:5432"), message: "PgConnection: Failed to connect", operation: "connect" })
-        })
-      ))
+    .handle("databaseDown", () => Effect.die(databaseDown()))
     // what the driver makes of a server refusing a session while it recovers from a crash: not a ConnectionError
     .handle("databaseRecovering", () =>
       Effect.die(

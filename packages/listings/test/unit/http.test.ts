@@ -6,10 +6,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { apiRoutes, toWebHandler } from "@svc/platform"
+import { databaseDown } from "@svc/platform/testing"
 import { CarOffer, ImportServicesResponse, ListingsApi, OffersResponse, SourcesResponse } from "@svc/schema"
 import { Effect, Layer, Option, Redacted, Schema, type Scope } from "effect"
 import { HttpClient, HttpClientError } from "effect/http"
-import { SqlError } from "effect/sql"
 import { ApiHandlers } from "../../src/http.ts"
 import { ImageCacher } from "../../src/Images.ts"
 import { ImportServices } from "../../src/ImportServices.ts"
@@ -64,10 +64,7 @@ const memoryServices = servicesWith(Leases.layerMemory)
 /** Leases over a database that refuses connections, as the SQL layer dies with it (`atDatabaseBoundary`). */
 const leasesDown = Layer.succeed(Leases, Leases.of({
   holder: "test",
-  acquire: () =>
-    Effect.die(new SqlError.SqlError({
-      reason: new SqlError.ConnectionError({ cause: new Error("connect ECONNREFUSED 127.0.0.1:5432"), message: "PgConnection: Failed to connect", operation: "connect" })
-    })),
+  acquire: () => Effect.die(databaseDown()),
   renew: () => Effect.succeed(false),
   release: () => Effect.void
 }))

@@ -2,8 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { DATABASE_UNAVAILABLE_MESSAGE, RPC_DEFECT_MESSAGE, RpcDefects as RpcDefectsTag } from "@svc/schema"
 import { Cause, Effect, Exit, Layer, Logger, Schema, Stream } from "effect"
 import { Rpc, RpcGroup, RpcTest } from "effect/rpc"
-import { SqlError } from "effect/sql"
 import { RpcDefects } from "../../src/index.ts"
+import { databaseDown } from "../../src/testing/databaseDown.ts"
 
 class NotFound extends Schema.TaggedError<NotFound>()("NotFound", { id: Schema.String }) {}
 
@@ -19,10 +19,7 @@ const Handlers = Group.toLayer({
   Get: ({ id }) => id === "missing" ? Effect.fail(new NotFound({ id })) : Effect.die(new Error(secret)),
   Follow: () => Stream.concat(Stream.make(1, 2), Stream.die(new Error(secret))),
   // what a store dies with when Postgres is stopped (atDatabaseBoundary makes it a defect)
-  Down: () =>
-    Effect.die(new SqlError.SqlError({
-      reason: new SqlError.ConnectionError({ cause: new Error("connect ECONNREFUSED 127.0.0.1:5432"), message: "PgConnection: Failed to connect", operation: "connect" })
-    }))
+  Down: () => Effect.die(databaseDown())
 })
 
 const logged: Array<string> = []
