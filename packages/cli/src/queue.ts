@@ -361,14 +361,23 @@ const scheduleId = Argument.String("scheduleId").pipe(Argument.withDescription("
 
 const schedulesList = Command.make(
   "list",
-  { json },
-  Effect.fn(function*({ json }) {
-    const list = yield* withQueue((queue) => queue.ListSchedules())
+  {
+    limit: Flag.Int("limit").pipe(
+      Flag.withDescription("At most this many schedules (1-100, default 100)"),
+      Flag.filter((limit) => limit >= 1 && limit <= 100, (limit) => `--limit must be from 1 to 100, got ${limit}`),
+      Flag.optional
+    ),
+    cursor: Flag.String("cursor").pipe(Flag.withDescription("The next page, as printed after a full page"), Flag.optional),
+    json
+  },
+  Effect.fn(function*({ cursor, json, limit }) {
+    const list = yield* withQueue((queue) => queue.ListSchedules({ ...given("limit", limit), ...given("cursor", cursor) }))
     if (json) return yield* printJson(list)
     if (list.schedules.length === 0) return yield* Console.log("No schedules.")
     yield* Effect.forEach(list.schedules, (schedule) => Console.log(describeSchedule(schedule)), { discard: true })
+    if (list.cursor !== undefined) yield* Console.log(`More: repeat with --cursor ${list.cursor}`)
   })
-).pipe(Command.withDescription("List schedules, one per line: id, cron, destination, next and last fire"))
+).pipe(Command.withDescription("List schedules by id, one per line: id, cron, destination, next and last fire"))
 
 const schedulesGet = Command.make(
   "get",

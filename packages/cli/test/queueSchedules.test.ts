@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { startedQueue, svcRun } from "./svcProcess.ts"
 
 describe("svc queue schedules", () => {
-  it.live("add, list, get, pause, resume, delete; an invalid cron is one line naming it and exit 1", () =>
+  it.live("add, list (by pages), get, pause, resume, delete; an invalid cron is one line naming it and exit 1", () =>
     Effect.gen(function*() {
       const { env } = yield* startedQueue("cli-schedules-token")
 
@@ -40,6 +40,13 @@ describe("svc queue schedules", () => {
       )
       const list = yield* svcRun(["queue", "schedules", "list"], env)
       assert.strictEqual(list.stdout, added.stdout)
+      const second = yield* svcRun(["queue", "schedules", "add", "http://127.0.0.1:9/other", "0 0 * * *", "--id", "nightly"], env)
+      assert.strictEqual(second.code, 0, second.output)
+      const firstPage = yield* svcRun(["queue", "schedules", "list", "--limit", "1"], env)
+      assert.match(firstPage.stdout, /^nightly  0 0 \* \* \*  .*\nMore: repeat with --cursor nightly\n$/)
+      const nextPage = yield* svcRun(["queue", "schedules", "list", "--limit", "1", "--cursor", "nightly"], env)
+      assert.strictEqual(nextPage.stdout, added.stdout)
+      assert.strictEqual((yield* svcRun(["queue", "schedules", "delete", "nightly"], env)).code, 0)
       const got = yield* svcRun(["queue", "schedules", "get", "weekday-report", "--json"], env)
       const schedule = JSON.parse(got.stdout)
       assert.strictEqual(schedule.settings.retries, 5)

@@ -5,7 +5,7 @@
  * publish would refuse) — and the API's view of a stored schedule.
  */
 import type { RequestIssue, Schedule } from "@svc/schema"
-import { InvalidRequest, SCHEDULE_ID_PATTERN, ScheduleNotFound } from "@svc/schema"
+import { InvalidRequest, MAX_SCHEDULES_PAGE, SCHEDULE_ID_PATTERN, ScheduleNotFound } from "@svc/schema"
 import { Clock, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { cronOf, nextTick, nextTicks, parseCron } from "./Cron.ts"
@@ -147,10 +147,28 @@ const found = (scheduleId: string) => (stored: Option.Option<StoredSchedule>) =>
 
 export const getSchedule = (scheduleId: string) => Effect.flatMap(Schedules.use((s) => s.get(scheduleId)), found(scheduleId))
 
-export const listSchedules = Effect.gen(function*() {
-  const stored = yield* Schedules.use((s) => s.list)
-  return { schedules: yield* Effect.forEach(stored, toSchedule) }
-})
+/**
+ * A page of schedules by id: at most `limit` (1-100, the default), those after a `cursor` from an
+ * earlier page. Paged because each schedule carries its body (up to `QUEUE_MAX_MESSAGE_BYTES`): all
+ * 10,000 in one answer could be gigabytes.
+ */
+export const listSchedules = (query: { readonly cursor?: string | undefined; readonly limit?: number | undefined }) =>
+  Effect.gen(function*() {
+    const issues: Array<RequestIssue> = []
+    if (query.cursor !== undefined && !SCHEDULE_ID_PATTERN.test(query.cursor)) {
+      issues.push({ in: "query", parameter: "cursor", problem: "is not a cursor from an earlier page" })
+    }
+    const limit = query.limit ?? MAX_SCHEDULES_PAGE
+    if (!(Number.isInteger(limit) && limit >= 1 && limit <= MAX_SCHEDULES_PAGE)) {
+      issues.push({ in: "query", parameter: "limit", problem: `must be an integer from 1 to ${MAX_SCHEDULES_PAGE}, got ${limit}` })
+    }
+    if (issues.length > 0) return yield* invalid(issues)
+    // One more than the page, to know whether another follows.
+    const stored = yield* Schedules.use((s) => s.list({ after: query.cursor, limit: limit + 1 }))
+    const page = stored.slice(0, limit)
+    const schedules = yield* Effect.forEach(page, toSchedule)
+    return stored.length > limit ? { schedules, cursor: page[page.length - 1]!.id } : { schedules }
+  })
 
 export const pauseSchedule = (scheduleId: string) =>
   Effect.flatMap(Schedules.use((s) => s.setPaused(scheduleId, true, undefined)), found(scheduleId))

@@ -359,7 +359,7 @@ const KeysHandlers = HttpApiBuilder.group(QueueApi, "keys", Effect.fn(function*(
 
 const SchedulesHandlers = HttpApiBuilder.group(QueueApi, "schedules", (handlers) =>
   handlers
-    .handle("list", () => ScheduleOperations.listSchedules)
+    .handle("list", ({ query }) => ScheduleOperations.listSchedules(query))
     .handle("get", ({ params }) => ScheduleOperations.getSchedule(params.scheduleId))
     .handle("delete", ({ params }) => ScheduleOperations.deleteSchedule(params.scheduleId))
     .handle("pause", ({ params }) => ScheduleOperations.pauseSchedule(params.scheduleId))

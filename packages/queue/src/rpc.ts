@@ -89,7 +89,7 @@ export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
           })
         )
       ),
-    ListSchedules: () => ScheduleOperations.listSchedules,
+    ListSchedules: (query) => ScheduleOperations.listSchedules(query).pipe(Effect.mapError(inPayload)),
     GetSchedule: ({ scheduleId }) => ScheduleOperations.getSchedule(scheduleId),
     PauseSchedule: ({ scheduleId }) => ScheduleOperations.pauseSchedule(scheduleId),
     ResumeSchedule: ({ scheduleId }) => ScheduleOperations.resumeSchedule(scheduleId),

@@ -241,6 +241,19 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("Promise cl
       assert.deepInclude(bad, { status: 400, code: "invalid_request" })
     }))
 
+  it.effect("schedules.list follows the pages of GET /v2/schedules (100 a page) and returns every schedule", () =>
+    Effect.gen(function*() {
+      const queue = yield* client
+      const dest = yield* Destination
+      const ids = Array.from({ length: 101 }, (_, i) => `paged-${String(i).padStart(3, "0")}`)
+      yield* Effect.forEach(ids, (scheduleId) =>
+        run(() => queue.schedules.create({ destination: `${dest.baseUrl}/paged`, cron: "0 0 1 1 *", scheduleId })), { concurrency: 8 })
+      const listed = (yield* run(() => queue.schedules.list())).map((s) => s.scheduleId)
+      assert.deepStrictEqual(listed.filter((id) => id.startsWith("paged-")), ids)
+      assert.strictEqual(new Set(listed).size, listed.length)
+      yield* Effect.forEach(ids, (scheduleId) => run(() => queue.schedules.delete(scheduleId)), { concurrency: 8 })
+    }))
+
   it.effect("flow control and FIFO queues: keys from a publish, pause and resume; queue upsert, enqueue, list, delete", () =>
     Effect.gen(function*() {
       const queue = yield* client

@@ -226,8 +226,21 @@ export class QueueClient {
         "Svc-Cron": options.cron,
         ...(options.scheduleId === undefined ? {} : { "Svc-Schedule-Id": options.scheduleId })
       }),
-    list: async (): Promise<ReadonlyArray<Schedule>> =>
-      (await this.#call<{ readonly schedules: ReadonlyArray<Schedule> }>({ method: "GET", path: "/v2/schedules" })).schedules,
+    /** Every schedule, by id: follows the pages of `GET /v2/schedules` (100 a page). */
+    list: async (): Promise<ReadonlyArray<Schedule>> => {
+      const all: Array<Schedule> = []
+      let cursor: string | undefined
+      do {
+        const page = await this.#call<{ readonly schedules: ReadonlyArray<Schedule>; readonly cursor?: string }>({
+          method: "GET",
+          path: "/v2/schedules",
+          query: cursor === undefined ? {} : { cursor }
+        })
+        all.push(...page.schedules)
+        cursor = page.cursor
+      } while (cursor !== undefined)
+      return all
+    },
     get: (scheduleId: string): Promise<Schedule> => this.#call({ method: "GET", path: `/v2/schedules/${segment(scheduleId)}` }),
     pause: (scheduleId: string): Promise<Schedule> =>
       this.#call({ method: "POST", path: `/v2/schedules/${segment(scheduleId)}/pause` }),

@@ -72,8 +72,8 @@ export interface SchedulesShape {
   /** Creates, or replaces the request, cron and next tick of the schedule with this id (paused state kept). */
   readonly upsert: (schedule: NewSchedule) => Effect.Effect<StoredSchedule>
   readonly get: (id: string) => Effect.Effect<Option.Option<StoredSchedule>>
-  /** Every schedule, by id. */
-  readonly list: Effect.Effect<ReadonlyArray<StoredSchedule>>
+  /** At most `limit` schedules by id (byte order), those after `after` when given. */
+  readonly list: (page: { readonly after: string | undefined; readonly limit: number }) => Effect.Effect<ReadonlyArray<StoredSchedule>>
   readonly count: Effect.Effect<number>
   /** Removes the schedule and its fires; false when there was none. */
   readonly delete: (id: string) => Effect.Effect<boolean>
@@ -154,13 +154,21 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
         LEFT JOIN LATERAL (SELECT * FROM queue.schedule_fires WHERE schedule_id = s.id ORDER BY tick DESC LIMIT 1) f ON true`
 
       const select = SqlSchema.findAll({
-        Request: Schema.NullOr(Schema.String),
+        Request: Schema.String,
         Result: ScheduleRow,
-        execute: (id) =>
-          sql`SELECT ${columns} FROM queue.schedules s ${lastFire}
-              WHERE (${id}::text IS NULL OR s.id = ${id}::text) ORDER BY s.id`
+        execute: (id) => sql`SELECT ${columns} FROM queue.schedules s ${lastFire} WHERE s.id = ${id}`
       })
       const get = (id: string) => Effect.map(select(id), (rows) => Option.fromUndefinedOr(rows[0]).pipe(Option.map(toStored)))
+
+      // Byte order (COLLATE "C"), as the memory layer compares ids, whatever the database's locale.
+      const selectPage = SqlSchema.findAll({
+        Request: Schema.Struct({ after: Schema.NullOr(Schema.String), limit: Schema.Number }),
+        Result: ScheduleRow,
+        execute: ({ after, limit }) =>
+          sql`SELECT ${columns} FROM queue.schedules s ${lastFire}
+              WHERE (${after}::text IS NULL OR s.id > ${after}::text COLLATE "C")
+              ORDER BY s.id COLLATE "C" LIMIT ${limit}`
+      })
 
       const upsert = (schedule: NewSchedule) =>
         Effect.gen(function*() {
@@ -260,7 +268,8 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
       return Schedules.of({
         upsert: (schedule) => atDatabaseBoundary(upsert(schedule)),
         get: (id) => atDatabaseBoundary(get(id)),
-        list: atDatabaseBoundary(Effect.map(select(null), (rows) => rows.map(toStored))),
+        list: ({ after, limit }) =>
+          atDatabaseBoundary(Effect.map(selectPage({ after: after ?? null, limit }), (rows) => rows.map(toStored))),
         count: atDatabaseBoundary(Effect.map(countRow(undefined), (rows) => rows[0]?.count ?? 0)),
         delete: (id) =>
           atDatabaseBoundary(Effect.map(sql`DELETE FROM queue.schedules WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)),
@@ -311,7 +320,10 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
             return Option.getOrThrow(get(schedule.id))
           }),
         get: (id) => Effect.sync(() => get(id)),
-        list: Effect.sync(() => sorted().map(withLastFire)),
+        list: ({ after, limit }) =>
+          Effect.sync(() =>
+            sorted().filter((row) => after === undefined || row.id > after).slice(0, limit).map(withLastFire)
+          ),
         count: Effect.sync(() => rows.size),
         delete: (id) =>
           Effect.sync(() => {

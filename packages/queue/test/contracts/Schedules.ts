@@ -51,7 +51,7 @@ export const schedulesContract = (name: string, layer: SchedulesLayer): void => 
         assert.isFalse(created.paused)
         assert.isNull(created.lastFire)
         yield* schedules.upsert(schedule({ id: "hourly", cron: "0 * * * *" }))
-        assert.deepStrictEqual((yield* schedules.list).map((s) => s.id), ["hourly", "nightly"])
+        assert.deepStrictEqual((yield* schedules.list({ after: undefined, limit: 10 })).map((s) => s.id), ["hourly", "nightly"])
         assert.strictEqual(yield* schedules.count, 2)
 
         yield* schedules.setPaused("nightly", true, undefined)
@@ -62,6 +62,27 @@ export const schedulesContract = (name: string, layer: SchedulesLayer): void => 
         assert.isTrue(replaced.paused)
         assert.strictEqual(replaced.createdAt, created.createdAt)
         assert.strictEqual(yield* schedules.count, 2)
+      })
+    )
+
+    test(
+      "list pages by id in byte order (the memory layer's, and COLLATE \"C\" in Postgres): at most limit, after the given id",
+      Effect.gen(function*() {
+        const schedules = yield* Schedules
+        // A locale collation would order these a-b, ab, aB, B, b (case and punctuation second); the
+        // test clusters are created in the C locale, so only a database in another one shows the difference.
+        const ids = ["b", "aB", "a-b", "B", "ab", "_z"]
+        yield* Effect.forEach(ids, (id) => schedules.upsert(schedule({ id })), { discard: true })
+        const byBytes = ["B", "_z", "a-b", "aB", "ab", "b"]
+        const page = (after: string | undefined, limit: number) =>
+          Effect.map(schedules.list({ after, limit }), (rows) => rows.map((row) => row.id))
+        assert.deepStrictEqual(yield* page(undefined, 10), byBytes)
+        assert.deepStrictEqual(yield* page(undefined, 2), ["B", "_z"])
+        assert.deepStrictEqual(yield* page("_z", 2), ["a-b", "aB"])
+        assert.deepStrictEqual(yield* page("aB", 10), ["ab", "b"])
+        // An id that is not (or no longer) a schedule still marks the place.
+        assert.deepStrictEqual(yield* page("a", 2), ["a-b", "aB"])
+        assert.deepStrictEqual(yield* page("b", 10), [])
       })
     )
 

@@ -291,4 +291,34 @@ describe("schedule routes (memory)", () => {
         assert.strictEqual((yield* call("/v2/schedules/not%20an%20id")).status, 400)
       })
     ))
+
+  it.live("the list comes in pages by id (100 by default, limit 1-100) with a cursor for the next; a bad cursor or limit is a 400 naming it", () =>
+    withRoutes((call) =>
+      Effect.gen(function*() {
+        const ids = Array.from({ length: 103 }, (_, i) => `s-${String(i).padStart(3, "0")}`)
+        for (const id of ids) {
+          const created = yield* call("/v2/schedules/https%3A%2F%2Fexample.com%2Fhook", {
+            method: "POST",
+            headers: { "Svc-Cron": "0 * * * *", "Svc-Schedule-Id": id },
+            body: id
+          })
+          assert.strictEqual(created.status, 201)
+        }
+        const first = (yield* call("/v2/schedules")).body
+        assert.deepStrictEqual(first.schedules.map((s: any) => s.scheduleId), ids.slice(0, 100))
+        assert.strictEqual(first.cursor, "s-099")
+        const last = (yield* call(`/v2/schedules?cursor=${first.cursor}`)).body
+        assert.deepStrictEqual(last, { schedules: last.schedules })
+        assert.deepStrictEqual(last.schedules.map((s: any) => s.scheduleId), ["s-100", "s-101", "s-102"])
+        // A page exactly full is not followed by an empty one.
+        assert.deepStrictEqual((yield* call("/v2/schedules?cursor=s-099&limit=3")).body.cursor, undefined)
+        assert.deepStrictEqual((yield* call("/v2/schedules?cursor=s-050&limit=2")).body.schedules.map((s: any) => s.scheduleId), ["s-051", "s-052"])
+
+        for (const [query, parameter] of [["cursor=not%20an%20id", "cursor"], ["limit=0", "limit"], ["limit=101", "limit"], ["limit=ten", "limit"]]) {
+          const refused = yield* call(`/v2/schedules?${query}`)
+          assert.strictEqual(refused.status, 400, query)
+          assert.deepStrictEqual(refused.body.issues.map((issue: any) => issue.parameter), [parameter], query)
+        }
+      })
+    ))
 })
