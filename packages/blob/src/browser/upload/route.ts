@@ -15,37 +15,37 @@ import type { UploadSession } from "./session.ts"
  * route's JSON). The answer is typed by the caller (`A`): the route is the application's own code,
  * trusted like the page that calls it. A refusal is never retried: it would be refused again.
  */
-export const callRoute = <A>(session: UploadSession, body: Record<string, unknown>, what: string): Effect.Effect<A, BlobError> => {
+export const callRoute = <A>(
+  session: UploadSession,
+  body: Record<string, unknown>,
+  what: string
+): Effect.Effect<A, BlobError> => {
   const { options, stallTimeout } = session
   return session.withRetries(
     what,
     Effect.tryPromise({
-      try: (signal) =>
-        session.fetch(options.route, {
+      // headers and body in one promise: a route that sends headers and then nothing is a stall too
+      try: async (signal) => {
+        const response = await session.fetch(options.route, {
           method: "POST",
           headers: { "content-type": "application/json", ...options.headers },
           body: JSON.stringify(options.routeName === undefined ? body : { ...body, route: options.routeName }),
           signal
-        }),
+        })
+        return { ok: response.ok, status: response.status, text: await response.text() }
+      },
       catch: () => new Transient(0)
     }).pipe(
       // an unanswered call is given up (the request aborted) and retried like no answer at all
       Effect.timeoutOrElse({ duration: stallTimeout, orElse: () => Effect.fail(new Transient(0)) }),
-      Effect.flatMap((response) =>
-        Effect.promise(() => response.text().catch(() => "")).pipe(
-          Effect.flatMap((text): Effect.Effect<A, BlobError | Transient> => {
-            if (response.ok) {
-              try {
-                return Effect.succeed(JSON.parse(text) as A)
-              } catch {
-                return Effect.fail(new BlobError("request_failed", { status: 502, message: `The upload route answered ${what} with something other than JSON` }))
-              }
-            }
-            const refusal = routeRefusal(response.status, text)
-            return Effect.fail(refusal ?? new Transient(response.status))
-          })
-        )
-      )
+      Effect.flatMap(({ ok, status, text }): Effect.Effect<A, BlobError | Transient> => {
+        if (!ok) return Effect.fail(routeRefusal(status, text) ?? new Transient(status))
+        try {
+          return Effect.succeed(JSON.parse(text) as A)
+        } catch {
+          return Effect.fail(new BlobError("request_failed", { status: 502, message: `The upload route answered ${what} with something other than JSON` }))
+        }
+      })
     )
   )
 }

@@ -62,8 +62,8 @@ export interface UploadOptions {
   /** a URL younger than this (ms, default 60 s) is "fresh": a 403 on it is signature_mismatch, not expiry */
   readonly freshFor?: number | undefined
   /**
-   * a PUT with no progress and no answer for this long (ms, default 60 s), or a route call unanswered this
-   * long, is given up and retried: a dead connection (or a stalled store) must not hang the upload forever
+   * a PUT with no progress and no answer for this long (ms, default 60 s), or a route call not fully answered
+   * (headers and body) this long, is given up and retried: a dead connection (or a stalled store) must not hang the upload forever
    */
   readonly stallTimeout?: number | undefined
   /** default: globalThis.fetch */
