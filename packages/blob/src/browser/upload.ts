@@ -24,7 +24,8 @@
  *
  * The phases live in `./upload/`: `begin.ts` (the route's plan), `parts.ts` (the PUTs), `complete.ts`,
  * `resume.ts` (a remembered upload, renewed URLs); this module composes them. Underneath: `session.ts`
- * (the options resolved, progress), `route.ts` (one route call), `put.ts` (one PUT and its verdict),
+ * (the options resolved, progress), `route.ts` (one route call), `answers.ts` (the
+ * shape of each route answer), `put.ts` (one PUT and its verdict),
  * `failures.ts` (retries), `types.ts` (the public types).
  *
  * Imports nothing but `effect` and `../shared`: this is what a page bundles.

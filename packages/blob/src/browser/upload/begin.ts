@@ -7,7 +7,8 @@
  */
 import { Effect } from "effect"
 import type { BlobError } from "../../shared/BlobError.ts"
-import type { BeginUploadResponse, CompletedPart, PresignedPart } from "../../shared/protocol.ts"
+import type { CompletedPart, PresignedPart } from "../../shared/protocol.ts"
+import { type BeginAnswer, beginAnswer } from "./answers.ts"
 import { callRoute } from "./route.ts"
 import type { UploadSession } from "./session.ts"
 
@@ -35,17 +36,17 @@ export type UploadPlan = SinglePlan | MultipartPlan
 
 /** Asks the route to begin the upload (its `onBeforeUpload` runs there) and returns what to send. */
 export const beginUpload = (session: UploadSession): Effect.Effect<UploadPlan, BlobError> =>
-  callRoute<BeginUploadResponse>(session, {
+  callRoute(session, {
     type: "begin",
     pathname: session.pathname,
     contentType: session.contentType,
     size: session.total,
     ...(session.options.clientPayload === undefined ? {} : { clientPayload: session.options.clientPayload })
-  }, "starting the upload").pipe(Effect.map(planOf))
+  }, "starting the upload", beginAnswer).pipe(Effect.map(planOf))
 
-const planOf = (started: BeginUploadResponse): UploadPlan =>
+const planOf = (started: BeginAnswer): UploadPlan =>
   started.multipart === undefined
-    ? { kind: "single", url: started.url!, headers: started.headers, token: started.completionToken, expiresAt: started.expiresAt }
+    ? { kind: "single", url: started.url, headers: started.headers, token: started.completionToken, expiresAt: started.expiresAt }
     : {
       kind: "multipart",
       token: started.completionToken,

@@ -7,7 +7,8 @@
  */
 import { Effect } from "effect"
 import type { BlobError } from "../../shared/BlobError.ts"
-import type { CompletedPart, CompleteUploadResponse } from "../../shared/protocol.ts"
+import type { CompletedPart } from "../../shared/protocol.ts"
+import { completeAnswer } from "./answers.ts"
 import { callRoute } from "./route.ts"
 import type { UploadSession } from "./session.ts"
 import type { UploadResult } from "./types.ts"
@@ -18,8 +19,9 @@ export const completeUpload = (
   completionToken: string,
   parts: ReadonlyArray<CompletedPart> | undefined
 ): Effect.Effect<UploadResult, BlobError> =>
-  callRoute<CompleteUploadResponse>(
+  callRoute(
     session,
     { type: "complete", completionToken, ...(parts === undefined ? {} : { parts }) },
-    "completing the upload"
+    "completing the upload",
+    completeAnswer
   ).pipe(Effect.map(({ path, size, contentType, etag }): UploadResult => ({ path, size, contentType, etag })))

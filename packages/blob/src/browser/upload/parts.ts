@@ -46,7 +46,7 @@ export const putWholeFile = (session: UploadSession, plan: SinglePlan): Effect.E
       if (isTransient(failure) && failure.status === 0) unknownOutcome = true
       if (failure instanceof Expired) {
         const renewed = yield* renewUploadUrl(session, token)
-        url = renewed.url!
+        url = renewed.url
         headers = renewed.headers
         token = renewed.completionToken
         expiresAt = renewed.expiresAt
@@ -108,7 +108,7 @@ export const putParts = (session: UploadSession, plan: MultipartPlan, record: Re
         const renewed = yield* renewPartUrls(session, token, pending)
         token = renewed.completionToken
         record.remember(token)
-        keep(renewed.multipart?.parts ?? [], renewed.expiresAt)
+        keep(renewed.multipart.parts, renewed.expiresAt)
       }))
 
     const sendPart = (part: PresignedPart) => {

@@ -8,8 +8,8 @@
  */
 import { Effect } from "effect"
 import { BlobError } from "../../shared/BlobError.ts"
-import type { ResumeUploadResponse } from "../../shared/protocol.ts"
 import type { MultipartPlan } from "./begin.ts"
+import { type RenewedParts, renewedPartsAnswer, type RenewedUrl, renewedUrlAnswer, resumeAnswer } from "./answers.ts"
 import { callRoute } from "./route.ts"
 import type { UploadSession } from "./session.ts"
 import type { ResumeStore, UploadFile, UploadOptions } from "./types.ts"
@@ -84,7 +84,7 @@ export const resumeRemembered = (
   record: ResumeRecord,
   remembered: Remembered
 ): Effect.Effect<MultipartPlan | undefined, BlobError> =>
-  callRoute<ResumeUploadResponse>(session, { type: "resume", completionToken: remembered.completionToken }, "resuming the upload").pipe(
+  callRoute(session, { type: "resume", completionToken: remembered.completionToken }, "resuming the upload", resumeAnswer).pipe(
     Effect.flatMap((answer) =>
       answer.multipart === undefined
         ? Effect.fail(new BlobError("invalid_input", { message: "The remembered upload is not a multipart upload" }))
@@ -105,13 +105,13 @@ export const resumeRemembered = (
   )
 
 /** A new URL for the single PUT, whose URL expired (and a new token). */
-export const renewUploadUrl = (session: UploadSession, token: string): Effect.Effect<ResumeUploadResponse, BlobError> =>
-  callRoute<ResumeUploadResponse>(session, { type: "resume", completionToken: token }, "renewing the upload URL")
+export const renewUploadUrl = (session: UploadSession, token: string): Effect.Effect<RenewedUrl, BlobError> =>
+  callRoute(session, { type: "resume", completionToken: token }, "renewing the upload URL", renewedUrlAnswer)
 
 /** New URLs for the parts not landed yet (and a new token), asked once for every part that expired together. */
 export const renewPartUrls = (
   session: UploadSession,
   token: string,
   pending: ReadonlyArray<number>
-): Effect.Effect<ResumeUploadResponse, BlobError> =>
-  callRoute<ResumeUploadResponse>(session, { type: "resume", completionToken: token, parts: pending }, "renewing the part URLs")
+): Effect.Effect<RenewedParts, BlobError> =>
+  callRoute(session, { type: "resume", completionToken: token, parts: pending }, "renewing the part URLs", renewedPartsAnswer)

@@ -7,18 +7,21 @@
  */
 import { Effect } from "effect"
 import { BlobError } from "../../shared/BlobError.ts"
+import type { AnswerCheck } from "./answers.ts"
 import { PLATFORM_CAP_HINT, Transient } from "./failures.ts"
 import type { UploadSession } from "./session.ts"
 
 /**
  * One call of the route, retried while it is transient (no answer, a stall, 5xx/408/429 without the
- * route's JSON). The answer is typed by the caller (`A`): the route is the application's own code,
- * trusted like the page that calls it. A refusal is never retried: it would be refused again.
+ * route's JSON). The answer is checked against its kind's shape (`check`) before any phase reads it: a
+ * wrongly shaped answer is request_failed naming the field, not retried (it would be wrong again). A
+ * refusal is never retried either: it would be refused again.
  */
 export const callRoute = <A>(
   session: UploadSession,
   body: Record<string, unknown>,
-  what: string
+  what: string,
+  check: AnswerCheck<A>
 ): Effect.Effect<A, BlobError> => {
   const { options, stallTimeout } = session
   return session.withRetries(
@@ -40,11 +43,19 @@ export const callRoute = <A>(
       Effect.timeoutOrElse({ duration: stallTimeout, orElse: () => Effect.fail(new Transient(0)) }),
       Effect.flatMap(({ ok, status, text }): Effect.Effect<A, BlobError | Transient> => {
         if (!ok) return Effect.fail(routeRefusal(status, text) ?? new Transient(status))
+        let json: unknown
         try {
-          return Effect.succeed(JSON.parse(text) as A)
+          json = JSON.parse(text)
         } catch {
           return Effect.fail(new BlobError("request_failed", { status: 502, message: `The upload route answered ${what} with something other than JSON` }))
         }
+        const problem = check.problem(json)
+        return problem === undefined ? Effect.succeed(json as A) : Effect.fail(
+          new BlobError("request_failed", {
+            status: 502,
+            message: `The upload route answered ${what} with something that is not a valid ${check.kind} answer: ${problem}`
+          })
+        )
       })
     )
   )

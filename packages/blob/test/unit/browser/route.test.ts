@@ -7,9 +7,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { upload } from "../../../src/browser/upload.ts"
+import { upload, type UploadOptions } from "../../../src/browser/upload.ts"
 import { BlobError } from "../../../src/shared/BlobError.ts"
-import { fileOf, scriptedStorage } from "../../browser/scripted.ts"
+import { completed, fileOf, memoryStore, MiB, multipartBegin, scriptedRoute, scriptedStorage, singleBegin } from "../../browser/scripted.ts"
 
 const fast = { retryDelay: { base: 1, cap: 5 }, resume: false } as const
 
@@ -60,4 +60,104 @@ describe("route call: stallTimeout covers the whole answer", () => {
       }
     })
   }
+})
+
+/**
+ * Uploads through a route answering `answer`; the failure, the route's calls and storage's PUTs. With
+ * `freshFor: 0`, storage refuses the URLs begin signed (`Signature=1`) as expired, so the route is asked
+ * to renew them.
+ */
+const refused = async (answer: (body: Record<string, any>) => unknown, size = 5, extra: Partial<UploadOptions> = {}) => {
+  const route = scriptedRoute(answer)
+  const storage = scriptedStorage((put) =>
+    extra.freshFor === 0 && put.url.endsWith("Signature=1") ? { status: 403 } : { status: 200, etag: "\"e\"" }
+  )
+  const error = await failure(upload(fileOf(size), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, ...fast, ...extra }))
+  assert.isTrue(BlobError.is(error, "request_failed"), `expected request_failed, got ${String(error)}`)
+  return { error: error as BlobError, calls: route.calls, puts: storage.puts }
+}
+
+const { url: _url, ...beginWithoutUrl } = singleBegin()
+
+describe("route call: a wrongly shaped answer is request_failed naming the field, and sends no bytes", () => {
+  const cases: ReadonlyArray<readonly [string, unknown, RegExp]> = [
+    ["{}", {}, /^The upload route answered starting the upload with something that is not a valid begin answer: completionToken must be a non-empty string \(it is missing\)$/],
+    ["null", null, /not a valid begin answer: the answer must be a JSON object \(got null\)$/],
+    ["an array", [singleBegin()], /not a valid begin answer: the answer must be a JSON object/],
+    ["no url (a PUT to \"undefined\": the page's own origin)", beginWithoutUrl, /not a valid begin answer: url must be a non-empty string \(the signed PUT URL\) \(it is missing\)$/],
+    ["an empty url", singleBegin({ url: "" }), /not a valid begin answer: url must be a non-empty string/],
+    ["headers that are not strings", singleBegin({ headers: { "content-type": 7 } }), /not a valid begin answer: headers must be an object of string headers/],
+    ["no expiresAt", singleBegin({ expiresAt: "soon" }), /not a valid begin answer: expiresAt must be a number \(epoch ms\) \(got "soon"\)$/],
+    ["multipart: {}", singleBegin({ multipart: {} }), /not a valid begin answer: multipart.partSize must be an integer >= 1 \(it is missing\)$/],
+    ["multipart without parts", { ...multipartBegin(2 * MiB, MiB), multipart: { uploadId: "u", partSize: MiB } }, /not a valid begin answer: multipart.parts must be an array \(it is missing\)$/],
+    [
+      "a part without its url",
+      { ...multipartBegin(2 * MiB, MiB), multipart: { uploadId: "u", partSize: MiB, parts: [{ partNumber: 1, size: MiB }] } },
+      /not a valid begin answer: multipart.parts\[0\].url must be a non-empty string \(it is missing\)$/
+    ]
+  ]
+  for (const [name, answer, message] of cases) {
+    it(`begin answered ${name}`, async () => {
+      const { error, calls, puts } = await refused((body) => body.type === "begin" ? answer : completed(5), 2 * MiB)
+      assert.match(error.message, message)
+      assert.strictEqual(error.status, 502)
+      assert.deepStrictEqual(calls.map((c) => c.type), ["begin"]) // not retried: it would be wrong again
+      assert.strictEqual(puts.length, 0)
+    })
+  }
+
+  it("complete answered { ok: true }: refused, not resolved with an empty result", async () => {
+    const { error, calls, puts } = await refused((body) => body.type === "begin" ? singleBegin() : { ok: true })
+    assert.match(error.message, /^The upload route answered completing the upload with something that is not a valid complete answer: path must be a non-empty string \(it is missing\)$/)
+    assert.deepStrictEqual(calls.map((c) => c.type), ["begin", "complete"])
+    assert.strictEqual(puts.length, 1)
+  })
+
+  it("complete answered a size that is not a number", async () => {
+    const { error } = await refused((body) => body.type === "begin" ? singleBegin() : { ...completed(5), size: "5" })
+    assert.match(error.message, /not a valid complete answer: size must be an integer >= 0 \(got "5"\)$/)
+  })
+
+  it("a renewal of an expired URL answered without a url: refused, the PUT not sent to \"undefined\"", async () => {
+    const { error, calls, puts } = await refused(
+      (body) => body.type === "begin" ? singleBegin() : body.type === "resume" ? beginWithoutUrl : completed(5),
+      5,
+      { freshFor: 0 }
+    )
+    assert.match(error.message, /^The upload route answered renewing the upload URL with something that is not a valid resume answer: url must be a non-empty string/)
+    assert.deepStrictEqual(calls.map((c) => c.type), ["begin", "resume"])
+    assert.deepStrictEqual(puts.map((p) => p.url), [singleBegin().url])
+  })
+
+  it("a renewal of expired part URLs answered without multipart: refused", async () => {
+    const size = 2 * MiB
+    const { error, puts } = await refused(
+      (body) => body.type === "begin" ? multipartBegin(size, MiB) : body.type === "resume" ? singleBegin() : completed(size),
+      size,
+      { freshFor: 0, concurrency: 1 }
+    )
+    assert.match(error.message, /renewing the part URLs with something that is not a valid resume answer: multipart must be a JSON object \(it is missing\)$/)
+    assert.isTrue(puts.every((p) => p.url.endsWith("Signature=1")))
+  })
+
+  it("resuming a remembered upload answered landed parts without etags: refused, nothing sent", async () => {
+    const size = 2 * MiB
+    const store = memoryStore()
+    const file = fileOf(size)
+    const route = scriptedRoute((body) =>
+      body.type === "resume"
+        ? { ...multipartBegin(size, MiB), type: "resume", multipart: { ...multipartBegin(size, MiB).multipart, landed: [{ partNumber: 1, size: MiB }] } }
+        : multipartBegin(size, MiB)
+    )
+    const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+    const options: UploadOptions = { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, ...fast, resume: store }
+    // a first attempt whose complete fails after the parts landed leaves the upload remembered
+    await failure(upload(file, { ...options, fetch: scriptedRoute((body) => body.type === "begin" ? multipartBegin(size, MiB) : new Response("", { status: 503 })).fetch, retries: 0 }))
+    assert.strictEqual([...store.map.values()].filter((v) => v.includes("token-1")).length, 1)
+    storage.puts.length = 0
+    const error = await failure(upload(file, options)) as BlobError
+    assert.isTrue(BlobError.is(error, "request_failed"))
+    assert.match(error.message, /resuming the upload with something that is not a valid resume answer: multipart.landed\[0\].etag must be a non-empty string \(it is missing\)$/)
+    assert.strictEqual(storage.puts.length, 0)
+  })
 })
