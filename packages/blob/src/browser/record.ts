@@ -62,6 +62,7 @@ export const createUploadTask = (file: UploadFile, options: UploadOptions): Uplo
   let promise: Promise<UploadResult> | undefined
 
   const cancel = () => {
+    release()
     if (record.status === "idle" || record.status === "uploading") {
       set({ status: "canceled", error: undefined })
       controller.abort()
@@ -81,8 +82,12 @@ export const createUploadTask = (file: UploadFile, options: UploadOptions): Uplo
     record = { ...record, ...patch }
     for (const listener of [...listeners]) listener()
   }
-  // an outer signal cancels the same way as cancel()
+  // an outer signal cancels the same way as cancel(); the listener goes once the task settles, so a
+  // long-lived signal (a page's) does not keep every finished task alive
+  const release = () => options.signal?.removeEventListener("abort", cancel)
   options.signal?.addEventListener("abort", cancel, { once: true })
+  // an abort that came before the task was created fires no event: canceled at once, nothing sent
+  if (options.signal?.aborted === true) cancel()
 
   const start = () => {
     if (promise !== undefined) return promise
@@ -98,12 +103,14 @@ export const createUploadTask = (file: UploadFile, options: UploadOptions): Uplo
       }
     }).then(
       (result) => {
+        release()
         if (record.status === "uploading") {
           set({ status: "done", result, progress: { loaded: result.size, total: result.size, percentage: 100 } })
         }
         return result
       },
       (error: unknown) => {
+        release()
         if (controller.signal.aborted) throw abortError()
         const blobError = asBlobError(error)
         if (record.status === "uploading") set({ status: "error", error: blobError })

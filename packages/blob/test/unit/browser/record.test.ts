@@ -3,6 +3,7 @@
  * on the scripted route and storage.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { getEventListeners } from "node:events"
 import { createUploadQueue, createUploadTask, type UploadStatus } from "../../../src/browser/record.ts"
 import { BlobError } from "../../../src/shared/BlobError.ts"
 import { completed, fileOf, MiB, multipartBegin, scriptedRoute, scriptedStorage, singleBegin } from "../../browser/scripted.ts"
@@ -86,6 +87,37 @@ describe("upload record", () => {
     controller.abort()
     assert.strictEqual(((await pending) as DOMException).name, "AbortError")
     assert.strictEqual(task.snapshot().status, "canceled")
+  })
+
+  it("a signal aborted before the task was created: canceled at once, start() rejects with AbortError, no route call", async () => {
+    const route = okRoute()
+    const task = createUploadTask(fileOf(5), {
+      route: "/u",
+      fetch: route.fetch,
+      XMLHttpRequest: scriptedStorage(() => ({ status: 200 })).Xhr,
+      signal: AbortSignal.abort(),
+      ...fast
+    })
+    assert.strictEqual(task.snapshot().status, "canceled")
+    const rejected = await task.start().then(() => assert.fail("expected a rejection"), (e: unknown) => e)
+    assert.strictEqual((rejected as DOMException).name, "AbortError")
+    assert.strictEqual(route.calls.length, 0)
+  })
+
+  it("a settled task leaves no listener on a long-lived signal (done, error and canceled alike)", async () => {
+    const page = new AbortController()
+    const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+    const refusing = scriptedRoute(() => Response.json(new BlobError("forbidden", { message: "No" }).toJSON(), { status: 403 }))
+    const options = { route: "/u", XMLHttpRequest: storage.Xhr, signal: page.signal, ...fast }
+    const done = createUploadTask(fileOf(5), { ...options, fetch: okRoute().fetch })
+    const failed = createUploadTask(fileOf(5), { ...options, fetch: refusing.fetch })
+    const canceled = createUploadTask(fileOf(5), { ...options, fetch: okRoute().fetch })
+    assert.strictEqual(getEventListeners(page.signal, "abort").length, 3)
+    await done.start()
+    await failed.start().catch(() => undefined)
+    canceled.cancel()
+    assert.deepStrictEqual([done, failed, canceled].map((t) => t.snapshot().status), ["done", "error", "canceled"])
+    assert.strictEqual(getEventListeners(page.signal, "abort").length, 0)
   })
 })
 
