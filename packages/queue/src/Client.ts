@@ -23,7 +23,7 @@ import {
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
-import { destinationPath, type PublishOptions, publishHeaders } from "./PublishHeaders.ts"
+import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "./PublishHeaders.ts"
 
 export { type CallbackOptions, type PublishOptions, publishHeaders } from "./PublishHeaders.ts"
 
@@ -122,9 +122,12 @@ export class QueueClient extends Context.Service<QueueClient, {
         decodeResult: (json: unknown) => Effect.Effect<A, Schema.SchemaError>
       ) =>
         Effect.gen(function*() {
-          const destination = destinationPath(publishOptions.destination)
+          const problem = segmentProblem(publishOptions.destination)
+          if (problem !== undefined) {
+            return yield* new PublishFailed({ status: 0, code: "invalid_request", message: `destination: ${problem}` })
+          }
           const body = publishOptions.body ?? new Uint8Array()
-          const request = HttpClientRequest.post(`${baseUrl}${route}${destination}`).pipe(
+          const request = HttpClientRequest.post(`${baseUrl}${route}${pathSegment(publishOptions.destination)}`).pipe(
             HttpClientRequest.bearerToken(Redacted.value(token)),
             HttpClientRequest.setHeaders({ ...publishHeaders(publishOptions), ...extraHeaders }),
             HttpClientRequest.setBody(
@@ -154,7 +157,9 @@ export class QueueClient extends Context.Service<QueueClient, {
             ...(scheduleOptions.scheduleId === undefined ? {} : { "Svc-Schedule-Id": scheduleOptions.scheduleId })
           }, Schema.decodeUnknownEffect(CreatedScheduleSchema)),
         enqueue: (queueName, publishOptions) =>
-          send(`/v2/enqueue/${encodeURIComponent(queueName)}/`, publishOptions, {}, Schema.decodeUnknownEffect(PublishResultSchema)),
+          segmentProblem(queueName) === undefined
+            ? send(`/v2/enqueue/${pathSegment(queueName)}/`, publishOptions, {}, Schema.decodeUnknownEffect(PublishResultSchema))
+            : Effect.fail(new PublishFailed({ status: 0, code: "invalid_request", message: `queueName: ${segmentProblem(queueName)}` })),
         publishJSON: (publishOptions) =>
           publish({ ...publishOptions, body: JSON.stringify(publishOptions.body), contentType: "application/json" }),
         api

@@ -105,6 +105,23 @@ const withHeaders = (
   return out
 }
 
-/** A destination as the path of `/v2/publish/<destination>` takes it: a URL as is, a group name encoded. */
-export const destinationPath = (destination: string): string =>
-  /^https?:\/\//i.test(destination) ? destination : encodeURIComponent(destination)
+/**
+ * Why `value` cannot be one path segment of a request to the queue (a destination, an id, a name),
+ * or undefined when it can. "", "." and ".." would be dropped or resolved as a path step by any URL
+ * parser, sending the request, with its token, to another route (`.../v2/publish/..` is `/v2/`).
+ */
+export const segmentProblem = (value: unknown): string | undefined =>
+  typeof value !== "string"
+    ? `expected a string, got ${value === null ? "null" : typeof value}`
+    : value === "" || value === "." || value === ".."
+    ? `${JSON.stringify(value)} is not a name or URL: a URL parser would drop it or resolve it as a path step`
+    : !value.isWellFormed()
+    ? "holds a lone surrogate, which has no UTF-8 encoding"
+    : undefined
+
+/**
+ * One path segment (check it with {@link segmentProblem} first), percent-encoded whole: a destination
+ * URL's `/`, `?`, `#` and `..` stay inside the segment, where no URL parser resolves them, and the
+ * queue decodes a destination that starts `http%3A` or `https%3A` once.
+ */
+export const pathSegment = (value: string): string => encodeURIComponent(value)

@@ -8,7 +8,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"
-import type * as Net from "node:net"
+import * as Net from "node:net"
 import { Receiver, type SignatureClaims, verifySignatureFetch, verifySignatureNode } from "../src/promise/index.ts"
 import { call, Destination, poll, publish, queueLayer } from "./support.ts"
 
@@ -175,6 +175,61 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver h
       }, keys)
       const fetched = yield* Effect.promise(() => route(new Request(base, { method: "POST", body: "0123456789" })))
       assert.strictEqual(fetched.status, 413)
+      assert.strictEqual(handled, 0)
+    }))
+
+  it.effect("a streamed body over the cap is cut off unread; an unreadable body is 400; a client that breaks off is not a handler failure", () =>
+    Effect.gen(function*() {
+      let handled = 0
+      const keys = { currentSigningKey: "sig_a", nextSigningKey: "sig_b" }
+      const route = verifySignatureFetch(async () => {
+        handled++
+        return new Response("ok")
+      }, keys)
+      // 100 MiB offered in 1 MiB chunks, no Content-Length: the default 16 MiB cap stops the reading.
+      let pulled = 0
+      const huge = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (++pulled > 100) controller.close()
+          else controller.enqueue(new Uint8Array(1024 * 1024))
+        }
+      })
+      const cut = yield* Effect.promise(() =>
+        route(new Request("http://receiver.test/", { method: "POST", body: huge, duplex: "half" } as RequestInit))
+      )
+      assert.strictEqual(cut.status, 413)
+      assert.isBelow(pulled, 20)
+
+      const used = new Request("http://receiver.test/", { method: "POST", body: "{}", headers: { "svc-signature": "x" } })
+      yield* Effect.promise(() => used.text())
+      const refused = yield* Effect.promise(() => route(used))
+      assert.strictEqual(refused.status, 400)
+      assert.deepStrictEqual(yield* Effect.promise(() => refused.json()), {
+        code: "invalid_request",
+        message: "The request body could not be read: it was already read before this handler"
+      })
+
+      const errors: Array<unknown> = []
+      const server = Http.createServer(verifySignatureNode(() => void handled++, { ...keys, onError: (error) => errors.push(error) }))
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))),
+        () => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      )
+      const port = (server.address() as Net.AddressInfo).port
+      const aborted = new Promise<void>((resolve) => server.on("request", (request) => request.on("close", () => resolve())))
+      yield* Effect.promise(() =>
+        new Promise<void>((resolve) => {
+          const socket = Net.connect(port, "127.0.0.1", () => {
+            socket.write("POST / HTTP/1.1\r\nhost: x\r\nsvc-signature: x\r\ncontent-length: 100\r\n\r\n0123456789", () => {
+              socket.destroy()
+              resolve()
+            })
+          })
+        })
+      )
+      yield* Effect.promise(() => aborted)
+      yield* Effect.sleep("50 millis")
+      assert.deepStrictEqual(errors, [])
       assert.strictEqual(handled, 0)
     }))
 

@@ -11,7 +11,7 @@
  * const { messageId } = await queue.publishJSON({ destination: "https://example.com/orders", body: { order: 42 }, retries: 5 })
  * ```
  */
-import { destinationPath, type PublishOptions, publishHeaders } from "../PublishHeaders.ts"
+import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "../PublishHeaders.ts"
 import { QueueError } from "./QueueError.ts"
 import type {
   BatchMessage,
@@ -41,7 +41,11 @@ export interface QueueClientOptions {
   readonly baseUrl: string
   /** `QUEUE_TOKEN`, sent as `Authorization: Bearer <token>`. */
   readonly token: string
+  /** How long one call may take, answer read whole (default 60,000 ms). */
+  readonly timeoutMs?: number | undefined
 }
+
+const DEFAULT_TIMEOUT_MS = 60_000
 
 type Query = Readonly<Record<string, string | number | Date | undefined>>
 
@@ -65,82 +69,174 @@ const queryString = (query: Query | undefined): string => {
   return text === "" ? "" : `?${text}`
 }
 
-const segment = encodeURIComponent
+/** A refusal of the caller's own argument, before anything is sent. */
+const invalidArgument = (message: string) => new QueueError({ status: 0, code: "invalid_request", message })
+
+/**
+ * A request path whose interpolated parts are each one segment, checked and percent-encoded
+ * (`PublishHeaders.ts`): `route\`/v2/dlq/${id}/retry\`` can never become another route.
+ */
+const route = (strings: TemplateStringsArray, ...parts: ReadonlyArray<unknown>): string =>
+  strings.reduce((path, text, i) => {
+    const part = parts[i - 1]
+    const problem = segmentProblem(part)
+    if (problem !== undefined) throw invalidArgument(`The path part after ${path}: ${problem}`)
+    return path + pathSegment(part as string) + text
+  })
+
+/** `value` as JSON text, or a QueueError naming `what` when it has none (a cycle, a BigInt, undefined). */
+const jsonText = (value: unknown, what: string): string => {
+  let text: string | undefined
+  try {
+    text = JSON.stringify(value)
+  } catch (cause) {
+    throw invalidArgument(`${what} cannot be sent as JSON: ${(cause as Error).message}`)
+  }
+  if (text === undefined) throw invalidArgument(`${what} cannot be sent as JSON: it is ${typeof value}`)
+  return text
+}
+
+/** The queue's answer wraps a list in one field: that list, or a QueueError when it is not there. */
+const listIn = <A>(answer: unknown, field: string): ReadonlyArray<A> => {
+  const list = (answer as Record<string, unknown> | null | undefined)?.[field]
+  if (!Array.isArray(list)) {
+    throw new QueueError({ status: 200, code: "request_failed", message: `The queue's answer holds no "${field}" list`, body: answer })
+  }
+  return list as ReadonlyArray<A>
+}
 
 export class QueueClient {
   readonly #baseUrl: string
   readonly #token: string
+  readonly #timeoutMs: number
 
+  /** Bad options are a `TypeError` at once (the token itself is never part of the message). */
   constructor(options: QueueClientOptions) {
-    this.#baseUrl = options.baseUrl.replace(/\/+$/, "")
+    let url: URL
+    try {
+      url = new URL(options.baseUrl)
+    } catch {
+      throw new TypeError(`QueueClient: baseUrl must be an http(s) URL, got ${JSON.stringify(String(options.baseUrl).slice(0, 200))}`)
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new TypeError(`QueueClient: baseUrl must be an http(s) URL, got the scheme ${url.protocol}`)
+    }
+    // fetch refuses such a URL, and an error message would show the password.
+    if (url.username !== "" || url.password !== "") {
+      throw new TypeError("QueueClient: baseUrl must not hold a user or password (the token goes in `token`)")
+    }
+    if (typeof options.token !== "string" || !/^[\x21-\x7e]+$/.test(options.token)) {
+      throw new TypeError("QueueClient: token must be the queue's token, visible ASCII characters without spaces")
+    }
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
+      throw new TypeError(`QueueClient: timeoutMs must be a whole number of milliseconds from 1, got ${timeoutMs}`)
+    }
+    this.#baseUrl = `${url.origin}${url.pathname}`.replace(/\/+$/, "")
     this.#token = options.token
+    this.#timeoutMs = timeoutMs
   }
 
-  /** One request; the JSON answer (undefined for 204), or a {@link QueueError}. */
+  /**
+   * One request; the JSON answer (undefined for 204), or a {@link QueueError}: the queue's refusal,
+   * or status 0 when there was no whole answer (unreachable, timed out, cut off). Redirects are not
+   * followed: the queue never answers one, so one comes from something else at `baseUrl`.
+   */
   async #call<A>(call: Call): Promise<A> {
     const headers: Record<string, string> = { ...call.headers, authorization: `Bearer ${this.#token}` }
     let body: string | Uint8Array | undefined = call.body
     if (call.json !== undefined) {
       headers["content-type"] = "application/json"
-      body = JSON.stringify(call.json)
+      body = jsonText(call.json, "the request")
     }
-    let response: Response
+    let response: Response | undefined
+    let text: string
     try {
       response = await fetch(`${this.#baseUrl}${call.path}${queryString(call.query)}`, {
         method: call.method,
         headers,
-        body: (body ?? null) as BodyInit | null
+        body: (body ?? null) as BodyInit | null,
+        redirect: "manual",
+        signal: AbortSignal.timeout(this.#timeoutMs)
       })
+      text = await response.text()
     } catch (cause) {
+      const timedOut = (cause as Error | undefined)?.name === "TimeoutError"
       throw new QueueError({
         status: 0,
         code: "request_failed",
-        message: `Could not reach the queue at ${this.#baseUrl}: ${(cause as Error).message}`,
+        message: timedOut
+          ? `No whole answer from the queue at ${this.#baseUrl} within ${this.#timeoutMs} ms`
+          : response === undefined
+          ? `Could not reach the queue at ${this.#baseUrl}: ${(cause as Error).message}`
+          : `The queue's answer from ${this.#baseUrl} broke off: ${(cause as Error).message}`,
         cause
       })
     }
-    const text = await response.text()
-    let json: unknown = undefined
-    try {
-      json = text === "" ? undefined : JSON.parse(text)
-    } catch {
-      // not JSON: described by the status below
+    if (response.status >= 300 && response.status < 400) {
+      throw new QueueError({
+        status: response.status,
+        code: "request_failed",
+        message: `${this.#baseUrl} answered ${response.status}, a redirect, which the client does not follow: ` +
+          "baseUrl must name the queue itself"
+      })
     }
-    if (response.ok) return json as A
+    if (response.status === 204) return undefined as A
+    let json: unknown = undefined
+    let isJson = false
+    try {
+      json = JSON.parse(text)
+      isJson = true
+    } catch {
+      // not JSON: described below
+    }
+    if (response.ok) {
+      if (isJson) return json as A
+      throw new QueueError({
+        status: response.status,
+        code: "request_failed",
+        message: `The queue answered ${response.status} with a body that is not JSON`,
+        body: text.slice(0, 1000)
+      })
+    }
     const error = json as { readonly code?: unknown; readonly message?: unknown } | undefined
     throw new QueueError({
       status: response.status,
       code: typeof error?.code === "string" ? error.code : "request_failed",
       message: typeof error?.message === "string" ? error.message : `The queue answered ${response.status}`,
-      body: json ?? text
+      body: isJson ? json : text
     })
   }
 
   /**
-   * POST `<route><destination>` with the publish's headers and body: publish, enqueue and schedule.
-   * A body without `contentType` is sent as text or bytes; no body, with no content type.
+   * POST `<path>` (its last segment the destination) with the publish's headers and body: publish,
+   * enqueue and schedule. A body without `contentType` is sent as text or bytes; no body, with no
+   * content type.
    */
-  #send<A>(route: string, options: PublishOptions, extraHeaders: Record<string, string> = {}): Promise<A> {
+  #send<A>(path: string, options: PublishOptions, extraHeaders: Record<string, string> = {}): Promise<A> {
     const { body } = options
+    if (body !== undefined && typeof body !== "string" && !(body instanceof Uint8Array)) {
+      throw invalidArgument(`body: expected a string or a Uint8Array, got ${body === null ? "null" : typeof body}`)
+    }
     const defaultType = body === undefined
       ? {}
       : { "content-type": typeof body === "string" ? "text/plain; charset=utf-8" : "application/octet-stream" }
     return this.#call<A>({
       method: "POST",
-      path: `${route}${destinationPath(options.destination)}`,
+      path,
       headers: { ...defaultType, ...publishHeaders(options), ...extraHeaders },
       body
     })
   }
 
   /** `POST /v2/publish/<destination>`: the body delivered byte for byte, the options as `Svc-*` headers. */
-  publish(options: PublishOptions): Promise<PublishResult> {
-    return this.#send("/v2/publish/", options)
+  async publish(options: PublishOptions): Promise<PublishResult> {
+    return this.#send(route`/v2/publish/${options?.destination}`, options)
   }
 
   /** {@link publish} with `body` sent as JSON (`Content-Type: application/json`). */
-  publishJSON(options: Omit<PublishOptions, "body" | "contentType"> & { readonly body: unknown }): Promise<PublishResult> {
-    return this.publish({ ...options, body: JSON.stringify(options.body), contentType: "application/json" })
+  async publishJSON(options: Omit<PublishOptions, "body" | "contentType"> & { readonly body: unknown }): Promise<PublishResult> {
+    return this.publish({ ...options, body: jsonText(options.body, "body"), contentType: "application/json" })
   }
 
   /**
@@ -148,7 +244,8 @@ export class QueueClient {
    * what {@link publish} answers for message i. All or nothing: one bad message refuses the batch
    * (`invalid_request` naming its index) and nothing is stored. Bytes travel base64-encoded.
    */
-  batch(messages: ReadonlyArray<BatchMessage>): Promise<Array<PublishResult>> {
+  async batch(messages: ReadonlyArray<BatchMessage>): Promise<Array<PublishResult>> {
+    if (!Array.isArray(messages)) throw invalidArgument(`messages: expected an array, got ${messages === null ? "null" : typeof messages}`)
     return this.#call({
       method: "POST",
       path: "/v2/batch",
@@ -170,59 +267,57 @@ export class QueueClient {
   }
 
   /** `GET /v2/events`: what happened to messages, newest first; pass `cursor` on for the next page. */
-  events(options: EventsOptions = {}): Promise<EventsPage> {
+  async events(options: EventsOptions = {}): Promise<EventsPage> {
     return this.#call({ method: "GET", path: "/v2/events", query: { ...options } })
   }
 
   readonly messages = {
-    get: (messageId: string): Promise<Message> => this.#call({ method: "GET", path: `/v2/messages/${segment(messageId)}` }),
+    get: async (messageId: string): Promise<Message> => this.#call({ method: "GET", path: route`/v2/messages/${messageId}` }),
     /** Cancels a message not yet delivered (a `message_not_cancellable` QueueError once it is finished). */
-    cancel: (messageId: string): Promise<void> =>
-      this.#call({ method: "DELETE", path: `/v2/messages/${segment(messageId)}` }),
+    cancel: async (messageId: string): Promise<void> => this.#call({ method: "DELETE", path: route`/v2/messages/${messageId}` }),
     /**
      * `DELETE /v2/messages`: cancels the messages selected by ids and/or filter, at most 1,000 a
      * call; how many were, and whether more match (call again until `more` is false).
      */
-    cancelMany: (selection: MessageSelection): Promise<{ readonly cancelled: number; readonly more: boolean }> =>
+    cancelMany: async (selection: MessageSelection): Promise<{ readonly cancelled: number; readonly more: boolean }> =>
       this.#call({ method: "DELETE", path: "/v2/messages", json: selection })
   }
 
   readonly dlq = {
-    list: (options: DlqListOptions = {}): Promise<DlqPage> => this.#call({ method: "GET", path: "/v2/dlq", query: { ...options } }),
-    get: (dlqId: string): Promise<DlqMessage> => this.#call({ method: "GET", path: `/v2/dlq/${segment(dlqId)}` }),
+    list: async (options: DlqListOptions = {}): Promise<DlqPage> =>
+      this.#call({ method: "GET", path: "/v2/dlq", query: { ...options } }),
+    get: async (dlqId: string): Promise<DlqMessage> => this.#call({ method: "GET", path: route`/v2/dlq/${dlqId}` }),
     /** Delivers the message again (its retries start over) and removes it from the DLQ. */
-    retry: (dlqId: string): Promise<PublishedMessage> =>
-      this.#call({ method: "POST", path: `/v2/dlq/${segment(dlqId)}/retry` }),
-    delete: (dlqId: string): Promise<void> => this.#call({ method: "DELETE", path: `/v2/dlq/${segment(dlqId)}` }),
+    retry: async (dlqId: string): Promise<PublishedMessage> => this.#call({ method: "POST", path: route`/v2/dlq/${dlqId}/retry` }),
+    delete: async (dlqId: string): Promise<void> => this.#call({ method: "DELETE", path: route`/v2/dlq/${dlqId}` }),
     /** `POST /v2/dlq/retry`: retries the entries selected by ids and/or filter (at most 1,000 a call). */
-    retryMany: (selection: DlqSelection): Promise<{ readonly retried: number; readonly more: boolean }> =>
+    retryMany: async (selection: DlqSelection): Promise<{ readonly retried: number; readonly more: boolean }> =>
       this.#call({ method: "POST", path: "/v2/dlq/retry", json: selection }),
     /** `DELETE /v2/dlq`: deletes the entries selected by ids and/or filter (at most 1,000 a call). */
-    deleteMany: (selection: DlqSelection): Promise<{ readonly deleted: number; readonly more: boolean }> =>
+    deleteMany: async (selection: DlqSelection): Promise<{ readonly deleted: number; readonly more: boolean }> =>
       this.#call({ method: "DELETE", path: "/v2/dlq", json: selection })
   }
 
   /** URL groups (`/v2/topics`). */
   readonly groups = {
     /** Adds endpoints (the group is created when new); an endpoint with the same name or URL is replaced. */
-    upsertEndpoints: (name: string, endpoints: ReadonlyArray<Endpoint>): Promise<Topic> =>
-      this.#call({ method: "POST", path: `/v2/topics/${segment(name)}/endpoints`, json: { endpoints } }),
-    list: async (): Promise<ReadonlyArray<Topic>> =>
-      (await this.#call<{ readonly topics: ReadonlyArray<Topic> }>({ method: "GET", path: "/v2/topics" })).topics,
-    get: (name: string): Promise<Topic> => this.#call({ method: "GET", path: `/v2/topics/${segment(name)}` }),
+    upsertEndpoints: async (name: string, endpoints: ReadonlyArray<Endpoint>): Promise<Topic> =>
+      this.#call({ method: "POST", path: route`/v2/topics/${name}/endpoints`, json: { endpoints } }),
+    list: async (): Promise<ReadonlyArray<Topic>> => listIn(await this.#call({ method: "GET", path: "/v2/topics" }), "topics"),
+    get: async (name: string): Promise<Topic> => this.#call({ method: "GET", path: route`/v2/topics/${name}` }),
     /** Removes endpoints by name or URL. */
-    removeEndpoints: (name: string, endpoints: ReadonlyArray<{ readonly name?: string; readonly url?: string }>): Promise<Topic> =>
-      this.#call({ method: "DELETE", path: `/v2/topics/${segment(name)}/endpoints`, json: { endpoints } }),
+    removeEndpoints: async (name: string, endpoints: ReadonlyArray<{ readonly name?: string; readonly url?: string }>): Promise<Topic> =>
+      this.#call({ method: "DELETE", path: route`/v2/topics/${name}/endpoints`, json: { endpoints } }),
     /** The group's default headers (`Svc-*` ones configure its deliveries, others are sent along). */
-    setHeaders: (name: string, headers: DefaultHeaders): Promise<Topic> =>
-      this.#call({ method: "PATCH", path: `/v2/topics/${segment(name)}`, json: { headers } }),
-    delete: (name: string): Promise<void> => this.#call({ method: "DELETE", path: `/v2/topics/${segment(name)}` })
+    setHeaders: async (name: string, headers: DefaultHeaders): Promise<Topic> =>
+      this.#call({ method: "PATCH", path: route`/v2/topics/${name}`, json: { headers } }),
+    delete: async (name: string): Promise<void> => this.#call({ method: "DELETE", path: route`/v2/topics/${name}` })
   }
 
   readonly schedules = {
     /** Creates a schedule, or with `scheduleId` creates or replaces that one. */
-    create: (options: ScheduleOptions): Promise<CreatedSchedule> =>
-      this.#send("/v2/schedules/", options, {
+    create: async (options: ScheduleOptions): Promise<CreatedSchedule> =>
+      this.#send(route`/v2/schedules/${options?.destination}`, options, {
         "Svc-Cron": options.cron,
         ...(options.scheduleId === undefined ? {} : { "Svc-Schedule-Id": options.scheduleId })
       }),
@@ -231,58 +326,53 @@ export class QueueClient {
       const all: Array<Schedule> = []
       let cursor: string | undefined
       do {
-        const page = await this.#call<{ readonly schedules: ReadonlyArray<Schedule>; readonly cursor?: string }>({
+        const page = await this.#call<{ readonly cursor?: unknown }>({
           method: "GET",
           path: "/v2/schedules",
           query: cursor === undefined ? {} : { cursor }
         })
-        all.push(...page.schedules)
-        cursor = page.cursor
+        all.push(...listIn<Schedule>(page, "schedules"))
+        cursor = typeof page.cursor === "string" ? page.cursor : undefined
       } while (cursor !== undefined)
       return all
     },
-    get: (scheduleId: string): Promise<Schedule> => this.#call({ method: "GET", path: `/v2/schedules/${segment(scheduleId)}` }),
-    pause: (scheduleId: string): Promise<Schedule> =>
-      this.#call({ method: "POST", path: `/v2/schedules/${segment(scheduleId)}/pause` }),
-    resume: (scheduleId: string): Promise<Schedule> =>
-      this.#call({ method: "POST", path: `/v2/schedules/${segment(scheduleId)}/resume` }),
-    delete: (scheduleId: string): Promise<void> =>
-      this.#call({ method: "DELETE", path: `/v2/schedules/${segment(scheduleId)}` })
+    get: async (scheduleId: string): Promise<Schedule> => this.#call({ method: "GET", path: route`/v2/schedules/${scheduleId}` }),
+    pause: async (scheduleId: string): Promise<Schedule> =>
+      this.#call({ method: "POST", path: route`/v2/schedules/${scheduleId}/pause` }),
+    resume: async (scheduleId: string): Promise<Schedule> =>
+      this.#call({ method: "POST", path: route`/v2/schedules/${scheduleId}/resume` }),
+    delete: async (scheduleId: string): Promise<void> => this.#call({ method: "DELETE", path: route`/v2/schedules/${scheduleId}` })
   }
 
   readonly flowControl = {
     list: async (): Promise<ReadonlyArray<FlowControl>> =>
-      (await this.#call<{ readonly flowControls: ReadonlyArray<FlowControl> }>({ method: "GET", path: "/v2/flow-control" }))
-        .flowControls,
-    get: (key: string): Promise<FlowControl> => this.#call({ method: "GET", path: `/v2/flow-control/${segment(key)}` }),
-    pause: (key: string): Promise<FlowControl> => this.#call({ method: "POST", path: `/v2/flow-control/${segment(key)}/pause` }),
-    resume: (key: string): Promise<FlowControl> =>
-      this.#call({ method: "POST", path: `/v2/flow-control/${segment(key)}/resume` })
+      listIn(await this.#call({ method: "GET", path: "/v2/flow-control" }), "flowControls"),
+    get: async (key: string): Promise<FlowControl> => this.#call({ method: "GET", path: route`/v2/flow-control/${key}` }),
+    pause: async (key: string): Promise<FlowControl> => this.#call({ method: "POST", path: route`/v2/flow-control/${key}/pause` }),
+    resume: async (key: string): Promise<FlowControl> => this.#call({ method: "POST", path: route`/v2/flow-control/${key}/resume` })
   }
 
   /** FIFO queues. */
   readonly queues = {
     /** Creates the queue or sets its parallelism (1-100, default 1). */
-    upsert: (options: { readonly queueName: string; readonly parallelism?: number | undefined }): Promise<FifoQueue> =>
+    upsert: async (options: { readonly queueName: string; readonly parallelism?: number | undefined }): Promise<FifoQueue> =>
       this.#call({ method: "POST", path: "/v2/queues", json: options }),
-    list: async (): Promise<ReadonlyArray<FifoQueue>> =>
-      (await this.#call<{ readonly queues: ReadonlyArray<FifoQueue> }>({ method: "GET", path: "/v2/queues" })).queues,
-    get: (queueName: string): Promise<FifoQueue> => this.#call({ method: "GET", path: `/v2/queues/${segment(queueName)}` }),
+    list: async (): Promise<ReadonlyArray<FifoQueue>> => listIn(await this.#call({ method: "GET", path: "/v2/queues" }), "queues"),
+    get: async (queueName: string): Promise<FifoQueue> => this.#call({ method: "GET", path: route`/v2/queues/${queueName}` }),
     /** Deletes the queue; its queued messages are cancelled. */
-    delete: (queueName: string): Promise<void> => this.#call({ method: "DELETE", path: `/v2/queues/${segment(queueName)}` }),
-    pause: (queueName: string): Promise<FifoQueue> =>
-      this.#call({ method: "POST", path: `/v2/queues/${segment(queueName)}/pause` }),
-    resume: (queueName: string): Promise<FifoQueue> =>
-      this.#call({ method: "POST", path: `/v2/queues/${segment(queueName)}/resume` }),
+    delete: async (queueName: string): Promise<void> => this.#call({ method: "DELETE", path: route`/v2/queues/${queueName}` }),
+    pause: async (queueName: string): Promise<FifoQueue> => this.#call({ method: "POST", path: route`/v2/queues/${queueName}/pause` }),
+    resume: async (queueName: string): Promise<FifoQueue> =>
+      this.#call({ method: "POST", path: route`/v2/queues/${queueName}/resume` }),
     /** `POST /v2/enqueue/<queue>/<destination>`: a publish into the queue (created with parallelism 1 when unknown). */
-    enqueue: (queueName: string, options: PublishOptions): Promise<PublishResult> =>
-      this.#send(`/v2/enqueue/${segment(queueName)}/`, options)
+    enqueue: async (queueName: string, options: PublishOptions): Promise<PublishResult> =>
+      this.#send(route`/v2/enqueue/${queueName}/${options?.destination}`, options)
   }
 
   /** The signing keys receivers verify `Svc-Signature` with. */
   readonly keys = {
-    get: (): Promise<SigningKeys> => this.#call({ method: "GET", path: "/v2/keys" }),
+    get: async (): Promise<SigningKeys> => this.#call({ method: "GET", path: "/v2/keys" }),
     /** Next becomes current, and a new next is made. */
-    rotate: (): Promise<SigningKeys> => this.#call({ method: "POST", path: "/v2/keys/rotate" })
+    rotate: async (): Promise<SigningKeys> => this.#call({ method: "POST", path: "/v2/keys/rotate" })
   }
 }

@@ -91,6 +91,46 @@ const readBody = (request: IncomingMessage, maxBytes: number): Promise<Buffer | 
   })
 
 /**
+ * The body of a Fetch request, or undefined once it is over `maxBytes` (declared or read: the stream
+ * is cancelled there, never buffered whole), or a refusal when it cannot be read (already read,
+ * broken off by the client).
+ */
+const readFetchBody = async (request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer> | undefined | Refusal> => {
+  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return undefined
+  if (request.bodyUsed) return unreadable("it was already read before this handler")
+  if (request.body === null) return new Uint8Array(0)
+  const reader = request.body.getReader()
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      size += value.byteLength
+      if (size > maxBytes) {
+        void reader.cancel().catch(() => undefined)
+        return undefined
+      }
+      chunks.push(value)
+    }
+  } catch (error) {
+    return unreadable((error as Error).message)
+  }
+  const body = new Uint8Array(size)
+  let at = 0
+  for (const chunk of chunks) {
+    body.set(chunk, at)
+    at += chunk.byteLength
+  }
+  return body
+}
+
+const unreadable = (why: string): Refusal => ({
+  status: 400,
+  body: errorBody("invalid_request", `The request body could not be read: ${why}`)
+})
+
+/**
  * A `node:http` listener that verifies each request before `handler` runs with the raw body (a
  * `Buffer`, read once) and the signature's claims. A handler that throws (or rejects) is answered
  * `500` when it has not answered yet, and its error goes to `onError` (default `console.error`).
@@ -113,8 +153,15 @@ export const verifySignatureNode = (
     response.writeHead(refusal.status, { "content-type": "application/json" }).end(refusal.body)
   }
   return async (request, response) => {
+    let body: Buffer | undefined
     try {
-      const body = await readBody(request, maxBytes)
+      body = await readBody(request, maxBytes)
+    } catch (error) {
+      // The client broke off the body: the handler never ran, so this is not its failure.
+      if (!response.headersSent) refuse(response, unreadable((error as Error).message))
+      return
+    }
+    try {
       if (body === undefined) {
         response.setHeader("connection", "close")
         return refuse(response, tooLarge(maxBytes))
@@ -153,9 +200,9 @@ export const verifySignatureFetch = <Rest extends Array<unknown>>(
   const refuse = (refusal: Refusal) =>
     new Response(refusal.body, { status: refusal.status, headers: { "content-type": "application/json" } })
   return async (request, ...rest) => {
-    if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return refuse(tooLarge(maxBytes))
-    const body = new Uint8Array(await request.arrayBuffer())
-    if (body.byteLength > maxBytes) return refuse(tooLarge(maxBytes))
+    const body = await readFetchBody(request, maxBytes)
+    if (body === undefined) return refuse(tooLarge(maxBytes))
+    if (!(body instanceof Uint8Array)) return refuse(body)
     const verdict = await check(options, receiver, request, request.headers.get("svc-signature"), body)
     if (isRefusal(verdict)) return refuse(verdict)
     // GET and HEAD requests carry no body; anything else gets the bytes read above.

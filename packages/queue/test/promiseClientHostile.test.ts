@@ -1,0 +1,183 @@
+/**
+ * The Promise client against something that is not (only) the queue, over real sockets: a destination
+ * or id that would steer the request to another route, a redirect, an answer that stalls or breaks
+ * off, a 2xx that is not the queue's JSON, and arguments it cannot send. Each is a rejected
+ * `QueueError` naming the problem; nothing travels to another route or origin.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Http from "node:http"
+import type * as Net from "node:net"
+import { QueueClient, QueueError } from "../src/promise/index.ts"
+
+const TOKEN = "hostile-token-0123456789"
+
+interface Seen {
+  readonly method: string
+  readonly url: string
+  readonly authorization: string | undefined
+}
+
+/** A server on 127.0.0.1 whose answers the test writes; it records every request it sees. */
+const server = (answer: (request: Http.IncomingMessage, response: Http.ServerResponse) => void) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const seen: Array<Seen> = []
+      const instance = Http.createServer((request, response) => {
+        seen.push({ method: request.method!, url: request.url!, authorization: request.headers.authorization })
+        request.resume()
+        request.on("end", () => answer(request, response))
+      })
+      await new Promise<void>((resolve) => instance.listen(0, "127.0.0.1", resolve))
+      return { base: `http://127.0.0.1:${(instance.address() as Net.AddressInfo).port}`, seen, instance }
+    }),
+    ({ instance }) =>
+      Effect.promise(() => {
+        instance.closeAllConnections()
+        return new Promise<void>((resolve) => instance.close(() => resolve()))
+      })
+  )
+
+const json = (status: number, body: unknown) => (_: Http.IncomingMessage, response: Http.ServerResponse) =>
+  response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body))
+
+/** The rejection of a call that must reject (never a synchronous throw), as a QueueError. */
+const rejection = (call: () => Promise<unknown>) =>
+  Effect.promise(async () => {
+    let pending: Promise<unknown>
+    try {
+      pending = call()
+    } catch (error) {
+      throw new Error(`threw synchronously instead of rejecting: ${String(error)}`)
+    }
+    try {
+      await pending
+    } catch (error) {
+      if (!(error instanceof QueueError)) throw new Error(`rejected with ${String(error)}, not a QueueError`)
+      return error
+    }
+    throw new Error("resolved")
+  })
+
+describe("Promise client against a hostile or wrong server", () => {
+  it.live("a destination URL travels as one encoded path segment: its '..' cannot reach another route", () =>
+    Effect.gen(function*() {
+      const queue = yield* server(json(201, { messageId: "m1" }))
+      const client = new QueueClient({ baseUrl: queue.base, token: TOKEN })
+      for (const destination of ["http://x.invalid/../../../../v2/keys/rotate", "http://x.invalid/%2e%2e/%2e%2e/v2/dlq/retry", "http://x.invalid\\..\\..\\v2"]) {
+        yield* Effect.promise(() => client.publish({ destination, body: "{}" }))
+        const { url } = queue.seen.at(-1)!
+        assert.match(url, /^\/v2\/publish\/[^/]+$/, destination)
+        assert.strictEqual(decodeURIComponent(url.slice("/v2/publish/".length)), destination)
+      }
+      yield* Effect.promise(() => client.queues.enqueue("jobs", { destination: "http://x.invalid/a?b=1#c" }))
+      assert.strictEqual(queue.seen.at(-1)!.url, "/v2/enqueue/jobs/http%3A%2F%2Fx.invalid%2Fa%3Fb%3D1%23c")
+    }))
+
+  it.live("an id or name that a URL parser would drop or resolve ('', '.', '..') is refused before anything is sent", () =>
+    Effect.gen(function*() {
+      const queue = yield* server(json(200, {}))
+      const client = new QueueClient({ baseUrl: queue.base, token: TOKEN })
+      const calls: Array<[string, () => Promise<unknown>]> = [
+        ["dlq.retry('..')", () => client.dlq.retry("..")],
+        ["dlq.delete('')", () => client.dlq.delete("")],
+        ["queues.pause('.')", () => client.queues.pause(".")],
+        ["messages.get(undefined)", () => client.messages.get(undefined as unknown as string)],
+        ["publish to '..'", () => client.publish({ destination: ".." })],
+        ["enqueue into '..'", () => client.queues.enqueue("..", { destination: "https://example.com/a" })],
+        ["a lone surrogate", () => client.schedules.get("\ud800")]
+      ]
+      for (const [what, call] of calls) {
+        const error = yield* rejection(call)
+        assert.deepInclude(error, { status: 0, code: "invalid_request" }, what)
+        assert.match(error.message, /^The path part after \/v2\/[a-z/-]*: /, what)
+      }
+      assert.deepStrictEqual(queue.seen, [])
+    }))
+
+  it.live("a redirect is not followed: a QueueError with its status, nothing sent to the other origin", () =>
+    Effect.gen(function*() {
+      const other = yield* server(json(201, { messageId: "from-the-other-origin" }))
+      const queue = yield* server((_, response) => response.writeHead(307, { location: `${other.base}/v2/publish/x` }).end())
+      const client = new QueueClient({ baseUrl: queue.base, token: TOKEN })
+      const error = yield* rejection(() => client.publish({ destination: "https://example.com/a", body: "secret" }))
+      assert.deepInclude(error, { status: 307, code: "request_failed" })
+      assert.match(error.message, /a redirect, which the client does not follow/)
+      assert.deepStrictEqual(other.seen, [])
+    }))
+
+  it.live("an answer that stalls is given up after timeoutMs; one that breaks off is a QueueError, not a TypeError", () =>
+    Effect.gen(function*() {
+      const stalls = yield* server((_, response) => {
+        response.writeHead(200, { "content-type": "application/json" })
+        response.write('{"messageId":')
+      })
+      const started = Date.now()
+      const stalled = yield* rejection(() => new QueueClient({ baseUrl: stalls.base, token: TOKEN, timeoutMs: 300 }).keys.get())
+      assert.deepInclude(stalled, { status: 0, code: "request_failed" })
+      assert.match(stalled.message, /No whole answer from the queue at http:\/\/127\.0\.0\.1:\d+ within 300 ms/)
+      assert.isBelow(Date.now() - started, 10_000)
+
+      const breaks = yield* server((_, response) => {
+        response.writeHead(200, { "content-type": "application/json", "content-length": "1000" })
+        response.write('{"messageId":', () => response.destroy())
+      })
+      const broken = yield* rejection(() => new QueueClient({ baseUrl: breaks.base, token: TOKEN }).keys.get())
+      assert.deepInclude(broken, { status: 0, code: "request_failed" })
+      assert.match(broken.message, /answer from http:\/\/127\.0\.0\.1:\d+ broke off/)
+    }))
+
+  it.live("a 2xx that is not JSON, or a list answer without its list, is a QueueError instead of undefined or a TypeError", () =>
+    Effect.gen(function*() {
+      const html = yield* server((_, response) => response.writeHead(200, { "content-type": "text/html" }).end("<html>hi</html>"))
+      const notJson = yield* rejection(() => new QueueClient({ baseUrl: html.base, token: TOKEN }).publish({ destination: "https://example.com/a" }))
+      assert.deepInclude(notJson, { status: 200, code: "request_failed", body: "<html>hi</html>" })
+      assert.match(notJson.message, /answered 200 with a body that is not JSON/)
+      const empty = yield* server((_, response) => response.writeHead(200).end())
+      assert.match((yield* rejection(() => new QueueClient({ baseUrl: empty.base, token: TOKEN }).messages.get("m1"))).message, /not JSON/)
+
+      const wrong = yield* server(json(200, { topics: "not-a-list", schedules: null, queues: {}, flowControls: 1 }))
+      const client = new QueueClient({ baseUrl: wrong.base, token: TOKEN })
+      for (const [field, call] of [
+        ["topics", () => client.groups.list()],
+        ["schedules", () => client.schedules.list()],
+        ["queues", () => client.queues.list()],
+        ["flowControls", () => client.flowControl.list()]
+      ] as const) {
+        assert.strictEqual((yield* rejection(call)).message, `The queue's answer holds no "${field}" list`)
+      }
+    }))
+
+  it.live("arguments it cannot send are rejected as invalid_request, never thrown at the call", () =>
+    Effect.gen(function*() {
+      const queue = yield* server(json(201, { messageId: "m1" }))
+      const client = new QueueClient({ baseUrl: queue.base, token: TOKEN })
+      const circular: Record<string, unknown> = {}
+      circular.self = circular
+      for (const [pattern, call] of [
+        [/^body cannot be sent as JSON: .*circular/i, () => client.publishJSON({ destination: "https://example.com/a", body: circular })],
+        [/^body cannot be sent as JSON: it is undefined/, () => client.publishJSON({ destination: "https://example.com/a", body: undefined })],
+        [/^body: expected a string or a Uint8Array, got number/, () => client.publish({ destination: "https://example.com/a", body: 42 as unknown as string })],
+        [/^messages: expected an array, got undefined/, () => client.batch(undefined as unknown as [])],
+        [/^the request cannot be sent as JSON: .*BigInt/i, () => client.queues.upsert({ queueName: "q", parallelism: 1n as unknown as number })]
+      ] as const) {
+        const error = yield* rejection(call)
+        assert.deepInclude(error, { status: 0, code: "invalid_request" })
+        assert.match(error.message, pattern)
+      }
+      assert.deepStrictEqual(queue.seen, [])
+    }))
+
+  it("bad options are a TypeError at construction that never shows a password", () => {
+    assert.throws(() => new QueueClient({ baseUrl: "http://user:hunter2@127.0.0.1:1", token: TOKEN }), TypeError, /must not hold a user or password/)
+    try {
+      new QueueClient({ baseUrl: "http://user:hunter2@127.0.0.1:1", token: TOKEN })
+    } catch (error) {
+      assert.notInclude(String(error), "hunter2")
+    }
+    assert.throws(() => new QueueClient({ baseUrl: "ftp://127.0.0.1", token: TOKEN }), TypeError, /http\(s\) URL, got the scheme ftp:/)
+    assert.throws(() => new QueueClient({ baseUrl: "not a url", token: TOKEN }), TypeError, /http\(s\) URL/)
+    assert.throws(() => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: "two words" }), TypeError, /visible ASCII/)
+    assert.throws(() => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: TOKEN, timeoutMs: Number.NaN }), TypeError, /timeoutMs/)
+  })
+})
