@@ -277,6 +277,14 @@ layer(queueLayer({ maxBatchMessages: 5, maxBatchBytes: 4096 }), { timeout: 120_0
       const refused = yield* Effect.flip(client.batch([{ destination: "nowhere at all" }]))
       assert.strictEqual(refused.status, 400)
       assert.match(refused.message, /\[0\]\.destination/)
+      // A destination is one encoded path segment: its '..' belongs to the URL published to (which the
+      // queue resolves as a URL parser does), never to the request's route.
+      const dotted = yield* client.publish({ destination: `${dest.baseUrl}/a/../../../../v2/keys/rotate`, body: "d" })
+      const dottedId = (dotted as { readonly messageId: string }).messageId
+      assert.strictEqual((yield* call(`/v2/messages/${dottedId}`)).body.url, `${dest.baseUrl}/v2/keys/rotate`)
+      const steered = yield* Effect.flip(client.publish({ destination: ".." }))
+      assert.deepInclude(steered, { status: 0, code: "invalid_request" })
+      assert.match(steered.message, /^destination: "\.\." is not a name or URL/)
 
       const rpc = Context.get(yield* Layer.build(QueueRpcClient.layer({ baseUrl, token: TOKEN })), QueueRpcClient)
       const viaRpc = yield* rpc.PublishBatch({ messages: [{ destination: `${dest.baseUrl}/rpc`, body: "AAE=", bodyEncoding: "base64" }] })
