@@ -10,16 +10,10 @@
  * @module
  */
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react"
-import {
-  createUploadQueue,
-  createUploadTask,
-  type UploadQueue,
-  type UploadRecord,
-  type UploadStatus,
-  type UploadTask
-} from "../browser/record.ts"
+import { createUploadQueue, type UploadQueue, type UploadRecord, type UploadStatus } from "../browser/record.ts"
 import type { UploadFile, UploadOptions, UploadProgress, UploadResult } from "../browser/upload.ts"
 import type { BlobError } from "../shared/BlobError.ts"
+import { createUploadSlot } from "./slot.ts"
 
 /** Options of the hooks: those of `upload` except the route (an argument) and the signal (use cancel). */
 export type UploadHookOptions = Omit<UploadOptions, "route" | "signal">
@@ -39,24 +33,23 @@ export interface UseUploadResult {
 }
 
 const IDLE_PROGRESS: UploadProgress = { loaded: 0, total: 0, percentage: 0 }
-const noSubscription = () => () => undefined
-const noRecord = () => undefined
 
 export const useUpload = (route: string, options?: UploadHookOptions): UseUploadResult => {
   // the latest options without restarting anything when the caller passes a new object each render
   const latest = useRef(options)
   latest.current = options
-  const [task, setTask] = useState<UploadTask | undefined>(undefined)
-  const record = useSyncExternalStore(task?.subscribe ?? noSubscription, task?.snapshot ?? noRecord, task?.snapshot ?? noRecord)
-  // a replaced task, or unmounting, cancels what still runs (finished tasks ignore cancel)
-  useEffect(() => () => task?.cancel(), [task])
-  const upload = useCallback((file: UploadFile, perCall?: Partial<UploadHookOptions>) => {
-    const next = createUploadTask(file, { ...latest.current, ...perCall, route })
-    setTask(next)
-    return next.start()
-  }, [route])
-  const cancel = useCallback(() => task?.cancel(), [task])
-  const reset = useCallback(() => setTask(undefined), [])
+  // one slot per component (useState's initializer: kept for the component's life, a memo may be dropped);
+  // the running task lives in it, so a second upload() or a cancel() in the same event handler sees the
+  // task the first upload() started (see ./slot.ts)
+  const [slot] = useState(createUploadSlot)
+  const record = useSyncExternalStore(slot.subscribe, slot.snapshot, slot.snapshot)
+  // unmounting cancels what still runs (finished tasks ignore cancel)
+  useEffect(() => () => slot.cancel(), [slot])
+  const upload = useCallback(
+    (file: UploadFile, perCall?: Partial<UploadHookOptions>) => slot.upload(file, { ...latest.current, ...perCall, route }),
+    [slot, route]
+  )
+  const { cancel, reset } = slot
   return {
     upload,
     status: record?.status ?? "idle",
