@@ -12,7 +12,8 @@
  *    expired signature: the route re-signs (`resume` message) and the PUT is sent again;
  * 3. transient failures (no answer after bytes went out, 408, 429, 5xx) are retried with a jittered,
  *    capped exponential backoff (an effect `Schedule`); when the retries are used up: `request_failed`
- *    with the attempt count and the last status, and a hint that landed parts are kept;
+ *    with the attempt count and the last status, and, once parts of a multipart upload landed, a hint
+ *    that they are kept;
  * 4. canceling (the `signal`) rejects with a `DOMException` named `AbortError`, never a BlobError.
  *
  * Refusals of the route are its BlobError JSON, rebuilt with `BlobError.fromJSON`; a 413 that is not the

@@ -64,9 +64,11 @@ export type WithRetries = <A, E extends Failure>(
 /**
  * The retry policy of one upload: `retries` more attempts of a transient failure, apart by an exponential
  * backoff from `retryDelay.base`, capped at `retryDelay.cap`, jittered. Built once per upload (every
- * request shares the schedule's settings); each request counts its own attempts, for the message.
+ * request shares the schedule's settings); each request counts its own attempts, for the message. The
+ * hint that landed parts are kept is given only when `partsLanded()` says some are: after a failed begin,
+ * or a single PUT, nothing is kept and the hint would promise a resume that cannot happen.
  */
-export const retryTransient = (retries: number, retryDelay: UploadOptions["retryDelay"]): WithRetries => {
+export const retryTransient = (retries: number, retryDelay: UploadOptions["retryDelay"], partsLanded: () => boolean): WithRetries => {
   const backoff = Schedule.min([
     Schedule.exponential(`${retryDelay?.base ?? 250} millis`),
     Schedule.spaced(`${retryDelay?.cap ?? 4000} millis`)
@@ -85,7 +87,7 @@ export const retryTransient = (retries: number, retryDelay: UploadOptions["retry
             message: `${capitalize(what)} failed after ${attempts} ${attempts === 1 ? "attempt" : "attempts"} (last status ${
               f.status === 0 ? "none: no answer" : f.status
             })`,
-            hint: RETRY_HINT
+            ...(partsLanded() ? { hint: RETRY_HINT } : {})
           })
           : f as Exclude<E, Transient>
       )

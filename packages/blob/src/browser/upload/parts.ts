@@ -91,6 +91,7 @@ export const putParts = (session: UploadSession, plan: MultipartPlan, record: Re
     record.remember(token)
     const etags = new Map<number, string>(plan.landed.map((p) => [p.partNumber, p.etag]))
     progress.landed = plan.landed.reduce((sum, p) => sum + p.size, 0)
+    progress.partsLanded = plan.landed.length
     progress.report()
     const urls = new Map<number, Signed>()
     const keep = (parts: ReadonlyArray<PresignedPart>, expiresAt: number) => {
@@ -135,6 +136,7 @@ export const putParts = (session: UploadSession, plan: MultipartPlan, record: Re
           }
           etags.set(part.partNumber, outcome.etag)
           progress.landed += part.size
+          progress.partsLanded++
           progress.report()
           return
         }

@@ -12,6 +12,8 @@ import type { UploadFile, UploadOptions, XhrLike } from "./types.ts"
 /** Bytes landed plus bytes in flight per request (keyed by part number; 0 for a single PUT). */
 export interface Progress {
   landed: number
+  /** parts of a multipart upload storage holds (landed here, or before a resume): what a retry keeps */
+  partsLanded: number
   readonly inFlight: Map<number, number>
   /** tells `onProgress` the new total, when it changed */
   readonly report: () => void
@@ -47,6 +49,12 @@ export const openSession = (file: UploadFile, options: UploadOptions): UploadSes
   if (!Number.isInteger(retries) || retries < 0) throw new TypeError("upload: retries must be an integer >= 0")
   const concurrency = options.concurrency ?? 4
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError("upload: concurrency must be an integer >= 1")
+  // NaN, 0 or a negative would give up every request at once; Infinity would never give up
+  const stallTimeout = options.stallTimeout ?? 60_000
+  if (!Number.isFinite(stallTimeout) || stallTimeout <= 0) {
+    throw new TypeError(`upload: stallTimeout must be a finite number of milliseconds > 0 (got ${String(options.stallTimeout)})`)
+  }
+  const progress = trackProgress(file.size, options.onProgress)
   return {
     file,
     options,
@@ -54,12 +62,12 @@ export const openSession = (file: UploadFile, options: UploadOptions): UploadSes
     Xhr,
     concurrency,
     freshFor: options.freshFor ?? 60_000,
-    stallTimeout: options.stallTimeout ?? 60_000,
+    stallTimeout,
     pathname: options.pathname ?? file.name ?? "",
     contentType: options.contentType ?? (file.type === "" ? "application/octet-stream" : file.type),
     total: file.size,
-    withRetries: retryTransient(retries, options.retryDelay),
-    progress: trackProgress(file.size, options.onProgress)
+    withRetries: retryTransient(retries, options.retryDelay, () => progress.partsLanded > 0),
+    progress
   }
 }
 
@@ -71,6 +79,7 @@ const trackProgress = (total: number, onProgress: UploadOptions["onProgress"]): 
   let lastReported = -1
   const progress: Progress = {
     landed: 0,
+    partsLanded: 0,
     inFlight: new Map(),
     report: () => {
       if (onProgress === undefined) return

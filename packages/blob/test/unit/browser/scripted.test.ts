@@ -91,18 +91,47 @@ describe("upload: retries", () => {
     assert.strictEqual(beginCalls, 2)
   })
 
-  it("retries used up: request_failed with the attempt count, the last status and the hint", async () => {
+  it("retries used up: request_failed with the attempt count and the last status; no hint, nothing landed", async () => {
     const route = scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
     const storage = scriptedStorage(() => ({ status: 500, body: "<Error><Code>InternalError</Code></Error>" }))
     const error = await failure(upload(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, retries: 2, ...fast }))
     assert.isTrue(BlobError.is(error, "request_failed"))
     const e = error as BlobError
     assert.strictEqual(storage.puts.length, 3)
-    assert.match(e.message, /^The upload failed after 3 attempts \(last status 500\)/)
-    assert.strictEqual(e.hint, RETRY_HINT)
-    assert.include(e.message, "landed parts are kept")
+    assert.match(e.message, /^The upload failed after 3 attempts \(last status 500\)$/)
+    assert.isUndefined(e.hint)
     assert.strictEqual(e.status, 500)
   })
+
+  it("retries used up after parts landed: the hint says the landed parts are kept", async () => {
+    const size = 3 * MiB
+    const route = scriptedRoute((body) => body.type === "begin" ? multipartBegin(size, MiB) : completed(size))
+    const storage = scriptedStorage((put) => put.url.includes("part3") ? { status: 503 } : { status: 200, etag: "\"e\"" })
+    const e = await failure(upload(fileOf(size), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, retries: 1, concurrency: 1, ...fast })) as BlobError
+    assert.match(e.message, /^The upload of part 3 failed after 2 attempts \(last status 503\)/)
+    assert.strictEqual(e.hint, RETRY_HINT)
+    assert.include(e.message, "landed parts are kept")
+  })
+
+  it("a begin call whose retries are used up has no hint about landed parts: none did", async () => {
+    const route = scriptedRoute(() => new Response("<html>boom</html>", { status: 500 }))
+    const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+    const e = await failure(upload(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, retries: 1, ...fast })) as BlobError
+    assert.match(e.message, /^Starting the upload failed after 2 attempts \(last status 500\)$/)
+    assert.isUndefined(e.hint)
+    assert.strictEqual(storage.puts.length, 0)
+  })
+
+  for (const stallTimeout of [Number.NaN, 0, -1, Number.POSITIVE_INFINITY]) {
+    it(`stallTimeout ${stallTimeout} is refused with a TypeError before any call`, async () => {
+      const route = scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
+      const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+      const e = await failure(upload(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, stallTimeout, ...fast }))
+      assert.instanceOf(e, TypeError)
+      assert.strictEqual((e as TypeError).message, `upload: stallTimeout must be a finite number of milliseconds > 0 (got ${stallTimeout})`)
+      assert.strictEqual(route.calls.length, 0)
+    })
+  }
 
   it("a connection dropped after bytes went out is retried; the retry meeting its own object completes", async () => {
     const route = scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
