@@ -76,6 +76,12 @@ export class Ingest extends Context.Service<Ingest, {
   }) => Effect.Effect<ReadonlyArray<RunHandle>, UnknownSources>
   /** Waits until no run of this process is in progress. */
   readonly awaitIdle: Effect.Effect<void>
+  /**
+   * Removes the offers of retired demo sources (`Sources.retiredDemoSources`): a start with
+   * `ENABLE_MOCK_SOURCE=true` must not leave demo offers served as real listings, in lists or by id,
+   * once it is off (the spec's "removes mock rows" at deployment, for every start).
+   */
+  readonly retireDemoOffers: Effect.Effect<void>
 }>()("@svc/listings/Ingest") {
   /** Needs Sources, OfferStore, Leases, IngestRuns, ImageCacher, ListingsConfig, HttpClient. */
   static readonly layerNoDeps = Layer.effect(
@@ -313,7 +319,16 @@ export class Ingest extends Context.Service<Ingest, {
 
       const awaitIdle = FiberSet.awaitEmpty(running)
 
-      return Ingest.of({ trigger, awaitIdle })
+      const retireDemoOffers = Effect.forEach(sources.retiredDemoSources, (sourceId) =>
+        store.removeSource(sourceId).pipe(
+          Effect.tap((removed) =>
+            removed === 0
+              ? Effect.void
+              : Effect.logInfo(`Removed ${removed} demo offers of source ${sourceId}: ENABLE_MOCK_SOURCE is not true`)
+          )
+        ), { discard: true })
+
+      return Ingest.of({ trigger, awaitIdle, retireDemoOffers })
     })
   )
 
@@ -331,6 +346,10 @@ export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
   const ingest = yield* Ingest
   const { ingestInterval } = yield* ListingsConfig
   const onStart = yield* Config.Boolean("INGEST_ON_START").pipe(Config.withDefault(true))
+  yield* ingest.retireDemoOffers.pipe(
+    Effect.catchCause((cause) => Effect.logWarning("Could not remove the demo offers of a retired mock source", cause)),
+    Effect.forkScoped
+  )
   yield* ingest.trigger({ trigger: "scheduled" }).pipe(
     Effect.tap((handles) => {
       const skipped = handles.filter((handle) => handle.run.status === "skipped" && handle.run.reason === "already_running")

@@ -53,6 +53,11 @@ export class OfferStore extends Context.Service<OfferStore, {
   /** After a successful full run: marks the source's listed offers not in `seenIds` (or past their expiry) removed. */
   readonly expireVanished: (sourceId: string, seenIds: ReadonlyArray<string>) => Effect.Effect<number>
   /**
+   * Deletes every offer of the source (listed or not) and its image rows, the winners of their keys
+   * recomputed; how many offers. For demo sources that are switched off (`Ingest.retireDemoOffers`).
+   */
+  readonly removeSource: (sourceId: string) => Effect.Effect<number>
+  /**
    * Fresh planner statistics after a large change (Ingest calls it after a run that changed 1,000
    * offers or more); a failure is logged, never raised.
    */
@@ -155,9 +160,22 @@ export class OfferStore extends Context.Service<OfferStore, {
         }))
       })
 
+      const removeSource = Effect.fn("OfferStore.removeSource")(function*(sourceId: string) {
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          yield* lockWriters
+          const removed = yield* SqlSchema.findAll({ Request: Schema.Void, Result: ExpiredKey, execute: () => sql`
+            DELETE FROM listings.offers WHERE source_id = ${sourceId} RETURNING dedup_key` })()
+          yield* sql`DELETE FROM listings.images WHERE source_id = ${sourceId}`
+          yield* recomputeWinners([...new Set(removed.map((row) => row.dedup_key))])
+          if (removed.length > 0) yield* bumpVersion
+          return removed.length
+        }))
+      })
+
       return OfferStore.of({
         upsertBatch: (sourceId, rows, images) => atDatabaseBoundary(upsertBatch(sourceId, rows, images)),
         expireVanished: (sourceId, seenIds) => atDatabaseBoundary(expireVanished(sourceId, seenIds)),
+        removeSource: (sourceId) => atDatabaseBoundary(removeSource(sourceId)),
         refreshStatistics: sql`ANALYZE listings.offers`.pipe(
           Effect.asVoid,
           Effect.catch((error) => Effect.logWarning(`Could not analyze listings.offers: ${postgresReason(error)}`))

@@ -97,9 +97,17 @@ export class SourcesConfigError extends Schema.TaggedError<SourcesConfigError>()
   message: Schema.String
 }) {}
 
+/** The built-in demo source's id (`ENABLE_MOCK_SOURCE=true` without `SOURCES_FILE`). */
+export const BUILT_IN_MOCK_ID = "mock"
+
 export class Sources extends Context.Service<Sources, {
   readonly all: ReadonlyArray<Source>
   readonly get: (id: string) => Option.Option<Source>
+  /**
+   * Demo sources whose offers must not be listed: while `ENABLE_MOCK_SOURCE` is not true, the
+   * built-in `mock` and every configured `mock` adapter (a start with it on left their demo offers).
+   */
+  readonly retiredDemoSources: ReadonlyArray<string>
 }>()("@svc/listings/Sources") {
   static readonly make = (configs: ReadonlyArray<SourceConfig>, mockEnabled: boolean): Sources["Service"] => {
     const all = configs.map((config): Source => ({
@@ -108,7 +116,10 @@ export class Sources extends Context.Service<Sources, {
       enabled: (config.enabled ?? true) && (config.adapter !== "mock" || mockEnabled)
     }))
     const byId = new Map(all.map((source) => [source.id, source]))
-    return Sources.of({ all, get: (id) => Option.fromUndefinedOr(byId.get(id.toLowerCase())) })
+    const retiredDemoSources = mockEnabled
+      ? []
+      : [...new Set([BUILT_IN_MOCK_ID, ...configs.filter((config) => config.adapter === "mock").map((config) => config.id)])]
+    return Sources.of({ all, get: (id) => Option.fromUndefinedOr(byId.get(id.toLowerCase())), retiredDemoSources })
   }
 
   static readonly layerStatic = (configs: ReadonlyArray<SourceConfig>, options?: { readonly mockEnabled?: boolean }) =>
@@ -121,7 +132,7 @@ export class Sources extends Context.Service<Sources, {
       const mockEnabled = yield* Config.Boolean("ENABLE_MOCK_SOURCE").pipe(Config.withDefault(false))
       const file = yield* Config.option(Config.String("SOURCES_FILE"))
       if (Option.isNone(file)) {
-        return Sources.make(mockEnabled ? [{ id: "mock", adapter: "mock" }] : [], mockEnabled)
+        return Sources.make(mockEnabled ? [{ id: BUILT_IN_MOCK_ID, adapter: "mock" }] : [], mockEnabled)
       }
       const text = yield* Effect.tryPromise({
         try: () => fs.readFile(file.value, "utf8"),

@@ -2,7 +2,7 @@
  * HTTP: the `ListingsApi` handlers, and GET /images/:key (a raw route: it streams bytes).
  */
 import { OutboundGuard } from "@svc/platform"
-import { ImageNotFound, type IngestResult, ListingsApi } from "@svc/schema"
+import { ImageNotFound, type IngestResult, INT4_MAX, InvalidRequest, ListingsApi, MAX_PAGE_SIZE, type RequestIssue } from "@svc/schema"
 import { Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -14,6 +14,18 @@ import { Ingest } from "./Ingest.ts"
 import { ListingsConfig } from "./ListingsConfig.ts"
 import { Offers, splitList } from "./Offers.ts"
 import { SourceHealthLookup } from "./SourceHealth.ts"
+
+/** A page's `limit` and `offset` out of range; only checked without complete=true, which ignores them. */
+const pageIssues = (query: { readonly limit?: number | undefined; readonly offset?: number | undefined }) => {
+  const issues: Array<RequestIssue> = []
+  if (query.limit !== undefined && (query.limit < 0 || query.limit > MAX_PAGE_SIZE)) {
+    issues.push({ in: "query", parameter: "limit", problem: `is out of range: must be an integer from 0 to ${MAX_PAGE_SIZE}` })
+  }
+  if (query.offset !== undefined && query.offset < 0) {
+    issues.push({ in: "query", parameter: "offset", problem: `is out of range: must be an integer from 0 to ${INT4_MAX}` })
+  }
+  return issues
+}
 
 const HealthHandlers = HttpApiBuilder.group(
   ListingsApi,
@@ -33,6 +45,8 @@ const OffersHandlers = HttpApiBuilder.group(
       // a client may keep the answer and revalidate it (304 while the offers did not change).
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
+          const issues = query.complete === true ? [] : pageIssues(query)
+          if (issues.length > 0) return yield* new InvalidRequest({ issues })
           const answer = yield* offers.search(query)
           const request = yield* HttpServerRequest.HttpServerRequest
           const headers = { etag: answer.etag, "cache-control": "no-cache" }

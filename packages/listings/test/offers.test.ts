@@ -88,6 +88,8 @@ const contractTests = (it: LayerIt) => {
         ["limit=-1", "limit"],
         ["limit=201", "limit"],
         ["offset=1.5", "offset"],
+        ["offset=-1", "offset"],
+        ["complete=true&limit=ten", "limit"],
         ["sort=CHEAPEST", "sort"],
         ["dedup=maybe", "dedup"],
         ["complete=yes", "complete"],
@@ -235,11 +237,17 @@ describe("offers in-process", () => {
           assert.strictEqual(filteredPage.count, 3)
         }))
 
-      it.effect("complete=true ignores limit and offset", () =>
+      it.effect("complete=true ignores limit and offset, whatever integers they are", () =>
         Effect.gen(function*() {
           const { body } = yield* get("/offers?complete=true&limit=1&offset=3")
           assert.strictEqual(body.offers.length, 6)
           assert.strictEqual(body.count, 6)
+          // Ignored means any integer: a client that always sends its page size is answered.
+          for (const query of ["limit=5000", "limit=201", "offset=-1", "limit=-3&offset=999999"]) {
+            const whole = yield* get(`/offers?complete=true&${query}`)
+            assert.strictEqual(whole.status, 200, query)
+            assert.strictEqual(whole.body.offers.length, 6, query)
+          }
         }))
 
       it.effect("GET /sources: configured sources with health", () =>

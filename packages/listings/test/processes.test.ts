@@ -83,6 +83,25 @@ describe("listings processes", () => {
       assert.strictEqual(next.body.runs[0].outcome.ok, true)
     }), { timeout: 60_000 })
 
+  it.live("demo offers left by a start with ENABLE_MOCK_SOURCE=true are gone after a start without it", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value(yield* TestDatabase.freshDatabase())
+      const sources = [{ id: "mock", adapter: "mock" as const, count: 30 }]
+      const count = (service: ServiceProcess) =>
+        Effect.promise(async () => (await (await fetch(`${service.baseUrl}/offers?limit=0&dedup=false`)).json()).count as number)
+      yield* Effect.scoped(Effect.gen(function*() {
+        const demo = yield* startService({ databaseUrl: url, sources, env: { ADMIN_TOKEN, ENABLE_MOCK_SOURCE: "true" } })
+        const run = yield* trigger(demo, "?wait=true")
+        assert.strictEqual(run.status, 200, JSON.stringify(run.body))
+        assert.strictEqual(yield* count(demo), 30)
+      }))
+      const real = yield* startService({ databaseUrl: url, sources, env: { ADMIN_TOKEN } })
+      yield* waitFor(count(real), (n) => n === 0, "the demo offers removed")
+      const byId = yield* Effect.promise(() => fetch(`${real.baseUrl}/offers/mock:demo-100000`))
+      assert.strictEqual(byId.status, 404)
+      assert.match(real.output(), /Removed 30 demo offers of source mock: ENABLE_MOCK_SOURCE is not true/)
+    }), { timeout: 60_000 })
+
   it.live("a SIGKILLed holder's lease expires; the next run proceeds and the dead run is abandoned", () =>
     Effect.gen(function*() {
       const url = Redacted.value(yield* TestDatabase.freshDatabase())

@@ -9,7 +9,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { Rpc, RpcGroup } from "effect/rpc"
-import { ApiConventions, ApiError, ServiceUnavailable, Unauthorized } from "./Errors.ts"
+import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 import { RpcDefects } from "./RpcDefects.ts"
 import {
@@ -17,6 +17,7 @@ import {
   BoundedInt,
   BoundedNumber,
   IdParam,
+  Int4,
   INT4_MAX,
   ListParam,
   MAX_LIST_ITEMS,
@@ -125,10 +126,13 @@ export const OffersQuery = {
   dedup: Schema.optional(Schema.Boolean),
   /** true: the whole matching set in one statement, at most 5,000 rows (else 422). */
   complete: Schema.optional(Schema.Boolean),
-  /** Default 50, at most 200; ignored when complete=true. */
-  limit: Schema.optional(BoundedInt({ minimum: 0, maximum: MAX_PAGE_SIZE })),
-  /** Default 0; ignored when complete=true. */
-  offset: Schema.optional(BoundedInt({ minimum: 0, maximum: INT4_MAX }))
+  /**
+   * Default 50, 0-200 (checked by the handler); ignored when complete=true, where any integer passes
+   * (a client may always send its page size). Not an integer is a 400 either way.
+   */
+  limit: Schema.optional(Int4),
+  /** Default 0, from 0 (checked by the handler); ignored when complete=true, as `limit`. */
+  offset: Schema.optional(Int4)
 }
 
 export const OffersResponse = Schema.Struct({
@@ -248,7 +252,7 @@ export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth, { provides: 
 ) {}
 
 export class OffersGroup extends HttpApiGroup.make("offers").add(
-  HttpApiEndpoint.get("list", "/offers", { query: OffersQuery, success: OffersResponse, error: ResultTooLarge }),
+  HttpApiEndpoint.get("list", "/offers", { query: OffersQuery, success: OffersResponse, error: [ResultTooLarge, InvalidRequest] }),
   HttpApiEndpoint.get("byId", "/offers/:id", {
     params: { id: IdParam },
     success: CarOffer,

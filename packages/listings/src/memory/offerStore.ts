@@ -99,5 +99,22 @@ export const makeMemoryOfferStore = (tables: MemoryTables) => {
       return expiredCount
     })
 
-  return { upsertBatch, expireVanished, refreshStatistics: Effect.void }
+  const removeSource = (sourceId: string) =>
+    Effect.sync(() => {
+      const keys = new Set<string>()
+      let removed = 0
+      for (const offer of [...tables.offers.values()]) {
+        if (offer.row.source_id !== sourceId) continue
+        tables.offers.delete(offer.row.id)
+        tables.offersByKey.get(offer.row.dedup_key)?.delete(offer.row.id)
+        keys.add(offer.row.dedup_key)
+        removed++
+      }
+      for (const [key, image] of [...tables.images]) if (image.sourceId === sourceId) tables.images.delete(key)
+      recomputeWinners(tables, keys)
+      if (removed > 0) tables.version++
+      return removed
+    })
+
+  return { upsertBatch, expireVanished, removeSource, refreshStatistics: Effect.void }
 }

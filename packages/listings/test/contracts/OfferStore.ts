@@ -103,6 +103,23 @@ export const offerStoreContract = (name: string, layer: Layer.Layer<OfferStore |
         assert.strictEqual(stale.expiresAt, "2000-01-01T00:00:00.000Z", "a past expiry is kept")
       }))
 
+    test("removing a source deletes its offers, listed or removed, promotes another source's twin, and leaves the rest", () =>
+      Effect.gen(function*() {
+        const store = yield* OfferStore
+        const offers = yield* Offers
+        yield* write("demo", [twin("winner", 30), twin("gone", 5, { price: 1 })])
+        yield* write("alpha", [twin("real", 10)])
+        assert.strictEqual(yield* store.expireVanished("demo", ["demo:winner"]), 1)
+        yield* bothPaths(["demo:winner"])
+        assert.strictEqual(yield* store.removeSource("demo"), 2)
+        yield* bothPaths(["alpha:real"])
+        for (const id of ["demo:winner", "demo:gone"]) assert.instanceOf(yield* Effect.flip(offers.byId(id)), OfferNotFound)
+        assert.strictEqual(yield* store.removeSource("demo"), 0, "nothing left")
+        // the source may write again later (a start with the mock source on)
+        yield* write("demo", [twin("winner", 30)])
+        yield* bothPaths(["demo:winner"])
+      }))
+
     test("an unknown id is OfferNotFound", () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip((yield* Offers).byId("alpha:nope"))

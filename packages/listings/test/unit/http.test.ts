@@ -39,8 +39,16 @@ const directory = [
   { id: "a", name: "Alpha Trans", region: "mazowieckie", city: "Warszawa", services: ["transport"], website: null, phone: null, email: null, description: "A" }
 ]
 
-/** Every service the handlers need, in memory, over one set of tables; `leases` may stand for a database that is down. */
-const servicesWith = (leases: Layer.Layer<Leases, never, ListingsMemory>) => Layer.mergeAll(
+const configuredSources = [
+  { id: "alpha", adapter: "json", url: "http://127.0.0.1:9/alpha.json" },
+  { id: "mock", adapter: "mock", count: 40 }
+] as const
+
+/**
+ * Every service the handlers need, in memory, over one set of tables; `leases` may stand for a
+ * database that is down; `mockEnabled` is `ENABLE_MOCK_SOURCE`.
+ */
+const servicesWith = (leases: Layer.Layer<Leases, never, ListingsMemory>, mockEnabled = true) => Layer.mergeAll(
   Offers.layerMemory,
   SourceHealthLookup.layerMemory,
   ImportServices.layerMemory(directory),
@@ -52,10 +60,7 @@ const servicesWith = (leases: Layer.Layer<Leases, never, ListingsMemory>) => Lay
   Layer.provideMerge(
     Layer.mergeAll(
       ListingsConfig.layerTest({ adminToken: Option.some(Redacted.make(TOKEN)), answerCacheBytes: 0 }),
-      Sources.layerStatic([
-        { id: "alpha", adapter: "json", url: "http://127.0.0.1:9/alpha.json" },
-        { id: "mock", adapter: "mock", count: 40 }
-      ])
+      Sources.layerStatic(configuredSources, { mockEnabled })
     )
   )
 )
@@ -132,11 +137,16 @@ describe("listings HTTP handlers (memory layers)", () => {
   test("an invalid query is 400 invalid_request naming the parameter", () =>
     Effect.gen(function*() {
       const get = yield* api
-      const bad = yield* get("/offers?limit=-1&sort=CHEAPEST")
+      const bad = yield* get("/offers?limit=ten&sort=CHEAPEST")
       assert.strictEqual(bad.status, 400)
       assert.strictEqual(bad.body.code, "invalid_request")
       assert.include(JSON.stringify(bad.body), "limit")
       assert.include(JSON.stringify(bad.body), "sort")
+      // The range of a page is checked once the query is well formed (complete=true ignores it).
+      const outside = yield* get("/offers?limit=201&offset=-1")
+      assert.strictEqual(outside.status, 400)
+      assert.deepStrictEqual(outside.body.issues.map((issue: { parameter: string }) => issue.parameter), ["limit", "offset"])
+      assert.strictEqual((yield* get("/offers?complete=true&limit=201&offset=-1")).status, 200)
     }))
 
   test("GET /offers/:id answers the CarOffer; an unknown id is 404 offer_not_found", () =>
@@ -160,6 +170,21 @@ describe("listings HTTP handlers (memory layers)", () => {
       const one = Schema.decodeUnknownSync(ImportServicesResponse)((yield* get("/import-services?region=SLASKIE")).body)
       assert.deepStrictEqual(one.services.map((service) => service.id), ["b"])
     }))
+
+  it.live("a start without ENABLE_MOCK_SOURCE removes the demo offers an earlier start with it left; real offers stay", () =>
+    Effect.gen(function*() {
+      yield* market
+      yield* write("mock", [record({ nativeId: "demo-1" }), record({ nativeId: "demo-2" })])
+      const get = yield* api
+      assert.strictEqual((yield* get("/offers")).body.count, 5)
+      yield* (yield* Ingest).retireDemoOffers
+      const after = Schema.decodeUnknownSync(OffersResponse)((yield* get("/offers")).body)
+      assert.deepStrictEqual(after.offers.map((offer) => offer.id).sort(), ["alpha:golf", "alpha:polo", "alpha:yaris"])
+      assert.strictEqual((yield* get("/offers/mock:demo-1")).status, 404)
+      // Nothing left to unlist: a second start changes nothing.
+      yield* (yield* Ingest).retireDemoOffers
+      assert.strictEqual((yield* get("/offers")).body.count, 3)
+    }).pipe(Effect.scoped, Effect.provide(servicesWith(Leases.layerMemory, false))))
 
   it.live("POST /admin/ingest while the database is down is 503 with Retry-After, not a run 'skipped, already_running'", () =>
     Effect.gen(function*() {
