@@ -38,7 +38,10 @@ export class Groups extends Context.Service<Groups, {
     endpoints: ReadonlyArray<Endpoint>,
     maxEndpoints: number
   ) => Effect.Effect<Topic, GroupFull>
-  /** Removes the endpoints matching a URL or a name. */
+  /**
+   * Removes the endpoints matching a URL or a name; the group as it is left. A group left without
+   * endpoints is deleted (its answer then shows `endpoints: []`; a later get is `TopicNotFound`).
+   */
   readonly removeEndpoints: (name: string, endpoints: ReadonlyArray<EndpointRef>) => Effect.Effect<Topic, TopicNotFound>
   readonly setHeaders: (name: string, headers: DefaultHeaders) => Effect.Effect<Topic, TopicNotFound>
   readonly delete: (name: string) => Effect.Effect<void, TopicNotFound>
@@ -111,7 +114,10 @@ export class Groups extends Context.Service<Groups, {
 
       const removeEndpoints = (name: string, endpoints: ReadonlyArray<EndpointRef>) =>
         sql.withTransaction(Effect.gen(function*() {
-          yield* mustGet(name)
+          // The group's row locked first: an upsert adding endpoints meanwhile waits, so the group is
+          // never deleted under endpoints it is adding (nor does this miss them).
+          const locked = yield* sql`SELECT name FROM queue.topics WHERE name = ${name} FOR UPDATE`
+          if (locked.length === 0) return yield* new TopicNotFound({ name })
           for (const endpoint of endpoints) {
             yield* sql`
               DELETE FROM queue.topic_endpoints
@@ -120,7 +126,10 @@ export class Groups extends Context.Service<Groups, {
                   OR (${endpoint.name ?? null}::text IS NOT NULL AND name = ${endpoint.name ?? null}::text))`
           }
           yield* sql`UPDATE queue.topics SET updated_at = now() WHERE name = ${name}`
-          return yield* mustGet(name)
+          const topic = yield* mustGet(name)
+          // A group has one or more endpoints (spec; QStash deletes a group emptied this way too).
+          if (topic.endpoints.length === 0) yield* sql`DELETE FROM queue.topics WHERE name = ${name}`
+          return topic
         }))
 
       const setHeaders = (name: string, headers: DefaultHeaders) =>
@@ -186,8 +195,10 @@ export class Groups extends Context.Service<Groups, {
             if (topic === undefined) return found(name)
             const gone = (e: MemoryTopic["endpoints"][number]) =>
               endpoints.some((ref) => (ref.url !== undefined && e.url === ref.url) || (ref.name !== undefined && e.name === ref.name))
-            tables.topics.set(name, { ...topic, updatedAt: now, endpoints: topic.endpoints.filter((e) => !gone(e)) })
-            return found(name)
+            const left: MemoryTopic = { ...topic, updatedAt: now, endpoints: topic.endpoints.filter((e) => !gone(e)) }
+            if (left.endpoints.length === 0) tables.topics.delete(name)
+            else tables.topics.set(name, left)
+            return Effect.succeed(toTopic(left))
           })),
         setHeaders: (name, headers) =>
           Effect.flatten(atNow(tables, (now) => {

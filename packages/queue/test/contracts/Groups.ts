@@ -83,7 +83,7 @@ export const groupsContract = (name: string, layer: StoresLayer): void => {
     )
 
     test(
-      "remove endpoints by URL or by name; an unknown group is not found",
+      "remove endpoints by URL or by name; removing the last deletes the group; an unknown group is not found",
       Effect.gen(function*() {
         const groups = yield* Groups
         yield* groups.upsertEndpoints("orders", [
@@ -95,6 +95,14 @@ export const groupsContract = (name: string, layer: StoresLayer): void => {
         assert.deepStrictEqual(endpoints(left), ["b=https://b.example.com/"])
         assert.strictEqual((yield* Effect.flip(groups.removeEndpoints("nope", [{ name: "a" }])))._tag, "TopicNotFound")
         assert.isTrue(Option.isNone(yield* groups.get("nope")))
+        // A group has one or more endpoints: removing the last deletes it (as QStash does).
+        const emptied = yield* groups.removeEndpoints("orders", [{ name: "b" }])
+        assert.deepStrictEqual(endpoints(emptied), [])
+        assert.isTrue(Option.isNone(yield* groups.get("orders")))
+        assert.notInclude((yield* groups.list).map((topic) => topic.name), "orders")
+        // and the name can be used again from scratch
+        yield* groups.upsertEndpoints("orders", [{ url: "https://d.example.com/" }], 100)
+        assert.deepStrictEqual(endpoints(Option.getOrThrow(yield* groups.get("orders"))), ["https://d.example.com/"])
       })
     )
 
