@@ -96,6 +96,23 @@ layer(TestObjectStorage, { excludeTestServices: true })("credentials (radosgw ST
       assert.strictEqual(error.code, "unauthorized")
       assert.notInclude(error.message, "wrong-secret")
     }))
+
+  it.effect("a long-lived key with a wrong secret or an unknown id is unauthorized on every call, not a signature mismatch", () =>
+    Effect.gen(function*() {
+      const storage = yield* LocalObjectStorage
+      const name = yield* makeFreshBucket("badlong")
+      for (const [accessKeyId, secretAccessKey] of [[storage.accessKeyId, "wrong-secret"], ["NOSUCHKEY0000000000", "whatever-secret"]]) {
+        const bucket = yield* Bucket.make({
+          token: formatBlobToken({ endpoint: storage.endpoint, bucket: name, accessKeyId: accessKeyId!, secretAccessKey: secretAccessKey! })
+        })
+        for (const call of [bucket.getText("x.txt"), bucket.put("x.txt", "x"), bucket.list()] as ReadonlyArray<Effect.Effect<unknown, BlobError>>) {
+          const error = yield* Effect.flip(call)
+          assert.strictEqual(error.code, "unauthorized", `${accessKeyId}: ${error.message}`)
+          assert.strictEqual(error.message, "Storage rejected the bucket token")
+          assert.notInclude(error.message, secretAccessKey!)
+        }
+      }
+    }))
 })
 
 const assumeRoleResponse = (n: number) => {

@@ -8,6 +8,7 @@ import * as net from "node:net"
 import { Bucket, makeBucketUnsafe } from "../src/server/Bucket.ts"
 import type { BucketApi } from "../src/server/Bucket.ts"
 import type { RetryOptions } from "../src/server/retry.ts"
+import { normalizeStorageError } from "../src/server/normalize.ts"
 import { formatBlobToken } from "../src/server/token.ts"
 import { BlobError } from "../src/shared/BlobError.ts"
 import { type ScriptedAnswer, type ScriptedRequest, scriptedServer, xmlError } from "./support/scripted.ts"
@@ -41,15 +42,14 @@ const rows: ReadonlyArray<{
   { answer: { status: 412, body: xmlError("PreconditionFailed") }, code: "conflict", status: 409 },
   { answer: { status: 400, body: xmlError("PreconditionFailed") }, code: "conflict", status: 409 },
   { answer: { status: 401, body: xmlError("Unauthorized") }, code: "unauthorized", status: 401 },
-  ...["ExpiredToken", "InvalidAccessKeyId", "TokenRefreshRequired"].map((c) => ({
+  // The bucket here signs with the token's long-lived key: any 403 refuses the token (the rows for a
+  // minted credential or a presigned URL are below).
+  ...["ExpiredToken", "InvalidAccessKeyId", "TokenRefreshRequired", "AccessDenied", "SignatureDoesNotMatch"].map((c) => ({
     answer: { status: 403, body: xmlError(c) },
     code: "unauthorized",
     status: 401,
-    message: /^Storage refused the temporary credential \(it expired mid-request; the client re-mints it and retries once\)$/,
-    hint: /expired mid-request.*re-mints it and retries once/
+    message: /^Storage rejected the bucket token$/
   })),
-  { answer: { status: 403, body: xmlError("AccessDenied") }, code: "signature_mismatch", status: 403, hint: /did not match what was authorized/ },
-  { answer: { status: 403, body: xmlError("SignatureDoesNotMatch") }, code: "signature_mismatch", status: 403 },
   {
     answer: { status: 429, headers: { "retry-after": "3" }, body: xmlError("TooManyRequests") },
     code: "rate_limited",
@@ -147,6 +147,30 @@ describe("storage error normalization (scripted S3)", () => {
       assert.strictEqual(error.message, "Unauthorized")
       assert.match(String((error.cause as Error).message), /suspended/)
     }))
+})
+
+describe("the 403 rows for a minted credential or a presigned URL (not signed with the token's own key)", () => {
+  /** A storage refusal as the SDK reports it. */
+  const refusal = (code: string) => Object.assign(new Error(code), { name: code, Code: code, $metadata: { httpStatusCode: 403 } })
+  for (const code of ["ExpiredToken", "InvalidAccessKeyId", "TokenRefreshRequired"]) {
+    it(`403 ${code} -> unauthorized, the temporary credential refused`, () => {
+      const error = normalizeStorageError(refusal(code), { signedWithToken: false })
+      assert.strictEqual(error.code, "unauthorized")
+      assert.match(error.message, /^Storage refused the temporary credential \(it expired mid-request; the client re-mints it and retries once\)$/)
+    })
+  }
+  for (const code of ["AccessDenied", "SignatureDoesNotMatch"]) {
+    it(`403 ${code} -> signature_mismatch`, () => {
+      const error = normalizeStorageError(refusal(code))
+      assert.strictEqual(error.code, "signature_mismatch")
+      assert.match(error.hint ?? "", /did not match what was authorized/)
+    })
+  }
+  it("a suspended account stays a suspension whoever signed", () => {
+    const error = normalizeStorageError(refusal("UserSuspended"), { signedWithToken: true })
+    assert.strictEqual(error.code, "unauthorized")
+    assert.match(String((error.cause as Error).message), /suspended/)
+  })
 })
 
 describe("retries (scripted S3)", () => {

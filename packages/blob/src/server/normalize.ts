@@ -18,6 +18,13 @@
  * (`UserSuspended`, `AccountProblem`, `AllAccessDisabled`) is `unauthorized` with the notice on `cause`
  * (the spec's Authentication section: a suspended bucket yields unauthorized).
  *
+ * And one for who signed the request: a call the server signs with the bucket token's own long-lived
+ * key (`NormalizeContext.signedWithToken`) carries no upload terms a body could break, so any 403 to it
+ * (`AccessDenied`, `SignatureDoesNotMatch`, `InvalidAccessKeyId`: a wrong secret or an unknown key id) is
+ * storage refusing the token: `unauthorized`, "Storage rejected the bucket token", never retried — the
+ * Authentication section's rule. radosgw answers a wrong secret with `AccessDenied`, which the table
+ * alone made a signature_mismatch whose hint spoke of an upload's size or type on a `get`.
+ *
  * Normalized errors that may go away on their own are remembered (with their Retry-After) so the retry
  * policy can tell them apart; see {@link isTransient}.
  *
@@ -108,6 +115,8 @@ const NETWORK_CODES = new Set([
 export interface NormalizeContext {
   /** the object path the request was about (named in not_found messages) */
   readonly path?: string | undefined
+  /** the request was signed with the bucket token's long-lived key (not a minted credential, not a presigned URL) */
+  readonly signedWithToken?: boolean | undefined
 }
 
 /** The storage's own words, as the cause of a normalized error (scrubbed: they may quote a header). */
@@ -134,6 +143,12 @@ export const normalizeStorageError = (error: unknown, context: NormalizeContext 
   }
   if (status === 412 || code === "PreconditionFailed") return new BlobError("conflict", { cause })
   if (status === 401) return new BlobError("unauthorized", { cause })
+  if (status === 403 && code !== undefined && SUSPENDED_CODES.has(code)) {
+    return new BlobError("unauthorized", { cause: new Error(`the bucket or its account is suspended (${code})`, { cause }) })
+  }
+  if (status === 403 && context.signedWithToken === true) {
+    return new BlobError("unauthorized", { message: "Storage rejected the bucket token", cause })
+  }
   if (status === 403 && code !== undefined && TEMPORARY_CREDENTIAL_CODES.has(code)) {
     return markCredentialRefusal(
       new BlobError("unauthorized", {
@@ -142,9 +157,6 @@ export const normalizeStorageError = (error: unknown, context: NormalizeContext 
         cause
       })
     )
-  }
-  if (status === 403 && code !== undefined && SUSPENDED_CODES.has(code)) {
-    return new BlobError("unauthorized", { cause: new Error(`the bucket or its account is suspended (${code})`, { cause }) })
   }
   if (status === 403) return new BlobError("signature_mismatch", { cause })
   if (status === 429 || code === "SlowDown" || code === "TooManyRequests") {
