@@ -132,6 +132,12 @@ describe("smoke", () => {
       const page = yield* Effect.promise(() => fetch(`${base(uploadsPort)}/`).then(async (r) => ({ status: r.status, text: await r.text() })))
       assert.strictEqual(page.status, 200)
       assert.include(page.text.toLowerCase(), "<html")
+      // the upload route answers any method itself, in the BlobError model
+      const put = yield* Effect.promise(() =>
+        fetch(`${base(uploadsPort)}/api/upload/files`, { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" })
+          .then(async (r) => ({ status: r.status, body: await r.json() as { code: string; status: number; message: string } }))
+      )
+      assert.deepStrictEqual(put, { status: 400, body: { ...put.body, code: "invalid_input", status: 400, message: "Upload routes take POST, not PUT" } })
 
       // a second process joins the embedded database with the URL `svc db url` prints
       const dbUrl = svc(["db", "url"], env)

@@ -108,7 +108,9 @@ export const routes = (options: Omit<DemoOptions, "port" | "host" | "corsOrigins
       HttpServerResponse.text(app.code, { contentType: "text/javascript; charset=utf-8", headers: { "cache-control": "no-cache" } })
     )
     const upload = HttpRouter.add(
-      "POST",
+      // Every method reaches the route, which answers any but POST with its own BlobError JSON
+      // (400 invalid_input), as it answers every refusal (spec 3B); the router's 405 is not of that model.
+      "*",
       "/api/upload/:route",
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
