@@ -17,6 +17,7 @@ import { OutboundGuard } from "@svc/platform"
 import { Effect } from "effect"
 import { Agent, type Dispatcher } from "undici"
 import { guardOptions } from "./Destinations.ts"
+import { connectionOptions, HOP_BY_HOP } from "./HopByHop.ts"
 
 export interface DeliveryRequest {
   readonly url: string
@@ -41,10 +42,14 @@ export interface Sender {
   readonly close: () => void
 }
 
+/** The answer's headers by lowercase name, without the hop-by-hop ones (they described the connection). */
 const responseHeaders = (headers: Record<string, string | Array<string> | undefined>): Record<string, Array<string>> => {
   const out: Record<string, Array<string>> = {}
+  const hops = connectionOptions(Object.entries(headers).find(([name]) => name.toLowerCase() === "connection")?.[1])
   for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined) (out[name.toLowerCase()] ??= []).push(...(Array.isArray(value) ? value : [value]))
+    const lower = name.toLowerCase()
+    if (value === undefined || HOP_BY_HOP.has(lower) || hops.has(lower)) continue
+    ;(out[lower] ??= []).push(...(Array.isArray(value) ? value : [value]))
   }
   return out
 }

@@ -9,6 +9,7 @@
 import type { CallbackSettings, DefaultHeaders, RequestIssue } from "@svc/schema"
 import { FLOW_CONTROL_KEY_PATTERN, parseDuration } from "@svc/schema"
 import { Duration } from "effect"
+import { connectionOptions, HOP_BY_HOP } from "./HopByHop.ts"
 import type { QueueSettings } from "./QueueConfig.ts"
 import { parseRetryDelay } from "./RetryDelay.ts"
 
@@ -198,34 +199,15 @@ export const headerProblem = (name: string, value: string): string | undefined =
 const UNPRINTABLE = /[\p{Cc}\p{Cs}]/u
 
 /** Headers never forwarded by `Svc-Header-Forward: true`: hop-by-hop, credentials of the queue, framing. */
-export const NOT_FORWARDED = new Set([
+export const NOT_FORWARDED: ReadonlySet<string> = new Set([
+  ...HOP_BY_HOP,
   "host",
   "authorization",
   "content-length",
-  "connection",
-  "keep-alive",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
   "expect",
   "proxy-authorization",
-  "proxy-connection",
   "x-request-id"
 ])
-
-/**
- * The names a request's `Connection` header lists (`keep-alive, X-Hop`), lowercase: hop-by-hop
- * headers of that request (RFC 9110 §7.6.1), meant for the queue alone and never forwarded, like
- * {@link NOT_FORWARDED}.
- */
-const connectionOptions = (raw: string | ReadonlyArray<string> | undefined): ReadonlySet<string> =>
-  new Set(
-    (raw === undefined ? [] : typeof raw === "string" ? [raw] : raw)
-      .flatMap((value) => value.split(","))
-      .map((name) => name.trim().toLowerCase())
-      .filter((name) => name !== "")
-  )
 
 /**
  * A header name in lowercase, ASCII letters only: header names are ASCII tokens, and `toLowerCase`

@@ -101,7 +101,7 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("delivery",
   it.effect("success with Svc-Callback: the callback body, field by field", () =>
     Effect.gen(function*() {
       const dest = yield* Destination
-      dest.on("/answer", () => ({ status: 201, headers: { "x-answer": "42" }, body: "created!" }))
+      dest.on("/answer", () => ({ status: 201, headers: { "x-answer": "42", "x-hop": "1", connection: "keep-alive, X-Hop" }, body: "created!" }))
       const published = yield* publish(`${dest.baseUrl}/answer`, {
         body: "{\"order\":1}",
         headers: {
@@ -121,6 +121,8 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("delivery",
       assert.isString(callback!.headers["svc-signature"])
       assert.strictEqual(body.status, 201)
       assert.deepStrictEqual(body.header["x-answer"], ["42"])
+      // hop-by-hop headers described the connection, not the answer (and X-Hop was named by Connection)
+      for (const name of ["connection", "keep-alive", "transfer-encoding", "x-hop"]) assert.notProperty(body.header, name)
       assert.strictEqual(body.body, b64("created!"))
       assert.strictEqual(body.retried, 0)
       assert.strictEqual(body.maxRetries, 4)
