@@ -168,6 +168,29 @@ describe("Promise client against a hostile or wrong server", () => {
       assert.deepStrictEqual(queue.seen, [])
     }))
 
+  it.live("a refusal with Retry-After carries it in seconds (delay-seconds or an HTTP date); none without", () =>
+    Effect.gen(function*() {
+      const answers = [
+        { status: 503, retryAfter: "5", expected: 5 },
+        { status: 429, retryAfter: new Date(Date.now() + 30_000).toUTCString(), expected: 30 },
+        { status: 503, retryAfter: "soon", expected: undefined },
+        { status: 500, retryAfter: undefined, expected: undefined }
+      ]
+      let next = 0
+      const queue = yield* server((_, response) => {
+        const { retryAfter, status } = answers[next++]!
+        response.writeHead(status, { "content-type": "application/json", ...(retryAfter === undefined ? {} : { "retry-after": retryAfter }) })
+        response.end(JSON.stringify({ code: "service_unavailable", message: "Try again shortly" }))
+      })
+      const client = new QueueClient({ baseUrl: queue.base, token: TOKEN })
+      for (const { expected, status } of answers) {
+        const error = yield* rejection(() => client.keys.get())
+        assert.strictEqual(error.status, status)
+        if (expected === 30) assert.approximately(error.retryAfter!, 30, 2)
+        else assert.strictEqual(error.retryAfter, expected)
+      }
+    }))
+
   it("bad options are a TypeError at construction that never shows a password", () => {
     assert.throws(() => new QueueClient({ baseUrl: "http://user:hunter2@127.0.0.1:1", token: TOKEN }), TypeError, /must not hold a user or password/)
     try {

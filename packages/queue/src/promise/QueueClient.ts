@@ -84,6 +84,14 @@ const route = (strings: TemplateStringsArray, ...parts: ReadonlyArray<unknown>):
     return path + pathSegment(part as string) + text
   })
 
+/** `Retry-After` (delay-seconds or an HTTP date) in whole seconds from `now`, when present and readable. */
+const retryAfterSeconds = (value: string | null, now: number): number | undefined => {
+  const text = value?.trim() ?? ""
+  if (/^\d{1,9}$/.test(text)) return Number(text)
+  const date = text === "" ? Number.NaN : Date.parse(text)
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000))
+}
+
 /** `value` as JSON text, or a QueueError naming `what` when it has none (a cycle, a BigInt, undefined). */
 const jsonText = (value: unknown, what: string): string => {
   let text: string | undefined
@@ -204,7 +212,8 @@ export class QueueClient {
       status: response.status,
       code: typeof error?.code === "string" ? error.code : "request_failed",
       message: typeof error?.message === "string" ? error.message : `The queue answered ${response.status}`,
-      body: isJson ? json : text
+      body: isJson ? json : text,
+      retryAfter: retryAfterSeconds(response.headers.get("retry-after"), Date.now())
     })
   }
 

@@ -10,11 +10,21 @@ export class QueueError extends Error {
   readonly code: string
   /** The whole answer as JSON (e.g. `issues` of an `invalid_request`), when it was JSON. */
   readonly body: unknown
+  /** Seconds to wait before trying again, from the answer's `Retry-After` (a 503 or 429), when it had one. */
+  readonly retryAfter: number | undefined
 
-  constructor(options: { readonly status: number; readonly code: string; readonly message: string; readonly body?: unknown; readonly cause?: unknown }) {
+  constructor(options: {
+    readonly status: number
+    readonly code: string
+    readonly message: string
+    readonly body?: unknown
+    readonly retryAfter?: number | undefined
+    readonly cause?: unknown
+  }) {
     super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
     this.status = options.status
     this.code = options.code
     this.body = options.body
+    this.retryAfter = options.retryAfter
   }
 }
