@@ -40,6 +40,15 @@ export interface UploadSession {
  * not a BlobError), so this runs inside the upload's `Effect.suspend`, where the throw becomes the
  * rejection of `upload`.
  */
+/** An option in milliseconds: its default when absent, else a finite number from `minimum`, or a TypeError naming it. */
+const milliseconds = (name: string, value: number | undefined, fallback: number, minimum: number): number => {
+  const ms = value ?? fallback
+  if (typeof ms !== "number" || !Number.isFinite(ms) || ms < minimum) {
+    throw new TypeError(`upload: ${name} must be a finite number of milliseconds >= ${minimum} (got ${String(value)})`)
+  }
+  return ms
+}
+
 export const openSession = (file: UploadFile, options: UploadOptions): UploadSession => {
   if (typeof options?.route !== "string" || options.route === "") throw new TypeError("upload: options.route is required")
   const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis)
@@ -50,9 +59,12 @@ export const openSession = (file: UploadFile, options: UploadOptions): UploadSes
   const concurrency = options.concurrency ?? 4
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError("upload: concurrency must be an integer >= 1")
   // NaN, 0 or a negative would give up every request at once; Infinity would never give up
-  const stallTimeout = options.stallTimeout ?? 60_000
-  if (!Number.isFinite(stallTimeout) || stallTimeout <= 0) {
-    throw new TypeError(`upload: stallTimeout must be a finite number of milliseconds > 0 (got ${String(options.stallTimeout)})`)
+  const stallTimeout = milliseconds("stallTimeout", options.stallTimeout, 60_000, 1)
+  // NaN would make every URL stale (an expiry, not a mismatch) or every backoff a hot loop
+  const freshFor = milliseconds("freshFor", options.freshFor, 60_000, 0)
+  const retryDelay = {
+    base: milliseconds("retryDelay.base", options.retryDelay?.base, 250, 0),
+    cap: milliseconds("retryDelay.cap", options.retryDelay?.cap, 4000, 0)
   }
   const progress = trackProgress(file.size, options.onProgress)
   return {
@@ -61,12 +73,12 @@ export const openSession = (file: UploadFile, options: UploadOptions): UploadSes
     fetch: fetchImpl,
     Xhr,
     concurrency,
-    freshFor: options.freshFor ?? 60_000,
+    freshFor,
     stallTimeout,
     pathname: options.pathname ?? file.name ?? "",
     contentType: options.contentType ?? (file.type === "" ? "application/octet-stream" : file.type),
     total: file.size,
-    withRetries: retryTransient(retries, options.retryDelay, () => progress.partsLanded > 0),
+    withRetries: retryTransient(retries, retryDelay, () => progress.partsLanded > 0),
     progress
   }
 }

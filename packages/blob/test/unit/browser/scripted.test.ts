@@ -122,13 +122,19 @@ describe("upload: retries", () => {
     assert.strictEqual(storage.puts.length, 0)
   })
 
-  for (const stallTimeout of [Number.NaN, 0, -1, Number.POSITIVE_INFINITY]) {
-    it(`stallTimeout ${stallTimeout} is refused with a TypeError before any call`, async () => {
+  const badTimes: ReadonlyArray<readonly [string, number, Partial<UploadOptions>, number]> = [
+    ...[Number.NaN, 0, -1, Number.POSITIVE_INFINITY].map((ms) => ["stallTimeout", ms, { stallTimeout: ms }, 1] as const),
+    ...[Number.NaN, -1, Number.POSITIVE_INFINITY].map((ms) => ["freshFor", ms, { freshFor: ms }, 0] as const),
+    ...[Number.NaN, -5].map((ms) => ["retryDelay.base", ms, { retryDelay: { base: ms } }, 0] as const),
+    ...[Number.NaN, Number.POSITIVE_INFINITY].map((ms) => ["retryDelay.cap", ms, { retryDelay: { cap: ms } }, 0] as const)
+  ]
+  for (const [name, ms, bad, minimum] of badTimes) {
+    it(`${name} ${ms} is refused with a TypeError before any call`, async () => {
       const route = scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
       const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
-      const e = await failure(upload(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, stallTimeout, ...fast }))
+      const e = await failure(upload(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, ...fast, ...bad }))
       assert.instanceOf(e, TypeError)
-      assert.strictEqual((e as TypeError).message, `upload: stallTimeout must be a finite number of milliseconds > 0 (got ${stallTimeout})`)
+      assert.strictEqual((e as TypeError).message, `upload: ${name} must be a finite number of milliseconds >= ${minimum} (got ${ms})`)
       assert.strictEqual(route.calls.length, 0)
     })
   }
