@@ -116,9 +116,16 @@ export class Sources extends Context.Service<Sources, {
       enabled: (config.enabled ?? true) && (config.adapter !== "mock" || mockEnabled)
     }))
     const byId = new Map(all.map((source) => [source.id, source]))
+    // By adapter, never by id alone: a json or csv feed may be called "mock" too, and its offers are real.
+    const builtInTaken = configs.some((config) => config.id === BUILT_IN_MOCK_ID && config.adapter !== "mock")
     const retiredDemoSources = mockEnabled
       ? []
-      : [...new Set([BUILT_IN_MOCK_ID, ...configs.filter((config) => config.adapter === "mock").map((config) => config.id)])]
+      : [
+        ...new Set([
+          ...(builtInTaken ? [] : [BUILT_IN_MOCK_ID]),
+          ...configs.filter((config) => config.adapter === "mock").map((config) => config.id)
+        ])
+      ]
     return Sources.of({ all, get: (id) => Option.fromUndefinedOr(byId.get(id.toLowerCase())), retiredDemoSources })
   }
 

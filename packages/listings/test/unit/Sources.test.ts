@@ -38,3 +38,16 @@ describe("SOURCES_FILE", () => {
       }
     }).pipe(Effect.scoped))
 })
+
+describe("retired demo sources (ENABLE_MOCK_SOURCE off)", () => {
+  it("every mock adapter and the built-in mock, never a feed that is merely called mock", () => {
+    assert.deepStrictEqual(Sources.make([], false).retiredDemoSources, ["mock"])
+    assert.deepStrictEqual(
+      Sources.make([{ id: "demo", adapter: "mock" }, { id: "a", adapter: "json", url: "https://a.invalid/f.json" }], false)
+        .retiredDemoSources,
+      ["mock", "demo"]
+    )
+    assert.deepStrictEqual(Sources.make([{ id: "mock", adapter: "json", url: "https://a.invalid/f.json" }], false).retiredDemoSources, [])
+    assert.deepStrictEqual(Sources.make([{ id: "mock", adapter: "mock" }], true).retiredDemoSources, [])
+  })
+})
