@@ -80,7 +80,7 @@ const dlqList = Command.make(
     if (json) return yield* printJson(page)
     if (page.messages.length === 0) return yield* Console.log("No dead-lettered messages.")
     yield* Effect.forEach(page.messages, (message) => Console.log(describeDlq(message)), { discard: true })
-    if (page.cursor !== undefined) yield* Console.log(`More: repeat with --cursor ${page.cursor}`)
+    if (page.cursor !== undefined) yield* Console.log(`More: repeat with --cursor=${page.cursor}`)
   })
 ).pipe(
   Command.withDescription("List dead-lettered messages, one per line: id, destination, last answer, when"),
@@ -165,7 +165,7 @@ const events = Command.make(
     if (json) return yield* printJson(page)
     if (page.events.length === 0) return yield* Console.log("No events.")
     yield* Effect.forEach(page.events, (event) => Console.log(describeEvent(event)), { discard: true })
-    if (page.cursor !== undefined) yield* Console.log(`More: repeat with --cursor ${page.cursor}`)
+    if (page.cursor !== undefined) yield* Console.log(`More: repeat with --cursor=${page.cursor}`)
   })
 ).pipe(
   Command.withDescription("The events log, newest first: every state change of a message, one per line"),
@@ -375,7 +375,7 @@ const schedulesList = Command.make(
     if (json) return yield* printJson(list)
     if (list.schedules.length === 0) return yield* Console.log("No schedules.")
     yield* Effect.forEach(list.schedules, (schedule) => Console.log(describeSchedule(schedule)), { discard: true })
-    if (list.cursor !== undefined) yield* Console.log(`More: repeat with --cursor ${list.cursor}`)
+    if (list.cursor !== undefined) yield* Console.log(`More: repeat with --cursor=${list.cursor}`)
   })
 ).pipe(Command.withDescription("List schedules by id, one per line: id, cron, destination, next and last fire"))
 

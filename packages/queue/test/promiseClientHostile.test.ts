@@ -136,6 +136,25 @@ describe("Promise client against a hostile or wrong server", () => {
       const empty = yield* server((_, response) => response.writeHead(200).end())
       assert.match((yield* rejection(() => new QueueClient({ baseUrl: empty.base, token: TOKEN }).messages.get("m1"))).message, /not JSON/)
 
+      // a publish must answer its messageId; only a DELETE may answer 204
+      for (const answer of [null, {}, [], "str", { messageId: 7 }]) {
+        const odd = yield* server(json(201, answer))
+        const error = yield* rejection(() => new QueueClient({ baseUrl: odd.base, token: TOKEN }).publish({ destination: "https://example.com/a" }))
+        assert.strictEqual(error.message, "The queue's answer to a publish holds no messageId", JSON.stringify(answer))
+      }
+      const noContent = yield* server((_, response) => response.writeHead(204).end())
+      const bare = new QueueClient({ baseUrl: noContent.base, token: TOKEN })
+      assert.match((yield* rejection(() => bare.messages.get("m1"))).message, /not JSON/)
+      assert.isUndefined(yield* Effect.promise(() => bare.messages.cancel("m1")))
+
+      // a cursor that does not move forward would page for ever
+      const stuck = yield* server(json(200, { schedules: [], cursor: "x" }))
+      assert.match(
+        (yield* rejection(() => new QueueClient({ baseUrl: stuck.base, token: TOKEN }).schedules.list())).message,
+        /next cursor "x" does not come after "x"/
+      )
+      assert.strictEqual(stuck.seen.length, 2)
+
       const wrong = yield* server(json(200, { topics: "not-a-list", schedules: null, queues: {}, flowControls: 1 }))
       const client = new QueueClient({ baseUrl: wrong.base, token: TOKEN })
       for (const [field, call] of [
@@ -174,6 +193,9 @@ describe("Promise client against a hostile or wrong server", () => {
         { status: 503, retryAfter: "5", expected: 5 },
         { status: 429, retryAfter: new Date(Date.now() + 30_000).toUTCString(), expected: 30 },
         { status: 503, retryAfter: "soon", expected: undefined },
+        { status: 503, retryAfter: "-1", expected: undefined },
+        { status: 503, retryAfter: "1.5", expected: undefined },
+        { status: 503, retryAfter: "1 1", expected: undefined },
         { status: 500, retryAfter: undefined, expected: undefined }
       ]
       let next = 0
@@ -201,6 +223,8 @@ describe("Promise client against a hostile or wrong server", () => {
     assert.throws(() => new QueueClient({ baseUrl: "ftp://127.0.0.1", token: TOKEN }), TypeError, /http\(s\) URL, got the scheme ftp:/)
     assert.throws(() => new QueueClient({ baseUrl: "not a url", token: TOKEN }), TypeError, /http\(s\) URL/)
     assert.throws(() => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: "two words" }), TypeError, /visible ASCII/)
-    assert.throws(() => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: TOKEN, timeoutMs: Number.NaN }), TypeError, /timeoutMs/)
+    for (const timeoutMs of [Number.NaN, 0, 2 ** 31, 2 ** 40]) {
+      assert.throws(() => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: TOKEN, timeoutMs }), TypeError, /timeoutMs .* from 1 to 2147483647/)
+    }
   })
 })

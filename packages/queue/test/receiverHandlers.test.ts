@@ -200,6 +200,12 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver h
       assert.strictEqual(cut.status, 413)
       assert.isBelow(pulled, 20)
 
+      const locked = new Request("http://receiver.test/", { method: "POST", body: "{}", headers: { "svc-signature": "x" } })
+      locked.body!.getReader()
+      const lockedAnswer = yield* Effect.promise(() => route(locked))
+      assert.strictEqual(lockedAnswer.status, 400)
+      assert.match((yield* Effect.promise(() => lockedAnswer.json())).message, /^The request body could not be read: /)
+
       const used = new Request("http://receiver.test/", { method: "POST", body: "{}", headers: { "svc-signature": "x" } })
       yield* Effect.promise(() => used.text())
       const refused = yield* Effect.promise(() => route(used))
@@ -230,6 +236,23 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver h
       yield* Effect.promise(() => aborted)
       yield* Effect.sleep("50 millis")
       assert.deepStrictEqual(errors, [])
+      assert.strictEqual(handled, 0)
+
+      // A body parser that ran first (express.json()) read the body: refused at once, not left hanging.
+      const parsedFirst = verifySignatureNode(() => void handled++, keys)
+      const afterParser = Http.createServer((request, response) => {
+        request.resume()
+        request.on("end", () => void parsedFirst(request, response))
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => afterParser.listen(0, "127.0.0.1", resolve))),
+        () => Effect.promise(() => new Promise<void>((resolve) => afterParser.close(() => resolve())))
+      )
+      const read = yield* post(`http://127.0.0.1:${(afterParser.address() as Net.AddressInfo).port}/`, "{}", { "svc-signature": "x" })
+      assert.deepStrictEqual(read, {
+        status: 400,
+        body: { code: "invalid_request", message: "The request body could not be read: it was already read before this handler" }
+      })
       assert.strictEqual(handled, 0)
     }))
 

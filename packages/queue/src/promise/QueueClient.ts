@@ -46,6 +46,7 @@ export interface QueueClientOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000
+const MAX_TIMEOUT_MS = 2 ** 31 - 1
 
 type Query = Readonly<Record<string, string | number | Date | undefined>>
 
@@ -88,8 +89,17 @@ const route = (strings: TemplateStringsArray, ...parts: ReadonlyArray<unknown>):
 const retryAfterSeconds = (value: string | null, now: number): number | undefined => {
   const text = value?.trim() ?? ""
   if (/^\d{1,9}$/.test(text)) return Number(text)
-  const date = text === "" ? Number.NaN : Date.parse(text)
+  // only the HTTP date form (IMF-fixdate): Date.parse alone reads "-1" or "1 1" as dates
+  if (!/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(text)) return undefined
+  const date = Date.parse(text)
   return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000))
+}
+
+/** A publish's answer: `{messageId}`, or one per endpoint for a URL group; anything else is not the queue's. */
+const published = <A>(answer: A): A => {
+  const isOne = (one: unknown) => typeof (one as { readonly messageId?: unknown } | null)?.messageId === "string"
+  if (Array.isArray(answer) ? answer.length > 0 && answer.every(isOne) : isOne(answer)) return answer
+  throw new QueueError({ status: 200, code: "request_failed", message: "The queue's answer to a publish holds no messageId", body: answer })
 }
 
 /** `value` as JSON text, or a QueueError naming `what` when it has none (a cycle, a BigInt, undefined). */
@@ -137,8 +147,9 @@ export class QueueClient {
       throw new TypeError("QueueClient: token must be the queue's token, visible ASCII characters without spaces")
     }
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) {
-      throw new TypeError(`QueueClient: timeoutMs must be a whole number of milliseconds from 1, got ${timeoutMs}`)
+    // node's timers hold at most 2^31 - 1 ms: a larger delay fires at once
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {
+      throw new TypeError(`QueueClient: timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${timeoutMs}`)
     }
     this.#baseUrl = `${url.origin}${url.pathname}`.replace(/\/+$/, "")
     this.#token = options.token
@@ -189,7 +200,8 @@ export class QueueClient {
           "baseUrl must name the queue itself"
       })
     }
-    if (response.status === 204) return undefined as A
+    // only a DELETE is answered without a body; any other call expects the queue's JSON
+    if (response.status === 204 && call.method === "DELETE") return undefined as A
     let json: unknown = undefined
     let isJson = false
     try {
@@ -240,7 +252,7 @@ export class QueueClient {
 
   /** `POST /v2/publish/<destination>`: the body delivered byte for byte, the options as `Svc-*` headers. */
   async publish(options: PublishOptions): Promise<PublishResult> {
-    return this.#send(route`/v2/publish/${options?.destination}`, options)
+    return published(await this.#send<PublishResult>(route`/v2/publish/${options?.destination}`, options))
   }
 
   /** {@link publish} with `body` sent as JSON (`Content-Type: application/json`). */
@@ -341,7 +353,12 @@ export class QueueClient {
           query: cursor === undefined ? {} : { cursor }
         })
         all.push(...listIn<Schedule>(page, "schedules"))
-        cursor = typeof page.cursor === "string" ? page.cursor : undefined
+        const next = typeof page.cursor === "string" ? page.cursor : undefined
+        // pages go by id: a cursor that does not move forward would page for ever
+        if (next !== undefined && cursor !== undefined && next <= cursor) {
+          throw new QueueError({ status: 200, code: "request_failed", message: `The queue's next cursor ${JSON.stringify(next)} does not come after ${JSON.stringify(cursor)}`, body: page })
+        }
+        cursor = next
       } while (cursor !== undefined)
       return all
     },
@@ -375,7 +392,7 @@ export class QueueClient {
       this.#call({ method: "POST", path: route`/v2/queues/${queueName}/resume` }),
     /** `POST /v2/enqueue/<queue>/<destination>`: a publish into the queue (created with parallelism 1 when unknown). */
     enqueue: async (queueName: string, options: PublishOptions): Promise<PublishResult> =>
-      this.#send(route`/v2/enqueue/${queueName}/${options?.destination}`, options)
+      published(await this.#send<PublishResult>(route`/v2/enqueue/${queueName}/${options?.destination}`, options))
   }
 
   /** The signing keys receivers verify `Svc-Signature` with. */

@@ -74,6 +74,10 @@ const isRefusal = (verdict: SignatureClaims | Refusal): verdict is Refusal => "s
  */
 const readBody = (request: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> =>
   new Promise((resolve, reject) => {
+    // A body parser that ran first (express.json()) read it: its end will never come again.
+    if (request.readableEnded || request.readableFlowing === true) {
+      return reject(new Error("it was already read before this handler"))
+    }
     if (Number(request.headers["content-length"] ?? 0) > maxBytes) {
       request.resume()
       return resolve(undefined)
@@ -99,10 +103,11 @@ const readFetchBody = async (request: Request, maxBytes: number): Promise<Uint8A
   if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return undefined
   if (request.bodyUsed) return unreadable("it was already read before this handler")
   if (request.body === null) return new Uint8Array(0)
-  const reader = request.body.getReader()
   const chunks: Array<Uint8Array> = []
   let size = 0
   try {
+    // throws when something else holds the stream (a reader taken and not released)
+    const reader = request.body.getReader()
     for (;;) {
       const { done, value } = await reader.read()
       if (done) break
