@@ -59,9 +59,16 @@ export const isNulFree = Schema.makeFilter<string>(
   { expected: "a string without NUL characters" }
 )
 
+/** Not white space alone: a required text of spaces says nothing (a name of "   " matched every library). */
+const isNotBlank = Schema.makeFilter<string>(
+  (text) => text.trim() !== "" || "must not be blank (white space only)",
+  { expected: "a string with a character other than white space" }
+)
+
 /**
  * A string a client sends: no NUL, at most `maxLength` characters (UTF-16 code units), at least
- * `minLength` (default 0). The length is checked first and aborts, so a huge value costs one issue.
+ * `minLength` (default 0; from 1, white space alone is refused too). The length is checked first and
+ * aborts, so a huge value costs one issue.
  */
 export const RequestString = (options: { readonly maxLength: number; readonly minLength?: number | undefined }) => {
   const checks = [
@@ -76,7 +83,8 @@ export const RequestString = (options: { readonly maxLength: number; readonly mi
       ...checks,
       Schema.isMinLength(options.minLength, {
         message: options.minLength === 1 ? "must not be empty" : `must be at least ${options.minLength} characters long`
-      })
+      }).abort(),
+      isNotBlank
     )
 }
 

@@ -225,6 +225,9 @@ export const describeFailure = (failure: DocsApiFailure, libraryId?: string, key
     case "not_found":
       return libraryId === undefined
         ? "The documentation service found nothing for this request (404)."
+        : / has no version /.test(failure.message)
+        // the library exists: what the service said names the versions there are
+        ? `${failure.message} (404). Pass one of those versions, or the ID without a version for the default one.`
         : `No library has the ID ${libraryId} (404). Call resolve-library-id to find the right ID.`
     case "rate_limited":
       return `The documentation service is rate limiting these requests (429)${
@@ -251,18 +254,24 @@ const describeLibrary = (library: LibrarySearchResult): string =>
 const resolveLibraryId = (args: { readonly query: string; readonly libraryName: string }) =>
   Effect.gen(function*() {
     const client = yield* DocsClient
-    const { results } = yield* client.searchLibraries(args.libraryName, args.query)
+    const { results, searchFilterApplied } = yield* client.searchLibraries(args.libraryName, args.query)
+    // The REST answer's searchFilterApplied (spec/2), said where the agent reads: without it an agent
+    // takes a library its key may not see for one that is not indexed.
+    const filtered = searchFilterApplied
+      ? "\n\nsearchFilterApplied: this API key's team settings limit the libraries searched; a library " +
+        "outside them is not listed even when it is indexed."
+      : ""
     if (results.length === 0) {
       return text(
         `No indexed library matches "${args.libraryName}". Try a shorter or different name (the package name, ` +
           "or the product name without version or suffix). If it is not indexed, an operator can add it with " +
-          "`svc docs add`.",
+          "`svc docs add`." + filtered,
         true
       )
     }
     return text(
       `Libraries matching "${args.libraryName}", best first. Pass the chosen Library ID to query-docs ` +
-        "(append /<version> for one of the listed versions).\n\n" + results.map(describeLibrary).join("\n\n")
+        "(append /<version> for one of the listed versions).\n\n" + results.map(describeLibrary).join("\n\n") + filtered
     )
   }).pipe(Effect.catchTag("DocsApiFailure", (failure) => answerFailure(failure)))
 

@@ -111,7 +111,8 @@ describe("docs REST API v2 handlers (memory layers)", () => {
         ["/api/v2/context?libraryId=/acme/greeter&page=two", "page"],
         ["/api/v2/context?libraryId=/acme/greeter&page=1.5", "page"],
         [`/api/v2/context?libraryId=/acme/greeter&topic=${"x".repeat(201)}`, "topic"],
-        ["/api/v2/libs/search", "libraryName"]
+        ["/api/v2/libs/search", "libraryName"],
+        ["/api/v2/libs/search?libraryName=%20%20%09", "libraryName"]
       ] as const) {
         const response = yield* api.get(path)
         assert.strictEqual(response.status, 400, path)

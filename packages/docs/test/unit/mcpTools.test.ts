@@ -69,6 +69,33 @@ describe("MCP tools over the memory API", () => {
       assert.isUndefined(served.isError)
     }).pipe(Effect.provide(tools)))
 
+  it.effect("a key with team settings: resolve-library-id says searchFilterApplied, listed or not", () =>
+    Effect.gen(function*() {
+      const keys = yield* ApiKeys
+      const team = yield* keys.create({ name: "team", libraries: ["/other/*"] })
+      const hidden = yield* callTool("resolve-library-id", { query: "q", libraryName: "greeter" }).pipe(
+        Effect.provideService(CallerApiKey, team.key)
+      )
+      assert.isTrue(hidden.isError)
+      assert.include(textOf(hidden), "No indexed library matches")
+      assert.include(textOf(hidden), "searchFilterApplied: this API key's team settings limit the libraries searched")
+      const plain = yield* callTool("resolve-library-id", { query: "q", libraryName: "greeter" })
+      assert.notInclude(textOf(plain), "searchFilterApplied")
+    }).pipe(Effect.provide(tools)))
+
+  it.effect("a version that is not indexed: the versions there are, not 'no library has the ID'", () =>
+    Effect.gen(function*() {
+      const answer = yield* callTool("query-docs", { libraryId: "/acme/greeter/9.9", query: "q" })
+      assert.isTrue(answer.isError)
+      assert.strictEqual(
+        textOf(answer),
+        "Library /acme/greeter has no version 9.9; indexed versions: 1.0.0 (404). Pass one of those versions, or the ID without a version for the default one."
+      )
+      const blank = yield* callTool("resolve-library-id", { query: "q", libraryName: "   " })
+      assert.isTrue(blank.isError)
+      assert.include(textOf(blank), "blank")
+    }).pipe(Effect.provide(tools)))
+
   it.effect("a name where the ID belongs (react): what is wrong and to call resolve-library-id, nothing sent", () =>
     Effect.gen(function*() {
       for (const [libraryId, hint] of [["react", `(libraryName "react")`], ["acme/greeter", `(libraryName "greeter")`], ["/acme greeter", ""]] as const) {
