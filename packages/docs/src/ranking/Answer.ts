@@ -11,6 +11,8 @@
  *   page or an earlier one) is left out too: the budget goes to something the answer does not hold yet.
  * - **Budget and pages**: sections are taken in rank order while they fit, then while the room the
  *   answer saves as it is sent lasts ({@link fitBudget}); page 2 is the same over what page 1 left, and so on.
+ *   A section larger than a whole page is cut to it where it comes first on a page, so that every
+ *   section is on some page however small the budget.
  * - **One entry per file** ({@link byFile}): the sections an answer took from one file are read together
  *   as one entry, best first; a file ranks by its best section's score plus a share of its others'
  *   ({@link EVIDENCE}, as a section does by its snippets). An agent reads what one page says before the
@@ -130,6 +132,36 @@ const fileEntry = (sections: ReadonlyArray<Section>): Entry => {
   return { ...merged, tokens: tokensOf(merged), sections: [first!, ...rest].map(sectionOf) }
 }
 
+/** A cut section's whole one: a page that took the cut copy took the section. */
+const cutFrom = new WeakMap<Section, Section>()
+
+/**
+ * `section` cut to `budget` tokens (at a line, an open code fence closed), saying it was cut and how
+ * to ask for it whole; undefined when not even its heading fits. Only for a section larger than a
+ * whole page, which would otherwise be on no page at all (below ~1,500 tokens a page: the default
+ * 5,000 never cuts).
+ */
+const cutToBudget = (section: Section, budget: number): Section | undefined => {
+  const note = `\n\n(Cut at this page's budget of ${budget} tokens: ask with tokens=${section.tokens} or more for the whole section.)`
+  const whole = asMarkdown(section)
+  for (let length = Math.floor(whole.length * 0.9); length > 0; length = Math.floor(length * 0.8)) {
+    // at the last line break, else the last space, of the second half of the length
+    const head = whole.slice(0, length)
+    const line = head.lastIndexOf("\n")
+    const at = line > length / 2 ? line : head.lastIndexOf(" ")
+    let text = (at > length / 2 ? head.slice(0, at) : head).trimEnd()
+    if ((text.match(/^```/gm)?.length ?? 0) % 2 === 1) text += "\n```"
+    const cut = { ...section, kind: "prose" as const, description: "", language: null, body: text + note }
+    const tokens = tokensOf(cut)
+    if (tokens <= budget) {
+      const fitted = { ...cut, tokens }
+      cutFrom.set(fitted, section)
+      return fitted
+    }
+  }
+  return undefined
+}
+
 /**
  * The sections of an answer within `budget`, in rank order, in two passes:
  * - each at its size apart (`tokens`: a rendered snippet and its separator) while it fits, one too big
@@ -152,13 +184,23 @@ export const fitBudget = (
     seen.add(text)
     return true
   }
+  const list = [...ranked]
   const apart = new Set<Section>()
   let apartUsed = 0
-  for (const section of ranked) {
-    if (apartUsed + section.tokens > budget || !isNew(section)) continue
+  list.forEach((section, rank) => {
+    if (apartUsed + section.tokens > budget) {
+      // larger than a whole page, it would be on none: first on a page that holds nothing yet, it is cut to fit
+      const cut = apart.size === 0 && section.tokens > budget ? cutToBudget(section, budget) : undefined
+      if (cut === undefined || !isNew(section)) return
+      list[rank] = cut
+      apart.add(cut)
+      apartUsed += cut.tokens
+      return
+    }
+    if (!isNew(section)) return
     apart.add(section)
     apartUsed += section.tokens
-  }
+  })
   /** Per file in the answer: its first section, that one's rank, and the characters of its entry so far. */
   const files = new Map<string, { readonly first: Section; readonly rank: number; chars: number }>()
   let used = 0
@@ -177,8 +219,8 @@ export const fitBudget = (
     else file.chars = chars
     return true
   }
-  ranked.forEach((section, rank) => apart.has(section) && take(section, rank, true))
-  return ranked.filter((section, rank) => apart.has(section) || take(section, rank, false))
+  list.forEach((section, rank) => apart.has(section) && take(section, rank, true))
+  return list.filter((section, rank) => apart.has(section) || take(section, rank, false))
 }
 
 /** The picked sections (best first) as one entry per file, best file first (module comment). */
@@ -204,7 +246,7 @@ export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page =
   const seen = new Set<string>()
   let picked = fitBudget(remaining, budget - reserved, seen)
   for (let n = 1; n < page; n++) {
-    const taken = new Set(picked)
+    const taken = new Set(picked.map((section) => cutFrom.get(section) ?? section))
     remaining = remaining.filter((entry) => !taken.has(entry))
     picked = fitBudget(remaining, budget, seen)
   }

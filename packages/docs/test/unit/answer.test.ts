@@ -141,4 +141,26 @@ describe("byFile", () => {
     const pages = [1, 2, 3].map((page) => answerPage(ranked, budget, page).picked.map((entry) => entry.sourcePath))
     assert.deepStrictEqual(pages, [["AGENTS.md"], ["docs/lint.md"], []])
   })
+
+  it("a section larger than a whole page is cut to the page where it comes first, so every section is on some page", () => {
+    const at = (sourcePath: string, title: string, body: string, ordinal: number, kind: Snippet["kind"] = "prose"): Ranked => {
+      const { score: _, ...snippet } = section(sourcePath, title, body, kind)
+      return { ...snippet, ordinal, score: 10 - ordinal }
+    }
+    const code = Array.from({ length: 80 }, (_, i) => `const step${i} = Effect.retry(task, Schedule.exponential("${i} millis"))`).join("\n")
+    const ranked = [
+      at("retry.ts", "Retrying", code, 0, "code"),
+      at("intro.md", "Intro", "Schedules describe repetition.", 1),
+      at("guide.md", "Guide", "word ".repeat(600), 2)
+    ]
+    const budget = 100
+    const pages = [1, 2, 3, 4].map((page) => answerPage(ranked, budget, page))
+    assert.deepStrictEqual(pages.map((page) => page.picked.map((entry) => entry.sourcePath)), [["retry.ts"], ["intro.md"], ["guide.md"], []])
+    for (const page of pages) assert.isAtMost(page.used, budget)
+    const [cut] = pages[0]!.picked
+    assert.match(cut!.body, /^How to retrying:\n\n```ts\nconst step0 = Effect\.retry[^\n]*\n(const step\d+ [^\n]*\n)*```\n\n\(Cut/)
+    assert.match(cut!.body, /\n```\n\n\(Cut at this page's budget of 100 tokens: ask with tokens=\d+ or more for the whole section\.\)$/)
+    // at the default budget nothing is cut
+    assert.notInclude(answerPage(ranked, 5000).picked.map((entry) => entry.body).join(""), "Cut at this page's budget")
+  })
 })
