@@ -121,13 +121,7 @@ const readFetchBody = async (request: Request, maxBytes: number): Promise<Uint8A
   } catch (error) {
     return unreadable((error as Error).message)
   }
-  const body = new Uint8Array(size)
-  let at = 0
-  for (const chunk of chunks) {
-    body.set(chunk, at)
-    at += chunk.byteLength
-  }
-  return body
+  return Buffer.concat(chunks, size)
 }
 
 const unreadable = (why: string): Refusal => ({
