@@ -5,11 +5,12 @@
  * publish would refuse) — and the API's view of a stored schedule.
  */
 import type { RequestIssue, Schedule } from "@svc/schema"
-import { InvalidRequest, MAX_SCHEDULES_PAGE, SCHEDULE_ID_PATTERN, ScheduleNotFound } from "@svc/schema"
+import { InvalidRequest, SCHEDULE_ID_PATTERN, ScheduleNotFound } from "@svc/schema"
 import { Clock, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { cronOf, nextTick, nextTicks, parseCron } from "./Cron.ts"
 import * as Operations from "./Operations.ts"
+import * as Pages from "./Pages.ts"
 import { canonicalHeaderName, NOT_FORWARDED, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Schedules, type StoredSchedule } from "./store/Schedules.ts"
@@ -148,26 +149,19 @@ const found = (scheduleId: string) => (stored: Option.Option<StoredSchedule>) =>
 export const getSchedule = (scheduleId: string) => Effect.flatMap(Schedules.use((s) => s.get(scheduleId)), found(scheduleId))
 
 /**
- * A page of schedules by id: at most `limit` (1-100, the default), those after a `cursor` from an
- * earlier page. Paged because each schedule carries its body (up to `QUEUE_MAX_MESSAGE_BYTES`): all
- * 10,000 in one answer could be gigabytes.
+ * A page of schedules by id (`Pages.ts`). Paged because each schedule carries its body (up to
+ * `QUEUE_MAX_MESSAGE_BYTES`): all 10,000 in one answer could be gigabytes.
  */
-export const listSchedules = (query: { readonly cursor?: string | undefined; readonly limit?: number | undefined }) =>
+export const listSchedules = (query: Pages.PageQuery) =>
   Effect.gen(function*() {
-    const issues: Array<RequestIssue> = []
-    if (query.cursor !== undefined && !SCHEDULE_ID_PATTERN.test(query.cursor)) {
-      issues.push({ in: "query", parameter: "cursor", problem: "is not a cursor from an earlier page" })
-    }
-    const limit = query.limit ?? MAX_SCHEDULES_PAGE
-    if (!(Number.isInteger(limit) && limit >= 1 && limit <= MAX_SCHEDULES_PAGE)) {
-      issues.push({ in: "query", parameter: "limit", problem: `must be an integer from 1 to ${MAX_SCHEDULES_PAGE}, got ${limit}` })
-    }
-    if (issues.length > 0) return yield* invalid(issues)
-    // One more than the page, to know whether another follows.
-    const stored = yield* Schedules.use((s) => s.list({ after: query.cursor, limit: limit + 1 }))
-    const page = stored.slice(0, limit)
-    const schedules = yield* Effect.forEach(page, toSchedule)
-    return stored.length > limit ? { schedules, cursor: page[page.length - 1]!.id } : { schedules }
+    const page = yield* Pages.byKey({
+      query,
+      keyPattern: SCHEDULE_ID_PATTERN,
+      read: (page) => Schedules.use((s) => s.list(page)),
+      keyOf: (schedule) => schedule.id
+    })
+    const schedules = yield* Effect.forEach(page.items, toSchedule)
+    return page.cursor === undefined ? { schedules } : { schedules, cursor: page.cursor }
   })
 
 export const pauseSchedule = (scheduleId: string) =>

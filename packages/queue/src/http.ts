@@ -6,6 +6,7 @@
 import {
   BatchRequest,
   BatchTooLarge,
+  FLOW_CONTROL_KEY_PATTERN,
   InvalidRequest,
   MAX_JSON_BODY_BYTES,
   MessageTooLarge,
@@ -25,6 +26,7 @@ import * as Batch from "./Batch.ts"
 import * as Bulk from "./Bulk.ts"
 import { listEvents } from "./EventOperations.ts"
 import * as Operations from "./Operations.ts"
+import * as Pages from "./Pages.ts"
 import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig, type QueueSettings } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
@@ -368,7 +370,11 @@ const SchedulesHandlers = HttpApiBuilder.group(QueueApi, "schedules", (handlers)
 const FlowControlHandlers = HttpApiBuilder.group(QueueApi, "flowControl", Effect.fn(function*(handlers) {
   const flows = yield* FlowControls
   return handlers
-    .handle("list", () => Effect.map(flows.list, (flowControls) => ({ flowControls })))
+    .handle("list", ({ query }) =>
+      Effect.map(
+        Pages.byKey({ query, keyPattern: FLOW_CONTROL_KEY_PATTERN, read: flows.list, keyOf: (flow) => flow.flowControlKey }),
+        (page) => page.cursor === undefined ? { flowControls: page.items } : { flowControls: page.items, cursor: page.cursor }
+      ))
     .handle("get", ({ params }) => flows.get(params.key))
     .handle("pause", ({ params }) => flows.setPaused(params.key, true))
     .handle("resume", ({ params }) => flows.setPaused(params.key, false))

@@ -139,4 +139,22 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("flow contr
       assert.strictEqual(second!.body.toString(), "two")
       assert.strictEqual((yield* call("/v2/flow-control/nope/pause", { method: "POST" })).status, 404)
     }))
+
+  it.effect("the key list comes in pages by key with a cursor (limit 1-100); a bad cursor or limit is a 400 naming it", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      for (const key of ["page-a", "page-b", "page-c"]) {
+        yield* publish(`${dest.baseUrl}/paged`, { headers: { "Svc-Flow-Control-Key": key, "Svc-Flow-Control-Value": "rate=100" } })
+      }
+      const first = (yield* call("/v2/flow-control?cursor=page-&limit=2")).body
+      assert.deepStrictEqual(first.flowControls.map((f: any) => f.flowControlKey), ["page-a", "page-b"])
+      assert.strictEqual(first.cursor, "page-b")
+      const rest = (yield* call(`/v2/flow-control?cursor=${first.cursor}&limit=2`)).body
+      assert.strictEqual(rest.flowControls[0].flowControlKey, "page-c")
+      for (const [query, parameter] of [["cursor=..", "cursor"], ["cursor=a%20b", "cursor"], ["limit=0", "limit"], ["limit=101", "limit"]]) {
+        const refused = yield* call(`/v2/flow-control?${query}`)
+        assert.strictEqual(refused.status, 400, query)
+        assert.deepStrictEqual(refused.body.issues.map((issue: any) => issue.parameter), [parameter], query)
+      }
+    }))
 })

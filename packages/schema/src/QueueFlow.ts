@@ -11,7 +11,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { ApiError, InvalidRequest } from "./Errors.ts"
 import { BoundedInt } from "./Limits.ts"
-import { RequestObject } from "./QueueLimits.ts"
+import { PageQuery, RequestObject } from "./QueueLimits.ts"
 
 /**
  * A flow-control key: 1-100 letters, digits, `.`, `_`, `-` or `:`; not `.` or `..`, which a URL path
@@ -50,9 +50,11 @@ export const FlowControl = Schema.Struct({
 }).annotate({ identifier: "FlowControl" })
 export type FlowControl = typeof FlowControl.Type
 
-export const FlowControlList = Schema.Struct({ flowControls: Schema.Array(FlowControl) }).annotate({
-  identifier: "FlowControlList"
-})
+export const FlowControlList = Schema.Struct({
+  flowControls: Schema.Array(FlowControl),
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  cursor: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "FlowControlList" })
 export type FlowControlList = typeof FlowControlList.Type
 
 export const FifoQueue = Schema.Struct({
@@ -88,7 +90,7 @@ export class FifoQueueNotFound extends ApiError<FifoQueueNotFound>()("FifoQueueN
 }) {}
 
 export class FlowControlGroup extends HttpApiGroup.make("flowControl").add(
-  HttpApiEndpoint.get("list", "/v2/flow-control", { success: FlowControlList }),
+  HttpApiEndpoint.get("list", "/v2/flow-control", { query: PageQuery, success: FlowControlList, error: InvalidRequest }),
   HttpApiEndpoint.get("get", "/v2/flow-control/:key", {
     params: { key: FlowControlKey },
     success: FlowControl,

@@ -2,6 +2,7 @@
  * Building blocks of the queue's request schemas, beside the suite's `Limits.ts`. Definitions only.
  */
 import { Schema } from "effect"
+import { BoundedInt, RequestString } from "./Limits.ts"
 
 /** The request's strictness: the parse options `QueueApi` decodes every JSON body with (`Queue.ts`). */
 export const STRICT_REQUEST = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
@@ -18,3 +19,18 @@ export const RequestObject = <Fields extends Schema.Struct.Fields>(fields: Field
     message: `expected ${what}`,
     messageUnexpectedKey: `is not a known field (expected ${Object.keys(fields).join(", ")})`
   })
+
+/**
+ * Entries per page of a list whose size a client decides (`GET /v2/schedules`: each schedule holds a
+ * body of up to `QUEUE_MAX_MESSAGE_BYTES`; `GET /v2/flow-control`: a key for every one ever published).
+ */
+export const MAX_LIST_PAGE = 100
+
+/**
+ * The query of a list paged by key: `cursor`, the last key of an earlier page (its shape checked by the
+ * handler, as the RPC's), and `limit` 1-{@link MAX_LIST_PAGE} (the default).
+ */
+export const PageQuery = {
+  cursor: Schema.optional(RequestString({ maxLength: 100 })),
+  limit: Schema.optional(BoundedInt({ minimum: 1, maximum: MAX_LIST_PAGE }))
+}

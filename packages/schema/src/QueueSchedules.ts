@@ -11,7 +11,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Rpc } from "effect/rpc"
 import { ApiError, InvalidRequest } from "./Errors.ts"
-import { BoundedInt, Int4, RequestString, UrlParam } from "./Limits.ts"
+import { Int4, RequestString, UrlParam } from "./Limits.ts"
+import { PageQuery } from "./QueueLimits.ts"
 
 /** A schedule id: chosen with `Svc-Schedule-Id` (not `.` or `..`: it is a URL path segment), or `scd_` and 32 hex digits. */
 export const SCHEDULE_ID_PATTERN = /^(?!\.\.?$)[A-Za-z0-9._-]{1,100}$/
@@ -65,9 +66,6 @@ export const Schedule = Schema.Struct({
 }).annotate({ identifier: "Schedule" })
 export type Schedule = typeof Schedule.Type
 
-/** Schedules per page of `GET /v2/schedules`: each may hold a body of up to `QUEUE_MAX_MESSAGE_BYTES`. */
-export const MAX_SCHEDULES_PAGE = 100
-
 export const ScheduleList = Schema.Struct({
   schedules: Schema.Array(Schedule),
   /** Pass as `cursor` for the next page; absent on the last page. */
@@ -83,15 +81,7 @@ export class ScheduleNotFound extends ApiError<ScheduleNotFound>()("ScheduleNotF
 
 /** The schedule routes but create (see the module comment); `Queue.ts` adds the queue's auth. */
 export class SchedulesGroup extends HttpApiGroup.make("schedules").add(
-  HttpApiEndpoint.get("list", "/v2/schedules", {
-    query: {
-      // a cursor is a schedule id from an earlier page, checked by the handler like the RPC's
-      cursor: Schema.optional(RequestString({ maxLength: 100 })),
-      limit: Schema.optional(BoundedInt({ minimum: 1, maximum: MAX_SCHEDULES_PAGE }))
-    },
-    success: ScheduleList,
-    error: InvalidRequest
-  }),
+  HttpApiEndpoint.get("list", "/v2/schedules", { query: PageQuery, success: ScheduleList, error: InvalidRequest }),
   HttpApiEndpoint.get("get", "/v2/schedules/:scheduleId", {
     params: { scheduleId: ScheduleId },
     success: Schedule,

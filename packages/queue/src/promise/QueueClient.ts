@@ -229,6 +229,28 @@ export class QueueClient {
     })
   }
 
+  /** Every entry of a list paged by key (`Pages.ts`), following its cursors; `field` holds a page's entries. */
+  async #everyPage<A>(path: string, field: string): Promise<ReadonlyArray<A>> {
+    const all: Array<A> = []
+    let cursor: string | undefined
+    do {
+      const page = await this.#call<{ readonly cursor?: unknown }>({ method: "GET", path, query: cursor === undefined ? {} : { cursor } })
+      all.push(...listIn<A>(page, field))
+      const next = typeof page.cursor === "string" ? page.cursor : undefined
+      // pages go by key: a cursor that does not move forward would page for ever
+      if (next !== undefined && cursor !== undefined && next <= cursor) {
+        throw new QueueError({
+          status: 200,
+          code: "request_failed",
+          message: `The queue's next cursor ${JSON.stringify(next)} does not come after ${JSON.stringify(cursor)}`,
+          body: page
+        })
+      }
+      cursor = next
+    } while (cursor !== undefined)
+    return all
+  }
+
   /**
    * POST `<path>` (its last segment the destination) with the publish's headers and body: publish,
    * enqueue and schedule. A body without `contentType` is sent as text or bytes; no body, with no
@@ -343,25 +365,7 @@ export class QueueClient {
         ...(options.scheduleId === undefined ? {} : { "Svc-Schedule-Id": options.scheduleId })
       }),
     /** Every schedule, by id: follows the pages of `GET /v2/schedules` (100 a page). */
-    list: async (): Promise<ReadonlyArray<Schedule>> => {
-      const all: Array<Schedule> = []
-      let cursor: string | undefined
-      do {
-        const page = await this.#call<{ readonly cursor?: unknown }>({
-          method: "GET",
-          path: "/v2/schedules",
-          query: cursor === undefined ? {} : { cursor }
-        })
-        all.push(...listIn<Schedule>(page, "schedules"))
-        const next = typeof page.cursor === "string" ? page.cursor : undefined
-        // pages go by id: a cursor that does not move forward would page for ever
-        if (next !== undefined && cursor !== undefined && next <= cursor) {
-          throw new QueueError({ status: 200, code: "request_failed", message: `The queue's next cursor ${JSON.stringify(next)} does not come after ${JSON.stringify(cursor)}`, body: page })
-        }
-        cursor = next
-      } while (cursor !== undefined)
-      return all
-    },
+    list: async (): Promise<ReadonlyArray<Schedule>> => this.#everyPage<Schedule>("/v2/schedules", "schedules"),
     get: async (scheduleId: string): Promise<Schedule> => this.#call({ method: "GET", path: route`/v2/schedules/${scheduleId}` }),
     pause: async (scheduleId: string): Promise<Schedule> =>
       this.#call({ method: "POST", path: route`/v2/schedules/${scheduleId}/pause` }),
@@ -371,8 +375,8 @@ export class QueueClient {
   }
 
   readonly flowControl = {
-    list: async (): Promise<ReadonlyArray<FlowControl>> =>
-      listIn(await this.#call({ method: "GET", path: "/v2/flow-control" }), "flowControls"),
+    /** Every key, by key: follows the pages of `GET /v2/flow-control` (100 a page). */
+    list: async (): Promise<ReadonlyArray<FlowControl>> => this.#everyPage<FlowControl>("/v2/flow-control", "flowControls"),
     get: async (key: string): Promise<FlowControl> => this.#call({ method: "GET", path: route`/v2/flow-control/${key}` }),
     pause: async (key: string): Promise<FlowControl> => this.#call({ method: "POST", path: route`/v2/flow-control/${key}/pause` }),
     resume: async (key: string): Promise<FlowControl> => this.#call({ method: "POST", path: route`/v2/flow-control/${key}/resume` })

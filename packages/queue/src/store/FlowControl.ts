@@ -11,7 +11,7 @@ import { PgClient } from "@effect/sql-pg"
 import type { FlowControl } from "@svc/schema"
 import { FlowControlNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Schema } from "effect"
-import { SqlSchema } from "effect/sql"
+import { SqlSchema, type Statement } from "effect/sql"
 import { Enqueue } from "./Enqueue.ts"
 import { atNow, MemoryTables, type Tables } from "./MemoryTables.ts"
 
@@ -38,8 +38,8 @@ const toFlowControl = (row: typeof FlowControlRow.Type): FlowControl => ({
 })
 
 export class FlowControls extends Context.Service<FlowControls, {
-  /** Every key, by key. */
-  readonly list: Effect.Effect<ReadonlyArray<FlowControl>>
+  /** At most `limit` keys by key (byte order), those after `after` when given. */
+  readonly list: (page: { readonly after: string | undefined; readonly limit: number }) => Effect.Effect<ReadonlyArray<FlowControl>>
   readonly get: (key: string) => Effect.Effect<FlowControl, FlowControlNotFound>
   /** A paused key's messages wait (deliveries in flight finish); resuming wakes the workers. */
   readonly setPaused: (key: string, paused: boolean) => Effect.Effect<FlowControl, FlowControlNotFound>
@@ -51,23 +51,32 @@ export class FlowControls extends Context.Service<FlowControls, {
       const sql = yield* PgClient.PgClient
       const { wake } = yield* Enqueue
 
+      /** The keys `where` selects, with their counts. */
+      const withCounts = (where: Statement.Fragment) =>
+        sql`
+          SELECT f.key, f.parallelism, f.rate, f.period_ms, f.paused,
+            c.waiting, c.in_flight,
+            (SELECT count(*) FROM queue.flow_starts s
+              WHERE s.key = f.key AND s.started_at > now() - f.period_ms * interval '1 millisecond')::int4 AS started
+          FROM (SELECT * FROM queue.flow_control f ${where}) f
+          CROSS JOIN LATERAL (
+            SELECT
+              count(*) FILTER (WHERE NOT (m.claim_id IS NOT NULL AND m.not_before > now()))::int4 AS waiting,
+              count(*) FILTER (WHERE m.claim_id IS NOT NULL AND m.not_before > now())::int4 AS in_flight
+            FROM queue.messages m WHERE m.flow_key = f.key AND m.state = 'queued') c
+          ORDER BY f.key COLLATE "C"`
       const select = SqlSchema.findAll({
-        Request: Schema.NullOr(Schema.String),
+        Request: Schema.String,
         Result: FlowControlRow,
-        execute: (key) =>
-          sql`
-            SELECT f.key, f.parallelism, f.rate, f.period_ms, f.paused,
-              c.waiting, c.in_flight,
-              (SELECT count(*) FROM queue.flow_starts s
-                WHERE s.key = f.key AND s.started_at > now() - f.period_ms * interval '1 millisecond')::int4 AS started
-            FROM queue.flow_control f
-            CROSS JOIN LATERAL (
-              SELECT
-                count(*) FILTER (WHERE NOT (m.claim_id IS NOT NULL AND m.not_before > now()))::int4 AS waiting,
-                count(*) FILTER (WHERE m.claim_id IS NOT NULL AND m.not_before > now())::int4 AS in_flight
-              FROM queue.messages m WHERE m.flow_key = f.key AND m.state = 'queued') c
-            WHERE (${key}::text IS NULL OR f.key = ${key}::text)
-            ORDER BY f.key`
+        execute: (key) => withCounts(sql`WHERE f.key = ${key}`)
+      })
+      // Byte order (COLLATE "C"), as the memory layer compares keys, whatever the database's locale;
+      // the page is cut before the counts are made.
+      const selectPage = SqlSchema.findAll({
+        Request: Schema.Struct({ after: Schema.NullOr(Schema.String), limit: Schema.Number }),
+        Result: FlowControlRow,
+        execute: ({ after, limit }) =>
+          withCounts(sql`WHERE (${after}::text IS NULL OR f.key > ${after}::text COLLATE "C") ORDER BY f.key COLLATE "C" LIMIT ${limit}`)
       })
 
       const get = (key: string) =>
@@ -83,7 +92,8 @@ export class FlowControls extends Context.Service<FlowControls, {
         })
 
       return FlowControls.of({
-        list: atDatabaseBoundary(Effect.map(select(null), (rows) => rows.map(toFlowControl))),
+        list: ({ after, limit }) =>
+          atDatabaseBoundary(Effect.map(selectPage({ after: after ?? null, limit }), (rows) => rows.map(toFlowControl))),
         get: (key) => atDatabaseBoundary(get(key)),
         setPaused: (key, paused) => atDatabaseBoundary(setPaused(key, paused))
       })
@@ -123,7 +133,11 @@ export class FlowControls extends Context.Service<FlowControls, {
         Effect.flatMap(atNow(tables, (now) => view(tables, now, key)), (flow) =>
           flow === undefined ? Effect.fail(new FlowControlNotFound({ flowControlKey: key })) : Effect.succeed(flow))
       return FlowControls.of({
-        list: atNow(tables, (now) => [...tables.flowControl.keys()].sort().map((key) => view(tables, now, key)!)),
+        list: ({ after, limit }) =>
+          atNow(tables, (now) =>
+            [...tables.flowControl.keys()].sort().filter((key) => after === undefined || key > after).slice(0, limit)
+              .map((key) => view(tables, now, key)!)
+          ),
         get,
         setPaused: (key, paused) =>
           Effect.andThen(

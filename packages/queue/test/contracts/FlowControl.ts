@@ -125,7 +125,7 @@ export const flowControlContract = (name: string, layer: Layer.Layer<Services, u
         yield* messages.publish([flowMessage({ key: "p", parallelism: 5 }, "p0"), flowMessage({ key: "p", parallelism: 5 }, "p1")], undefined)
         assert.strictEqual((yield* flows.setPaused("p", true)).paused, true)
         assert.deepStrictEqual(yield* messages.claim(100), [])
-        assert.strictEqual((yield* flows.list).find((f) => f.flowControlKey === "p")!.waiting, 2)
+        assert.strictEqual((yield* flows.get("p")).waiting, 2)
         assert.strictEqual((yield* flows.setPaused("p", false)).paused, false)
         assert.strictEqual((yield* messages.claim(100)).length, 2)
       })
@@ -149,14 +149,24 @@ export const flowControlContract = (name: string, layer: Layer.Layer<Services, u
     )
 
     test(
-      "unknown keys are not found; list is by key",
+      "unknown keys are not found; list pages by key, with the counts",
       Effect.gen(function*() {
         const messages = yield* Messages
         const flows = yield* FlowControls
         assert.strictEqual((yield* Effect.flip(flows.get("none")))._tag, "FlowControlNotFound")
         assert.strictEqual((yield* Effect.flip(flows.setPaused("none", true)))._tag, "FlowControlNotFound")
         yield* messages.publish([flowMessage({ key: "zeta", rate: 1 }), flowMessage({ key: "alpha", parallelism: 1 })], undefined)
-        assert.deepStrictEqual((yield* flows.list).map((f) => f.flowControlKey), ["alpha", "zeta"])
+        const keys = (after: string | undefined, limit: number) =>
+          Effect.map(flows.list({ after, limit }), (page) => page.map((f) => f.flowControlKey))
+        assert.deepStrictEqual(yield* keys(undefined, 10), ["alpha", "zeta"])
+        // pages by key in byte order (COLLATE "C" in Postgres), after a key that need not exist
+        yield* messages.publish(["B", "a-b", "aB", "_z"].map((key) => flowMessage({ key, parallelism: 1 })), undefined)
+        assert.deepStrictEqual(yield* keys(undefined, 10), ["B", "_z", "a-b", "aB", "alpha", "zeta"])
+        assert.deepStrictEqual(yield* keys(undefined, 2), ["B", "_z"])
+        assert.deepStrictEqual(yield* keys("_z", 2), ["a-b", "aB"])
+        assert.deepStrictEqual(yield* keys("al", 10), ["alpha", "zeta"])
+        const [page] = yield* flows.list({ after: "aB", limit: 1 })
+        assert.deepInclude(page, { flowControlKey: "alpha", waiting: 1, inFlight: 0 })
       })
     )
   })
