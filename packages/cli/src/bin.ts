@@ -15,6 +15,8 @@ const report = (cause: Cause.Cause<unknown>) =>
     if (Cause.hasInterruptsOnly(cause)) return
     const failure = cause.reasons.find(Cause.isFailReason)?.error
     if (CliError.isCliError(failure)) return // already shown with the usage by Command.run
+    // An RPC client refusing its own payload (a 100 KB id) dies, not fails: still the operator's input.
+    const refused = failure === undefined ? ServiceClient.argumentProblem(cause.reasons.find(Cause.isDieReason)?.defect) : undefined
     const own = failure instanceof Config.ConfigError
       ? `invalid configuration: ${failure.cause.message.replace(/\s+/g, " ")}`
       : failure instanceof Error || (typeof failure === "object" && failure !== null && "message" in failure)
@@ -24,6 +26,8 @@ const report = (cause: Cause.Cause<unknown>) =>
     // its causes say, else its name.
     const message = own !== ""
       ? own
+      : refused !== undefined
+      ? refused
       : failure !== undefined
       ? [(failure as { _tag?: unknown })._tag, ServiceClient.innermostMessage(failure)].filter(Boolean).join(": ") ||
         "unexpected error (run with LOG_LEVEL=debug for details)"

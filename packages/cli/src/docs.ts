@@ -19,7 +19,7 @@ import {
 import { DEFAULT_TRUST_SCORE, MAX_NAME_LENGTH, MAX_SEARCH_TEXT_LENGTH, type SourceKind, TrustScore } from "@svc/schema"
 import { Database, Migrations, ServiceClient } from "@svc/platform"
 import type { IndexEvent } from "@svc/schema"
-import { Config, Console, Effect, Layer, Option, Schema } from "effect"
+import { Config, Console, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 
 /** The indexer on the suite's database, the `docs` schema migrated first. */
@@ -66,6 +66,13 @@ const remote = Effect.gen(function*() {
   if (Option.isNone(token)) {
     return yield* Effect.fail(new Error(`DOCS_URL is set (${url.value}): DOCS_ADMIN_TOKEN is needed to operate that docs-api`))
   }
+  const problem = ServiceClient.targetProblem({
+    url: url.value,
+    urlVariable: "DOCS_URL",
+    token: Redacted.value(token.value),
+    tokenVariable: "DOCS_ADMIN_TOKEN"
+  })
+  if (problem !== undefined) return yield* Effect.fail(new Error(problem))
   return { url: url.value, operations: DocsRpcClient.operations({ url: url.value, token: token.value }) }
 })
 

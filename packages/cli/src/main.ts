@@ -141,6 +141,8 @@ const listingsIngest = Command.make(
     if (Option.isNone(token)) {
       return yield* Effect.fail(new CommandFailed("ADMIN_TOKEN is not set: the listings RPC needs it"))
     }
+    const problem = ServiceClient.targetProblem({ url, urlVariable: "LISTINGS_URL", token: Redacted.value(token.value), tokenVariable: "ADMIN_TOKEN" })
+    if (problem !== undefined) return yield* Effect.fail(new CommandFailed(problem))
     const sources = source.flatMap((value) => value.split(",")).map((id) => id.trim()).filter((id) => id !== "")
     let failed = false
     yield* IngestClient.trigger({

@@ -34,6 +34,8 @@ const withQueue = <A, E extends { readonly _tag: string; readonly message: strin
     if (Option.isNone(token) || Redacted.value(token.value) === "") {
       return yield* Effect.fail(new CommandFailed("QUEUE_TOKEN is not set: the queue RPC needs it"))
     }
+    const problem = ServiceClient.targetProblem({ url, urlVariable: "QUEUE_URL", token: Redacted.value(token.value), tokenVariable: "QUEUE_TOKEN" })
+    if (problem !== undefined) return yield* Effect.fail(new CommandFailed(problem))
     return yield* QueueRpcClient.use(use).pipe(
       Effect.provide(QueueRpcClient.layer({ baseUrl: url, token: token.value })),
       Effect.catch((error) =>

@@ -9,8 +9,9 @@
  * line of any failure: `listings at http://localhost:8787 refused ADMIN_TOKEN (401): Invalid bearer
  * token`, `no answer from listings at http://localhost:8787: connect ECONNREFUSED 127.0.0.1:8787`.
  */
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, SchemaIssue } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
+import { toIssues } from "./Http.ts"
 
 /** The `message` of the suite's error body, or the text itself (shortened). */
 const messageOf = (text: string): string | undefined => {
@@ -102,4 +103,43 @@ export const describeFailure = (
       : `${at} answered ${refusal.status}${said}`
   }
   return `no answer from ${at}: ${innermostMessage(error) ?? "unknown error"}`
+}
+
+/**
+ * Why a service's URL and token cannot be used, naming the variables, never a secret: checked before any
+ * call, because fetch's own refusals quoted them (`Headers.append: "Bearer tok\nX: 1" is an invalid
+ * header value`; a URL's password twice).
+ */
+export const targetProblem = (target: {
+  readonly url: string
+  readonly urlVariable: string
+  readonly token: string
+  readonly tokenVariable: string
+}): string | undefined => {
+  let url: URL
+  try {
+    url = new URL(target.url)
+  } catch {
+    return `${target.urlVariable} must be an http(s) URL such as http://localhost:8788`
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return `${target.urlVariable} must be an http(s) URL, not ${url.protocol}`
+  if (url.username !== "" || url.password !== "") {
+    return `${target.urlVariable} must not hold a user or password (the token goes in ${target.tokenVariable})`
+  }
+  if (!/^[\x21-\x7e]+$/.test(target.token)) {
+    return `${target.tokenVariable} holds a space, a line break or another character an HTTP header cannot carry`
+  }
+  return undefined
+}
+
+/**
+ * An RPC client refusing its own payload (effect's client checks it with the procedure's schema and
+ * throws "Schema validation failed", a defect) as one line naming the fields, or undefined for any
+ * other defect: `Invalid request: name: must be at most 200 characters long`.
+ */
+export const argumentProblem = (defect: unknown): string | undefined => {
+  const issue = (defect as { readonly cause?: unknown } | null)?.cause
+  if (!(defect instanceof Error) || !SchemaIssue.isIssue(issue)) return undefined
+  const issues = toIssues({ issue } as Parameters<typeof toIssues>[0], "body")
+  return `Invalid request: ${issues.map(({ parameter, problem }) => parameter === "" ? problem : `${parameter}: ${problem}`).join("; ")}`
 }
