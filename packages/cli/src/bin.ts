@@ -5,6 +5,18 @@ import { Cause, Config, Effect } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
 import { svc } from "./main.ts"
 
+/** Longest failure line: an argument of 100 KB came back whole (and a pipe cut it at 64 KiB). */
+const MAX_LINE = 1000
+
+/**
+ * A message as one line for a terminal: control characters shown escaped (`\u001b`), never sent raw (an
+ * id of `ESC [31m` recoloured the terminal), and cut at {@link MAX_LINE} characters.
+ */
+const oneLine = (message: string): string => {
+  const escaped = message.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => c === "\n" || c === "\t" ? " " : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  return escaped.length > MAX_LINE ? `${escaped.slice(0, MAX_LINE - 1)}…` : escaped
+}
+
 /**
  * A failure is told as one line, `svc: <what went wrong>`, and the exit code is 1. Every error
  * the commands raise carries a message meant for the operator; the cause with its stack is shown
@@ -32,7 +44,7 @@ const report = (cause: Cause.Cause<unknown>) =>
       ? [(failure as { _tag?: unknown })._tag, ServiceClient.innermostMessage(failure)].filter(Boolean).join(": ") ||
         "unexpected error (run with LOG_LEVEL=debug for details)"
       : "unexpected error (run with LOG_LEVEL=debug for details)"
-    process.stderr.write(`svc: ${message}\n`)
+    process.stderr.write(`svc: ${oneLine(message)}\n`)
     const level = yield* Logging.LogLevel.pipe(Effect.orElseSucceed(() => "Info"))
     if (level === "Debug" || level === "Trace") process.stderr.write(`${Cause.pretty(cause)}\n`)
   })
@@ -46,7 +58,7 @@ const usagePresenter = CliOutput.layerPresenter({
     event._tag === "InvalidInvocation"
       ? Effect.sync(() => {
         const problems = event.errors.map((error) => error.message.replace(/\s*\n\s*/g, " ").trim()).join("; ")
-        process.stderr.write(`svc: ${problems} (see: ${event.commandPath.join(" ")} --help)\n`)
+        process.stderr.write(`svc: ${oneLine(problems)} (see: ${event.commandPath.join(" ")} --help)\n`)
       })
       : CliOutput.defaultPresenter.present(event)
 })

@@ -197,6 +197,14 @@ describe("svc", () => {
         assert.strictEqual(run.output, expected, args.join(" "))
         assert.notInclude(run.output, "hunter2")
       }
+      // control characters are shown escaped, never sent to the terminal; a huge value is cut
+      const escaped = yield* svcRun(["no\u001b[31msuch"])
+      assert.include(escaped.output, "no\\u001b[31msuch")
+      assert.notInclude(escaped.output, "\u001b")
+      const huge = yield* svcRun(["queue", "dlq", "list", "--limit", "9".repeat(5000)])
+      assert.strictEqual(huge.code, 1)
+      assert.isBelow(huge.output.length, 1100)
+      assert.match(huge.output, /^svc: [^\n]*\n$/)
     }), { timeout: 90_000 })
 
   it.live("svc mcp --transport http honours HOST and MCP_PORT, and moves up when the port is taken", () =>
