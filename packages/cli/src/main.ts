@@ -144,6 +144,10 @@ const listingsIngest = Command.make(
     const problem = ServiceClient.targetProblem({ url, urlVariable: "LISTINGS_URL", token: Redacted.value(token.value), tokenVariable: "ADMIN_TOKEN" })
     if (problem !== undefined) return yield* Effect.fail(new CommandFailed(problem))
     const sources = source.flatMap((value) => value.split(",")).map((id) => id.trim()).filter((id) => id !== "")
+    // `--source ""` names no source: running every one instead is not what was asked
+    if (source.length > 0 && sources.length === 0) {
+      return yield* Effect.fail(new CommandFailed("--source names no source: give a source id (svc listings ingest without --source runs every enabled one)"))
+    }
     let failed = false
     yield* IngestClient.trigger({
       url: `${url.replace(/\/+$/, "")}/rpc`,

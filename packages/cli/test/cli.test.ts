@@ -197,6 +197,8 @@ describe("svc", () => {
         assert.strictEqual(run.output, expected, args.join(" "))
         assert.notInclude(run.output, "hunter2")
       }
+      const noSource = yield* svcRun(["listings", "ingest", "--source", " , "], { LISTINGS_URL: nobody, ADMIN_TOKEN: "t" })
+      assert.strictEqual(noSource.output, "svc: --source names no source: give a source id (svc listings ingest without --source runs every enabled one)\n")
       // control characters are shown escaped, never sent to the terminal; a huge value is cut
       const escaped = yield* svcRun(["no\u001b[31msuch"])
       assert.include(escaped.output, "no\\u001b[31msuch")
