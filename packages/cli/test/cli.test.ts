@@ -186,7 +186,7 @@ describe("svc", () => {
       const cases: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, string>, string]> = [
         [["queue", "dlq", "list"], { QUEUE_URL: nobody, QUEUE_TOKEN: "tok\nX-Evil: 1" }, "svc: QUEUE_TOKEN holds a space, a line break or another character an HTTP header cannot carry\n"],
         [["queue", "dlq", "list"], { QUEUE_URL: "http://admin:hunter2@127.0.0.1:1", QUEUE_TOKEN: "t" }, "svc: QUEUE_URL must not hold a user or password (the token goes in QUEUE_TOKEN)\n"],
-        [["queue", "dlq", "list"], { QUEUE_URL: "not-a-url", QUEUE_TOKEN: "t" }, "svc: QUEUE_URL must be an http(s) URL such as http://localhost:8788\n"],
+        [["queue", "dlq", "list"], { QUEUE_URL: "not-a-url", QUEUE_TOKEN: "t" }, "svc: QUEUE_URL must be an http(s) URL\n"],
         [["listings", "ingest"], { LISTINGS_URL: "http://admin:hunter2@127.0.0.1:1", ADMIN_TOKEN: "t" }, "svc: LISTINGS_URL must not hold a user or password (the token goes in ADMIN_TOKEN)\n"],
         [["docs", "list"], { DOCS_URL: "ftp://127.0.0.1/", DOCS_ADMIN_TOKEN: "t" }, "svc: DOCS_URL must be an http(s) URL, not ftp:\n"],
         [["queue", "groups", "get", "g".repeat(300)], { QUEUE_URL: nobody, QUEUE_TOKEN: "t" }, "svc: Invalid request: name: must be at most 200 characters long\n"]

@@ -12,6 +12,7 @@
 import { Effect, Layer, Redacted, SchemaIssue } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { toIssues } from "./Http.ts"
+import { serviceTargetProblem } from "./ServiceTarget.ts"
 
 /** The `message` of the suite's error body, or the text itself (shortened). */
 const messageOf = (text: string): string | undefined => {
@@ -105,32 +106,14 @@ export const describeFailure = (
   return `no answer from ${at}: ${innermostMessage(error) ?? "unknown error"}`
 }
 
-/**
- * Why a service's URL and token cannot be used, naming the variables, never a secret: checked before any
- * call, because fetch's own refusals quoted them (`Headers.append: "Bearer tok\nX: 1" is an invalid
- * header value`; a URL's password twice).
- */
+/** Why a service's URL and token cannot be sent, naming the variables, never a secret (`ServiceTarget.ts`). */
 export const targetProblem = (target: {
   readonly url: string
   readonly urlVariable: string
   readonly token: string
   readonly tokenVariable: string
-}): string | undefined => {
-  let url: URL
-  try {
-    url = new URL(target.url)
-  } catch {
-    return `${target.urlVariable} must be an http(s) URL such as http://localhost:8788`
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return `${target.urlVariable} must be an http(s) URL, not ${url.protocol}`
-  if (url.username !== "" || url.password !== "") {
-    return `${target.urlVariable} must not hold a user or password (the token goes in ${target.tokenVariable})`
-  }
-  if (!/^[\x21-\x7e]+$/.test(target.token)) {
-    return `${target.tokenVariable} holds a space, a line break or another character an HTTP header cannot carry`
-  }
-  return undefined
-}
+}): string | undefined =>
+  serviceTargetProblem({ url: target.url, urlName: target.urlVariable, token: target.token, tokenName: target.tokenVariable })
 
 /**
  * An RPC client refusing its own payload (effect's client checks it with the procedure's schema and

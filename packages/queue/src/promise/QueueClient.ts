@@ -11,6 +11,7 @@
  * const { messageId } = await queue.publishJSON({ destination: "https://example.com/orders", body: { order: 42 }, retries: 5 })
  * ```
  */
+import { serviceTargetProblem } from "@svc/platform/ServiceTarget"
 import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "../PublishHeaders.ts"
 import { QueueError } from "./QueueError.ts"
 import type {
@@ -130,22 +131,9 @@ export class QueueClient {
 
   /** Bad options are a `TypeError` at once (the token itself is never part of the message). */
   constructor(options: QueueClientOptions) {
-    let url: URL
-    try {
-      url = new URL(options.baseUrl)
-    } catch {
-      throw new TypeError(`QueueClient: baseUrl must be an http(s) URL, got ${JSON.stringify(String(options.baseUrl).slice(0, 200))}`)
-    }
-    if (url.protocol !== "http:" && url.protocol !== "https:") {
-      throw new TypeError(`QueueClient: baseUrl must be an http(s) URL, got the scheme ${url.protocol}`)
-    }
-    // fetch refuses such a URL, and an error message would show the password.
-    if (url.username !== "" || url.password !== "") {
-      throw new TypeError("QueueClient: baseUrl must not hold a user or password (the token goes in `token`)")
-    }
-    if (typeof options.token !== "string" || !/^[\x21-\x7e]+$/.test(options.token)) {
-      throw new TypeError("QueueClient: token must be the queue's token, visible ASCII characters without spaces")
-    }
+    const problem = serviceTargetProblem({ url: options.baseUrl, urlName: "baseUrl", token: options.token, tokenName: "token" })
+    if (problem !== undefined) throw new TypeError(`QueueClient: ${problem}`)
+    const url = new URL(options.baseUrl)
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
     // node's timers hold at most 2^31 - 1 ms: a larger delay fires at once
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {
