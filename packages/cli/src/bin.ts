@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { exitZeroOnSignal, Logging, ServiceClient } from "@svc/platform"
-import { Cause, Config, Effect } from "effect"
+import { Cause, Config, Effect, type Runtime } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
 import { svc } from "./main.ts"
 
@@ -63,9 +63,22 @@ const usagePresenter = CliOutput.layerPresenter({
       : CliOutput.defaultPresenter.present(event)
 })
 
+/**
+ * A result that could not be written (stdout on a full disk) is a failure: `svc docs keys create >
+ * file` on a full disk exited 0 with the key's only copy lost. The write's error comes a tick after it,
+ * so the exit waits one turn to hear it. A reader that went away (EPIPE: `| head`) is not one.
+ */
+let outputLost: string | undefined
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE" || outputLost !== undefined) return
+  outputLost = error.code ?? error.message
+  process.stderr.write(`svc: could not write the output (${outputLost})\n`)
+})
+const teardown: Runtime.Teardown = (exit, onExit) => exitZeroOnSignal(exit, (code) => setImmediate(() => onExit(code === 0 && outputLost !== undefined ? 1 : code)))
+
 svc.pipe(
   Command.run({ version: "0.1.0" }),
   Effect.provide([NodeServices.layer, Logging.layer, usagePresenter]),
   Effect.tapCause(report),
-  NodeRuntime.runMain({ disableErrorReporting: true, teardown: exitZeroOnSignal })
+  NodeRuntime.runMain({ disableErrorReporting: true, teardown })
 )

@@ -4,12 +4,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
+import { spawnSync } from "node:child_process"
+import { openSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as Http from "node:http"
 import * as path from "node:path"
 import { acceptsConnections } from "@svc/platform"
 import { spawnablePort, spawnablePorts, tempDir } from "@svc/platform/testing"
-import { finished, healthy, occupy, started, startedQueue, svc, svcRun } from "./svcProcess.ts"
+import { bin, finished, healthy, occupy, started, startedQueue, svc, svcRun } from "./svcProcess.ts"
 
 /** A local HTTP server answering every request with 500: messages to it end in the DLQ. */
 const failingDestination = Effect.acquireRelease(
@@ -199,6 +201,10 @@ describe("svc", () => {
       }
       const noSource = yield* svcRun(["listings", "ingest", "--source", " , "], { LISTINGS_URL: nobody, ADMIN_TOKEN: "t" })
       assert.strictEqual(noSource.output, "svc: --source names no source: give a source id (svc listings ingest without --source runs every enabled one)\n")
+      // a result that cannot be written is a failure (the key of `docs keys create > file` on a full disk)
+      const full = spawnSync(process.execPath, [bin, "--help"], { stdio: ["ignore", openSync("/dev/full", "w"), "pipe"], encoding: "utf8" })
+      assert.strictEqual(full.status, 1)
+      assert.strictEqual(full.stderr, "svc: could not write the output (ENOSPC)\n")
       // control characters are shown escaped, never sent to the terminal; a huge value is cut
       const escaped = yield* svcRun(["no\u001b[31msuch"])
       assert.include(escaped.output, "no\\u001b[31msuch")

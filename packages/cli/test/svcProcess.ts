@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as net from "node:net"
 import * as path from "node:path"
 
-const bin = new URL("../src/bin.ts", import.meta.url).pathname
+export const bin = new URL("../src/bin.ts", import.meta.url).pathname
 
 export interface SvcRun {
   readonly child: ChildProcess
