@@ -236,7 +236,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       assert.deepStrictEqual(seen, [undefined])
     }).pipe(Effect.scoped))
 
-  it.effect("stateless: no Mcp-Session-Id; GET and DELETE are 405; ping; JSON 404; RFC 9728 metadata", () =>
+  it.effect("stateless: no Mcp-Session-Id; every method but POST and OPTIONS is 405; ping; JSON 404; RFC 9728 metadata", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* Mcp
       const list = yield* post({ jsonrpc: "2.0", id: 1, method: "tools/list" })
@@ -244,10 +244,12 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       assert.isNull(list.headers.get("mcp-session-id"))
       const listed = yield* Effect.promise(() => list.json())
       assert.strictEqual(listed.result.tools.length, 2)
-      for (const method of ["GET", "DELETE"]) {
+      // every method but POST and OPTIONS: one 405, one Allow (PUT once listed GET and DELETE there)
+      for (const method of ["GET", "DELETE", "PUT", "PATCH", "HEAD"]) {
         const response = yield* Effect.promise(() => fetch(`${baseUrl}/mcp`, { method }))
         assert.strictEqual(response.status, 405, method)
-        assert.strictEqual(response.headers.get("allow"), "POST")
+        assert.strictEqual(response.headers.get("allow"), "POST, OPTIONS", method)
+        if (method !== "HEAD") assert.strictEqual((yield* Effect.promise(() => response.json())).error.code, -32000, method)
       }
       const ping = yield* Effect.promise(() => fetch(`${baseUrl}/ping`).then((r) => r.json()))
       assert.deepStrictEqual(ping, { status: "ok", message: "pong" })

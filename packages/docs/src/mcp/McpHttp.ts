@@ -483,11 +483,19 @@ const readable = (text: string, batch: boolean): string => {
   }
 }
 
+/**
+ * Every method but POST and OPTIONS on `/mcp` (GET for a stream, DELETE for a session, and any other):
+ * the same 405 and the same `Allow`, whichever method it was.
+ */
 const methodNotAllowed = Effect.succeed(
   jsonRpcError(405, -32000, "Method not allowed: this server is stateless, send JSON-RPC with POST /mcp", {
-    allow: "POST"
+    allow: "POST, OPTIONS"
   })
 )
+
+/** The handler of the request's method, {@link methodNotAllowed} for the others. */
+const byMethod = <E, R>(handlers: Readonly<Record<string, Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>>>) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => Object.hasOwn(handlers, request.method) ? handlers[request.method]! : methodNotAllowed)
 
 /**
  * RFC 9728 metadata, from the configured public URL (never from the request's Host): the protected
@@ -536,10 +544,9 @@ export const routes = Layer.unwrap(Effect.gen(function*() {
     (request) => request.method === "OPTIONS" ? preflight(policy, "GET, POST") : oauth
   )
   return Layer.mergeAll(
-    HttpRouter.add("POST", "/mcp", mcp(handlePost(config))),
-    HttpRouter.add("GET", "/mcp", mcp(methodNotAllowed)),
-    HttpRouter.add("DELETE", "/mcp", mcp(methodNotAllowed)),
-    HttpRouter.add("OPTIONS", "/mcp", mcp(preflight(policy, MCP_METHODS))),
+    // one route for every method, so that no method reaches the router's generic 405 (whose `Allow`
+    // would list GET and DELETE, routed only to be refused here)
+    HttpRouter.add("*", "/mcp", mcp(byMethod({ POST: handlePost(config), OPTIONS: preflight(policy, MCP_METHODS) }))),
     HttpRouter.add("GET", "/ping", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok", message: "pong" }))),
     // the metadata is not Host-checked (above); a browser client at an allowed origin may read it
     ...(["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] as const).flatMap((path) => [
