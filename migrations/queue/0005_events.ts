@@ -14,7 +14,7 @@
  * recorded at all.
  *
  * Ordered by `id` (newest first); `events_message` serves `?messageId=`, the BRIN index
- * `events_time` pruning by age in small batches (src/EventsPruner.ts) and date ranges.
+ * `events_time` pruning by age in small batches (src/Pruning.ts) and date ranges.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -48,7 +48,7 @@ export interface QueueSettings {
   readonly dedupWindow: Duration.Duration
   /** `QUEUE_EVENTS` (true): record every state change of a message in the events log (store/Events.ts). */
   readonly events: boolean
-  /** `QUEUE_EVENTS_RETENTION` (7 days): events older than this are pruned (EventsPruner.ts). */
+  /** `QUEUE_EVENTS_RETENTION` (7 days): events older than this are pruned (Pruning.ts). */
   readonly eventsRetention: Duration.Duration
 }
 

@@ -1,12 +1,12 @@
 /**
  * The queue service as one layer: the HTTP API and the internal RPC (`POST /rpc`) on `QUEUE_PORT`
- * (default 8788), the events pruner and, unless
+ * (default 8788), the pruning of events and idle flow-control keys and, unless
  * `QUEUE_WORKER=false`, the delivery worker. Needs only the database (`PgClient`), so `svc start`
  * and the process entry (`main.ts`) provide `Database.layer`.
  */
 import { serve, withBackground } from "@svc/platform"
 import { Config, Effect, Layer } from "effect"
-import * as EventsPruner from "./EventsPruner.ts"
+import * as Pruning from "./Pruning.ts"
 import { routes } from "./http.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { RpcRoute } from "./rpc.ts"
@@ -30,7 +30,7 @@ export const layerNoDeps = (options?: { readonly port?: number | Config.Config<n
       portVariable: "QUEUE_PORT",
       ...(options?.host === undefined ? {} : { host: options.host })
     }),
-    Layer.mergeAll(WorkerIfEnabled, EventsPruner.layer)
+    Layer.mergeAll(WorkerIfEnabled, Pruning.layer)
   )
 
 /** The whole service; needs `PgClient` (e.g. `Database.layer`). */

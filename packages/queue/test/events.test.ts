@@ -7,7 +7,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
-import { pruneExpired } from "../src/EventsPruner.ts"
+import { pruneExpired } from "../src/Pruning.ts"
 import { QueueRpcClient } from "../src/RpcClient.ts"
 import { FAILED_TWICE_THEN_CALLBACK } from "./contracts/Events.ts"
 import { call, Destination, poll, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"

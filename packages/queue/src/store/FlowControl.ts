@@ -43,6 +43,12 @@ export class FlowControls extends Context.Service<FlowControls, {
   readonly get: (key: string) => Effect.Effect<FlowControl, FlowControlNotFound>
   /** A paused key's messages wait (deliveries in flight finish); resuming wakes the workers. */
   readonly setPaused: (key: string, paused: boolean) => Effect.Effect<FlowControl, FlowControlNotFound>
+  /**
+   * Deletes at most `limit` keys nobody uses (with their starts): not paused, no queued message, no
+   * start in the current period, and neither published to nor paused or resumed for `idleMs`. Their
+   * limits come back with the next publish naming them. The number deleted.
+   */
+  readonly pruneIdle: (idleMs: number, limit: number) => Effect.Effect<number>
 }>()("@svc/queue/store/FlowControl") {
   /** Postgres, with `Enqueue` (the wake-up) given by the caller. */
   static readonly layerNoDeps = Layer.effect(
@@ -91,7 +97,32 @@ export class FlowControls extends Context.Service<FlowControls, {
           return flow
         })
 
+      // A publish naming the key sets `updated_at` under the row's lock (Enqueue.ts): one that commits
+      // while this statement waits for the lock fails the re-checked `updated_at` test, so a key is
+      // never deleted under a message that names it. Locked rows (a claim serving the key) are skipped.
+      const pruneIdle = SqlSchema.findAll({
+        Request: Schema.Struct({ idleMs: Schema.Number, limit: Schema.Number }),
+        Result: Schema.Struct({ n: Schema.Number }),
+        execute: ({ idleMs, limit }) =>
+          sql`
+            WITH idle AS (
+              SELECT f.key FROM queue.flow_control f
+              WHERE NOT f.paused
+                AND f.updated_at < now() - ${idleMs}::float8 * interval '1 millisecond'
+                AND NOT EXISTS (SELECT 1 FROM queue.messages m WHERE m.flow_key = f.key AND m.state = 'queued')
+                AND NOT EXISTS (SELECT 1 FROM queue.flow_starts s
+                  WHERE s.key = f.key AND s.started_at > now() - f.period_ms * interval '1 millisecond')
+              LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            ),
+            gone AS (DELETE FROM queue.flow_control f USING idle WHERE f.key = idle.key RETURNING f.key),
+            starts AS (DELETE FROM queue.flow_starts s USING gone WHERE s.key = gone.key)
+            SELECT count(*)::int4 AS n FROM gone`
+      })
+
       return FlowControls.of({
+        pruneIdle: (idleMs, limit) =>
+          atDatabaseBoundary(Effect.map(pruneIdle({ idleMs, limit }), ([row]) => row?.n ?? 0)),
         list: ({ after, limit }) =>
           atDatabaseBoundary(Effect.map(selectPage({ after: after ?? null, limit }), (rows) => rows.map(toFlowControl))),
         get: (key) => atDatabaseBoundary(get(key)),
@@ -141,12 +172,24 @@ export class FlowControls extends Context.Service<FlowControls, {
         get,
         setPaused: (key, paused) =>
           Effect.andThen(
-            Effect.sync(() => {
+            atNow(tables, (now) => {
               const flow = tables.flowControl.get(key)
-              if (flow !== undefined) tables.flowControl.set(key, { ...flow, paused })
+              if (flow !== undefined) tables.flowControl.set(key, { ...flow, paused, updatedAt: now })
             }),
             get(key)
-          )
+          ),
+        pruneIdle: (idleMs, limit) =>
+          atNow(tables, (now) => {
+            const idle = [...tables.flowControl.values()].filter((flow) =>
+              !flow.paused && flow.updatedAt < now - idleMs &&
+              ![...tables.messages.values()].some((m) => m.flowKey === flow.key && m.state === "queued") &&
+              !tables.flowStarts.some((start) => start.key === flow.key && start.at > now - flow.periodMs)
+            ).slice(0, limit)
+            for (const flow of idle) tables.flowControl.delete(flow.key)
+            const gone = new Set(idle.map((flow) => flow.key))
+            tables.flowStarts = tables.flowStarts.filter((start) => !gone.has(start.key))
+            return idle.length
+          })
       })
     })
   )

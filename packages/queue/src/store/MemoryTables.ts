@@ -27,6 +27,8 @@ export interface MemoryFlowControl {
   readonly rate: number | null
   readonly periodMs: number
   readonly paused: boolean
+  /** The last publish naming the key, or pause/resume (ms; `updated_at`). */
+  readonly updatedAt: number
 }
 
 /** A FIFO queue (`queue.queues`). */
@@ -122,7 +124,7 @@ export const atNow = <A>(tables: Tables, f: (now: number, tables: Tables) => A):
 /** The rows an INSERT of `messages` at `now` adds (`not_before` = now + the delay); returns the ids. */
 export const insertMessages = (tables: Tables, now: number, messages: ReadonlyArray<NewMessage>): Array<string> => {
   for (const message of messages) {
-    if (message.flowControl !== undefined) upsertFlowControl(tables, message.flowControl)
+    if (message.flowControl !== undefined) upsertFlowControl(tables, now, message.flowControl)
     if (message.queueName !== undefined && !tables.queues.has(message.queueName)) {
       tables.queues.set(message.queueName, { name: message.queueName, parallelism: 1, paused: false, createdAt: now, updatedAt: now })
     }
@@ -166,16 +168,22 @@ export const insertMessages = (tables: Tables, now: number, messages: ReadonlyAr
 }
 
 /** Enqueue.ts's rule for the limits of a key: the highest wins while the key has queued messages. */
-const upsertFlowControl = (tables: Tables, flow: FlowControlSettings) => {
+const upsertFlowControl = (tables: Tables, now: number, flow: FlowControlSettings) => {
   const old = tables.flowControl.get(flow.key)
   const fresh = { parallelism: flow.parallelism ?? null, rate: flow.rate ?? null, periodMs: flow.periodMs }
   const draining = [...tables.messages.values()].some((m) => m.flowKey === flow.key && m.state === "queued")
   if (old === undefined || !draining) {
-    tables.flowControl.set(flow.key, { key: flow.key, paused: old?.paused ?? false, ...fresh })
+    tables.flowControl.set(flow.key, { key: flow.key, paused: old?.paused ?? false, updatedAt: now, ...fresh })
     return
   }
   const parallelism = old.parallelism === null || fresh.parallelism === null ? null : Math.max(old.parallelism, fresh.parallelism)
   const newRateWins = old.rate === null || fresh.rate === null || fresh.rate / fresh.periodMs > old.rate / old.periodMs
   const rate = old.rate === null || fresh.rate === null ? null : newRateWins ? fresh.rate : old.rate
-  tables.flowControl.set(flow.key, { ...old, parallelism, rate, periodMs: newRateWins ? fresh.periodMs : old.periodMs })
+  tables.flowControl.set(flow.key, {
+    ...old,
+    parallelism,
+    rate,
+    periodMs: newRateWins ? fresh.periodMs : old.periodMs,
+    updatedAt: now
+  })
 }

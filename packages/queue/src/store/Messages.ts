@@ -165,7 +165,10 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
 
       /**
        * Whether any flow-control key or queue exists (read at most once a second per process): a
-       * queue that never uses either claims with the one statement of `claimFree`, as before them.
+       * queue that never uses either claims with the one statement of `claimFree`, as before them,
+       * and so does one whose keys were all pruned as idle (`Pruning.ts`). A key is never pruned
+       * while a message names it, so a stale "none" only delays a new key's first message by at
+       * most a second.
        */
       const anyControlled = SqlSchema.findAll({
         Request: Schema.Void,
@@ -174,7 +177,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
       })
       let controlledSeen: { readonly any: boolean; readonly at: number } | undefined
       const hasControlled = Effect.suspend(() =>
-        controlledSeen !== undefined && (controlledSeen.any || Date.now() - controlledSeen.at < 1000)
+        controlledSeen !== undefined && Date.now() - controlledSeen.at < 1000
           ? Effect.succeed(controlledSeen.any)
           : Effect.map(anyControlled(undefined), ([row]) => {
             controlledSeen = { any: row?.any === true, at: Date.now() }

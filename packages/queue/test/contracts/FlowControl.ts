@@ -169,5 +169,70 @@ export const flowControlContract = (name: string, layer: Layer.Layer<Services, u
         assert.deepInclude(page, { flowControlKey: "alpha", waiting: 1, inFlight: 0 })
       })
     )
+
+    test(
+      "idle keys are pruned with their starts, never one a queued message names, a paused one or one started this period",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const flows = yield* FlowControls
+        const idleMs = 60_000
+        const keys = Effect.map(flows.list({ after: undefined, limit: 100 }), (page) => page.map((f) => f.flowControlKey))
+        // done: delivered (one start, rate 5 per 10 minutes); busy: claimed, still queued; held: delivered, then paused
+        yield* messages.publish([
+          flowMessage({ key: "done", rate: 5, periodMs: 600_000 }),
+          flowMessage({ key: "busy", parallelism: 1 }),
+          flowMessage({ key: "held", parallelism: 1 })
+        ], undefined)
+        const claimed = yield* messages.claim(10)
+        assert.strictEqual(claimed.length, 3)
+        const finished = claimed.filter((m) => m.flowKey !== "busy").map((m) => ({ id: m.id, claimId: m.claimId, status: 200 }))
+        yield* messages.markDelivered(finished)
+        yield* flows.setPaused("held", true)
+        // just used: nothing pruned
+        assert.strictEqual(yield* flows.pruneIdle(idleMs, 100), 0)
+        // idle long enough, but done's start is still within its 10-minute period
+        yield* advance(idleMs + 1000)
+        assert.strictEqual(yield* flows.pruneIdle(idleMs, 100), 0)
+        yield* advance(600_000)
+        assert.strictEqual(yield* flows.pruneIdle(idleMs, 100), 1)
+        assert.deepStrictEqual(yield* keys, ["busy", "held"])
+        assert.strictEqual((yield* Effect.flip(flows.get("done")))._tag, "FlowControlNotFound")
+        // a publish naming it again brings it back with its own limits and no start counted
+        yield* messages.publish([flowMessage({ key: "done", parallelism: 3 })], undefined)
+        assert.deepInclude(yield* flows.get("done"), { parallelism: 3, startedInPeriod: 0, waiting: 1 })
+        // at most `limit` a call
+        yield* messages.publish(["x1", "x2", "x3"].map((key) => flowMessage({ key, parallelism: 1 })), undefined)
+        const xs = (yield* messages.claim(10)).filter((m) => m.flowKey?.startsWith("x"))
+        yield* messages.markDelivered(xs.map((m) => ({ id: m.id, claimId: m.claimId, status: 200 })))
+        yield* advance(idleMs + 1000)
+        assert.strictEqual(yield* flows.pruneIdle(idleMs, 2), 2)
+        assert.strictEqual(yield* flows.pruneIdle(idleMs, 2), 1)
+        // busy is still queued (its claim long expired), held still paused, done still waiting
+        assert.deepStrictEqual(yield* keys, ["busy", "done", "held"])
+      })
+    )
+
+    test(
+      "a publish racing the pruning of its idle key: the key is there whenever a queued message names it",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const flows = yield* FlowControls
+        const raced = Array.from({ length: 20 }, (_, i) => `race-${i}`)
+        yield* messages.publish(raced.map((key) => flowMessage({ key, parallelism: 1 })), undefined)
+        const claimed = yield* messages.claim(100)
+        yield* messages.markDelivered(claimed.map((m) => ({ id: m.id, claimId: m.claimId, status: 200 })))
+        yield* advance(120_000)
+        // each key published again while a pruning pass runs, in both orders
+        yield* Effect.forEach(raced, (key, i) =>
+          Effect.all(
+            i % 2 === 0
+              ? [messages.publish([flowMessage({ key, rate: 7 })], undefined), flows.pruneIdle(60_000, 1)]
+              : [flows.pruneIdle(60_000, 1), messages.publish([flowMessage({ key, rate: 7 })], undefined)],
+            { concurrency: "unbounded" }
+          ), { concurrency: 4, discard: true })
+        yield* flows.pruneIdle(60_000, 100)
+        for (const key of raced) assert.deepInclude(yield* flows.get(key), { rate: 7, waiting: 1 }, key)
+      })
+    )
   })
 }

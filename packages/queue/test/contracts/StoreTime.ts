@@ -31,6 +31,7 @@ export class StoreTime extends Context.Service<StoreTime, {
             yield* sql`UPDATE queue.dlq SET failed_at = failed_at - ${by}`
             yield* sql`UPDATE queue.dedup SET expires_at = expires_at - ${by}`
             yield* sql`UPDATE queue.flow_starts SET started_at = started_at - ${by}`
+            yield* sql`UPDATE queue.flow_control SET updated_at = updated_at - ${by}`
             yield* sql`UPDATE queue.events SET time = time - ${by}, next_delivery_time = next_delivery_time - ${by}`
           }).pipe(Effect.orDie)
       }))
