@@ -86,8 +86,15 @@ export const innermostMessage = (error: unknown): string | undefined => {
 }
 
 /**
- * One line for an operator: a refusal names the token variable and the status, an unreachable service
- * the network error.
+ * undici's codes for an answer that stopped coming: fetch gives up after 5 minutes without a byte (its
+ * default, kept: an RPC that streams progress sends lines well within it, and a service that never
+ * answers should not hold a terminal for ever).
+ */
+const SILENT_ANSWER = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"])
+
+/**
+ * One line for an operator: a refusal names the token variable and the status, a service that went
+ * silent says the work may go on there, an unreachable service the network error.
  */
 export const describeFailure = (
   target: { readonly service: string; readonly url: string; readonly tokenVariable: string },
@@ -102,6 +109,9 @@ export const describeFailure = (
       : refusal.status === 503
       ? `${at} is unavailable (503)${said}`
       : `${at} answered ${refusal.status}${said}`
+  }
+  if ([...chain(error)].some((cause) => SILENT_ANSWER.has(String((cause as { readonly code?: unknown }).code)))) {
+    return `${at} sent nothing for 5 minutes, so the command stopped waiting; the service may still be doing the work (see its log)`
   }
   return `no answer from ${at}: ${innermostMessage(error) ?? "unknown error"}`
 }
