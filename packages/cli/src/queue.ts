@@ -298,18 +298,29 @@ const dlq = Command.make("dlq").pipe(
   Command.withSubcommands([dlqList, dlqRetry, dlqDelete, dlqBulk("retry"), dlqBulk("delete")])
 )
 
+/** `--limit` and `--cursor` of a list paged by key (`GET /v2/schedules`, `/v2/topics`). */
+const pageFlags = (what: string) => ({
+  limit: Flag.Int("limit").pipe(
+    Flag.withDescription(`At most this many ${what} (1-100, default 100)`),
+    Flag.filter((limit) => limit >= 1 && limit <= 100, (limit) => `--limit must be from 1 to 100, got ${limit}`),
+    Flag.optional
+  ),
+  cursor: Flag.String("cursor").pipe(Flag.withDescription("The next page, as printed after a full page"), Flag.optional)
+})
+
 const groupName = Argument.String("name").pipe(Argument.withDescription("The URL group's name"))
 
 const groupsList = Command.make(
   "list",
-  { json },
-  Effect.fn(function*({ json }) {
-    const list = yield* withQueue((queue) => queue.ListTopics())
+  { ...pageFlags("URL groups"), json },
+  Effect.fn(function*({ cursor, json, limit }) {
+    const list = yield* withQueue((queue) => queue.ListTopics({ ...given("limit", limit), ...given("cursor", cursor) }))
     if (json) return yield* printJson(list)
     if (list.topics.length === 0) return yield* Console.log("No URL groups.")
     yield* Effect.forEach(list.topics, (topic) => Console.log(describeTopic(topic)), { discard: true })
+    if (list.cursor !== undefined) yield* Console.log(`More: repeat with --cursor=${list.cursor}`)
   })
-).pipe(Command.withDescription("List URL groups, one per line with their endpoints"))
+).pipe(Command.withDescription("List URL groups by name, one per line with their endpoints"))
 
 const groupsGet = Command.make(
   "get",
@@ -363,15 +374,7 @@ const scheduleId = Argument.String("scheduleId").pipe(Argument.withDescription("
 
 const schedulesList = Command.make(
   "list",
-  {
-    limit: Flag.Int("limit").pipe(
-      Flag.withDescription("At most this many schedules (1-100, default 100)"),
-      Flag.filter((limit) => limit >= 1 && limit <= 100, (limit) => `--limit must be from 1 to 100, got ${limit}`),
-      Flag.optional
-    ),
-    cursor: Flag.String("cursor").pipe(Flag.withDescription("The next page, as printed after a full page"), Flag.optional),
-    json
-  },
+  { ...pageFlags("schedules"), json },
   Effect.fn(function*({ cursor, json, limit }) {
     const list = yield* withQueue((queue) => queue.ListSchedules({ ...given("limit", limit), ...given("cursor", cursor) }))
     if (json) return yield* printJson(list)

@@ -6,11 +6,12 @@
  * Every issue is named as on the HTTP API (`path` / `query` / `header` / `body`); the RPC renames
  * the locations that mean nothing there (see `rpc.ts`).
  */
-import type { DefaultHeaders, DlqPage, Endpoint, PublishResult, RequestIssue, Topic } from "@svc/schema"
+import type { DefaultHeaders, DlqPage, Endpoint, PublishResult, RequestIssue, Topic, TopicList } from "@svc/schema"
 import { InvalidRequest, MessageTooLarge, TOPIC_NAME_PATTERN, TopicNotFound } from "@svc/schema"
 import { Clock, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
 import { refusal } from "./Destinations.ts"
+import * as Pages from "./Pages.ts"
 import type { DeliverySettings, PublishInput, PublishSettings } from "./Publish.ts"
 import { checkUrl, lowercaseHeaders, parsePublish } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
@@ -273,6 +274,18 @@ export const listDlq = (query: DlqQuery): Effect.Effect<DlqPage, InvalidRequest,
 // -----------------------------------------------------------------------------
 // URL groups
 // -----------------------------------------------------------------------------
+
+/** A page of URL groups by name (`Pages.ts`): a group holds up to {@link MAX_GROUP_ENDPOINTS} endpoints. */
+export const listTopics = (query: Pages.PageQuery): Effect.Effect<TopicList, InvalidRequest, Groups> =>
+  Effect.map(
+    Pages.byKey({
+      query,
+      keyPattern: TOPIC_NAME_PATTERN,
+      read: (page) => Groups.use((groups) => groups.list(page)),
+      keyOf: (topic) => topic.name
+    }),
+    (page) => Pages.answer("topics", page)
+  )
 
 export const getTopic = (name: string): Effect.Effect<Topic, TopicNotFound, Groups> =>
   Effect.gen(function*() {

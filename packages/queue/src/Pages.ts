@@ -1,5 +1,5 @@
 /**
- * A list paged by key (`GET /v2/schedules`, `GET /v2/flow-control`): at most `limit` entries
+ * A list paged by key (`GET /v2/schedules`, `/v2/flow-control`, `/v2/topics`, `/v2/queues`): at most `limit` entries
  * (1-{@link MAX_LIST_PAGE}, the default) after a `cursor` (the last key of an earlier page, which need
  * not exist any more), and the cursor of the next page when one follows. The stores read keys in byte
  * order (`COLLATE "C"` in Postgres), so the pages of one list never overlap or skip.
@@ -18,6 +18,12 @@ export interface Page<A> {
   /** The last key of this page when another follows. */
   readonly cursor: string | undefined
 }
+
+/** A page as a list's answer: its entries under `field`, and `cursor` only when another page follows. */
+export const answer = <const Field extends string, A>(field: Field, page: Page<A>) =>
+  (page.cursor === undefined ? { [field]: page.items } : { [field]: page.items, cursor: page.cursor }) as
+    & { readonly [K in Field]: ReadonlyArray<A> }
+    & { readonly cursor?: string }
 
 export const byKey = <A, R>(options: {
   readonly query: PageQuery

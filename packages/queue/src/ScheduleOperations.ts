@@ -161,7 +161,7 @@ export const listSchedules = (query: Pages.PageQuery) =>
       keyOf: (schedule) => schedule.id
     })
     const schedules = yield* Effect.forEach(page.items, toSchedule)
-    return page.cursor === undefined ? { schedules } : { schedules, cursor: page.cursor }
+    return Pages.answer("schedules", { items: schedules, cursor: page.cursor })
   })
 
 export const pauseSchedule = (scheduleId: string) =>

@@ -342,7 +342,7 @@ const EventsHandlers = HttpApiBuilder.group(QueueApi, "events", (handlers) =>
 const TopicsHandlers = HttpApiBuilder.group(QueueApi, "topics", Effect.fn(function*(handlers) {
   const groups = yield* Groups
   return handlers
-    .handle("list", () => Effect.map(groups.list, (topics) => ({ topics })))
+    .handle("list", ({ query }) => Operations.listTopics(query))
     .handle("get", ({ params }) => Operations.getTopic(params.name))
     .handle("upsertEndpoints", ({ params, payload }) => Operations.upsertEndpoints(params.name, payload.endpoints))
     .handle("removeEndpoints", ({ params, payload }) => groups.removeEndpoints(params.name, payload.endpoints))
@@ -373,7 +373,7 @@ const FlowControlHandlers = HttpApiBuilder.group(QueueApi, "flowControl", Effect
     .handle("list", ({ query }) =>
       Effect.map(
         Pages.byKey({ query, keyPattern: FLOW_CONTROL_KEY_PATTERN, read: flows.list, keyOf: (flow) => flow.flowControlKey }),
-        (page) => page.cursor === undefined ? { flowControls: page.items } : { flowControls: page.items, cursor: page.cursor }
+        (page) => Pages.answer("flowControls", page)
       ))
     .handle("get", ({ params }) => flows.get(params.key))
     .handle("pause", ({ params }) => flows.setPaused(params.key, true))
@@ -384,7 +384,11 @@ const QueuesHandlers = HttpApiBuilder.group(QueueApi, "queues", Effect.fn(functi
   const queues = yield* Queues
   return handlers
     .handle("upsert", ({ payload }) => queues.upsert(payload.queueName, payload.parallelism))
-    .handle("list", () => Effect.map(queues.list, (list) => ({ queues: list })))
+    .handle("list", ({ query }) =>
+      Effect.map(
+        Pages.byKey({ query, keyPattern: QUEUE_NAME_PATTERN, read: queues.list, keyOf: (queue) => queue.name }),
+        (page) => Pages.answer("queues", page)
+      ))
     .handle("get", ({ params }) => queues.get(params.name))
     .handle("delete", ({ params }) => queues.delete(params.name))
     .handle("pause", ({ params }) => queues.setPaused(params.name, true))

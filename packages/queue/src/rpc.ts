@@ -62,7 +62,7 @@ export const RpcHandlers = QueueRpcs.toLayer(Effect.gen(function*() {
     ListDlq: (query) => Operations.listDlq(query).pipe(Effect.mapError(inPayload)),
     RetryDlq: ({ dlqId }) => dlq.retry(dlqId),
     DeleteDlq: ({ dlqId }) => dlq.delete(dlqId),
-    ListTopics: () => Effect.map(groups.list, (topics) => ({ topics })),
+    ListTopics: (query) => Operations.listTopics(query).pipe(Effect.mapError(inPayload)),
     GetTopic: ({ name }) => Operations.getTopic(name),
     DeleteTopic: ({ name }) => groups.delete(name),
     UpsertEndpoints: ({ name, endpoints }) => Operations.upsertEndpoints(name, endpoints).pipe(Effect.mapError(inPayload)),

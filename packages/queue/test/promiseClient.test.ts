@@ -254,6 +254,26 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("Promise cl
       yield* Effect.forEach(ids, (scheduleId) => run(() => queue.schedules.delete(scheduleId)), { concurrency: 8 })
     }))
 
+  it.effect("groups.list and queues.list follow the pages of GET /v2/topics and /v2/queues (100 a page)", () =>
+    Effect.gen(function*() {
+      const queue = yield* client
+      const dest = yield* Destination
+      const names = Array.from({ length: 101 }, (_, i) => `paged-${String(i).padStart(3, "0")}`)
+      yield* Effect.forEach(names, (name) =>
+        Effect.all([
+          run(() => queue.groups.upsertEndpoints(name, [{ url: `${dest.baseUrl}/${name}` }])),
+          run(() => queue.queues.upsert({ queueName: name }))
+        ]), { concurrency: 8 })
+      const groups = (yield* run(() => queue.groups.list())).map((topic) => topic.name)
+      assert.deepStrictEqual(groups.filter((name) => name.startsWith("paged-")), names)
+      assert.strictEqual(new Set(groups).size, groups.length)
+      const queues = (yield* run(() => queue.queues.list())).map((fifo) => fifo.name)
+      assert.deepStrictEqual(queues.filter((name) => name.startsWith("paged-")), names)
+      assert.strictEqual(new Set(queues).size, queues.length)
+      yield* Effect.forEach(names, (name) =>
+        Effect.all([run(() => queue.groups.delete(name)), run(() => queue.queues.delete(name))]), { concurrency: 8 })
+    }))
+
   it.effect("flow control and FIFO queues: keys from a publish, pause and resume; queue upsert, enqueue, list, delete", () =>
     Effect.gen(function*() {
       const queue = yield* client

@@ -168,7 +168,7 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("rpc", (it)
       assert.strictEqual(created.name, "rpc-orders")
       assert.strictEqual(created.endpoints.length, 2)
 
-      const { topics } = yield* client.ListTopics()
+      const { topics } = yield* client.ListTopics({})
       const listed = topics.find((topic) => topic.name === "rpc-orders")
       assert.isDefined(listed)
       assert.strictEqual(
@@ -205,7 +205,7 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("rpc", (it)
       assert.strictEqual((yield* Effect.flip(wrong.ListDlq({})))._tag, "Unauthorized")
 
       const anonymous = yield* anonymousClient
-      const missing = yield* Effect.flip(anonymous.ListTopics())
+      const missing = yield* Effect.flip(anonymous.ListTopics({}))
       assert.strictEqual(missing._tag, "Unauthorized")
       assert.match(missing.message, /Missing bearer token \(Authorization: Bearer <QUEUE_TOKEN>\)/)
 
@@ -266,7 +266,7 @@ layer(queueLayer({ token: Option.none() }), { timeout: 60_000, excludeTestServic
   it.effect("every procedure is refused with ServiceUnavailable, even with a token", () =>
     Effect.gen(function*() {
       const client = yield* rpcClient()
-      const error = yield* Effect.flip(client.ListTopics())
+      const error = yield* Effect.flip(client.ListTopics({}))
       assert.strictEqual(error._tag, "ServiceUnavailable")
       assert.match(error.message, /QUEUE_TOKEN/)
       assert.strictEqual((yield* Effect.flip(client.Publish({ destination: "https://example.com/x" })))._tag, "ServiceUnavailable")

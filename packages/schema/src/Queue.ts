@@ -20,7 +20,7 @@ import * as QueueFlow from "./QueueFlow.ts"
 import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
 import * as QueueBulk from "./QueueBulk.ts"
 import * as QueueEvents from "./QueueEvents.ts"
-import { RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
+import { PageQuery, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -142,7 +142,11 @@ export const Topic = Schema.Struct({
 }).annotate({ identifier: "Topic" })
 export type Topic = typeof Topic.Type
 
-export const TopicList = Schema.Struct({ topics: Schema.Array(Topic) }).annotate({ identifier: "TopicList" })
+export const TopicList = Schema.Struct({
+  topics: Schema.Array(Topic),
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  cursor: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "TopicList" })
 export type TopicList = typeof TopicList.Type
 
 /** 1-100 letters, digits, `.`, `_` or `-`; not `.` or `..`, which a URL path cannot carry as a segment. */
@@ -328,7 +332,7 @@ export const RemoveEndpointsPayload = RequestObject({
 }, "a JSON object with endpoints")
 
 export class TopicsGroup extends HttpApiGroup.make("topics").add(
-  HttpApiEndpoint.get("list", "/v2/topics", { success: TopicList }),
+  HttpApiEndpoint.get("list", "/v2/topics", { query: PageQuery, success: TopicList, error: InvalidRequest }),
   HttpApiEndpoint.get("get", "/v2/topics/:name", { params: { name: TopicName }, success: Topic, error: TopicNotFound }),
   HttpApiEndpoint.post("upsertEndpoints", "/v2/topics/:name/endpoints", {
     params: { name: TopicName },
@@ -452,7 +456,15 @@ export const RetryDlqRpc = Rpc.make("RetryDlq", {
 
 export const DeleteDlqRpc = Rpc.make("DeleteDlq", { payload: { dlqId: IdParam }, error: DlqMessageNotFound })
 
-export const ListTopicsRpc = Rpc.make("ListTopics", { success: TopicList })
+/** A page of URL groups by name, as `GET /v2/topics`; `limit` 1-100 (the default), checked by the handler. */
+export const ListTopicsRpc = Rpc.make("ListTopics", {
+  payload: {
+    cursor: Schema.optionalKey(RequestString({ maxLength: 100 })),
+    limit: Schema.optionalKey(Int4)
+  },
+  success: TopicList,
+  error: InvalidRequest
+})
 
 export const GetTopicRpc = Rpc.make("GetTopic", { payload: { name: NameParam }, success: Topic, error: TopicNotFound })
 

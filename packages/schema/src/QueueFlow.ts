@@ -69,7 +69,11 @@ export const FifoQueue = Schema.Struct({
 }).annotate({ identifier: "FifoQueue" })
 export type FifoQueue = typeof FifoQueue.Type
 
-export const FifoQueueList = Schema.Struct({ queues: Schema.Array(FifoQueue) }).annotate({ identifier: "FifoQueueList" })
+export const FifoQueueList = Schema.Struct({
+  queues: Schema.Array(FifoQueue),
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  cursor: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "FifoQueueList" })
 
 export const UpsertQueuePayload = RequestObject({
   queueName: QueueName,
@@ -110,7 +114,7 @@ export class FlowControlGroup extends HttpApiGroup.make("flowControl").add(
 
 export class QueuesGroup extends HttpApiGroup.make("queues").add(
   HttpApiEndpoint.post("upsert", "/v2/queues", { payload: UpsertQueuePayload, success: FifoQueue, error: InvalidRequest }),
-  HttpApiEndpoint.get("list", "/v2/queues", { success: FifoQueueList }),
+  HttpApiEndpoint.get("list", "/v2/queues", { query: PageQuery, success: FifoQueueList, error: InvalidRequest }),
   HttpApiEndpoint.get("get", "/v2/queues/:name", { params: { name: QueueName }, success: FifoQueue, error: FifoQueueNotFound }),
   HttpApiEndpoint.delete("delete", "/v2/queues/:name", {
     params: { name: QueueName },

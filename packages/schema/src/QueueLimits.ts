@@ -22,7 +22,8 @@ export const RequestObject = <Fields extends Schema.Struct.Fields>(fields: Field
 
 /**
  * Entries per page of a list whose size a client decides (`GET /v2/schedules`: each schedule holds a
- * body of up to `QUEUE_MAX_MESSAGE_BYTES`; `GET /v2/flow-control`: a key for every one ever published).
+ * body of up to `QUEUE_MAX_MESSAGE_BYTES`; `GET /v2/flow-control`: a key for every one in use;
+ * `GET /v2/topics` and `GET /v2/queues`: as many as clients create, a group with its endpoints).
  */
 export const MAX_LIST_PAGE = 100
 

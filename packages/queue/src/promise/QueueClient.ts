@@ -334,7 +334,8 @@ export class QueueClient {
     /** Adds endpoints (the group is created when new); an endpoint with the same name or URL is replaced. */
     upsertEndpoints: async (name: string, endpoints: ReadonlyArray<Endpoint>): Promise<Topic> =>
       this.#call({ method: "POST", path: route`/v2/topics/${name}/endpoints`, json: { endpoints } }),
-    list: async (): Promise<ReadonlyArray<Topic>> => listIn(await this.#call({ method: "GET", path: "/v2/topics" }), "topics"),
+    /** Every group (the queue answers 100 a page: this follows the pages). */
+    list: (): Promise<ReadonlyArray<Topic>> => this.#everyPage("/v2/topics", "topics"),
     get: async (name: string): Promise<Topic> => this.#call({ method: "GET", path: route`/v2/topics/${name}` }),
     /** Removes endpoints by name or URL. */
     removeEndpoints: async (name: string, endpoints: ReadonlyArray<{ readonly name?: string; readonly url?: string }>): Promise<Topic> =>
@@ -375,7 +376,8 @@ export class QueueClient {
     /** Creates the queue or sets its parallelism (1-100, default 1). */
     upsert: async (options: { readonly queueName: string; readonly parallelism?: number | undefined }): Promise<FifoQueue> =>
       this.#call({ method: "POST", path: "/v2/queues", json: options }),
-    list: async (): Promise<ReadonlyArray<FifoQueue>> => listIn(await this.#call({ method: "GET", path: "/v2/queues" }), "queues"),
+    /** Every queue (the queue answers 100 a page: this follows the pages). */
+    list: (): Promise<ReadonlyArray<FifoQueue>> => this.#everyPage("/v2/queues", "queues"),
     get: async (queueName: string): Promise<FifoQueue> => this.#call({ method: "GET", path: route`/v2/queues/${queueName}` }),
     /** Deletes the queue; its queued messages are cancelled. */
     delete: async (queueName: string): Promise<void> => this.#call({ method: "DELETE", path: route`/v2/queues/${queueName}` }),

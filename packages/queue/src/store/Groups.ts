@@ -26,8 +26,8 @@ const toTopic = (topic: MemoryTopic): Topic => ({
 })
 
 export class Groups extends Context.Service<Groups, {
-  /** Every group, by name. */
-  readonly list: Effect.Effect<ReadonlyArray<Topic>>
+  /** At most `limit` groups by name (byte order), those after `after` when given. */
+  readonly list: (page: { readonly after: string | undefined; readonly limit: number }) => Effect.Effect<ReadonlyArray<Topic>>
   readonly get: (name: string) => Effect.Effect<Option.Option<Topic>>
   /**
    * Adds endpoints (creating the group): a known URL takes the given name, a named endpoint given a
@@ -51,20 +51,26 @@ export class Groups extends Context.Service<Groups, {
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
 
+      // One group by name, or a page by name in byte order (COLLATE "C"), as the memory layer compares
+      // names, whatever the database's locale; the page is cut before the endpoints are gathered.
       const select = SqlSchema.findAll({
-        Request: Schema.NullOr(Schema.String),
+        Request: Schema.Struct({ name: Schema.NullOr(Schema.String), after: Schema.NullOr(Schema.String), limit: Schema.Number }),
         Result: TopicRow,
-        execute: (name) =>
+        execute: ({ after, limit, name }) =>
           sql`
             SELECT t.name, t.headers, t.created_at, t.updated_at,
               coalesce((SELECT jsonb_agg(jsonb_build_object('name', e.name, 'url', e.url) ORDER BY e.position)
                         FROM queue.topic_endpoints e WHERE e.topic_name = t.name), '[]'::jsonb) AS endpoints
-            FROM queue.topics t
-            WHERE (${name}::text IS NULL OR t.name = ${name}::text)
-            ORDER BY t.name`
+            FROM (
+              SELECT * FROM queue.topics
+              WHERE (${name}::text IS NULL OR name = ${name}::text)
+                AND (${after}::text IS NULL OR name > ${after}::text COLLATE "C")
+              ORDER BY name COLLATE "C" LIMIT ${limit}
+            ) t
+            ORDER BY t.name COLLATE "C"`
       })
-      const topics = (name: string | null) =>
-        Effect.map(select(name), (rows) =>
+      const topics = (query: { readonly name: string | null; readonly after: string | null; readonly limit: number }) =>
+        Effect.map(select(query), (rows) =>
           rows.map((row) =>
             toTopic({
               name: row.name,
@@ -75,7 +81,7 @@ export class Groups extends Context.Service<Groups, {
             })
           ))
 
-      const get = (name: string) => Effect.map(topics(name), (found) => Option.fromUndefinedOr(found[0]))
+      const get = (name: string) => Effect.map(topics({ name, after: null, limit: 1 }), (found) => Option.fromUndefinedOr(found[0]))
       const mustGet = (name: string) =>
         Effect.flatMap(get(name), Option.match({
           onNone: () => Effect.fail(new TopicNotFound({ name })),
@@ -148,7 +154,7 @@ export class Groups extends Context.Service<Groups, {
         })
 
       return Groups.of({
-        list: atDatabaseBoundary(topics(null)),
+        list: ({ after, limit }) => atDatabaseBoundary(topics({ name: null, after: after ?? null, limit })),
         get: (name) => atDatabaseBoundary(get(name)),
         upsertEndpoints: (name, endpoints, maxEndpoints) => atDatabaseBoundary(upsertEndpoints(name, endpoints, maxEndpoints)),
         removeEndpoints: (name, endpoints) => atDatabaseBoundary(removeEndpoints(name, endpoints)),
@@ -168,7 +174,11 @@ export class Groups extends Context.Service<Groups, {
         return topic === undefined ? Effect.fail(new TopicNotFound({ name })) : Effect.succeed(toTopic(topic))
       }
       return Groups.of({
-        list: Effect.sync(() => [...tables.topics.values()].sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0).map(toTopic)),
+        list: ({ after, limit }) =>
+          Effect.sync(() =>
+            [...tables.topics.values()].filter((topic) => after === undefined || topic.name > after)
+              .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0).slice(0, limit).map(toTopic)
+          ),
         get: (name) => Effect.sync(() => Option.map(Option.fromUndefinedOr(tables.topics.get(name)), toTopic)),
         upsertEndpoints: (name, endpoints, maxEndpoints) =>
           Effect.flatten(atNow(tables, (now) => {

@@ -38,8 +38,8 @@ const toQueue = (row: typeof QueueRow.Type): FifoQueue => ({
 export class Queues extends Context.Service<Queues, {
   /** Creates the queue, or sets its parallelism (kept when not given; 1 for a new queue). */
   readonly upsert: (name: string, parallelism: number | undefined) => Effect.Effect<FifoQueue>
-  /** Every queue, by name. */
-  readonly list: Effect.Effect<ReadonlyArray<FifoQueue>>
+  /** At most `limit` queues by name (byte order), those after `after` when given. */
+  readonly list: (page: { readonly after: string | undefined; readonly limit: number }) => Effect.Effect<ReadonlyArray<FifoQueue>>
   readonly get: (name: string) => Effect.Effect<FifoQueue, FifoQueueNotFound>
   /** The queue goes and its queued messages are cancelled (deliveries in flight finish). */
   readonly delete: (name: string) => Effect.Effect<void, FifoQueueNotFound>
@@ -53,24 +53,30 @@ export class Queues extends Context.Service<Queues, {
       const sql = yield* PgClient.PgClient
       const { wake } = yield* Enqueue
 
+      // One queue by name, or a page by name in byte order (COLLATE "C", as the memory layer compares
+      // names); the page is cut before the counts are made.
       const select = SqlSchema.findAll({
-        Request: Schema.NullOr(Schema.String),
+        Request: Schema.Struct({ name: Schema.NullOr(Schema.String), after: Schema.NullOr(Schema.String), limit: Schema.Number }),
         Result: QueueRow,
-        execute: (name) =>
+        execute: ({ after, limit, name }) =>
           sql`
             SELECT q.name, q.parallelism, q.paused, q.created_at, q.updated_at, c.waiting, c.in_flight
-            FROM queue.queues q
+            FROM (
+              SELECT * FROM queue.queues
+              WHERE (${name}::text IS NULL OR name = ${name}::text)
+                AND (${after}::text IS NULL OR name > ${after}::text COLLATE "C")
+              ORDER BY name COLLATE "C" LIMIT ${limit}
+            ) q
             CROSS JOIN LATERAL (
               SELECT
                 count(*) FILTER (WHERE NOT (m.claim_id IS NOT NULL AND m.not_before > now()))::int4 AS waiting,
                 count(*) FILTER (WHERE m.claim_id IS NOT NULL AND m.not_before > now())::int4 AS in_flight
               FROM queue.messages m WHERE m.queue_name = q.name AND m.state = 'queued') c
-            WHERE (${name}::text IS NULL OR q.name = ${name}::text)
-            ORDER BY q.name`
+            ORDER BY q.name COLLATE "C"`
       })
 
       const get = (name: string) =>
-        Effect.flatMap(select(name), ([row]) =>
+        Effect.flatMap(select({ name, after: null, limit: 1 }), ([row]) =>
           row === undefined ? Effect.fail(new FifoQueueNotFound({ name })) : Effect.succeed(toQueue(row)))
 
       const upsert = (name: string, parallelism: number | undefined) =>
@@ -100,7 +106,8 @@ export class Queues extends Context.Service<Queues, {
 
       return Queues.of({
         upsert: (name, parallelism) => atDatabaseBoundary(upsert(name, parallelism)),
-        list: atDatabaseBoundary(Effect.map(select(null), (rows) => rows.map(toQueue))),
+        list: ({ after, limit }) =>
+          atDatabaseBoundary(Effect.map(select({ name: null, after: after ?? null, limit }), (rows) => rows.map(toQueue))),
         get: (name) => atDatabaseBoundary(get(name)),
         delete: (name) => atDatabaseBoundary(remove(name)),
         setPaused: (name, paused) => atDatabaseBoundary(setPaused(name, paused))
@@ -146,7 +153,11 @@ export class Queues extends Context.Service<Queues, {
             }),
             Effect.orDie(get(name))
           ),
-        list: atNow(tables, (now) => [...tables.queues.keys()].sort().map((name) => view(tables, now, name)!)),
+        list: ({ after, limit }) =>
+          atNow(tables, (now) =>
+            [...tables.queues.keys()].sort().filter((name) => after === undefined || name > after).slice(0, limit)
+              .map((name) => view(tables, now, name)!)
+          ),
         get,
         delete: (name) =>
           Effect.flatten(atNow(tables, (): Effect.Effect<void, FifoQueueNotFound> => {

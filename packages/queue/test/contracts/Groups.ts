@@ -4,7 +4,7 @@
  *
  * Covers: upsert creating a group and keeping endpoint order; a named endpoint moving to a new URL
  * and a known URL taking a new name; the cap (nothing stored past it); removal by URL or name;
- * default headers; delete; unknown groups.
+ * default headers; delete; unknown groups; pages by name.
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
@@ -33,7 +33,24 @@ export const groupsContract = (name: string, layer: StoresLayer): void => {
         assert.deepStrictEqual(endpoints(created), ["billing=https://billing.example.com/in", "https://audit.example.com/in"])
         yield* groups.upsertEndpoints("alerts", [{ url: "https://pager.example.com/" }], 100)
         assert.deepStrictEqual(Option.getOrThrow(yield* groups.get("orders")), created)
-        assert.deepStrictEqual((yield* groups.list).map((t) => t.name), ["alerts", "orders"])
+        assert.deepStrictEqual((yield* groups.list({ after: undefined, limit: 100 })).map((t) => t.name), ["alerts", "orders"])
+      })
+    )
+
+    test(
+      "list pages by name in byte order, after a name that need not exist, each group with its endpoints",
+      Effect.gen(function*() {
+        const groups = yield* Groups
+        for (const name of ["b", "B", "_z", "a-b", "aB"]) yield* groups.upsertEndpoints(name, [{ url: `https://${name}.example.com/` }], 100)
+        const names = (after: string | undefined, limit: number) =>
+          Effect.map(groups.list({ after, limit }), (page) => page.map((topic) => topic.name))
+        assert.deepStrictEqual(yield* names(undefined, 10), ["B", "_z", "a-b", "aB", "b"])
+        assert.deepStrictEqual(yield* names(undefined, 2), ["B", "_z"])
+        assert.deepStrictEqual(yield* names("_z", 2), ["a-b", "aB"])
+        assert.deepStrictEqual(yield* names("a", 10), ["a-b", "aB", "b"])
+        assert.deepStrictEqual(yield* names("b", 10), [])
+        const [page] = yield* groups.list({ after: "aB", limit: 1 })
+        assert.deepStrictEqual(endpoints(page!), ["https://b.example.com/"])
       })
     )
 
@@ -99,7 +116,7 @@ export const groupsContract = (name: string, layer: StoresLayer): void => {
         const emptied = yield* groups.removeEndpoints("orders", [{ name: "b" }])
         assert.deepStrictEqual(endpoints(emptied), [])
         assert.isTrue(Option.isNone(yield* groups.get("orders")))
-        assert.notInclude((yield* groups.list).map((topic) => topic.name), "orders")
+        assert.notInclude((yield* groups.list({ after: undefined, limit: 100 })).map((topic) => topic.name), "orders")
         // and the name can be used again from scratch
         yield* groups.upsertEndpoints("orders", [{ url: "https://d.example.com/" }], 100)
         assert.deepStrictEqual(endpoints(Option.getOrThrow(yield* groups.get("orders"))), ["https://d.example.com/"])
@@ -119,7 +136,7 @@ export const groupsContract = (name: string, layer: StoresLayer): void => {
         assert.strictEqual((yield* Effect.flip(groups.setHeaders("nope", {})))._tag, "TopicNotFound")
         yield* groups.delete("orders")
         assert.isTrue(Option.isNone(yield* groups.get("orders")))
-        assert.deepStrictEqual(yield* groups.list, [])
+        assert.deepStrictEqual(yield* groups.list({ after: undefined, limit: 100 }), [])
         assert.strictEqual((yield* Effect.flip(groups.delete("orders")))._tag, "TopicNotFound")
       })
     )

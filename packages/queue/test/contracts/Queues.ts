@@ -91,7 +91,14 @@ export const queuesContract = (name: string, layer: Layer.Layer<Services, unknow
         assert.strictEqual((yield* Effect.flip(queues.setPaused("held", true)))._tag, "FifoQueueNotFound")
         yield* queues.upsert("b-queue", 2)
         yield* queues.upsert("a-queue", 1)
-        assert.deepStrictEqual((yield* queues.list).map((q) => q.name), ["a-queue", "b-queue"])
+        yield* queues.upsert("B-queue", 1)
+        const names = (after: string | undefined, limit: number) =>
+          Effect.map(queues.list({ after, limit }), (page) => page.map((q) => q.name))
+        // pages by name in byte order, after a name that need not exist
+        assert.deepStrictEqual(yield* names(undefined, 100), ["B-queue", "a-queue", "b-queue"])
+        assert.deepStrictEqual(yield* names(undefined, 1), ["B-queue"])
+        assert.deepStrictEqual(yield* names("B-queue", 1), ["a-queue"])
+        assert.deepStrictEqual(yield* names("a", 5), ["a-queue", "b-queue"])
       })
     )
   })

@@ -146,6 +146,30 @@ describe("QueueApi over the memory stores (no socket, no database)", () => {
       })
     ))
 
+  it.live("URL groups and FIFO queues are listed in pages by name with a cursor (limit 1-100); a bad cursor or limit is a 400 naming it", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        for (const name of ["g-c", "g-a", "g-b"]) {
+          yield* call(`/v2/topics/${name}/endpoints`, json("POST", { endpoints: [{ url: `https://${name}.example.com/` }] }))
+          yield* call("/v2/queues", json("POST", { queueName: name }))
+        }
+        for (const [path, field] of [["/v2/topics", "topics"], ["/v2/queues", "queues"]] as const) {
+          const first = (yield* call(`${path}?limit=2`)).body
+          assert.deepStrictEqual(first[field].map((entry: any) => entry.name), ["g-a", "g-b"], path)
+          assert.strictEqual(first.cursor, "g-b", path)
+          const rest = (yield* call(`${path}?cursor=${first.cursor}&limit=2`)).body
+          assert.deepStrictEqual(rest, { [field]: [rest[field][0]] }, path)
+          assert.strictEqual(rest[field][0].name, "g-c", path)
+          assert.deepStrictEqual(Object.keys((yield* call(path)).body), [field], path)
+          for (const [query, parameter] of [["cursor=..", "cursor"], ["cursor=a%20b", "cursor"], ["limit=0", "limit"], ["limit=101", "limit"], ["limit=x", "limit"]]) {
+            const refused = yield* call(`${path}?${query}`)
+            assert.strictEqual(refused.status, 400, `${path}?${query}`)
+            assert.deepStrictEqual(refused.body.issues.map((issue: any) => issue.parameter), [parameter], `${path}?${query}`)
+          }
+        }
+      })
+    ))
+
   it.live("URL groups: a name or URL given twice in one upsert is a 400 naming it, and nothing is stored", () =>
     withQueue((call) =>
       Effect.gen(function*() {
