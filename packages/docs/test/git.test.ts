@@ -107,6 +107,12 @@ describe("git source helpers", () => {
     assert.deepStrictEqual(remoteOf("http://0x7f000001:8080/a/b.git"), { transport: "http", hostname: "127.0.0.1", port: 8080 })
     assert.deepStrictEqual(remoteOf("git://2130706433/a/b.git"), { transport: "git", hostname: "127.0.0.1", port: 9418 })
     assert.deepStrictEqual(remoteOf("ssh://git@[::1]:2222/a/b.git"), { transport: "ssh", hostname: "[::1]", port: 2222 })
+    // a port equal to http's default is still the port written (read as http, it was dropped: the
+    // address pin of https://host:80 went to 443, and curl looked the name up again; an outside sweep)
+    assert.deepStrictEqual(remoteOf("https://git.example.test:80/o/r.git"), { transport: "https", hostname: "git.example.test", port: 80 })
+    assert.deepStrictEqual(remoteOf("ssh://git@git.example.test:80/o/r.git"), { transport: "ssh", hostname: "git.example.test", port: 80 })
+    assert.deepStrictEqual(remoteOf("git://git.example.test:80/o/r.git"), { transport: "git", hostname: "git.example.test", port: 80 })
+    assert.deepStrictEqual(remoteOf("http://git.example.test:443/o/r.git"), { transport: "http", hostname: "git.example.test", port: 443 })
     assert.deepStrictEqual(remoteOf("git@localhost:a/b.git"), { transport: "ssh", hostname: "localhost", port: 22 })
     // a bracketed name or IPv4 address is that host to ssh and git: read as such
     assert.deepStrictEqual(remoteOf("ssh://git@[127.0.0.1]:2222/a/b.git"), { transport: "ssh", hostname: "127.0.0.1", port: 2222 })
@@ -135,6 +141,11 @@ describe("git source helpers", () => {
       assert.deepStrictEqual(
         yield* networkOptions("https://docs.example.org/acme/widgets.git", "https://docs.example.org/acme/widgets.git", publicAnswer),
         ["-c", "http.followRedirects=false", "-c", "http.curloptResolve=docs.example.org:443:203.0.114.7,[2a00:1450::1]"]
+      )
+      // the pin names the port git connects to, whatever the scheme's default
+      assert.deepStrictEqual(
+        yield* networkOptions("https://docs.example.org:80/acme/w.git", "x", publicAnswer),
+        ["-c", "http.followRedirects=false", "-c", "http.curloptResolve=docs.example.org:80:203.0.114.7,[2a00:1450::1]"]
       )
       // ssh and git:// are checked, not pinned (git's own lookup); file:// and paths are local
       assert.deepStrictEqual(yield* networkOptions("git@docs.example.org:acme/w.git", "x", publicAnswer), ["-c", "http.followRedirects=false"])
@@ -271,6 +282,11 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
         assert.notInclude(JSON.stringify(failure), "secret")
         assert.notInclude(String(failure), "secret")
       }
+      // a one-letter user name is not cut out of every word (it read "git co***ld not clone")
+      const shortUser = yield* failureOf(indexer.add("http://u:secret@127.0.0.1:1/acme/nothing.git").pipe(allowPrivate))
+      assert.match(shortUser.message, /^git could not clone http:\/\/127\.0\.0\.1:1\/acme\/nothing\.git: /)
+      assert.notInclude(shortUser.message, "***")
+      assert.notInclude(shortUser.message, "secret")
       assert.notInclude(JSON.stringify(yield* indexer.list), "secret")
     }))
 

@@ -83,10 +83,27 @@ const credentialsOf = (url: string): ReadonlyArray<string> => {
   return [...new Set([...parts, ...decoded])].sort((a, b) => b.length - a.length)
 }
 
-/** Text (git's error output) with the credentials of `url` and of any URL in it removed. */
+/** `text` with every occurrence of `word` that no letter or digit touches replaced by `by`. */
+const standaloneReplaced = (text: string, word: string, by: string): string => {
+  const wordChar = /[\p{L}\p{N}]/u
+  let out = ""
+  let from = 0
+  for (let at = text.indexOf(word); at !== -1; at = text.indexOf(word, at + 1)) {
+    if (at < from || wordChar.test(text[at - 1] ?? "") || wordChar.test(text[at + word.length] ?? "")) continue
+    out += text.slice(from, at) + by
+    from = at + word.length
+  }
+  return out + text.slice(from)
+}
+
+/**
+ * Text (git's error output) with the credentials of `url` and of any URL in it removed. A credential
+ * is replaced where it stands alone, not inside a word: as a substring, a user name `u` turned "could
+ * not" into "co***ld not" and the pattern of stars told a short secret (an outside sweep).
+ */
 const redact = (text: string, url: string): string =>
   credentialsOf(url).reduce(
-    (out, secret) => out.split(secret).join("***"),
+    (out, secret) => standaloneReplaced(out, secret, "***"),
     text.replace(/([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@'"]*)@/gi, (_all, scheme: string, userinfo: string) =>
       isSsh(scheme) ? `${scheme}${userinfo.split(":")[0]}@` : scheme)
   )
@@ -133,14 +150,18 @@ export const remoteOf = (url: string) => {
   // URL only an IPv6 address: unwrapped, it is read like any other host
   const unwrapped = authority.replace(/^\[([^\]:]*)\]/, "$1")
   let parsed: URL
+  let writtenPort: string
   try {
     // as an http URL, so that every transport's host is read alike: 0x7f000001, 2130706433 and 127.1
     // are 127.0.0.1 to the guard as they are to the connection
     parsed = new URL(`http://${unwrapped}`)
+    // the port as written, from a scheme without a default: read as http, `https://host:80` and
+    // `ssh://host:80` lost their port 80 (http's default), and the address pin went to 443 or 22
+    writtenPort = new URL(`svc-remote://${unwrapped}`).port
   } catch {
     return { unreadable: authority }
   }
-  const port = parsed.port !== "" ? Number(parsed.port) : ({ http: 80, https: 443, ssh: 22, git: 9418 } as const)[transport as "http"]
+  const port = writtenPort !== "" ? Number(writtenPort) : ({ http: 80, https: 443, ssh: 22, git: 9418 } as const)[transport as "http"]
   return { transport, hostname: parsed.hostname, port }
 }
 
