@@ -28,6 +28,7 @@ import { Bucket, type BucketApi, formatBlobToken, parseBlobToken } from "@svc/bl
 import { NodeServices } from "@effect/platform-node"
 import { LocalObjectStorage, type ObjectStorageError, OutboundGuard, Settings, startObjectStorage } from "@svc/platform"
 import { Config, Context, Duration, Effect, Layer, Option, Queue, Redacted, Schedule, Schema, Stream } from "effect"
+import { withoutQueries } from "./adapters/http.ts"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { imageSize } from "image-size"
@@ -295,7 +296,7 @@ export class ImageCacher extends Context.Service<ImageCacher, {
               Effect.catchTag("HttpClientError", (error): Effect.Effect<never, Transient | Rejected> => {
                 const refused = OutboundGuard.refusalOf(error)
                 return refused === undefined
-                  ? Effect.fail(new Transient({ message: error.message }))
+                  ? Effect.fail(new Transient({ message: withoutQueries(error.message) }))
                   : Effect.fail(new Rejected({ message: `refused by the outbound guard: ${refused}` }))
               })
             )

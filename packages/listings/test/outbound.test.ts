@@ -11,8 +11,10 @@
 import { assert, layer } from "@effect/vitest"
 import { OutboundGuard } from "@svc/platform"
 import { Context, Duration, Effect, Layer, Option, Result, Schedule, Stream } from "effect"
+import { HttpClient } from "effect/http"
 import { SqlClient } from "effect/sql"
 import type * as Http from "node:http"
+import { feedGet } from "../src/adapters/http.ts"
 import { ImageCacher, ImageStore } from "../src/Images.ts"
 import { Ingest } from "../src/Ingest.ts"
 import { type FeedRecord, imageKey, normalize } from "../src/Normalize.ts"
@@ -240,6 +242,19 @@ layer(FeedStack, { excludeTestServices: true, timeout: 60_000 })("feeds", (it) =
       const hops = servers.seenA.filter((seen) => seen.path.startsWith("/to/"))
       assert.isTrue(hops.some((seen) => seen.headers["x-api-key"] === "partner-secret-key"))
       assert.isTrue(hops.some((seen) => seen.headers.authorization === "Bearer partner-secret-key"))
+    }))
+
+  it.effect("a feed that cannot be reached is said without its URL's query (a key there reached the log)", () =>
+    Effect.gen(function*() {
+      // a host that does not resolve: the HTTP client's own message names the URL it asked, query included
+      const url = "http://feed.invalid/feed.json?api_key=QUERYSECRET"
+      const failure = yield* HttpClient.HttpClient.use((client) => Effect.flip(feedGet(client, url, { id: "querykey", adapter: "json", url }))).pipe(
+        Effect.provide(OutboundGuard.layerHttpClient({ allowPrivate: true }))
+      )
+      assert.strictEqual(failure.kind, "unreachable")
+      assert.match(failure.message, /^http:\/\/feed\.invalid\/feed\.json: /)
+      assert.notInclude(failure.message, "QUERYSECRET")
+      assert.notInclude(failure.message, "api_key")
     }))
 
   it.effect("a redirect within the origin keeps it", () =>

@@ -40,7 +40,9 @@ export const feedBody = (
     const where = safeUrl(url)
     let bytes = 0
     return response.stream.pipe(
-      Stream.mapError((error) => new FeedError({ kind: "unreachable", message: `${where}: the body broke off: ${error.message}` })),
+      Stream.mapError((error) =>
+        new FeedError({ kind: "unreachable", message: `${where}: the body broke off: ${withoutQueries(error.message)}` })
+      ),
       Stream.mapEffect((chunk) => {
         bytes += chunk.length
         return bytes > maxBytes
@@ -90,7 +92,7 @@ export const feedGet = (
         return Effect.fail(
           new FeedError({
             kind: "unreachable",
-            message: refused === undefined ? `${where}: ${error.message}` : `${where}: refused: ${refused}`
+            message: refused === undefined ? `${where}: ${withoutQueries(error.message)}` : `${where}: refused: ${refused}`
           })
         )
       })
@@ -109,6 +111,13 @@ export const sameOrigin = (url: string, other: string | undefined): boolean => {
     return false
   }
 }
+
+/**
+ * `text` with the query and fragment of every http(s) URL in it cut: an HTTP client's error message
+ * names the URL it asked (`Transport error (GET https://feed.example/x?api_key=…)`), and a feed's key
+ * in the query went to the log with it.
+ */
+export const withoutQueries = (text: string): string => text.replace(/(\bhttps?:\/\/[^\s?#)]*)[?#][^\s)]*/gi, "$1")
 
 /** The URL without query and credentials, for log lines. */
 export const safeUrl = (url: string): string => {
