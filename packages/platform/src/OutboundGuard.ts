@@ -123,7 +123,7 @@ export const isInternalName = (host: string): boolean => {
 const describeAddress = (verdict: AddressVerdict): string => `${verdict.address} is in ${rangeOf(verdict)}`
 
 /** `the loopback range`, `the IPv4-mapped range (it embeds 127.0.0.1)`. */
-const rangeOf = (verdict: AddressVerdict): string => {
+const rangeOf = (verdict: AddressVerdict, showEmbedded = true): string => {
   const names: Record<string, string> = {
     loopback: "loopback",
     private: "private",
@@ -143,7 +143,7 @@ const rangeOf = (verdict: AddressVerdict): string => {
     nonGlobal: "non-global IPv6"
   }
   const name = names[verdict.range] ?? verdict.range
-  return `the ${name} range${verdict.embeds === undefined ? "" : ` (it embeds ${verdict.embeds})`}`
+  return `the ${name} range${verdict.embeds === undefined || !showEmbedded ? "" : ` (it embeds ${verdict.embeds})`}`
 }
 
 // -----------------------------------------------------------------------------
@@ -218,7 +218,11 @@ const literalRefusal = (hostname: string, options: GuardOptions): string | undef
   return undefined
 }
 
-/** Why a name's addresses may not be reached, if one of them may not. */
+/**
+ * Why a name's addresses may not be reached, if one of them may not: the range, never the address
+ * (the reason goes back to whoever asked, and "vm resolves to 127.0.0.1" let a token holder map the
+ * server's internal names; an outside sweep).
+ */
 const resolvedRefusal = (
   hostname: string,
   addresses: ReadonlyArray<ResolvedAddress>,
@@ -228,7 +232,7 @@ const resolvedRefusal = (
   for (const entry of addresses) {
     const verdict = classifyAddress(entry.address)
     if (verdict === undefined || !verdict.allowed) {
-      return `${hostname} resolves to ${verdict === undefined ? entry.address : `${verdict.address}, in ${rangeOf(verdict)}`}${hint(options)}`
+      return `${hostname} resolves to ${verdict === undefined ? "an address that cannot be read" : `an address in ${rangeOf(verdict, false)}`}${hint(options)}`
     }
   }
   return undefined
