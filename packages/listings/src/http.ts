@@ -3,7 +3,7 @@
  */
 import { OutboundGuard } from "@svc/platform"
 import { ImageNotFound, type IngestResult, INT4_MAX, InvalidRequest, ListingsApi, MAX_PAGE_SIZE, type RequestIssue } from "@svc/schema"
-import { Effect, Layer, Option, Result, Schema, Stream } from "effect"
+import { Cache, Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient, SqlSchema } from "effect/sql"
@@ -135,23 +135,41 @@ const etagMatches = (header: string | undefined, etag: string): boolean =>
  * Nothing is ever fetched here; a cached image missing from storage is made pending again and the
  * background cacher kicked.
  */
-/** Whether the outbound guard refuses `url` by its host alone (an address or a local name; no lookup). */
-const refusedOriginal = (url: string, allowPrivate: boolean): boolean => {
-  try {
-    return OutboundGuard.requestRefusal(new URL(url), { allowPrivate }) !== undefined
-  } catch {
-    return true
-  }
-}
+/** How long the guard's verdict on an original's host is kept (a name's answer may change). */
+const HOST_VERDICT_TTL = "1 minute"
 
-export const ImagesRoute = HttpRouter.add(
+/**
+ * Whether the app may be sent to a host: not where the guard keeps the server itself away (an internal
+ * address, a local name, a name that resolves to an internal address). A name that does not resolve
+ * here is passed on: the server cannot judge it, and the app's own resolver may know it (the demo
+ * offers' images are on `images.marketplace.example`). Kept a minute per host, so that a page of
+ * originals (every image, with storage off) costs one lookup per host, not one per image.
+ */
+const hostAllowed = Cache.make({
+  capacity: 10_000,
+  timeToLive: HOST_VERDICT_TTL,
+  requireServicesAt: "lookup",
+  lookup: (hostname: string) =>
+    Effect.gen(function*() {
+      const { allowPrivate } = yield* ListingsConfig
+      if (allowPrivate) return true
+      if (OutboundGuard.requestRefusal(new URL(`http://${hostname}`), { allowPrivate }) !== undefined) return false
+      const resolve = yield* OutboundGuard.Resolver
+      const addresses = yield* Effect.tryPromise(() => resolve(hostname)).pipe(
+        Effect.timeout("3 seconds"),
+        Effect.orElseSucceed((): ReadonlyArray<OutboundGuard.ResolvedAddress> => [])
+      )
+      return !addresses.some((entry) => OutboundGuard.isPrivateAddress(entry.address))
+    })
+})
+
+export const ImagesRoute = Layer.unwrap(Effect.map(hostAllowed, (hosts) => HttpRouter.add(
   "GET",
   "/images/:key",
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const store = yield* ImageStore
     const cacher = yield* ImageCacher
-    const { allowPrivate } = yield* ListingsConfig
     const request = yield* HttpServerRequest.HttpServerRequest
     const { key } = yield* HttpRouter.params
     if (key === undefined || !KEY.test(key)) return yield* new ImageNotFound({ key: key ?? "" })
@@ -164,11 +182,15 @@ export const ImagesRoute = HttpRouter.add(
     const image = rows[0]
     if (image === undefined) return yield* new ImageNotFound({ key })
     // The original is passed on only where the guard would let the server itself go: a 302 to a
-    // loopback or private address (a feed's image at http://127.0.0.1/…) sent the app into its own
-    // device's or network's services. Refused, the image is not found.
-    const redirect = refusedOriginal(image.original_url, allowPrivate)
-      ? Effect.fail(new ImageNotFound({ key }))
-      : Effect.succeed(HttpServerResponse.redirect(image.original_url, { status: 302, headers: { "cache-control": "no-cache" } }))
+    // loopback or private address (a feed's image at http://127.0.0.1/…, or at a name resolving
+    // there) sent the app into its own device's or network's services. Refused, the image is not found.
+    const redirect = Effect.gen(function*() {
+      const original = URL.parse(image.original_url)
+      const allowed = original !== null && (original.protocol === "http:" || original.protocol === "https:") &&
+        (yield* Cache.get(hosts, original.hostname))
+      if (!allowed) return yield* new ImageNotFound({ key })
+      return HttpServerResponse.redirect(image.original_url, { status: 302, headers: { "cache-control": "no-cache" } })
+    })
     if (image.status !== "cached" || image.etag === null || !store.enabled) return yield* redirect
     const headers = { etag: image.etag, "cache-control": CACHED_MAX_AGE }
     if (etagMatches(request.headers["if-none-match"], image.etag)) {
@@ -201,4 +223,4 @@ export const ImagesRoute = HttpRouter.add(
       }
     )
   })
-)
+)))

@@ -361,7 +361,7 @@ const ExceptionStack = Layer.unwrap(Effect.gen(function*() {
     imageStore: memoryStore,
     cacher,
     httpClient: OutboundGuard.layerHttpClient({ allowPrivate: false, allowOrigins: [a], resolve })
-  })
+  }).pipe(Layer.provideMerge(Layer.succeed(OutboundGuard.Resolver, resolve)))
 })).pipe(Layer.provideMerge(ServersLive), Layer.provideMerge(TestDatabase.layer()))
 const Exception = socketClient(ExceptionStack).pipe(Layer.provideMerge(ExceptionStack)) as Layer.Layer<
   Client | Servers | ImageCacher | OfferStore | Ingest | SqlClient.SqlClient,
@@ -395,6 +395,12 @@ layer(Exception, { excludeTestServices: true, timeout: 60_000 })("images, every 
       // its original is on loopback (server A, an exception of this test's fetching client only): not redirected to
       const response = yield* client.fetch(`/images/${imageKey(urls[0]!)}`)
       assert.strictEqual(response.status, 404)
+      // nor to a name that resolves to loopback (only literal addresses and local names were caught)
+      for (const url of direct) {
+        const named = yield* client.fetch(`/images/${imageKey(url)}`)
+        assert.strictEqual(named.status, 404, url)
+        assert.isNull(named.headers.get("location"), url)
+      }
     }))
 
   it.effect("mock offers' demo images are registered but never fetched; real feed images are", () =>

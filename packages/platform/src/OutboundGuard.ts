@@ -27,7 +27,7 @@
  * - **One setting per service** allows private hosts for development (`allowPrivate`); it switches off
  *   the address and name checks only, never the redirect bound or the credential rule.
  */
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { FetchHttpClient, type HttpClient } from "effect/http"
 import ipaddr from "ipaddr.js"
 import * as Dns from "node:dns"
@@ -160,6 +160,14 @@ export interface ResolvedAddress {
 export type Resolve = (hostname: string) => Promise<ReadonlyArray<ResolvedAddress>>
 
 export const systemResolve: Resolve = (hostname) => Dns.promises.lookup(hostname, { all: true, order: "verbatim" })
+
+/**
+ * How a service resolves names for a check ahead of a request (default: the system's); tests provide
+ * their own to make a name resolve inward without any real DNS.
+ */
+export const Resolver = Context.Reference<Resolve>("@svc/platform/OutboundGuard/Resolver", {
+  defaultValue: () => systemResolve
+})
 
 export interface GuardOptions {
   /** The service's development setting: loopback and private hosts allowed (no address checks). */

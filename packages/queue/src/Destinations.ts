@@ -7,17 +7,12 @@
  * still refused.
  */
 import { OutboundGuard } from "@svc/platform"
-import { Context, Effect } from "effect"
+import { Effect } from "effect"
 
 export const SETTING = "QUEUE_ALLOW_PRIVATE"
 
-/**
- * How names are resolved for the publish-time check (default: the system's). Tests provide their
- * own to make a name resolve inward without any real DNS.
- */
-export const Resolver = Context.Reference<OutboundGuard.Resolve>("@svc/queue/Destinations/Resolver", {
-  defaultValue: () => OutboundGuard.systemResolve
-})
+/** How names are resolved for the publish-time check: the suite's (`OutboundGuard.Resolver`). */
+export const Resolver = OutboundGuard.Resolver
 
 /** The guard's options for the queue. */
 export const guardOptions = (allowPrivate: boolean, resolve?: OutboundGuard.Resolve): OutboundGuard.GuardOptions => ({
