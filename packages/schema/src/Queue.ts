@@ -20,7 +20,7 @@ import * as QueueFlow from "./QueueFlow.ts"
 import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
 import * as QueueBulk from "./QueueBulk.ts"
 import * as QueueEvents from "./QueueEvents.ts"
-import { PageQuery, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
+import { PagePayload, PageQuery, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -458,10 +458,7 @@ export const DeleteDlqRpc = Rpc.make("DeleteDlq", { payload: { dlqId: IdParam },
 
 /** A page of URL groups by name, as `GET /v2/topics`; `limit` 1-100 (the default), checked by the handler. */
 export const ListTopicsRpc = Rpc.make("ListTopics", {
-  payload: {
-    cursor: Schema.optionalKey(RequestString({ maxLength: 100 })),
-    limit: Schema.optionalKey(Int4)
-  },
+  payload: PagePayload,
   success: TopicList,
   error: InvalidRequest
 })

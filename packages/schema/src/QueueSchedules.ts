@@ -11,8 +11,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Rpc } from "effect/rpc"
 import { ApiError, InvalidRequest } from "./Errors.ts"
-import { Int4, RequestString, UrlParam } from "./Limits.ts"
-import { PageQuery } from "./QueueLimits.ts"
+import { RequestString, UrlParam } from "./Limits.ts"
+import { PagePayload, PageQuery } from "./QueueLimits.ts"
 
 /** A schedule id: chosen with `Svc-Schedule-Id` (not `.` or `..`: it is a URL path segment), or `scd_` and 32 hex digits. */
 export const SCHEDULE_ID_PATTERN = /^(?!\.\.?$)[A-Za-z0-9._-]{1,100}$/
@@ -129,10 +129,7 @@ export const AddScheduleRpc = Rpc.make("AddSchedule", {
 
 /** A page of schedules by id, as `GET /v2/schedules`; `limit` 1-100 (the default), checked by the handler. */
 export const ListSchedulesRpc = Rpc.make("ListSchedules", {
-  payload: {
-    cursor: Schema.optionalKey(RequestString({ maxLength: 100 })),
-    limit: Schema.optionalKey(Int4)
-  },
+  payload: PagePayload,
   success: ScheduleList,
   error: InvalidRequest
 })

@@ -12,6 +12,7 @@ import type { FlowControl } from "@svc/schema"
 import { FlowControlNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlSchema, type Statement } from "effect/sql"
+import { type KeyPage, keyPageOf, keyPageSql } from "./KeyPage.ts"
 import { Enqueue } from "./Enqueue.ts"
 import { atNow, MemoryTables, type Tables } from "./MemoryTables.ts"
 
@@ -38,8 +39,8 @@ const toFlowControl = (row: typeof FlowControlRow.Type): FlowControl => ({
 })
 
 export class FlowControls extends Context.Service<FlowControls, {
-  /** At most `limit` keys by key (byte order), those after `after` when given. */
-  readonly list: (page: { readonly after: string | undefined; readonly limit: number }) => Effect.Effect<ReadonlyArray<FlowControl>>
+  /** A page of keys (KeyPage.ts). */
+  readonly list: (page: KeyPage) => Effect.Effect<ReadonlyArray<FlowControl>>
   readonly get: (key: string) => Effect.Effect<FlowControl, FlowControlNotFound>
   /** A paused key's messages wait (deliveries in flight finish); resuming wakes the workers. */
   readonly setPaused: (key: string, paused: boolean) => Effect.Effect<FlowControl, FlowControlNotFound>
@@ -76,13 +77,11 @@ export class FlowControls extends Context.Service<FlowControls, {
         Result: FlowControlRow,
         execute: (key) => withCounts(sql`WHERE f.key = ${key}`)
       })
-      // Byte order (COLLATE "C"), as the memory layer compares keys, whatever the database's locale;
-      // the page is cut before the counts are made.
+      // A page by key (KeyPage.ts), cut before the counts are made.
       const selectPage = SqlSchema.findAll({
-        Request: Schema.Struct({ after: Schema.NullOr(Schema.String), limit: Schema.Number }),
+        Request: Schema.Struct({ after: Schema.UndefinedOr(Schema.String), limit: Schema.Number }),
         Result: FlowControlRow,
-        execute: ({ after, limit }) =>
-          withCounts(sql`WHERE (${after}::text IS NULL OR f.key > ${after}::text COLLATE "C") ORDER BY f.key COLLATE "C" LIMIT ${limit}`)
+        execute: (page) => withCounts(sql`WHERE ${keyPageSql(sql, "f.key", page)}`)
       })
 
       const get = (key: string) =>
@@ -123,8 +122,7 @@ export class FlowControls extends Context.Service<FlowControls, {
       return FlowControls.of({
         pruneIdle: (idleMs, limit) =>
           atDatabaseBoundary(Effect.map(pruneIdle({ idleMs, limit }), ([row]) => row?.n ?? 0)),
-        list: ({ after, limit }) =>
-          atDatabaseBoundary(Effect.map(selectPage({ after: after ?? null, limit }), (rows) => rows.map(toFlowControl))),
+        list: (page) => atDatabaseBoundary(Effect.map(selectPage(page), (rows) => rows.map(toFlowControl))),
         get: (key) => atDatabaseBoundary(get(key)),
         setPaused: (key, paused) => atDatabaseBoundary(setPaused(key, paused))
       })
@@ -164,11 +162,7 @@ export class FlowControls extends Context.Service<FlowControls, {
         Effect.flatMap(atNow(tables, (now) => view(tables, now, key)), (flow) =>
           flow === undefined ? Effect.fail(new FlowControlNotFound({ flowControlKey: key })) : Effect.succeed(flow))
       return FlowControls.of({
-        list: ({ after, limit }) =>
-          atNow(tables, (now) =>
-            [...tables.flowControl.keys()].sort().filter((key) => after === undefined || key > after).slice(0, limit)
-              .map((key) => view(tables, now, key)!)
-          ),
+        list: (page) => atNow(tables, (now) => keyPageOf(tables.flowControl.keys(), (key) => key, page).map((key) => view(tables, now, key)!)),
         get,
         setPaused: (key, paused) =>
           Effect.andThen(

@@ -9,6 +9,7 @@ import type { DefaultHeaders, Endpoint, Topic } from "@svc/schema"
 import { TopicNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
+import { type KeyPage, keyPageOf, keyPageSql } from "./KeyPage.ts"
 import { atNow, type MemoryTopic, MemoryTables } from "./MemoryTables.ts"
 import { GroupFull } from "./Model.ts"
 import { TopicRow } from "./Rows.ts"
@@ -26,8 +27,8 @@ const toTopic = (topic: MemoryTopic): Topic => ({
 })
 
 export class Groups extends Context.Service<Groups, {
-  /** At most `limit` groups by name (byte order), those after `after` when given. */
-  readonly list: (page: { readonly after: string | undefined; readonly limit: number }) => Effect.Effect<ReadonlyArray<Topic>>
+  /** A page of groups by name (KeyPage.ts). */
+  readonly list: (page: KeyPage) => Effect.Effect<ReadonlyArray<Topic>>
   readonly get: (name: string) => Effect.Effect<Option.Option<Topic>>
   /**
    * Adds endpoints (creating the group): a known URL takes the given name, a named endpoint given a
@@ -51,25 +52,22 @@ export class Groups extends Context.Service<Groups, {
     Effect.gen(function*() {
       const sql = yield* PgClient.PgClient
 
-      // One group by name, or a page by name in byte order (COLLATE "C"), as the memory layer compares
-      // names, whatever the database's locale; the page is cut before the endpoints are gathered.
+      // One group by name, or a page by name (KeyPage.ts), cut before the endpoints are gathered.
       const select = SqlSchema.findAll({
-        Request: Schema.Struct({ name: Schema.NullOr(Schema.String), after: Schema.NullOr(Schema.String), limit: Schema.Number }),
+        Request: Schema.Struct({ name: Schema.NullOr(Schema.String), after: Schema.UndefinedOr(Schema.String), limit: Schema.Number }),
         Result: TopicRow,
-        execute: ({ after, limit, name }) =>
+        execute: ({ name, ...page }) =>
           sql`
             SELECT t.name, t.headers, t.created_at, t.updated_at,
               coalesce((SELECT jsonb_agg(jsonb_build_object('name', e.name, 'url', e.url) ORDER BY e.position)
                         FROM queue.topic_endpoints e WHERE e.topic_name = t.name), '[]'::jsonb) AS endpoints
             FROM (
-              SELECT * FROM queue.topics
-              WHERE (${name}::text IS NULL OR name = ${name}::text)
-                AND (${after}::text IS NULL OR name > ${after}::text COLLATE "C")
-              ORDER BY name COLLATE "C" LIMIT ${limit}
+              SELECT * FROM queue.topics t
+              WHERE (${name}::text IS NULL OR t.name = ${name}::text) AND ${keyPageSql(sql, "t.name", page)}
             ) t
             ORDER BY t.name COLLATE "C"`
       })
-      const topics = (query: { readonly name: string | null; readonly after: string | null; readonly limit: number }) =>
+      const topics = (query: { readonly name: string | null } & KeyPage) =>
         Effect.map(select(query), (rows) =>
           rows.map((row) =>
             toTopic({
@@ -81,7 +79,7 @@ export class Groups extends Context.Service<Groups, {
             })
           ))
 
-      const get = (name: string) => Effect.map(topics({ name, after: null, limit: 1 }), (found) => Option.fromUndefinedOr(found[0]))
+      const get = (name: string) => Effect.map(topics({ name, after: undefined, limit: 1 }), (found) => Option.fromUndefinedOr(found[0]))
       const mustGet = (name: string) =>
         Effect.flatMap(get(name), Option.match({
           onNone: () => Effect.fail(new TopicNotFound({ name })),
@@ -154,7 +152,7 @@ export class Groups extends Context.Service<Groups, {
         })
 
       return Groups.of({
-        list: ({ after, limit }) => atDatabaseBoundary(topics({ name: null, after: after ?? null, limit })),
+        list: (page) => atDatabaseBoundary(topics({ name: null, ...page })),
         get: (name) => atDatabaseBoundary(get(name)),
         upsertEndpoints: (name, endpoints, maxEndpoints) => atDatabaseBoundary(upsertEndpoints(name, endpoints, maxEndpoints)),
         removeEndpoints: (name, endpoints) => atDatabaseBoundary(removeEndpoints(name, endpoints)),
@@ -174,11 +172,7 @@ export class Groups extends Context.Service<Groups, {
         return topic === undefined ? Effect.fail(new TopicNotFound({ name })) : Effect.succeed(toTopic(topic))
       }
       return Groups.of({
-        list: ({ after, limit }) =>
-          Effect.sync(() =>
-            [...tables.topics.values()].filter((topic) => after === undefined || topic.name > after)
-              .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0).slice(0, limit).map(toTopic)
-          ),
+        list: (page) => Effect.sync(() => keyPageOf(tables.topics.values(), (topic) => topic.name, page).map(toTopic)),
         get: (name) => Effect.sync(() => Option.map(Option.fromUndefinedOr(tables.topics.get(name)), toTopic)),
         upsertEndpoints: (name, endpoints, maxEndpoints) =>
           Effect.flatten(atNow(tables, (now) => {

@@ -12,6 +12,7 @@ import type { FifoQueue } from "@svc/schema"
 import { FifoQueueNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
+import { type KeyPage, keyPageOf, keyPageSql } from "./KeyPage.ts"
 import { Enqueue } from "./Enqueue.ts"
 import { atNow, MemoryTables, type Tables } from "./MemoryTables.ts"
 
@@ -38,8 +39,8 @@ const toQueue = (row: typeof QueueRow.Type): FifoQueue => ({
 export class Queues extends Context.Service<Queues, {
   /** Creates the queue, or sets its parallelism (kept when not given; 1 for a new queue). */
   readonly upsert: (name: string, parallelism: number | undefined) => Effect.Effect<FifoQueue>
-  /** At most `limit` queues by name (byte order), those after `after` when given. */
-  readonly list: (page: { readonly after: string | undefined; readonly limit: number }) => Effect.Effect<ReadonlyArray<FifoQueue>>
+  /** A page of queues by name (KeyPage.ts). */
+  readonly list: (page: KeyPage) => Effect.Effect<ReadonlyArray<FifoQueue>>
   readonly get: (name: string) => Effect.Effect<FifoQueue, FifoQueueNotFound>
   /** The queue goes and its queued messages are cancelled (deliveries in flight finish). */
   readonly delete: (name: string) => Effect.Effect<void, FifoQueueNotFound>
@@ -53,19 +54,16 @@ export class Queues extends Context.Service<Queues, {
       const sql = yield* PgClient.PgClient
       const { wake } = yield* Enqueue
 
-      // One queue by name, or a page by name in byte order (COLLATE "C", as the memory layer compares
-      // names); the page is cut before the counts are made.
+      // One queue by name, or a page by name (KeyPage.ts), cut before the counts are made.
       const select = SqlSchema.findAll({
-        Request: Schema.Struct({ name: Schema.NullOr(Schema.String), after: Schema.NullOr(Schema.String), limit: Schema.Number }),
+        Request: Schema.Struct({ name: Schema.NullOr(Schema.String), after: Schema.UndefinedOr(Schema.String), limit: Schema.Number }),
         Result: QueueRow,
-        execute: ({ after, limit, name }) =>
+        execute: ({ name, ...page }) =>
           sql`
             SELECT q.name, q.parallelism, q.paused, q.created_at, q.updated_at, c.waiting, c.in_flight
             FROM (
-              SELECT * FROM queue.queues
-              WHERE (${name}::text IS NULL OR name = ${name}::text)
-                AND (${after}::text IS NULL OR name > ${after}::text COLLATE "C")
-              ORDER BY name COLLATE "C" LIMIT ${limit}
+              SELECT * FROM queue.queues q
+              WHERE (${name}::text IS NULL OR q.name = ${name}::text) AND ${keyPageSql(sql, "q.name", page)}
             ) q
             CROSS JOIN LATERAL (
               SELECT
@@ -76,7 +74,7 @@ export class Queues extends Context.Service<Queues, {
       })
 
       const get = (name: string) =>
-        Effect.flatMap(select({ name, after: null, limit: 1 }), ([row]) =>
+        Effect.flatMap(select({ name, after: undefined, limit: 1 }), ([row]) =>
           row === undefined ? Effect.fail(new FifoQueueNotFound({ name })) : Effect.succeed(toQueue(row)))
 
       const upsert = (name: string, parallelism: number | undefined) =>
@@ -106,8 +104,7 @@ export class Queues extends Context.Service<Queues, {
 
       return Queues.of({
         upsert: (name, parallelism) => atDatabaseBoundary(upsert(name, parallelism)),
-        list: ({ after, limit }) =>
-          atDatabaseBoundary(Effect.map(select({ name: null, after: after ?? null, limit }), (rows) => rows.map(toQueue))),
+        list: (page) => atDatabaseBoundary(Effect.map(select({ name: null, ...page }), (rows) => rows.map(toQueue))),
         get: (name) => atDatabaseBoundary(get(name)),
         delete: (name) => atDatabaseBoundary(remove(name)),
         setPaused: (name, paused) => atDatabaseBoundary(setPaused(name, paused))
@@ -153,11 +150,7 @@ export class Queues extends Context.Service<Queues, {
             }),
             Effect.orDie(get(name))
           ),
-        list: ({ after, limit }) =>
-          atNow(tables, (now) =>
-            [...tables.queues.keys()].sort().filter((name) => after === undefined || name > after).slice(0, limit)
-              .map((name) => view(tables, now, name)!)
-          ),
+        list: (page) => atNow(tables, (now) => keyPageOf(tables.queues.keys(), (name) => name, page).map((name) => view(tables, now, name)!)),
         get,
         delete: (name) =>
           Effect.flatten(atNow(tables, (): Effect.Effect<void, FifoQueueNotFound> => {

@@ -15,6 +15,7 @@ import { PgClient } from "@effect/sql-pg"
 import { atDatabaseBoundary } from "@svc/platform"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
+import { type KeyPage, keyPageOf, keyPageSql } from "./KeyPage.ts"
 import { Enqueue } from "./Enqueue.ts"
 import { atNow, insertMessages, MemoryTables } from "./MemoryTables.ts"
 import type { NewMessage } from "./Model.ts"
@@ -72,8 +73,8 @@ export interface SchedulesShape {
   /** Creates, or replaces the request, cron and next tick of the schedule with this id (paused state kept). */
   readonly upsert: (schedule: NewSchedule) => Effect.Effect<StoredSchedule>
   readonly get: (id: string) => Effect.Effect<Option.Option<StoredSchedule>>
-  /** At most `limit` schedules by id (byte order), those after `after` when given. */
-  readonly list: (page: { readonly after: string | undefined; readonly limit: number }) => Effect.Effect<ReadonlyArray<StoredSchedule>>
+  /** A page of schedules by id (KeyPage.ts). */
+  readonly list: (page: KeyPage) => Effect.Effect<ReadonlyArray<StoredSchedule>>
   readonly count: Effect.Effect<number>
   /** Removes the schedule and its fires; false when there was none. */
   readonly delete: (id: string) => Effect.Effect<boolean>
@@ -160,14 +161,11 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
       })
       const get = (id: string) => Effect.map(select(id), (rows) => Option.fromUndefinedOr(rows[0]).pipe(Option.map(toStored)))
 
-      // Byte order (COLLATE "C"), as the memory layer compares ids, whatever the database's locale.
+      // A page by id (KeyPage.ts).
       const selectPage = SqlSchema.findAll({
-        Request: Schema.Struct({ after: Schema.NullOr(Schema.String), limit: Schema.Number }),
+        Request: Schema.Struct({ after: Schema.UndefinedOr(Schema.String), limit: Schema.Number }),
         Result: ScheduleRow,
-        execute: ({ after, limit }) =>
-          sql`SELECT ${columns} FROM queue.schedules s ${lastFire}
-              WHERE (${after}::text IS NULL OR s.id > ${after}::text COLLATE "C")
-              ORDER BY s.id COLLATE "C" LIMIT ${limit}`
+        execute: (page) => sql`SELECT ${columns} FROM queue.schedules s ${lastFire} WHERE ${keyPageSql(sql, "s.id", page)}`
       })
 
       const upsert = (schedule: NewSchedule) =>
@@ -268,8 +266,7 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
       return Schedules.of({
         upsert: (schedule) => atDatabaseBoundary(upsert(schedule)),
         get: (id) => atDatabaseBoundary(get(id)),
-        list: ({ after, limit }) =>
-          atDatabaseBoundary(Effect.map(selectPage({ after: after ?? null, limit }), (rows) => rows.map(toStored))),
+        list: (page) => atDatabaseBoundary(Effect.map(selectPage(page), (rows) => rows.map(toStored))),
         count: atDatabaseBoundary(Effect.map(countRow(undefined), (rows) => rows[0]?.count ?? 0)),
         delete: (id) =>
           atDatabaseBoundary(Effect.map(sql`DELETE FROM queue.schedules WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0)),
@@ -299,7 +296,6 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
         return { ...row, lastFire: last }
       }
       const get = (id: string) => Option.fromUndefinedOr(rows.get(id)).pipe(Option.map(withLastFire))
-      const sorted = () => [...rows.values()].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
       return Schedules.of({
         upsert: (schedule) =>
@@ -320,10 +316,7 @@ export class Schedules extends Context.Service<Schedules, SchedulesShape>()("@sv
             return Option.getOrThrow(get(schedule.id))
           }),
         get: (id) => Effect.sync(() => get(id)),
-        list: ({ after, limit }) =>
-          Effect.sync(() =>
-            sorted().filter((row) => after === undefined || row.id > after).slice(0, limit).map(withLastFire)
-          ),
+        list: (page) => Effect.sync(() => keyPageOf(rows.values(), (row) => row.id, page).map(withLastFire)),
         count: Effect.sync(() => rows.size),
         delete: (id) =>
           Effect.sync(() => {
