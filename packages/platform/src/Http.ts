@@ -366,6 +366,8 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
           ? Effect.fail(missingHost)
           : repeatsHost(request)
           ? Effect.fail(repeatedHost)
+          : request.url.includes(";") && routes.cutAtSemicolon(request.method, request.url)
+          ? Effect.fail(semicolonInPath)
           : coding !== undefined
           ? Effect.succeed(HttpServerResponse.text(
             `${coding} is not supported: send the body uncompressed`,
@@ -426,6 +428,11 @@ const repeatsHost = (request: HttpServerRequest.HttpServerRequest) => {
 }
 
 const repeatedHost = new InvalidRequest({ issues: [{ in: "header", parameter: "host", problem: "is given more than once: send one" }] })
+
+/** A `;` the router would cut the path at (RouteTable.cutAtSemicolon): refused before any handler runs. */
+const semicolonInPath = new InvalidRequest({
+  issues: [{ in: "path", parameter: "", problem: "holds a ';', which this server does not take in a path: send it percent-encoded (%3B)" }]
+})
 
 /** An incoming id is echoed only if short and plain: it ends up in logs and response headers. */
 const saneRequestId = (value: string | undefined): string | undefined =>

@@ -15,20 +15,48 @@ const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "QU
 export class RouteTable extends Context.Service<RouteTable, {
   /** The methods routed at `url`'s path (HEAD with GET, as the router serves it), `[]` when none is. */
   readonly allowed: (url: string) => ReadonlyArray<string>
+  /**
+   * Whether `url`'s path has a `;` that the router would cut it at, dropping what follows: effect's
+   * router (as find-my-way) reads `;` as the start of a query, so `DELETE /v2/queues/zz;x` deleted
+   * queue `zz`. A `;` that a wildcard route takes whole (the queue's `/v2/publish/<destination URL>`,
+   * which reads the raw path) is not cut.
+   */
+  readonly cutAtSemicolon: (method: string, url: string) => boolean
   readonly note: (route: HttpRouter.Route<any, any>) => void
 }>()("@svc/platform/RouteTable") {
   static readonly layer = Layer.effect(
     RouteTable,
     Effect.gen(function*() {
       // matched as the router matches (its configuration: trailing and duplicate slashes, case)
-      const table = FindMyWay.make<true>(yield* HttpRouter.RouterConfig)
-      const on = (method: string, path: FindMyWay.PathInput) =>
-        method === "*" ? table.all(path, true) : table.on(method, path, true)
+      // each route noted with its path, so that two lookups can tell whether they found the same route
+      const table = FindMyWay.make<string>(yield* HttpRouter.RouterConfig)
+      const on = (method: string, path: FindMyWay.PathInput, route: string) =>
+        method === "*" ? table.all(path, route) : table.on(method, path, route)
       return RouteTable.of({
         note: (route) => {
-          on(route.method, route.path)
+          on(route.method, route.path, route.path)
           // the router takes `/x/*` for `/x` too
-          if (route.path.endsWith("/*")) on(route.method, route.path.slice(0, -2) as FindMyWay.PathInput)
+          if (route.path.endsWith("/*")) on(route.method, route.path.slice(0, -2) as FindMyWay.PathInput, route.path)
+        },
+        cutAtSemicolon: (method, url) => {
+          const path = url.split(/[?#]/, 1)[0]!
+          if (!path.includes(";")) return false
+          const asked = method === "HEAD" ? "GET" : method
+          // where the router takes the path (cut), and the route of the path as sent (its `;` encoded, so
+          // kept); a path the router cannot read at all is left to it (it answers that itself)
+          const find = (target: string, by = asked) => {
+            try {
+              return table.find(by, target)
+            } catch {
+              return undefined
+            }
+          }
+          const cut = find(path)
+          const whole = find(path.replaceAll(";", "%3B"))
+          if (cut !== undefined && whole?.handler === cut.handler && whole.params["*"] !== undefined) return false
+          // cut where some route takes the rest (for this method or, for a 405, another): refused
+          const before = path.slice(0, path.indexOf(";"))
+          return METHODS.some((other) => find(before, other) !== undefined)
         },
         allowed: (url) => {
           const found = METHODS.filter((method) => table.find(method, url) !== undefined)

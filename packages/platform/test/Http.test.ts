@@ -239,6 +239,23 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
         assert.deepStrictEqual(nope.body, { code: "not_found", message: "No route for GET /nope" })
       }))
 
+    it.effect("a ';' the router would cut the path at is a 400, the handler never run; a path no route takes stays a 404", () =>
+      Effect.gen(function*() {
+        // the router reads `;` as a query's start: /offers/1;x was /offers/1, and /offers;x the list
+        for (const path of ["/offers/1;x", "/offers/1;", "/offers;x", "/offers/;/x?limit=1"]) {
+          const cut = yield* request(path)
+          assert.strictEqual(cut.response.status, 400, path)
+          assert.deepStrictEqual(cut.body?.issues, [{
+            in: "path",
+            parameter: "",
+            problem: "holds a ';', which this server does not take in a path: send it percent-encoded (%3B)"
+          }], path)
+        }
+        assert.strictEqual((yield* request("/nope;x")).response.status, 404)
+        // encoded, it is part of the segment (here an id like any other)
+        assert.strictEqual((yield* request("/offers/1%3Bx")).response.status, 404)
+      }))
+
     it.effect("a path routed for other methods is 405 naming them in Allow; OPTIONS lists them", () =>
       Effect.gen(function*() {
         const wrongMethod = yield* request("/offers/1", { method: "DELETE" })

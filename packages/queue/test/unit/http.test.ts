@@ -170,6 +170,25 @@ describe("QueueApi over the memory stores (no socket, no database)", () => {
       })
     ))
 
+  it.live("a ';' in a path: part of a destination URL (the route reads the raw path), refused before a name or id (it cut the path there)", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const published = yield* call("/v2/publish/https://example.com/a;b=c/d?x=1", { method: "POST", body: "m" })
+        assert.strictEqual(published.status, 201, JSON.stringify(published.body))
+        assert.strictEqual((yield* call(`/v2/messages/${published.body.messageId}`)).body.url, "https://example.com/a;b=c/d?x=1")
+        yield* call("/v2/queues", json("POST", { queueName: "zz" }))
+        // DELETE /v2/queues/zz;x deleted queue zz
+        for (const path of ["/v2/queues/zz;x", "/v2/queues/zz;%FF%FE..%2F"]) {
+          const refused = yield* call(path, { method: "DELETE" })
+          assert.strictEqual(refused.status, 400, path)
+          assert.match(refused.body.message, /holds a ';'/, path)
+        }
+        assert.strictEqual((yield* call("/v2/queues/zz")).status, 200)
+        assert.strictEqual((yield* call("/v2/queues/zz;x/pause", { method: "POST" })).status, 400)
+        assert.strictEqual((yield* call("/v2/queues/zz")).body.paused, false)
+      })
+    ))
+
   it.live("URL groups: a name or URL given twice in one upsert is a 400 naming it, and nothing is stored", () =>
     withQueue((call) =>
       Effect.gen(function*() {
