@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { spawnablePorts, tempDir } from "@svc/platform/testing"
 import { Effect, Redacted, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Http from "node:http"
 import * as path from "node:path"
 import { finished, healthy, occupy, started, svc } from "./svcProcess.ts"
 
@@ -138,6 +139,23 @@ describe("smoke", () => {
           .then(async (r) => ({ status: r.status, body: await r.json() as { code: string; status: number; message: string } }))
       )
       assert.deepStrictEqual(put, { status: 400, body: { ...put.body, code: "invalid_input", status: 400, message: "Upload routes take POST, not PUT" } })
+      // requests no Fetch Request can carry (undici refuses TRACE and a Host with a user) were a 500
+      const raw = (method: string, headers: Record<string, string>) =>
+        Effect.promise(() =>
+          new Promise<{ status: number; body: { code: string; message: string } }>((resolve, reject) => {
+            const request = Http.request({ host: "127.0.0.1", port: uploadsPort, path: "/api/upload/files", method, headers }, (response) => {
+              let text = ""
+              response.on("data", (chunk) => text += chunk)
+              response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }))
+            })
+            request.on("error", reject)
+            request.end(method === "POST" ? "{}" : undefined)
+          })
+        )
+      const trace = yield* raw("TRACE", {})
+      assert.deepStrictEqual([trace.status, trace.body.code, trace.body.message], [400, "invalid_input", "Upload routes take POST, not TRACE"])
+      const userHost = yield* raw("POST", { host: "user@127.0.0.1", "content-type": "application/json" })
+      assert.deepStrictEqual([userHost.status, userHost.body.code], [400, "invalid_input"])
 
       // a second process joins the embedded database with the URL `svc db url` prints
       const dbUrl = svc(["db", "url"], env)

@@ -23,12 +23,12 @@
  * @module
  */
 import { LocalObjectStorage, serve, Settings } from "@svc/platform"
-import { Config, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Config, Effect, Exit, Layer, Option, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
 import * as NodePath from "node:path"
 import { Bucket, type BucketApi } from "../server/Bucket.ts"
-import { createUploadHandler } from "../server/route.ts"
+import { createUploadHandler, errorResponse } from "../server/route.ts"
 import { formatBlobToken } from "../server/token.ts"
 import { BlobError } from "../shared/BlobError.ts"
 import { checkContentTypePatterns } from "../shared/contentTypes.ts"
@@ -114,9 +114,21 @@ export const routes = (options: Omit<DemoOptions, "port" | "host" | "corsOrigins
       "/api/upload/:route",
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const web = yield* HttpServerRequest.toWeb(request)
+        // A request no Fetch `Request` can carry (a Host with a user, `user@host`; the TRACE method,
+        // which undici refuses) is refused as the route refuses input: it was a 500
+        // (a throw in `new Request`: a defect, not a failure)
+        const web = yield* Effect.exit(HttpServerRequest.toWeb(request))
+        if (Exit.isFailure(web)) {
+          return HttpServerResponse.fromWeb(errorResponse(
+            new BlobError("invalid_input", {
+              message: request.method === "POST"
+                ? "The request cannot be read: its Host header is not a host name and port"
+                : `Upload routes take POST, not ${request.method}`
+            })
+          ))
+        }
         // the handler answers every refusal itself; a rejection is an application bug (a 500)
-        const response = yield* Effect.promise(() => handler(web))
+        const response = yield* Effect.promise(() => handler(web.value))
         return HttpServerResponse.fromWeb(response)
       })
     )

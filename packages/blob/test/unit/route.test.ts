@@ -125,6 +125,18 @@ describe("upload route over Bucket.layerMemory", () => {
         const begin = (yield* post(handler, beginPng)).json as unknown as BeginUploadResponse
         const forged = yield* post(handler, { type: "complete", completionToken: `${begin.completionToken.slice(0, -2)}xx` })
         assert.deepStrictEqual([forged.status, forged.json.code], [403, "forbidden"])
+        // the token exactly as issued, nothing else: base64url decoding skipped these, and they passed
+        const [v, payload, signature] = begin.completionToken.split(".")
+        for (
+          const variant of [
+            ...["!", "\u0000", " ", "=", "==", "*", "\n", "😀"].map((extra) => begin.completionToken + extra),
+            `${v}.${payload}.${signature!.slice(0, 5)}*${signature!.slice(5)}`,
+            `${v}.${payload}.${signature!.replaceAll("-", "+").replaceAll("_", "/")}`
+          ].filter((variant) => variant !== begin.completionToken)
+        ) {
+          const malleated = yield* post(handler, { type: "complete", completionToken: variant })
+          assert.deepStrictEqual([malleated.status, malleated.json.code], [403, "forbidden"], JSON.stringify(variant))
+        }
         const other = createUploadRoute({ bucket, onBeforeUpload: () => undefined })
         const foreign = yield* post(other, { type: "complete", completionToken: begin.completionToken })
         assert.deepStrictEqual([foreign.status, foreign.json.code], [403, "forbidden"])

@@ -49,8 +49,10 @@ export const verifyCompletionToken = (
   if (version !== "v1" || payload === undefined || signature === undefined || token.split(".").length !== 3) {
     return forbidden("The completion token is not valid")
   }
-  const expected = createHmac("sha256", secret).update(`v1.${payload}`).digest()
-  const given = Buffer.from(signature, "base64url")
+  // compared as written, not decoded: node's base64url decoder skips characters outside its alphabet,
+  // so the token with "!", "=" or a NUL appended decoded to the same bytes and was accepted
+  const expected = Buffer.from(createHmac("sha256", secret).update(`v1.${payload}`).digest("base64url"))
+  const given = Buffer.from(signature)
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return forbidden("The completion token is not valid")
   let claims: TokenClaims
   try {
