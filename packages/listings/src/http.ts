@@ -2,7 +2,16 @@
  * HTTP: the `ListingsApi` handlers, and GET /images/:key (a raw route: it streams bytes).
  */
 import { OutboundGuard } from "@svc/platform"
-import { ImageNotFound, type IngestResult, INT4_MAX, InvalidRequest, ListingsApi, MAX_PAGE_SIZE, type RequestIssue } from "@svc/schema"
+import {
+  ImageNotFound,
+  INGEST_QUERY_PARAMETERS,
+  type IngestResult,
+  INT4_MAX,
+  InvalidRequest,
+  ListingsApi,
+  MAX_PAGE_SIZE,
+  type RequestIssue
+} from "@svc/schema"
 import { Cache, Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -83,8 +92,21 @@ const AdminHandlers = HttpApiBuilder.group(
   "admin",
   Effect.fn(function*(handlers) {
     const ingest = yield* Ingest
-    return handlers.handle("ingest", ({ query }) =>
+    return handlers.handle("ingest", ({ query, request }) =>
       Effect.gen(function*() {
+        // a parameter this route does not take (a misspelt `?source=`, `?wiat=`) is refused: ignored,
+        // the call ran every source instead of the one meant
+        const unknown = [...new URLSearchParams(request.url.split("?")[1] ?? "").keys()]
+          .filter((name) => !(INGEST_QUERY_PARAMETERS as ReadonlyArray<string>).includes(name))
+        if (unknown.length > 0) {
+          return yield* new InvalidRequest({
+            issues: [...new Set(unknown)].map((parameter): RequestIssue => ({
+              in: "query",
+              parameter,
+              problem: `is not a parameter of this route (it takes ${INGEST_QUERY_PARAMETERS.join(", ")})`
+            }))
+          })
+        }
         const sources = splitList(query.sources)
         const handles = yield* ingest.trigger({ sources: sources.length > 0 ? sources : undefined, trigger: "manual" })
         if (query.wait !== true) return { runs: handles.map((handle) => handle.run) }

@@ -292,6 +292,16 @@ layer(TestLayer, { excludeTestServices: true })("ingest", (it) => {
       assert.strictEqual(unknown.status, 400)
       assert.strictEqual(unknown.body.code, "unknown_sources")
       assert.deepStrictEqual(unknown.body.sourceIds, ["ghost"])
+      // a list naming no source, or a parameter the route does not take, ran every source: refused, nothing run
+      const runsBefore = (yield* SqlClient.SqlClient.use((sql) => sql<{ n: number }>`SELECT count(*)::int4 AS n FROM listings.ingest_runs`))[0]!.n
+      for (const [query, parameter] of [["sources=", "sources"], ["sources=%20,%20", "sources"], ["sources=%0B", "sources"], ["source=jsonfeed", "source"], ["Sources=jsonfeed", "Sources"], ["wiat=true", "wiat"]]) {
+        const refused = yield* post(`/admin/ingest?${query}`)
+        assert.strictEqual(refused.status, 400, query)
+        assert.strictEqual(refused.body.code, "invalid_request", query)
+        assert.deepStrictEqual(refused.body.issues.map((issue: any) => issue.parameter), [parameter], query)
+      }
+      const runsAfter = (yield* SqlClient.SqlClient.use((sql) => sql<{ n: number }>`SELECT count(*)::int4 AS n FROM listings.ingest_runs`))[0]!.n
+      assert.strictEqual(runsAfter, runsBefore)
 
       feeds.set("/json/page1", json({ data: { items: [jsonOffer("j1")], next: null } }))
       // waited for: 200 with how each run ended (not 202 "started" next to a finished outcome)

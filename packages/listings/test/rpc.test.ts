@@ -128,4 +128,24 @@ layer(TestLayer, { excludeTestServices: true })("rpc", (it) => {
       const [{ n: runsAfter }] = (yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM listings.ingest_runs`) as any
       assert.strictEqual(runsAfter, runsBefore)
     }))
+
+  it.effect("a source list naming no source is refused naming sources, and starts nothing ([] ran every source, [\" \"] none)", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const before = feedRequests
+      const [{ n: runsBefore }] = (yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM listings.ingest_runs`) as any
+      for (const sources of [[], [" "], ["", "\t"]]) {
+        const raw = yield* get("/rpc", {
+          method: "POST",
+          headers: { "content-type": "application/ndjson", authorization: `Bearer ${ADMIN_TOKEN}` },
+          body: JSON.stringify({ _tag: "Request", id: "1", tag: "TriggerIngest", payload: { sources, wait: false }, headers: [] }) + "\n"
+        })
+        assert.strictEqual(raw.status, 400, JSON.stringify(sources))
+        assert.match(raw.body.message, /payload\.sources.*names no source/, JSON.stringify(sources))
+      }
+      yield* Effect.sleep("100 millis")
+      assert.strictEqual(feedRequests, before, "no feed was read")
+      const [{ n: runsAfter }] = (yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM listings.ingest_runs`) as any
+      assert.strictEqual(runsAfter, runsBefore)
+    }))
 })

@@ -271,18 +271,29 @@ export class ImportServicesGroup extends HttpApiGroup.make("importServices").add
   })
 ) {}
 
+/**
+ * A list of source ids that names none (`?sources=`, `?sources=%20,`, `[" "]`) is refused: it ran every
+ * source, the opposite of what was asked. Leave it out for every enabled source.
+ */
+const NO_SOURCE_NAMED = "names no source: give source ids, or leave it out to run every enabled source"
+
+/** The query parameters of `POST /admin/ingest`; any other is refused by the handler (a misspelt `?source=` ran every source). */
+export const INGEST_QUERY_PARAMETERS = ["sources", "wait"] as const
+
 export class AdminGroup extends HttpApiGroup.make("admin").add(
   HttpApiEndpoint.post("ingest", "/admin/ingest", {
     query: {
       /** Comma-separated source ids; default: every enabled source. */
-      sources: Schema.optional(ListParam()),
+      sources: Schema.optional(
+        ListParam().check(Schema.makeFilter((text) => text.split(",").some((id) => id.trim() !== "") || NO_SOURCE_NAMED))
+      ),
       /** Wait for the runs and report their outcomes. */
       wait: Schema.optional(Schema.Boolean)
     },
     // 200 with the outcomes when waited for, else 202 (started). IngestResults first: only it has
     // `waitedMs`, so an answer without it is encoded (and documented) as the 202.
     success: [IngestResults.pipe(HttpApiSchema.status(200)), IngestRuns.pipe(HttpApiSchema.status(202))],
-    error: UnknownSources
+    error: [UnknownSources, InvalidRequest]
   })
 ).middleware(AdminAuth) {}
 
@@ -317,7 +328,12 @@ export const IngestEvent = Schema.Union([
 export type IngestEvent = typeof IngestEvent.Type
 
 export const TriggerIngest = Rpc.make("TriggerIngest", {
-  payload: { sources: Schema.optionalKey(BoundedArray(NameParam, MAX_LIST_ITEMS)), wait: Schema.Boolean },
+  payload: {
+    sources: Schema.optionalKey(
+      BoundedArray(NameParam, MAX_LIST_ITEMS).check(Schema.makeFilter((ids) => ids.some((id) => id.trim() !== "") || NO_SOURCE_NAMED))
+    ),
+    wait: Schema.Boolean
+  },
   success: IngestEvent,
   error: UnknownSources,
   stream: true
