@@ -100,7 +100,7 @@ const AdminHandlers = HttpApiBuilder.group(
           .filter((name) => !(INGEST_QUERY_PARAMETERS as ReadonlyArray<string>).includes(name))
         if (unknown.length > 0) {
           return yield* new InvalidRequest({
-            issues: [...new Set(unknown)].map((parameter): RequestIssue => ({
+            issues: [...new Set(unknown.map((name) => name.slice(0, 100)))].map((parameter): RequestIssue => ({
               in: "query",
               parameter,
               problem: `is not a parameter of this route (it takes ${INGEST_QUERY_PARAMETERS.join(", ")})`
