@@ -7,7 +7,7 @@
  * A caller without the token is answered that way from a body of at most
  * {@link UNAUTHENTICATED_BODY_BYTES} (an RPC request is a few hundred bytes); a larger or unsized body
  * is refused with a plain 401 before it is read, so nobody without the token makes the process read
- * and parse up to the RPC's 16 MiB per request.
+ * and parse up to the RPC's 16 MiB per request, and so is a body that is not a well-formed call.
  */
 import { BearerAuth, RpcDefects, RpcHttp } from "@svc/platform"
 import { InvalidRequest, QueueRpcAuth, QueueRpcs } from "@svc/schema"
@@ -125,9 +125,16 @@ export const RpcRoute = HttpRouter.use((router) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const refused = yield* Effect.exit(auth.check(BearerAuth.tokenOf(request.headers["authorization"])))
         const declared = Number(request.headers["content-length"] ?? Number.NaN)
+        if (Exit.isSuccess(refused)) return yield* httpEffect
         // NaN (chunked, no length) is not a size that may be read either
-        if (Exit.isFailure(refused) && !(declared <= UNAUTHENTICATED_BODY_BYTES)) return yield* Effect.failCause(refused.cause)
-        return yield* httpEffect
+        if (!(declared <= UNAUTHENTICATED_BODY_BYTES)) return yield* Effect.failCause(refused.cause)
+        // A well-formed call gets its typed refusal; one the server would refuse as malformed (an
+        // unknown procedure, a payload of the wrong shape) gets the plain refusal: its 400 named every
+        // procedure and the payloads' fields to a caller without the token (an outside sweep)
+        return yield* httpEffect.pipe(
+          Effect.catch(() => Effect.failCause(refused.cause)),
+          Effect.flatMap((response) => response.status >= 400 ? Effect.failCause(refused.cause) : Effect.succeed(response))
+        )
       })
     )
   })

@@ -214,6 +214,25 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("rpc", (it)
       assert.strictEqual(dest.requests("/rpc-never").length, 0)
     }))
 
+  it.effect("without the token, a malformed call is a plain 401 that names no procedure or field", () =>
+    Effect.gen(function*() {
+      const url = yield* QueueUrl
+      for (
+        const line of [
+          { _tag: "Request", id: "1", tag: "Nope", payload: null, headers: [] },
+          { _tag: "Request", id: "1", tag: "Publish", payload: { destination: 5 }, headers: [] },
+          { nonsense: true }
+        ]
+      ) {
+        const response = yield* Effect.promise(() =>
+          fetch(`${url}/rpc`, { method: "POST", headers: { "content-type": "application/ndjson" }, body: `${JSON.stringify(line)}\n` })
+        )
+        const text = yield* Effect.promise(() => response.text())
+        assert.strictEqual(response.status, 401, text)
+        assert.notMatch(text, /Publish|GetMessage|ListDlq|destination|procedure/, text)
+      }
+    }))
+
   it.effect("without the token, a large or unsized body is refused with 401 before it is read", () =>
     Effect.gen(function*() {
       const url = new URL(yield* QueueUrl)
