@@ -356,7 +356,15 @@ const KeysHandlers = HttpApiBuilder.group(QueueApi, "keys", Effect.fn(function*(
   const keys = yield* SigningKeys
   return handlers
     .handle("get", () => keys.get)
-    .handle("rotate", () => keys.rotate.pipe(Effect.tap(() => Effect.logInfo("Signing keys rotated"))))
+    .handle("rotate", ({ request }) =>
+      Effect.gen(function*() {
+        // a body that could hold options (`{"dryRun":true}`) or is not JSON at all rotated all the same
+        const body = (yield* Effect.orElseSucceed(request.text, () => "x")).trim()
+        if (body !== "" && body !== "{}") {
+          return yield* new InvalidRequest({ issues: [{ in: "body", parameter: "", problem: "POST /v2/keys/rotate takes no body (send none, or {})" }] })
+        }
+        return yield* keys.rotate.pipe(Effect.tap(() => Effect.logInfo("Signing keys rotated")))
+      }))
 }))
 
 const SchedulesHandlers = HttpApiBuilder.group(QueueApi, "schedules", (handlers) =>

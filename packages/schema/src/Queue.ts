@@ -361,7 +361,8 @@ export class TopicsGroup extends HttpApiGroup.make("topics").add(
 
 export class KeysGroup extends HttpApiGroup.make("keys").add(
   HttpApiEndpoint.get("get", "/v2/keys", { success: SigningKeys }),
-  HttpApiEndpoint.post("rotate", "/v2/keys/rotate", { success: SigningKeys })
+  /** Takes no body (none, or `{}`): one with options it does not have is refused, nothing rotated. */
+  HttpApiEndpoint.post("rotate", "/v2/keys/rotate", { success: SigningKeys, error: InvalidRequest })
 ).middleware(QueueAuth) {}
 
 export class QueueApi extends HttpApi.make("queue")

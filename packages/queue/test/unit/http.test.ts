@@ -232,15 +232,24 @@ describe("QueueApi over the memory stores (no socket, no database)", () => {
       })
     ))
 
-  it.live("signing keys: read, rotate (next becomes current)", () =>
+  it.live("signing keys: read, rotate (next becomes current); a rotate with a body it does not take rotates nothing", () =>
     withQueue((call) =>
       Effect.gen(function*() {
         const keys = (yield* call("/v2/keys")).body
         assert.match(keys.current, /^sig_/)
+        for (const body of ["{bad", "{\"dryRun\":true}", "[]", "garbage"]) {
+          const refused = yield* call("/v2/keys/rotate", { method: "POST", body, headers: { "content-type": "application/json" } })
+          assert.strictEqual(refused.status, 400, body)
+          assert.match(refused.body.message, /takes no body/, body)
+        }
+        assert.deepStrictEqual((yield* call("/v2/keys")).body, keys)
         const rotated = yield* call("/v2/keys/rotate", { method: "POST" })
         assert.strictEqual(rotated.status, 200)
         assert.strictEqual(rotated.body.current, keys.next)
         assert.deepStrictEqual((yield* call("/v2/keys")).body, rotated.body)
+        const again = yield* call("/v2/keys/rotate", { method: "POST", body: "{}", headers: { "content-type": "application/json" } })
+        assert.strictEqual(again.status, 200)
+        assert.strictEqual(again.body.current, rotated.body.next)
       })
     ))
 
