@@ -86,8 +86,9 @@ export class IndexStore extends Context.Service<IndexStore, {
   /**
    * Creates or updates the library and its version, in `state`; the version's row id. `queued` does
    * not take back a version another run is indexing right now. `makeDefault`: the version becomes the
-   * library's default. `trust`: the library's trust score (a new library without it gets 5, an
-   * existing one keeps its own).
+   * library's default, with the source's title, description and location (otherwise an existing
+   * library keeps its own until {@link promote}). `trust`: the library's trust score (a new library
+   * without it gets 5, an existing one keeps its own).
    */
   readonly register: (
     source: SourceRecord,
@@ -117,8 +118,12 @@ export class IndexStore extends Context.Service<IndexStore, {
   readonly list: Effect.Effect<ReadonlyArray<LibraryListing>>
   /** No library at all. */
   readonly isEmpty: Effect.Effect<boolean>
-  /** Makes `version` the library's default (a scheduled refresh, once the new version is ready). */
-  readonly setDefault: (id: string, version: string) => Effect.Effect<void>
+  /**
+   * Makes the source's version its library's default, with the source's title, description, location
+   * and rules: an add, once its version is ready. Until then readers keep the previous default, and a
+   * run that fails leaves the library as it was.
+   */
+  readonly promote: (source: SourceRecord) => Effect.Effect<void>
 }>()("@svc/docs/IndexStore") {
   /** On Postgres (the `docs` schema migrated). */
   static readonly layer = Layer.effect(
@@ -137,10 +142,13 @@ export class IndexStore extends Context.Service<IndexStore, {
             INSERT INTO docs.libraries (id, title, description, source_kind, source_location, default_version, trust_score, rules)
             VALUES (${source.libraryId}, ${source.title}, ${source.description}, ${source.kind}, ${source.location}, ${source.version},
               ${trust ?? DEFAULT_TRUST_SCORE}, ${JSON.stringify(source.rules ?? [])}::jsonb)
-            ON CONFLICT (id) DO UPDATE SET
-              title = excluded.title, description = excluded.description, source_kind = excluded.source_kind,
-              source_location = excluded.source_location, rules = excluded.rules, updated_at = now()
-              ${makeDefault ? sql`, default_version = excluded.default_version` : sql``}
+            ON CONFLICT (id) DO UPDATE SET updated_at = now()
+              ${
+          makeDefault
+            ? sql`, default_version = excluded.default_version, title = excluded.title, description = excluded.description,
+                source_kind = excluded.source_kind, source_location = excluded.source_location, rules = excluded.rules`
+            : sql``
+        }
               ${trust === undefined ? sql`` : sql`, trust_score = excluded.trust_score`}
             RETURNING id
           )
@@ -329,11 +337,14 @@ export class IndexStore extends Context.Service<IndexStore, {
         execute: () => sql`SELECT count(*)::int AS count FROM docs.libraries`
       })().pipe(Effect.map(({ count }) => count === 0))
 
-      const setDefault = (id: string, version: string) =>
-        sql`UPDATE docs.libraries SET default_version = ${version}, updated_at = now() WHERE id = ${id}`.pipe(Effect.asVoid)
+      const promote = (source: SourceRecord) =>
+        sql`UPDATE docs.libraries SET default_version = ${source.version}, title = ${source.title},
+              description = ${source.description}, source_kind = ${source.kind}, source_location = ${source.location},
+              rules = ${JSON.stringify(source.rules ?? [])}::jsonb, updated_at = now()
+            WHERE id = ${source.libraryId}`.pipe(Effect.asVoid)
 
       return IndexStore.of({
-        setDefault: (id, version) => atDatabaseBoundary(setDefault(id, version)),
+        promote: (source) => atDatabaseBoundary(promote(source)),
         register: (source, state, options) => atDatabaseBoundary(register(source, state, options)),
         enqueue: (sources) => atDatabaseBoundary(enqueue(sources)),
         library: (id) => atDatabaseBoundary(library(id)),
@@ -364,6 +375,17 @@ export class IndexStore extends Context.Service<IndexStore, {
           versions: state.versions.map((version) => version.id === versionId ? f(version) : version)
         }))
 
+      /** A library's row as a source describes it, its default that source's version (trust aside). */
+      const fromSource = (source: SourceRecord) => ({
+        id: source.libraryId,
+        title: source.title,
+        description: source.description,
+        kind: source.kind,
+        location: source.location,
+        defaultVersion: source.version,
+        rules: source.rules ?? []
+      })
+
       const registerIn = (
         state: MemoryIndexState,
         source: SourceRecord,
@@ -373,14 +395,8 @@ export class IndexStore extends Context.Service<IndexStore, {
         const existing = state.libraries.get(source.libraryId)
         const libraries = new Map(state.libraries)
         libraries.set(source.libraryId, {
-          id: source.libraryId,
-          title: source.title,
-          description: source.description,
-          kind: source.kind,
-          location: source.location,
-          defaultVersion: existing === undefined || options.makeDefault ? source.version : existing.defaultVersion,
-          trustScore: options.trust ?? existing?.trustScore ?? DEFAULT_TRUST_SCORE,
-          rules: source.rules ?? []
+          ...(existing === undefined || options.makeDefault ? fromSource(source) : existing),
+          trustScore: options.trust ?? existing?.trustScore ?? DEFAULT_TRUST_SCORE
         })
         const version = state.versions.find((v) => v.libraryId === source.libraryId && v.version === source.version)
         if (version !== undefined) {
@@ -496,16 +512,16 @@ export class IndexStore extends Context.Service<IndexStore, {
 
       const isEmpty = Effect.map(Ref.get(index), (state) => state.libraries.size === 0)
 
-      const setDefault = (id: string, version: string) =>
+      const promote = (source: SourceRecord) =>
         Ref.update(index, (state) => {
-          const found = state.libraries.get(id)
+          const found = state.libraries.get(source.libraryId)
           if (found === undefined) return state
           const libraries = new Map(state.libraries)
-          libraries.set(id, { ...found, defaultVersion: version })
+          libraries.set(source.libraryId, { ...fromSource(source), trustScore: found.trustScore })
           return { ...state, libraries }
         })
 
-      return IndexStore.of({ register, enqueue, library, startIndexing, write, requeue, markFailed, unfinished, remove, list, isEmpty, setDefault })
+      return IndexStore.of({ register, enqueue, library, startIndexing, write, requeue, markFailed, unfinished, remove, list, isEmpty, promote })
     })
   ).pipe(Layer.provide(MemoryIndex.layer))
 }

@@ -42,12 +42,6 @@ export interface IndexOptions extends ResolveOptions {
    */
   readonly trust?: number | undefined
   readonly onProgress?: ((progress: IndexProgress) => Effect.Effect<void>) | undefined
-  /**
-   * `add` only: the new version becomes the library's default once it is ready, not when it starts
-   * (the scheduled refresh: the previous version keeps answering meanwhile, and if the run fails).
-   * A library that did not exist has it as default from the start anyway.
-   */
-  readonly defaultWhenReady?: boolean | undefined
 }
 
 export class Indexer extends Context.Service<Indexer, {
@@ -120,10 +114,14 @@ export class Indexer extends Context.Service<Indexer, {
       })
 
       // Scoped: a git clone is removed when the run ends, however it ends.
+      // The added version becomes the default once it is ready, not when its run starts: a library
+      // answered 202 "being indexed" for as long as a new version's run took, a killed run left it so
+      // until the next start, and a failed one for good (an outside kill sweep). A new library is
+      // created with it as its default, there being no other.
       const addOnce = Effect.fn("Indexer.add")(function*(source: string, options: IndexOptions) {
         const resolved = yield* resolve(source, options)
-        const outcome = yield* run(resolved, options, options.defaultWhenReady !== true)
-        if (options.defaultWhenReady === true) yield* store.setDefault(resolved.libraryId, resolved.version)
+        const outcome = yield* run(resolved, options, false)
+        yield* store.promote(resolved)
         return outcome
       }, Effect.scoped)
 

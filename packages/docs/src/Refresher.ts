@@ -121,7 +121,7 @@ export const refreshOnce = Effect.fn("Refresher.refreshOnce")(function*(holder: 
         yield* store.setRevision(library.id, current)
         return { libraryId: library.id, outcome: "unchanged", revision: current } satisfies LibraryCheck
       }
-      const outcome = yield* indexer.add(library.location, { id: library.id, defaultWhenReady: true })
+      const outcome = yield* indexer.add(library.location, { id: library.id })
       yield* store.setRevision(library.id, current)
       yield* Effect.logInfo(`Refreshed ${library.id}: ${outcome.version} (${current.slice(0, 12)}), ${outcome.snippets} snippets`)
       return { libraryId: library.id, outcome: "reindexed", revision: current } satisfies LibraryCheck

@@ -131,6 +131,37 @@ layer(stack)("Indexer", (it) => {
       assert.strictEqual(message, `No documentation found in ${terse}: 2 files read, every section too short to be a snippet (prose under 60 characters and code under 8 are left out)`)
     }))
 
+  it.effect("an add of a new version takes over once ready: readers keep the old one while it runs, and after it fails", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const search = yield* Search
+      const v1 = yield* docsFolder({ "README.md": "# Takeover\n\nThe first version's text about takeovers, long enough to be a snippet.\n" })
+      yield* indexer.add(v1, { id: "/me/takeover", version: "1.0.0", title: "Takeover one" })
+      const answer = () => Effect.map(search.context({ libraryId: "/me/takeover", query: "takeovers" }), (found) => found._tag === "Found" ? found.version : found._tag)
+      assert.strictEqual(yield* answer(), "1.0.0")
+      // a new version whose run fails (no documentation): the library stays as it was, 1.0.0 answering
+      const empty = yield* docsFolder({ "src/index.js": "module.exports = 1" })
+      const failed = yield* Effect.flip(indexer.add(empty, { id: "/me/takeover", version: "2.0.0", title: "Broken" }))
+      assert.strictEqual(failed.category, "no_documents")
+      const listed = () => Effect.map(indexer.list, (libraries) => libraries.find((library) => library.id === "/me/takeover")!)
+      assert.deepInclude(yield* listed(), { defaultVersion: "1.0.0", title: "Takeover one", source: v1 })
+      assert.strictEqual(yield* answer(), "1.0.0")
+      // while a new version's run goes on, 1.0.0 answers; once it is ready, it is the default
+      const v3 = yield* docsFolder({ "README.md": "# Takeover\n\nThe third version's text about takeovers, long enough to be a snippet.\n" })
+      const seen: Array<string> = []
+      const added = yield* indexer.add(v3, {
+        id: "/me/takeover",
+        version: "3.0.0",
+        title: "Takeover three",
+        onProgress: (progress) => progress._tag === "FileRead" ? Effect.orDie(Effect.map(answer(), (version) => void seen.push(version))) : Effect.void
+      })
+      assert.strictEqual(added.version, "3.0.0")
+      assert.isAbove(seen.length, 0)
+      assert.deepStrictEqual([...new Set(seen)], ["1.0.0"])
+      assert.deepInclude(yield* listed(), { defaultVersion: "3.0.0", title: "Takeover three", source: v3 })
+      assert.strictEqual(yield* answer(), "3.0.0")
+    }))
+
   it.effect("refresh re-reads the source into a new generation and drops the old one; remove deletes", () =>
     Effect.gen(function*() {
       const indexer = yield* Indexer

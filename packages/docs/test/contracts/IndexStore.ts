@@ -126,14 +126,16 @@ export const indexStoreContract = (name: string, layer: Layer.Layer<IndexStore, 
         assert.isTrue(yield* store.isEmpty)
       }))
 
-    test("setDefault: a version registered without becoming the default is made it later; unknown ids change nothing", () =>
+    test("promote: a version registered without becoming the default is made it later, with its source's title and location; unknown ids change nothing", () =>
       Effect.gen(function*() {
         const store = yield* IndexStore
         yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
-        yield* indexed(source("/acme/greeter", "2.0.0"), greeterDocs, { makeDefault: false })
-        assert.strictEqual((yield* store.list)[0]!.defaultVersion, "1.0.0")
-        yield* store.setDefault("/acme/greeter", "2.0.0")
-        yield* store.setDefault("/acme/nothing", "2.0.0")
-        assert.deepStrictEqual((yield* store.list).map((l) => [l.id, l.defaultVersion]), [["/acme/greeter", "2.0.0"]])
+        const next = { ...source("/acme/greeter", "2.0.0"), title: "Greeter 2", location: "/srv/greeter-2" }
+        yield* indexed(next, greeterDocs, { makeDefault: false })
+        // registered, not promoted: the library is as it was
+        assert.deepInclude((yield* store.list)[0]!, { defaultVersion: "1.0.0", title: source("/acme/greeter", "1.0.0").title })
+        yield* store.promote(next)
+        yield* store.promote({ ...next, libraryId: "/acme/nothing" })
+        assert.deepStrictEqual((yield* store.list).map((l) => [l.id, l.defaultVersion, l.title, l.source]), [["/acme/greeter", "2.0.0", "Greeter 2", "/srv/greeter-2"]])
       }))
   })
