@@ -10,9 +10,10 @@
  *
  * The catch-up rule ({@link tickAfterFire}): a tick missed by at most the catch-up window
  * (`QUEUE_SCHEDULE_CATCH_UP`, 10 minutes) still fires, each missed tick once, so a restart shorter
- * than the window loses nothing. A tick missed by longer (a long outage, or a resume) fires once —
- * the one catch-up fire — and the schedule moves on to the first tick after now: never a storm of
- * replays.
+ * than the window loses nothing. Ticks missed by longer (a long outage) collapse into one fire — the
+ * catch-up fire, for the oldest — and the schedule moves on to the first tick within the window, so
+ * the ticks missed by less than the window still fire each: never a storm of replays, never a tick
+ * of the window lost.
  */
 import { Cron } from "croner"
 
@@ -81,8 +82,10 @@ export const nextTicks = (cron: ParsedCron, after: number, count: number): Array
 
 /**
  * The tick a schedule fires next once tick `tick` has fired at `now` (see the catch-up rule above):
- * the cron time after `tick`, unless `tick` was missed by more than `catchUpMs`, then the cron
- * time after `now`.
+ * the cron time after `tick`, unless `tick` was missed by more than `catchUpMs`, then the first cron
+ * time within the window (after `now - catchUpMs`). The later ticks were moved on to the first tick
+ * after `now`, and an outage a little longer than the window lost the ticks inside it (an outside
+ * kill sweep: `* * * * *`, a 90 s window, 142 s down: the 83 s and 23 s late ticks never fired).
  */
 export const tickAfterFire = (cron: ParsedCron, tick: number, now: number, catchUpMs: number): number | undefined =>
-  nextTick(cron, now - tick > catchUpMs ? now : tick)
+  nextTick(cron, now - tick > catchUpMs ? now - catchUpMs : tick)

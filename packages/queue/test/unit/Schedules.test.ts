@@ -88,15 +88,27 @@ describe("Cron", () => {
     ])
   })
 
-  it("catch-up rule: a tick missed within the window is followed by the next tick; one missed by longer skips to after now", () => {
+  it("catch-up rule: a tick missed within the window is followed by the next tick; one missed by longer skips to the first tick within the window", () => {
     const cron = parsed("* * * * *")
     const tick = Date.UTC(2026, 0, 1, 12, 0)
     const window = 10 * MINUTE
     // On time, or 5 minutes late (a restart): the next minute, so every missed minute still fires.
     assert.strictEqual(iso(tickAfterFire(cron, tick, tick + 20, window)!), "2026-01-01T12:01:00.000Z")
     assert.strictEqual(iso(tickAfterFire(cron, tick, tick + 5 * MINUTE, window)!), "2026-01-01T12:01:00.000Z")
-    // Two hours late: this was the one catch-up fire; the next is the first tick after now.
-    assert.strictEqual(iso(tickAfterFire(cron, tick, tick + 120 * MINUTE + 30_000, window)!), "2026-01-01T14:01:00.000Z")
+    // Two hours late: this was the one catch-up fire for every tick older than the window; the next is
+    // the first tick within it (13:51, missed by 9.5 minutes), and each later one fires in turn
+    const now = tick + 120 * MINUTE + 30_000
+    assert.strictEqual(iso(tickAfterFire(cron, tick, now, window)!), "2026-01-01T13:51:00.000Z")
+    assert.strictEqual(iso(tickAfterFire(cron, Date.UTC(2026, 0, 1, 13, 51), now, window)!), "2026-01-01T13:52:00.000Z")
+    // the sweep's case: a 90 s window, down from 12:01:58 to 12:04:20: 12:02 (the catch-up), then 12:03 and 12:04
+    const short = 90_000
+    const back = Date.UTC(2026, 0, 1, 12, 4, 20)
+    assert.strictEqual(iso(tickAfterFire(cron, Date.UTC(2026, 0, 1, 12, 2), back, short)!), "2026-01-01T12:03:00.000Z")
+    assert.strictEqual(iso(tickAfterFire(cron, Date.UTC(2026, 0, 1, 12, 3), back, short)!), "2026-01-01T12:04:00.000Z")
+    assert.strictEqual(iso(tickAfterFire(cron, Date.UTC(2026, 0, 1, 12, 4), back, short)!), "2026-01-01T12:05:00.000Z")
+    // an hourly schedule two days and 30 s down: one catch-up fire, then the tick 30 s late (within the window)
+    const hourly = parsed("0 * * * *")
+    assert.strictEqual(iso(tickAfterFire(hourly, tick, tick + 48 * 60 * MINUTE + 30_000, window)!), "2026-01-03T12:00:00.000Z")
   })
 })
 
@@ -171,17 +183,21 @@ describe("Scheduler (TestClock)", () => {
       const caughtUp = yield* ScheduleOperations.getSchedule("every-minute")
       assert.strictEqual(caughtUp.lastFire?.tick, Date.UTC(2026, 0, 1, 12, 5))
 
-      // No scheduler for two hours: one catch-up fire, and the next tick is the first after now.
+      // No scheduler for two hours: one catch-up fire for the ticks older than the window (12:06 to
+      // 13:55), then each tick within it (13:56 to 14:05), then on time.
       yield* TestClock.setTime(Date.UTC(2026, 0, 1, 14, 5, 30))
       yield* running(Effect.gen(function*() {
         yield* settle
-        assert.strictEqual((yield* firedMinutes).length, 6, "one catch-up fire for 120 missed ticks")
+        assert.strictEqual((yield* firedMinutes).length, 5 + 1 + 10, "one catch-up fire for the 110 ticks past the window, one each for the 10 within it")
+        const ticks = [...(yield* MemoryTables).schedules.fires.get("every-minute")!.keys()].sort((a, b) => a - b).map(iso)
+        assert.deepStrictEqual(ticks.slice(5, 8), ["2026-01-01T12:06:00.000Z", "2026-01-01T13:56:00.000Z", "2026-01-01T13:57:00.000Z"])
+        assert.strictEqual(ticks.at(-1), "2026-01-01T14:05:00.000Z")
         const schedule = yield* ScheduleOperations.getSchedule("every-minute")
-        assert.strictEqual(schedule.lastFire?.tick, Date.UTC(2026, 0, 1, 12, 6), "the catch-up fire is the first missed tick")
+        assert.strictEqual(schedule.lastFire?.tick, Date.UTC(2026, 0, 1, 14, 5))
         assert.strictEqual(iso(schedule.nextFireTimes[0]!), "2026-01-01T14:06:00.000Z")
         yield* TestClock.adjust("30 seconds")
         assert.strictEqual((yield* firedMinutes).at(-1), "2026-01-01T14:06:00.000Z")
-        assert.strictEqual((yield* firedMinutes).length, 7)
+        assert.strictEqual((yield* firedMinutes).length, 17)
       }))
     }).pipe(Effect.provide(stores)))
 
