@@ -339,27 +339,43 @@ export class Ingest extends Context.Service<Ingest, {
 
 /**
  * Scheduled ingestion: every enabled source at start (unless `INGEST_ON_START=false`), then every
- * `INGEST_INTERVAL` (default 15
- * minutes). A source still running when its turn comes is skipped that time.
+ * `INGEST_INTERVAL` (default 15 minutes). A source still running when its turn comes is skipped that
+ * time — except at start, where it is tried again every `INGEST_LEASE_TTL` until it runs, within the
+ * first interval: a process killed during a run and started again at once found the dead run's
+ * lease still valid, skipped the source, and left it half-updated until the next turn (an outside
+ * kill sweep). A lease a live process holds is renewed, so that source runs once that run is over.
  */
 export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
   const ingest = yield* Ingest
-  const { ingestInterval } = yield* ListingsConfig
+  const { ingestInterval, leaseTtl } = yield* ListingsConfig
   const onStart = yield* Config.Boolean("INGEST_ON_START").pipe(Config.withDefault(true))
   yield* ingest.retireDemoOffers.pipe(
     Effect.catchCause((cause) => Effect.logWarning("Could not remove the demo offers of a retired mock source", cause)),
     Effect.forkScoped
   )
-  yield* ingest.trigger({ trigger: "scheduled" }).pipe(
-    Effect.tap((handles) => {
-      const skipped = handles.filter((handle) => handle.run.status === "skipped" && handle.run.reason === "already_running")
-      return skipped.length === 0
-        ? Effect.void
-        : Effect.logInfo(`Scheduled ingest skipped (already running): ${skipped.map((h) => h.run.sourceId).join(", ")}`)
-    }),
-    Effect.catch((error) => Effect.logError(`Scheduled ingest could not start: ${error.message}`)),
-    Effect.repeat(Schedule.spaced(ingestInterval)),
-    onStart ? (self) => self : Effect.delay(ingestInterval),
+  /** One turn over `sources` (every enabled one when undefined); the ids skipped as already running. */
+  const turn = (sources: ReadonlyArray<string> | undefined) =>
+    ingest.trigger({ sources, trigger: "scheduled" }).pipe(
+      Effect.map((handles) =>
+        handles.filter((handle) => handle.run.status === "skipped" && handle.run.reason === "already_running")
+          .map((handle) => handle.run.sourceId)
+      ),
+      Effect.tap((skipped) => skipped.length === 0 ? Effect.void : Effect.logInfo(`Scheduled ingest skipped (already running): ${skipped.join(", ")}`)),
+      Effect.catch((error) => Effect.as(Effect.logError(`Scheduled ingest could not start: ${error.message}`), []))
+    )
+  const retriesAtStart = Math.max(0, Math.floor(Duration.toMillis(ingestInterval) / Duration.toMillis(leaseTtl)) - 1)
+  // the sources still skipped, tried again (only those) every lease TTL, at most `retriesAtStart` times
+  const startTurn = Effect.gen(function*() {
+    let left = yield* turn(undefined)
+    for (let tries = 0; left.length > 0 && tries < retriesAtStart; tries++) {
+      yield* Effect.sleep(leaseTtl)
+      left = yield* turn(left)
+    }
+  }).pipe(Effect.forkScoped)
+  if (onStart) yield* startTurn
+  yield* turn(undefined).pipe(
+    Effect.delay(ingestInterval),
+    Effect.forever,
     Effect.forkScoped
   )
 }))

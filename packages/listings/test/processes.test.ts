@@ -148,6 +148,32 @@ describe("listings processes", () => {
       assert.deepStrictEqual(yield* leaseOf(sql, "hang"), [])
     }), { timeout: 60_000 })
 
+  it.live("a process killed during a run and started again at once runs the source when the dead lease expires, not at the next turn", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value(yield* TestDatabase.freshDatabase())
+      const sql = yield* sqlOn(url)
+      const feed = yield* slowFeedServer
+      const env = { ADMIN_TOKEN, INGEST_LEASE_TTL: "2 seconds", INGEST_INTERVAL: "1 hour" }
+      const holder = yield* startService({ databaseUrl: url, sources: [{ id: "crash", adapter: "json" as const, url: `${feed.base}/hang` }], env })
+      assert.strictEqual(statusOf((yield* trigger(holder, "?sources=crash")).body.runs, "crash"), "started")
+      holder.child.kill("SIGKILL")
+      assert.strictEqual(yield* Effect.promise(() => holder.exited), "SIGKILL")
+      // started again at once, with its start-up pass: the dead run's lease still stands then
+      yield* startService({
+        databaseUrl: url,
+        sources: [{ ...feed.source("crash", 1, 0), id: "crash" }],
+        env: { ...env, INGEST_ON_START: "true" }
+      })
+      const runs = yield* waitFor(
+        runsOf(sql, "crash"),
+        (rows) => rows.length === 2 && rows[1]!.finished,
+        "the start-up pass to run the source once the dead lease expired",
+        20_000
+      )
+      assert.deepInclude(runs[0]!, { finished: true, ok: false, failure: "abandoned" })
+      assert.deepInclude(runs[1]!, { finished: true, ok: true, offers_fetched: 2 })
+    }), { timeout: 60_000 })
+
   it.live("SIGTERM during a run: recorded as interrupted, lease released, exit 0", () =>
     Effect.gen(function*() {
       const url = Redacted.value(yield* TestDatabase.freshDatabase())
