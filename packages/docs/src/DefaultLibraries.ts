@@ -24,7 +24,7 @@
  * index holds any library (an operator's choice is never overridden), so a restart does not re-index.
  * Two instances starting on one empty database may both index: that costs work, not correctness.
  */
-import { Config, Effect, Layer } from "effect"
+import { Config, Duration, Effect, Layer } from "effect"
 import { Indexer } from "./Indexer.ts"
 import { IndexStore } from "./IndexStore.ts"
 import type { ResolvedSource } from "./sources/Source.ts"
@@ -48,17 +48,21 @@ export const DefaultPackages = Config.String("DOCS_DEFAULT_LIBRARIES").pipe(
 )
 
 /**
- * Indexes the versions unfinished (`queued`, `indexing`) when it starts, one at a time, oldest first;
- * returns the library ids indexed. Each is looked up again before its turn, so one removed or finished
- * meanwhile is skipped; a version that becomes unfinished later (an `add` running in another process)
- * is left to the run that made it so.
+ * Indexes the versions unfinished (`queued`, `indexing`; `queuedOnly`: `queued` alone) when it starts,
+ * one at a time, oldest first; returns the library ids indexed. Each is looked up again before its
+ * turn, so one removed or finished meanwhile is skipped; a version that becomes unfinished later (an
+ * `add` running in another process) is left to the run that made it so.
  */
-export const resume = Effect.fn("DefaultLibraries.resume")(function*() {
+export const resume = Effect.fn("DefaultLibraries.resume")(function*(queuedOnly = false) {
   const indexer = yield* Indexer
-  const waiting = new Set((yield* indexer.unfinished).map((version) => version.libraryId))
+  const waiting = new Set(
+    (yield* indexer.unfinished).filter((version) => !queuedOnly || version.state === "queued").map((version) => version.libraryId)
+  )
   const indexed: Array<string> = []
   while (true) {
-    const next = (yield* indexer.unfinished).find((version) => waiting.has(version.libraryId))
+    const next = (yield* indexer.unfinished).find((version) =>
+      waiting.has(version.libraryId) && (!queuedOnly || version.state === "queued")
+    )
     if (next === undefined) return indexed
     waiting.delete(next.libraryId)
     const outcome = yield* indexer.refresh(next.libraryId).pipe(
@@ -100,10 +104,29 @@ export const seed = Effect.fn("DefaultLibraries.seed")(function*(packages: Reado
   return yield* resume()
 })
 
-/** Seeds and resumes in a background fiber tied to the service's life. Needs Indexer and IndexStore. */
+/** How often a running docs-api looks for `queued` versions nobody works on. */
+export const QUEUED_CHECK_INTERVAL = Duration.minutes(1)
+
+/**
+ * Seeds and resumes in a background fiber tied to the service's life, then indexes every
+ * {@link QUEUED_CHECK_INTERVAL} the versions found `queued`: a `queued` version is one nobody works on
+ * (a run interrupted — an RPC add whose caller went away, a Ctrl-C'd `svc docs add` — puts its version
+ * back to `queued`), and it waited for the next start of docs-api while context told readers to try
+ * again "in a moment" (an outside kill sweep). A version left `indexing` by a process killed outright
+ * cannot be told from a run still going elsewhere: it waits for the next start (module comment).
+ * Needs Indexer and IndexStore.
+ */
 export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const packages = yield* DefaultPackages
-  yield* Effect.forkScoped(seed(packages).pipe(
-    Effect.catchCause((cause) => Effect.logWarning("Indexing the default documentation failed", cause))
+  yield* Effect.forkScoped(Effect.andThen(
+    seed(packages).pipe(Effect.catchCause((cause) => Effect.logWarning("Indexing the default documentation failed", cause))),
+    watchQueued
   ))
 }))
+
+/** Every {@link QUEUED_CHECK_INTERVAL}, the versions found `queued` ({@link layer}), for ever. */
+export const watchQueued = resume(true).pipe(
+  Effect.catchCause((cause) => Effect.logWarning("Indexing queued documentation failed", cause)),
+  Effect.delay(QUEUED_CHECK_INTERVAL),
+  Effect.forever
+)

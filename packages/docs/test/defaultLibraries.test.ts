@@ -4,10 +4,12 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
+import { TestClock } from "effect/testing"
+import * as DefaultLibraries from "../src/DefaultLibraries.ts"
 import { DefaultPackages, seed } from "../src/DefaultLibraries.ts"
 import { Indexer } from "../src/Indexer.ts"
 import { packageLibraryId } from "../src/sources/Source.ts"
-import { stack } from "./support.ts"
+import { docsFolder, stack } from "./support.ts"
 
 layer(stack, { timeout: 120_000 })("default libraries", (it) => {
   it.effect("an empty index is seeded from node_modules once; missing packages are skipped", () =>
@@ -18,6 +20,24 @@ layer(stack, { timeout: 120_000 })("default libraries", (it) => {
       assert.deepStrictEqual((yield* indexer.list).map((library) => library.id).sort(), ["/mathiasbynens/he", "/visionmedia/bytes.js"])
       // not empty any more: nothing is indexed again, nothing is replaced
       assert.deepStrictEqual(yield* seed(["he"]), [])
+    }))
+
+  it.effect("a running docs-api indexes a version found queued (an interrupted run's) within a minute, not at its next start", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const state = Effect.map(indexer.list, (libraries) => libraries.find((library) => library.id === "/me/queued")?.versions[0]?.state)
+      yield* Effect.scoped(Effect.gen(function*() {
+        // what the service runs after its start-up pass
+        yield* Effect.forkScoped(DefaultLibraries.watchQueued)
+        // a version queued, as an interrupted run leaves it
+        const dir = yield* docsFolder({ "README.md": "# Queued\n\nA library whose run was interrupted, long enough to be a snippet.\n" })
+        yield* indexer.enqueue([yield* Effect.scoped(indexer.resolve(dir, { id: "/me/queued", version: "1.0.0" }))])
+        assert.strictEqual(yield* state, "queued")
+        yield* TestClock.adjust(DefaultLibraries.QUEUED_CHECK_INTERVAL)
+        const until = Date.now() + 20_000
+        while ((yield* state) !== "ready" && Date.now() < until) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+        assert.strictEqual(yield* state, "ready")
+      }))
     }))
 
   it.effect("DOCS_DEFAULT_LIBRARIES: a list, or none; the suite's dependencies by default", () =>
