@@ -362,10 +362,11 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
         const requestId = saneRequestId(request.headers["x-request-id"]) ?? crypto.randomUUID()
         const startedAt = performance.now()
         const coding = unsupportedCoding(request)
+        const twice = repeatedHeader(request)
         const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = lacksHost(request)
           ? Effect.fail(missingHost)
-          : repeatsHost(request)
-          ? Effect.fail(repeatedHost)
+          : twice !== undefined
+          ? Effect.fail(repeated(twice))
           : request.url.includes(";") && routes.cutAtSemicolon(request.method, request.url)
           ? Effect.fail(semicolonInPath)
           : coding !== undefined
@@ -416,18 +417,24 @@ const lacksHost = (request: HttpServerRequest.HttpServerRequest) =>
 const missingHost = new InvalidRequest({ issues: [{ in: "header", parameter: "host", problem: "is required in HTTP/1.1" }] })
 
 /**
- * More than one Host header, which RFC 9112 §3.2 answers with 400: node keeps the first and drops the
- * others, so `/mcp`'s allowed-hosts check judged one of two names the request carried.
+ * The first header sent more than once of those node keeps only one of, without saying so: `Host`
+ * (RFC 9112 §3.2 answers a second with 400; `/mcp`'s allowed-hosts check judged one of two names the
+ * request carried) and `Authorization` (the first credential was checked, the other silently dropped).
  */
-const repeatsHost = (request: HttpServerRequest.HttpServerRequest) => {
+const repeatedHeader = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
   const raw = (request.source as { readonly rawHeaders?: unknown }).rawHeaders
-  if (!Array.isArray(raw)) return false
-  let hosts = 0
-  for (let i = 0; i < raw.length; i += 2) if (String(raw[i]).toLowerCase() === "host") hosts++
-  return hosts > 1
+  if (!Array.isArray(raw)) return undefined
+  const seen = new Set<string>()
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = String(raw[i]).toLowerCase()
+    if (name !== "host" && name !== "authorization") continue
+    if (seen.has(name)) return name
+    seen.add(name)
+  }
+  return undefined
 }
 
-const repeatedHost = new InvalidRequest({ issues: [{ in: "header", parameter: "host", problem: "is given more than once: send one" }] })
+const repeated = (name: string) => new InvalidRequest({ issues: [{ in: "header", parameter: name, problem: "is given more than once: send one" }] })
 
 /** A `;` the router would cut the path at (RouteTable.cutAtSemicolon): refused before any handler runs. */
 const semicolonInPath = new InvalidRequest({

@@ -444,7 +444,7 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       assert.include(doubled, "//years", "named as sent (was `/`)")
     }))
 
-  it.effect("HTTP/1.1 without Host, or with two, is a JSON 400 naming the header; HTTP/1.0 needs none", () =>
+  it.effect("HTTP/1.1 without Host, or with two (or two Authorization), is a JSON 400 naming the header; HTTP/1.0 needs none", () =>
     Effect.gen(function*() {
       const answer = yield* exchange("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
       assert.match(answer, /^HTTP\/1\.1 400 /)
@@ -456,6 +456,12 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       const twice = yield* exchange("GET /health HTTP/1.1\r\nHost: localhost\r\nHost: evil.invalid\r\nConnection: close\r\n\r\n")
       assert.match(twice, /^HTTP\/1\.1 400 /)
       assert.include(twice, `header \\"host\\": is given more than once: send one`)
+      // two credentials: node kept the first and dropped the other without a word
+      const credentials = yield* exchange(
+        "GET /health HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer a\r\nauthorization: Bearer b\r\nConnection: close\r\n\r\n"
+      )
+      assert.match(credentials, /^HTTP\/1\.1 400 /)
+      assert.include(credentials, `header \\"authorization\\": is given more than once: send one`)
     }))
 })
 
