@@ -110,6 +110,12 @@ export interface ServeOptions {
   readonly portVariable?: string | undefined
   /** How long a request may take to arrive (default {@link HEADERS_TIMEOUT_MS} / {@link REQUEST_TIMEOUT_MS}); tests shorten it. */
   readonly arrival?: { readonly headersMs: number; readonly requestMs: number } | undefined
+  /**
+   * The routes read the query as sent (the queue: a destination's own query, `?x=%FF` included, is
+   * passed on to it): no check that it decodes. Otherwise a query parameter whose name or value is not
+   * valid percent-encoded UTF-8 is a 400 naming it, as such a path is.
+   */
+  readonly queryAsSent?: boolean | undefined
 }
 
 /**
@@ -214,7 +220,7 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
     )
 
     // `server.listening` turns false as soon as shutdown calls `server.close()`.
-    const app = withConventions(routes, { name: options.name, closing: () => !server.listening })
+    const app = withConventions(routes, { name: options.name, closing: () => !server.listening, queryAsSent: options.queryAsSent === true })
     return HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provide(NodeHttpServer.layerHttpServices),
       Layer.provideMerge(ServerLive)
@@ -298,10 +304,10 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.Constrai
  */
 export const toWebHandler = <A, E>(
   routes: Layer.Layer<A, E, HttpRouter.HttpRouter | HttpServerServices>,
-  options?: { readonly name?: string | undefined }
+  options?: { readonly name?: string | undefined; readonly queryAsSent?: boolean | undefined }
 ) =>
   HttpRouter.toWebHandler(
-    withConventions(routes, { name: options?.name ?? "web", closing: () => false }).pipe(
+    withConventions(routes, { name: options?.name ?? "web", closing: () => false, queryAsSent: options?.queryAsSent === true }).pipe(
       Layer.provide(HttpServer.layerServices)
     ),
     { disableLogger: true }
@@ -348,13 +354,20 @@ export const exitZeroOnSignal: Runtime.Teardown = (exit, onExit) =>
 // -----------------------------------------------------------------------------
 
 /** The routes with the conventions around them; the routes' methods noted for 405 / OPTIONS (RouteTable.ts). */
-const withConventions = <A, E, R>(routes: Layer.Layer<A, E, R>, options: { readonly name: string; readonly closing: () => boolean }) =>
+interface ConventionOptions {
+  readonly name: string
+  readonly closing: () => boolean
+  /** See {@link ServeOptions.queryAsSent}. */
+  readonly queryAsSent: boolean
+}
+
+const withConventions = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ConventionOptions) =>
   Layer.merge(Layer.provide(routes, recording), conventions(options)).pipe(Layer.provide(RouteTable.layer))
 
 // A global router middleware wraps the routing itself, so it sees unknown routes and decode failures
 // and can still change the response. (`HttpRouter.serve`'s own `middleware` option cannot: it runs
 // after the response has been sent.)
-const conventions = (options: { readonly name: string; readonly closing: () => boolean }) =>
+const conventions = (options: ConventionOptions) =>
   HttpRouter.middleware(
     Effect.map(RouteTable, (routes) => (app: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>) =>
       Effect.withFiber((fiber) => {
@@ -363,12 +376,15 @@ const conventions = (options: { readonly name: string; readonly closing: () => b
         const startedAt = performance.now()
         const coding = unsupportedCoding(request)
         const twice = repeatedHeader(request)
+        const undecodable = options.queryAsSent ? undefined : undecodableQuery(request.url)
         const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = lacksHost(request)
           ? Effect.fail(missingHost)
           : twice !== undefined
           ? Effect.fail(repeated(twice))
           : request.url.includes(";") && routes.cutAtSemicolon(request.method, request.url)
           ? Effect.fail(semicolonInPath)
+          : undecodable !== undefined
+          ? Effect.fail(new InvalidRequest({ issues: [{ in: "query", parameter: undecodable, problem: "is not valid percent-encoded UTF-8" }] }))
           : coding !== undefined
           ? Effect.succeed(HttpServerResponse.text(
             `${coding} is not supported: send the body uncompressed`,
@@ -435,6 +451,31 @@ const repeatedHeader = (request: HttpServerRequest.HttpServerRequest): string | 
 }
 
 const repeated = (name: string) => new InvalidRequest({ issues: [{ in: "header", parameter: name, problem: "is given more than once: send one" }] })
+
+/**
+ * The first query parameter (its name as far as it reads) whose name or value is not valid
+ * percent-encoded UTF-8 (`?make=%FF`, `?topic=%C0%AF`): read as the literal text `%FF`, it matched
+ * nothing and answered 200, where the same escape in a path is a 400 (an outside sweep).
+ */
+const undecodableQuery = (url: string): string | undefined => {
+  const at = url.indexOf("?")
+  if (at === -1) return undefined
+  const query = url.slice(at + 1).split("#", 1)[0]!
+  if (!query.includes("%")) return undefined
+  for (const part of query.split("&")) {
+    const [name = "", value = ""] = part.split(/=(.*)/s)
+    const decoded = (text: string) => {
+      try {
+        return decodeURIComponent(text.replaceAll("+", " "))
+      } catch {
+        return undefined
+      }
+    }
+    const readName = decoded(name)
+    if (readName === undefined || decoded(value) === undefined) return (readName ?? name).slice(0, 100)
+  }
+  return undefined
+}
 
 /** A `;` the router would cut the path at (RouteTable.cutAtSemicolon): refused before any handler runs. */
 const semicolonInPath = new InvalidRequest({

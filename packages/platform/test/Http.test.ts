@@ -239,7 +239,17 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
         assert.deepStrictEqual(nope.body, { code: "not_found", message: "No route for GET /nope" })
       }))
 
-    it.effect("a ';' the router would cut the path at is a 400, the handler never run; a path no route takes stays a 404", () =>
+    it.effect("a query parameter that is not percent-encoded UTF-8 is a 400 naming it; '+' and valid escapes read as ever", () =>
+    Effect.gen(function*() {
+      for (const [query, parameter] of [["minYear=%FF", "minYear"], ["sort=NEWEST&x=%C0%AF", "x"], ["%FF=1", "%FF"], ["a%ED%A0%80b=1", "a%ED%A0%80b"]]) {
+        const bad = yield* request(`/offers?${query}`)
+        assert.strictEqual(bad.response.status, 400, query)
+        assert.deepStrictEqual(bad.body?.issues, [{ in: "query", parameter, problem: "is not valid percent-encoded UTF-8" }], query)
+      }
+      assert.strictEqual((yield* request("/offers?minYear=2000&sort=NEWEST&q=caf%C3%A9+bar")).response.status, 200)
+    }))
+
+  it.effect("a ';' the router would cut the path at is a 400, the handler never run; a path no route takes stays a 404", () =>
       Effect.gen(function*() {
         // the router reads `;` as a query's start: /offers/1;x was /offers/1, and /offers;x the list
         for (const path of ["/offers/1;x", "/offers/1;", "/offers;x", "/offers/;/x?limit=1"]) {

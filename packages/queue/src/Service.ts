@@ -28,6 +28,8 @@ export const layerNoDeps = (options?: { readonly port?: number | Config.Config<n
       name: "queue",
       port: options?.port ?? Port,
       portVariable: "QUEUE_PORT",
+      // a publish's destination keeps its own query as sent (`?x=%FF` included)
+      queryAsSent: true,
       ...(options?.host === undefined ? {} : { host: options.host })
     }),
     Layer.mergeAll(WorkerIfEnabled, Pruning.layer)

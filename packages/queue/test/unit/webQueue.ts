@@ -45,7 +45,8 @@ export const withQueue = <A, E>(test: (call: Call) => Effect.Effect<A, E, Messag
     // The raw publish route's per-request needs (HttpRouter's `Request<"Requires", …>` markers) are in
     // `context`, merged above; the platform's `toWebHandler` types only the router's own needs.
     const { handler, dispose } = toWebHandler(app as Layer.Layer<Layer.Success<typeof app>, never, HttpRouter.HttpRouter>, {
-      name: "queue"
+      name: "queue",
+      queryAsSent: true
     })
     yield* Effect.addFinalizer(() => Effect.promise(dispose))
     const call: Call = (path, init = {}) =>
