@@ -263,7 +263,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       // there is no OAuth server: none is named
       assert.notProperty(metadata, "authorization_servers")
       const oauth = yield* Effect.promise(() => fetch(`${baseUrl}/mcp/oauth`))
-      assert.strictEqual(oauth.status, 501)
+      assert.strictEqual(oauth.status, 404)
       assert.strictEqual((yield* Effect.promise(() => oauth.json())).code, "oauth_not_supported")
     }))
 

@@ -356,7 +356,7 @@ describe("CORS: browser clients at an allowed origin", () => {
       assert.strictEqual(oauthPreflight.status, 204)
       assert.strictEqual(oauthPreflight.headers["access-control-allow-origin"], origin)
       const oauth = yield* exactRequest(port, { method: "GET", path: "/mcp/oauth", headers: { origin } })
-      assert.deepStrictEqual([oauth.status, oauth.headers["access-control-allow-origin"]], [501, origin])
+      assert.deepStrictEqual([oauth.status, oauth.headers["access-control-allow-origin"]], [404, origin])
       const ping = yield* exactRequest(port, { method: "GET", path: "/ping", headers: { origin } })
       assert.strictEqual(ping.status, 200)
       assert.notProperty(ping.headers, "access-control-allow-origin")

@@ -34,7 +34,7 @@
  *   the tools cannot take `-32602 Invalid params`, each naming what is wrong (`JsonRpc.ts`).
  * - `GET`/`DELETE /mcp`: 405 (there are no sessions to stream or end).
  * - `GET /ping`, `/.well-known/oauth-protected-resource` (RFC 9728, built from `MCP_PUBLIC_URL`, no
- *   `authorization_servers`: there is no OAuth server), `/mcp/oauth` (501); every other path is the
+ *   `authorization_servers`: there is no OAuth server), `/mcp/oauth` (404 saying there is no OAuth); every other path is the
  *   suite's JSON 404. `/ping` and the metadata are not Host-checked: health probes address a server
  *   by whatever name or IP they have.
  */
@@ -515,7 +515,7 @@ const oauth = Effect.succeed(
     code: "oauth_not_supported",
     message: "This server takes API keys, not OAuth: send Authorization: Bearer <API_KEY> " +
       "(or X-Svc-API-Key / X-API-Key) with each POST /mcp"
-  }, { status: 501 })
+  }, { status: 404 })
 )
 
 /**
