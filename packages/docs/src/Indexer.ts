@@ -173,7 +173,10 @@ export class Indexer extends Context.Service<Indexer, {
           const source = yield* resolve(library.location, { ...options, id, version: target }).pipe(
             Effect.tapError((error) => existing._tag === "None" ? Effect.void : store.markFailed(existing.value, error.category))
           )
-          return yield* run(source, options, false)
+          const outcome = yield* run(source, options, false)
+          // the default version read again: its title, description and rules as the source says now
+          if (target === library.defaultVersion) yield* store.promote(source)
+          return outcome
         })).pipe(Effect.onInterrupt(() => existing._tag === "None" ? Effect.void : store.requeue(existing.value)))
       })
 
