@@ -381,6 +381,8 @@ const conventions = (options: ConventionOptions) =>
           ? Effect.fail(missingHost)
           : twice !== undefined
           ? Effect.fail(repeated(twice))
+          : request.url.includes("#")
+          ? Effect.fail(fragmentInTarget)
           : request.url.includes(";") && routes.cutAtSemicolon(request.method, request.url)
           ? Effect.fail(semicolonInPath)
           : undecodable !== undefined
@@ -476,6 +478,14 @@ const undecodableQuery = (url: string): string | undefined => {
   }
   return undefined
 }
+
+/**
+ * A raw `#` in the request target: a request has no fragment (RFC 9112 §3.2), and the router cut the
+ * path there, so `DELETE /v2/queues/zz#x` deleted queue `zz` (an outside re-probe).
+ */
+const fragmentInTarget = new InvalidRequest({
+  issues: [{ in: "path", parameter: "", problem: "holds a '#', which a request target cannot: send it percent-encoded (%23)" }]
+})
 
 /** A `;` the router would cut the path at (RouteTable.cutAtSemicolon): refused before any handler runs. */
 const semicolonInPath = new InvalidRequest({

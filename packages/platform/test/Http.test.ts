@@ -262,6 +262,7 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
           }], path)
         }
         assert.strictEqual((yield* request("/nope;x")).response.status, 404)
+
         // encoded, it is part of the segment (here an id like any other)
         assert.strictEqual((yield* request("/offers/1%3Bx")).response.status, 404)
       }))
@@ -452,6 +453,18 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       const doubled = yield* exchange("GET //years HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
       assert.match(doubled, /^HTTP\/1\.1 40[45] /)
       assert.include(doubled, "//years", "named as sent (was `/`)")
+    }))
+
+  it.effect("a raw '#' in the request target is a 400 (the router cut the path there); none is a fragment of the path", () =>
+    Effect.gen(function*() {
+      // /offers/1#x was /offers/1, and /offers#;x the list, past the ';' check
+      for (const target of ["/offers/1#x", "/offers#;x", "/offers?limit=1#x"]) {
+        const cut = yield* exchange(`GET ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`)
+        assert.match(cut, /^HTTP\/1\.1 400 /, target)
+        assert.include(cut, "holds a '#'", target)
+      }
+      const encoded = yield* exchange("GET /offers/1%23x HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+      assert.notInclude(encoded, "holds a '#'")
     }))
 
   it.effect("HTTP/1.1 without Host, or with two (or two Authorization), is a JSON 400 naming the header; HTTP/1.0 needs none", () =>
