@@ -99,8 +99,15 @@ export class IndexStore extends Context.Service<IndexStore, {
   readonly enqueue: (sources: ReadonlyArray<SourceRecord>) => Effect.Effect<void>
   /** The library `/owner/repo`: its stored source and default version. */
   readonly library: (id: string) => Effect.Effect<Option.Option<StoredLibrary>>
-  /** Puts an existing version in state `indexing` (a refresh starts); its row id, if it exists. */
-  readonly startIndexing: (id: string, version: string) => Effect.Effect<Option.Option<string>>
+  /**
+   * Puts an existing version in state `indexing` (a refresh starts): its row id and the location it
+   * was registered from (`undefined` for a version registered before versions kept theirs: the
+   * library's applies), if it exists.
+   */
+  readonly startIndexing: (
+    id: string,
+    version: string
+  ) => Effect.Effect<Option.Option<{ readonly versionId: string; readonly location: string | undefined }>>
   /**
    * Writes the snippets as a new generation and makes it the version's live one (state `ready`);
    * the tokens stored. Nothing half-written stays behind on failure.
@@ -152,10 +159,11 @@ export class IndexStore extends Context.Service<IndexStore, {
               ${trust === undefined ? sql`` : sql`, trust_score = excluded.trust_score`}
             RETURNING id
           )
-          INSERT INTO docs.versions AS v (library_id, version, state)
-          SELECT id, ${source.version}, ${state} FROM library
+          INSERT INTO docs.versions AS v (library_id, version, state, source_kind, source_location)
+          SELECT id, ${source.version}, ${state}, ${source.kind}, ${source.location} FROM library
           ON CONFLICT (library_id, version) DO UPDATE SET
             state = ${state === "queued" ? sql`CASE WHEN v.state = 'indexing' THEN 'indexing' ELSE 'queued' END` : sql`'indexing'`},
+            source_kind = excluded.source_kind, source_location = excluded.source_location,
             error_category = NULL, updated_at = now()
           RETURNING id` })()
         return version.id
@@ -177,12 +185,12 @@ export class IndexStore extends Context.Service<IndexStore, {
       const startIndexing = (id: string, version: string) =>
         SqlSchema.findOneOption({
           Request: Schema.Void,
-          Result: IdRow,
+          Result: Schema.Struct({ id: Schema.String, source_location: Schema.NullOr(Schema.String) }),
           execute: () =>
             sql`
               UPDATE docs.versions SET state = 'indexing', error_category = NULL, updated_at = now()
-              WHERE library_id = ${id} AND version = ${version} RETURNING id`
-        })().pipe(Effect.map(Option.map((row) => row.id)))
+              WHERE library_id = ${id} AND version = ${version} RETURNING id::text, source_location`
+        })().pipe(Effect.map(Option.map((row) => ({ versionId: row.id, location: row.source_location ?? undefined }))))
 
       /**
        * Library search reads `docs.libraries` through its trigram index only while the planner knows
@@ -404,7 +412,7 @@ export class IndexStore extends Context.Service<IndexStore, {
           return [version.id, {
             ...state,
             libraries,
-            versions: state.versions.map((v) => v === version ? { ...v, state: next, errorCategory: null } : v)
+            versions: state.versions.map((v) => v === version ? { ...v, state: next, errorCategory: null, location: source.location } : v)
           }]
         }
         const id = String(state.nextId)
@@ -417,7 +425,8 @@ export class IndexStore extends Context.Service<IndexStore, {
           live: null,
           snippetCount: 0,
           tokenCount: 0,
-          lastUpdate: null
+          lastUpdate: null,
+          location: source.location
         }
         return [id, { libraries, versions: [...state.versions, created], nextId: state.nextId + 1 }]
       }
@@ -440,10 +449,10 @@ export class IndexStore extends Context.Service<IndexStore, {
           })))
 
       const startIndexing = (id: string, version: string) =>
-        Ref.modify(index, (state): [Option.Option<string>, MemoryIndexState] => {
+        Ref.modify(index, (state): [Option.Option<{ readonly versionId: string; readonly location: string }>, MemoryIndexState] => {
           const found = state.versions.find((v) => v.libraryId === id && v.version === version)
           if (found === undefined) return [Option.none(), state]
-          return [Option.some(found.id), {
+          return [Option.some({ versionId: found.id, location: found.location }), {
             ...state,
             versions: state.versions.map((v) => v === found ? { ...v, state: "indexing", errorCategory: null } : v)
           }]

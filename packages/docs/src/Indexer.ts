@@ -169,15 +169,18 @@ export class Indexer extends Context.Service<Indexer, {
         // `indexing` from now on (a clone may take minutes); a source that cannot be resolved any more
         // (uninstalled, unreachable) makes the version `failed`, its live generation (if any) still served.
         const existing = yield* store.startIndexing(id, target)
+        // the version's own source: one added but not ready yet is not the library's (that is the
+        // previous default's until it takes over)
+        const location = existing._tag === "Some" ? existing.value.location ?? library.location : library.location
         return yield* Effect.scoped(Effect.gen(function*() {
-          const source = yield* resolve(library.location, { ...options, id, version: target }).pipe(
-            Effect.tapError((error) => existing._tag === "None" ? Effect.void : store.markFailed(existing.value, error.category))
+          const source = yield* resolve(location, { ...options, id, version: target }).pipe(
+            Effect.tapError((error) => existing._tag === "None" ? Effect.void : store.markFailed(existing.value.versionId, error.category))
           )
           const outcome = yield* run(source, options, false)
           // the default version read again: its title, description and rules as the source says now
           if (target === library.defaultVersion) yield* store.promote(source)
           return outcome
-        })).pipe(Effect.onInterrupt(() => existing._tag === "None" ? Effect.void : store.requeue(existing.value)))
+        })).pipe(Effect.onInterrupt(() => existing._tag === "None" ? Effect.void : store.requeue(existing.value.versionId)))
       })
 
       const remove = Effect.fn("Indexer.remove")(function*(libraryId: string) {

@@ -32,6 +32,8 @@ export interface MemoryVersion {
   readonly snippetCount: number
   readonly tokenCount: number
   readonly lastUpdate: Date | null
+  /** Where the version was registered from (`source_location`). */
+  readonly location: string
 }
 
 export interface MemoryIndexState {

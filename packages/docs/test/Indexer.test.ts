@@ -3,7 +3,7 @@
  * failures with their category, refresh, remove and the generation switch.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Fiber, Result } from "effect"
+import { Deferred, Effect, Fiber, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { type IndexProgress, Indexer } from "../src/Indexer.ts"
@@ -160,6 +160,24 @@ layer(stack)("Indexer", (it) => {
       assert.deepStrictEqual([...new Set(seen)], ["1.0.0"])
       assert.deepInclude(yield* listed(), { defaultVersion: "3.0.0", title: "Takeover three", source: v3 })
       assert.strictEqual(yield* answer(), "3.0.0")
+      // an add interrupted mid-run leaves its version queued; resumed (as docs-api does), it is read
+      // from its own folder, not the library's (3.0.0's): it stored 3.0.0's pages under its label
+      const v4 = yield* docsFolder({ "README.md": "# Takeover\n\nThe fourth version's text about takeovers and zeppelins, long enough.\n" })
+      const started = yield* Deferred.make<void>()
+      const interrupted = yield* Effect.forkChild(indexer.add(v4, {
+        id: "/me/takeover",
+        version: "4.0.0",
+        onProgress: (progress) => progress._tag === "FileRead" ? Effect.andThen(Deferred.succeed(started, undefined), Effect.never) : Effect.void
+      }))
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(interrupted)
+      const queued = (yield* listed()).versions.find((version) => version.version === "4.0.0")
+      assert.strictEqual(queued?.state, "queued")
+      yield* indexer.refresh("/me/takeover/4.0.0")
+      const fourth = yield* search.context({ libraryId: "/me/takeover/4.0.0", query: "zeppelins" })
+      assert.strictEqual(fourth._tag, "Found")
+      assert.include(JSON.stringify(fourth), "fourth version")
+      assert.strictEqual(yield* answer(), "3.0.0", "still the default: that add never finished")
     }))
 
   it.effect("refresh re-reads the source into a new generation and drops the old one; remove deletes", () =>

@@ -68,12 +68,17 @@ export const indexStoreContract = (name: string, layer: Layer.Layer<IndexStore, 
         assert.deepStrictEqual(library!.versions.map((v) => v.version), ["1.0.0", "2.0.0", "3.0.0"])
       }))
 
-    test("a new write replaces the live snippets; startIndexing marks an existing version only", () =>
+    test("a new write replaces the live snippets; startIndexing marks an existing version only, and names the source it was registered from", () =>
       Effect.gen(function*() {
         const store = yield* IndexStore
         yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        // a second version from another folder, registered and not the default: its own source, not the library's
+        yield* store.register({ ...source("/acme/greeter", "2.0.0"), location: "/srv/greeter-2" }, "queued", { makeDefault: false })
+        assert.strictEqual(Option.getOrThrow(yield* store.startIndexing("/acme/greeter", "2.0.0")).location, "/srv/greeter-2")
         assert.isTrue(Option.isNone(yield* store.startIndexing("/acme/greeter", "9.9.9")))
-        const versionId = Option.getOrThrow(yield* store.startIndexing("/acme/greeter", "1.0.0"))
+        const started = Option.getOrThrow(yield* store.startIndexing("/acme/greeter", "1.0.0"))
+        assert.strictEqual(started.location, source("/acme/greeter", "1.0.0").location)
+        const versionId = started.versionId
         assert.strictEqual((yield* stateOf("/acme/greeter", "1.0.0"))?.state, "indexing")
         const tokens = yield* store.write(versionId, [])
         assert.strictEqual(tokens, 0)
