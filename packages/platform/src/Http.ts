@@ -466,17 +466,19 @@ const undecodableQuery = (url: string): string | undefined => {
   if (!query.includes("%")) return undefined
   for (const part of query.split("&")) {
     const [name = "", value = ""] = part.split(/=(.*)/s)
-    const decoded = (text: string) => {
-      try {
-        return decodeURIComponent(text.replaceAll("+", " "))
-      } catch {
-        return undefined
-      }
-    }
-    const readName = decoded(name)
-    if (readName === undefined || decoded(value) === undefined) return (readName ?? name).slice(0, 100)
+    const readName = decodedQueryPart(name)
+    if (readName === undefined || decodedQueryPart(value) === undefined) return (readName ?? name).slice(0, 100)
   }
   return undefined
+}
+
+/** A query's name or value as a form decodes it (`+` a space), or undefined when it is not UTF-8. */
+const decodedQueryPart = (text: string): string | undefined => {
+  try {
+    return decodeURIComponent(text.replaceAll("+", " "))
+  } catch {
+    return undefined
+  }
 }
 
 /**
