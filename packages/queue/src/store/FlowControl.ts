@@ -13,6 +13,7 @@ import { FlowControlNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlSchema, type Statement } from "effect/sql"
 import { type KeyPage, keyPageOf, keyPageSql } from "./KeyPage.ts"
+import { queuedCountsSql } from "./QueuedCounts.ts"
 import { Enqueue } from "./Enqueue.ts"
 import { atNow, MemoryTables, type Tables } from "./MemoryTables.ts"
 
@@ -66,11 +67,7 @@ export class FlowControls extends Context.Service<FlowControls, {
             (SELECT count(*) FROM queue.flow_starts s
               WHERE s.key = f.key AND s.started_at > now() - f.period_ms * interval '1 millisecond')::int4 AS started
           FROM (SELECT * FROM queue.flow_control f ${where}) f
-          CROSS JOIN LATERAL (
-            SELECT
-              count(*) FILTER (WHERE NOT (m.claim_id IS NOT NULL AND m.not_before > now()))::int4 AS waiting,
-              count(*) FILTER (WHERE m.claim_id IS NOT NULL AND m.not_before > now())::int4 AS in_flight
-            FROM queue.messages m WHERE m.flow_key = f.key AND m.state = 'queued') c
+          CROSS JOIN LATERAL ${queuedCountsSql(sql, "flow_key", sql`f.key`)} c
           ORDER BY f.key COLLATE "C"`
       const select = SqlSchema.findAll({
         Request: Schema.String,

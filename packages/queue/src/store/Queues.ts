@@ -13,6 +13,7 @@ import { FifoQueueNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlSchema } from "effect/sql"
 import { type KeyPage, keyPageOf, keyPageSql } from "./KeyPage.ts"
+import { queuedCountsSql } from "./QueuedCounts.ts"
 import { Enqueue } from "./Enqueue.ts"
 import { atNow, MemoryTables, type Tables } from "./MemoryTables.ts"
 
@@ -65,11 +66,7 @@ export class Queues extends Context.Service<Queues, {
               SELECT * FROM queue.queues q
               WHERE (${name}::text IS NULL OR q.name = ${name}::text) AND ${keyPageSql(sql, "q.name", page)}
             ) q
-            CROSS JOIN LATERAL (
-              SELECT
-                count(*) FILTER (WHERE NOT (m.claim_id IS NOT NULL AND m.not_before > now()))::int4 AS waiting,
-                count(*) FILTER (WHERE m.claim_id IS NOT NULL AND m.not_before > now())::int4 AS in_flight
-              FROM queue.messages m WHERE m.queue_name = q.name AND m.state = 'queued') c
+            CROSS JOIN LATERAL ${queuedCountsSql(sql, "queue_name", sql`q.name`)} c
             ORDER BY q.name COLLATE "C"`
       })
 
