@@ -151,12 +151,6 @@ const etagMatches = (header: string | undefined, etag: string): boolean =>
   header !== undefined &&
   header.split(",").map((tag) => tag.trim().replace(/^W\//, "")).some((tag) => tag === etag || tag === "*")
 
-/**
- * Cached: the bytes, with ETag and Cache-Control; `If-None-Match` with that ETag: 304. Known but not
- * cached (pending, failed, rejected, or storage off): 302 to the original URL. Unknown: 404.
- * Nothing is ever fetched here; a cached image missing from storage is made pending again and the
- * background cacher kicked.
- */
 /** How long the guard's verdict on an original's host is kept (a name's answer may change). */
 const HOST_VERDICT_TTL = "1 minute"
 
@@ -185,6 +179,13 @@ const hostAllowed = Cache.make({
     })
 })
 
+/**
+ * Cached: the bytes, with ETag and Cache-Control; `If-None-Match` with that ETag: 304. Known but not
+ * cached (pending, failed, rejected, or storage off): 302 to the original URL, unless its host is one
+ * the guard keeps the server from ({@link hostAllowed}): 404. Unknown: 404.
+ * Nothing is ever fetched here; a cached image missing from storage is made pending again and the
+ * background cacher kicked.
+ */
 export const ImagesRoute = Layer.unwrap(Effect.map(hostAllowed, (hosts) => HttpRouter.add(
   "GET",
   "/images/:key",
