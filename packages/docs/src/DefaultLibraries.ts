@@ -55,14 +55,11 @@ export const DefaultPackages = Config.String("DOCS_DEFAULT_LIBRARIES").pipe(
  */
 export const resume = Effect.fn("DefaultLibraries.resume")(function*(queuedOnly = false) {
   const indexer = yield* Indexer
-  const waiting = new Set(
-    (yield* indexer.unfinished).filter((version) => !queuedOnly || version.state === "queued").map((version) => version.libraryId)
-  )
+  const taken = (version: { readonly state: string }) => !queuedOnly || version.state === "queued"
+  const waiting = new Set((yield* indexer.unfinished).filter(taken).map((version) => version.libraryId))
   const indexed: Array<string> = []
   while (true) {
-    const next = (yield* indexer.unfinished).find((version) =>
-      waiting.has(version.libraryId) && (!queuedOnly || version.state === "queued")
-    )
+    const next = (yield* indexer.unfinished).find((version) => waiting.has(version.libraryId) && taken(version))
     if (next === undefined) return indexed
     waiting.delete(next.libraryId)
     const outcome = yield* indexer.refresh(next.libraryId).pipe(
