@@ -55,6 +55,8 @@ describe("svc", () => {
       assert.deepStrictEqual(yield* healthy([port], first), [{ status: "ok" }])
       const services = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/services`).then((r) => r.json()))
       assert.deepStrictEqual(services.services.map((service: any) => service.name), ["listings", "queue", "docs-api", "mcp", "uploads"])
+      const openapi = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/openapi.json`).then((r) => r.json()))
+      assert.strictEqual(openapi.info.title, "svc status", "the status server's OpenAPI document is titled for it")
       // the empty documentation index is filled in the background
       const search = `http://127.0.0.1:${docsPort}/api/v2/libs/search?libraryName=he`
       const found = yield* Effect.promise(() => fetch(search).then((r) => r.json())).pipe(

@@ -3,7 +3,7 @@
  * one liveness probe for the process and the list of services it runs.
  */
 import { Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiConventions } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 
@@ -18,4 +18,12 @@ export class SuiteGroup extends HttpApiGroup.make("suite").add(
   HttpApiEndpoint.get("services", "/services", { success: RunningServices })
 ) {}
 
-export class SuiteApi extends HttpApi.make("suite").add(HealthGroup).add(SuiteGroup).annotateMerge(ApiConventions) {}
+export class SuiteApi extends HttpApi.make("suite")
+  .add(HealthGroup)
+  .add(SuiteGroup)
+  .annotateMerge(ApiConventions)
+  .annotateMerge(OpenApi.annotations({
+    title: "svc status",
+    description: "The status server of `svc start all`: the process's liveness and the services it runs."
+  }))
+{}
