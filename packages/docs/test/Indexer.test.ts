@@ -120,6 +120,9 @@ layer(stack)("Indexer", (it) => {
       const empty0 = yield* Effect.flip(indexer.add(""))
       assert.match(empty0.message, /^the source is empty: give a folder/)
       assert.strictEqual(yield* failure(indexer.add("/nonexistent/folder/for/sure")), "source_not_found")
+      // a missing path says so (an OpenAPI file mistyped used to read "is not a folder"); a file is not a folder
+      assert.match((yield* Effect.flip(indexer.add("/nonexistent/api/openapi.yaml"))).message, /\/nonexistent\/api\/openapi\.yaml does not exist$/)
+      assert.match((yield* Effect.flip(indexer.add(`${greeter}/README.md`))).message, /README\.md is not a folder$/)
       assert.strictEqual(yield* failure(indexer.add(greeter, { id: "not-an-id" })), "invalid_source")
       const empty = yield* docsFolder({ "src/index.js": "module.exports = 1" })
       assert.strictEqual(yield* failure(indexer.add(empty, { id: "/me/empty" })), "no_documents")

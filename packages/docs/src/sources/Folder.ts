@@ -114,7 +114,10 @@ export const describePackageFolder = Effect.fnUntraced(function*(
 ) {
   const fs = yield* FileSystem.FileSystem
   const info = yield* fs.stat(root).pipe(Effect.option)
-  if (Option.isNone(info) || info.value.type !== "Directory") {
+  if (Option.isNone(info)) {
+    return yield* new IndexFailed({ category: "source_not_found", message: `${root} does not exist` })
+  }
+  if (info.value.type !== "Directory") {
     return yield* new IndexFailed({ category: "source_not_found", message: `${root} is not a folder` })
   }
   const pkg = yield* readPackageJson(root)
