@@ -256,12 +256,24 @@ const withKeys = <A, E extends { readonly message: string }>(effect: Effect.Effe
     Effect.mapError((error) => error instanceof Config.ConfigError ? error : new Error(error.message))
   )
 
-/** `a, b,,c` → `["a", "b", "c"]`. */
-const commaList = (value: Option.Option<string>): ReadonlyArray<string> =>
-  Option.match(value, {
-    onNone: () => [],
-    onSome: (text) => text.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
-  })
+/**
+ * An optional comma-separated list flag (`a, b,,c` → `["a", "b", "c"]`; absent: `[]`, which a key's
+ * settings read as "all"). Given, it must name something: `--libraries=` or `--sources ,` would
+ * otherwise create a key that sees everything, the opposite of what the flag asks.
+ */
+const listFlag = (name: string, description: string) =>
+  Flag.String(name).pipe(
+    Flag.withDescription(description),
+    Flag.filterMap(
+      (text) => {
+        const entries = text.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+        return entries.length === 0 ? Option.none() : Option.some(entries)
+      },
+      (text) => `--${name} ${JSON.stringify(text)} names nothing: list at least one, or leave the flag out for all`
+    ),
+    Flag.optional,
+    Flag.map(Option.getOrElse((): ReadonlyArray<string> => []))
+  )
 
 const describeSettings = (key: ApiKeyRecord): string =>
   key.settings.libraries.length === 0 && key.settings.sources.length === 0
@@ -288,21 +300,15 @@ const create = Command.make(
   {
     name: Flag.String("name").pipe(Flag.withDescription("What the key is for (shown by list)"), Flag.optional),
     team: Flag.String("team").pipe(Flag.withDescription("The team the key belongs to"), Flag.optional),
-    libraries: Flag.String("libraries").pipe(
-      Flag.withDescription("Library filter: ids and prefixes, comma-separated (/acme/widgets,/acme/*); default all"),
-      Flag.optional
-    ),
-    sources: Flag.String("sources").pipe(
-      Flag.withDescription("Source access: source kinds, comma-separated (folder,npm,git); default all"),
-      Flag.optional
-    )
+    libraries: listFlag("libraries", "Library filter: ids and prefixes, comma-separated (/acme/widgets,/acme/*); default all"),
+    sources: listFlag("sources", "Source access: source kinds, comma-separated (folder,npm,git); default all")
   },
   Effect.fn(function*({ libraries, name, sources, team }) {
     const { key, record } = yield* (yield* ApiKeys).create({
       name: optional(name),
       team: optional(team),
-      libraries: commaList(libraries),
-      sources: commaList(sources) as ReadonlyArray<SourceKind> // checked by ApiKeys.create
+      libraries,
+      sources: sources as ReadonlyArray<SourceKind> // checked by ApiKeys.create
     })
     // The description on stderr and the key alone on stdout, so `KEY=$(svc docs keys create)` works.
     yield* Console.error(`Created API key ${record.prefix}… (id ${record.id}): ${describeSettings(record)}`)

@@ -117,13 +117,20 @@ const dlqDelete = Command.make(
 const given = <K extends string, A>(key: K, value: Option.Option<A>): { readonly [P in K]?: A } =>
   Option.match(value, { onNone: () => ({}), onSome: (a) => ({ [key]: a } as { readonly [P in K]?: A }) })
 
+/**
+ * ISO 8601 as a user writes it: a date, optionally a time (minutes, seconds, fractions) and an offset.
+ * `Date.parse` alone takes far more ("-5" is May 2001, "1" is 2001), which made `--from -5` on a bulk
+ * cancel or DLQ delete match every message.
+ */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i
+
 /** A time flag: ISO 8601 (`2026-11-27T09:00:00Z`) or Unix milliseconds, as Unix milliseconds. */
 const timeFlag = (name: string, description: string) =>
   Flag.String(name).pipe(
     Flag.withDescription(`${description} (ISO 8601 or Unix milliseconds)`),
     Flag.filterMap(
       (text) => {
-        const at = /^\d+$/.test(text) ? Number(text) : Date.parse(text)
+        const at = /^\d+$/.test(text) ? Number(text) : ISO_TIME.test(text) ? Date.parse(text) : Number.NaN
         return Number.isFinite(at) && at >= 0 ? Option.some(at) : Option.none()
       },
       (text) => `--${name} ${JSON.stringify(text)}: expected an ISO 8601 time or Unix milliseconds`

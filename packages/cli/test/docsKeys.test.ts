@@ -76,6 +76,13 @@ describe("svc docs keys", () => {
       const bad = yield* run(["docs", "keys", "create", "--sources", "ftp"], env)
       assert.strictEqual(bad.code, 1)
       assert.include(bad.output, `svc: Source "ftp" is not one of folder, npm, git, website, openapi`)
+      // a restriction that names nothing would be a key that sees everything: refused, no key made
+      for (const empty of [["--libraries="], ["--sources", " , "]]) {
+        const refused = yield* run(["docs", "keys", "create", ...empty], env)
+        assert.strictEqual(refused.code, 1, empty.join(" "))
+        assert.match(refused.output, /names nothing: list at least one, or leave the flag out for all/)
+      }
+      assert.strictEqual(JSON.parse((yield* run(["docs", "keys", "list", "--json"], env)).stdout).length, 2)
 
       // the running API sees keys created and revoked after it started
       const port = yield* freePort()

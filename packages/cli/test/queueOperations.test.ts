@@ -54,6 +54,12 @@ describe("svc queue events, cancel, dlq retry-all / delete-all", () => {
       const badTime = yield* svcRun(["queue", "events", "--from", "yesterday"], env)
       assert.strictEqual(badTime.code, 1)
       assert.match(badTime.output, /--from "yesterday": expected an ISO 8601 time or Unix milliseconds/)
+      // Date.parse reads "-5" as May 2001: a bulk cancel from then matched every message; refused, nothing cancelled
+      for (const loose of ["-5", "1 May", "2026/01/01"]) {
+        const refused = yield* svcRun(["queue", "cancel", "--from", loose], env)
+        assert.strictEqual(refused.code, 1, loose)
+        assert.match(refused.output, /expected an ISO 8601 time or Unix milliseconds/)
+      }
 
       const cancelled = yield* svcRun(["queue", "cancel", "--url", LATER], env)
       assert.strictEqual(cancelled.code, 0, cancelled.output)
