@@ -266,6 +266,8 @@ describe("svc", () => {
         ["listings", { INGEST_INTERVAL: "0 seconds" }, `must be at least 1 second at ["INGEST_INTERVAL"]`],
         ["listings", { PUBLIC_BASE_URL: "javascript:alert(1)" }, `must be an absolute http or https URL`],
         ["mcp", { DOCS_API_URL: "http://" }, `at ["DOCS_API_URL"]`],
+        // the MCP server logged the URL it uses at start, password and all
+        ["mcp", { DOCS_API_URL: "http://u:p@127.0.0.1:8789" }, `must not hold a user name or password at ["DOCS_API_URL"]`],
         // an HMAC key of one space signed any forwarded address
         ["mcp", { DOCS_FORWARD_SECRET: " " }, "DOCS_FORWARD_SECRET must be at least 16 characters"],
         // checked before the object storage starts
@@ -283,6 +285,7 @@ describe("svc", () => {
         assert.match(last, /^svc: /)
         assert.notInclude(run.output(), "    at ", "no stack trace")
         assert.notInclude(run.output(), "Listening on", "refused before any server listens")
+        assert.notInclude(run.output(), "u:p@", "a refused URL's credentials are not repeated")
       }
     }), { timeout: 120_000 })
 

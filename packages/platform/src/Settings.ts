@@ -87,8 +87,11 @@ export const httpUrlSetting = (name: string, fallback?: string) => {
   const url = Config.schema(
     Schema.String.check(Schema.makeFilter((value) => {
       const parsed = URL.parse(value)
-      return (parsed !== null && /^https?:$/.test(parsed.protocol) && parsed.host !== "") ||
-        "must be an absolute http or https URL, like http://127.0.0.1:8789"
+      if (parsed === null || !/^https?:$/.test(parsed.protocol) || parsed.host === "") {
+        return "must be an absolute http or https URL, like http://127.0.0.1:8789"
+      }
+      // such a URL is logged at start (DOCS_API_URL) or sent to every client (PUBLIC_BASE_URL)
+      return (parsed.username === "" && parsed.password === "") || "must not hold a user name or password"
     })),
     name
   )
