@@ -4,6 +4,7 @@ import { exitZeroOnSignal, Logging, ServiceClient } from "@svc/platform"
 import { Cause, Config, Effect, type Runtime } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
 import { svc } from "./main.ts"
+import { printable } from "./Terminal.ts"
 
 /** Longest failure line: an argument of 100 KB came back whole (and a pipe cut it at 64 KiB). */
 const MAX_LINE = 1000
@@ -13,7 +14,7 @@ const MAX_LINE = 1000
  * id of `ESC [31m` recoloured the terminal), and cut at {@link MAX_LINE} characters.
  */
 const oneLine = (message: string): string => {
-  const escaped = message.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => c === "\n" || c === "\t" ? " " : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  const escaped = printable(message.replace(/[\n\t]/g, " "))
   return escaped.length > MAX_LINE ? `${escaped.slice(0, MAX_LINE - 1)}…` : escaped
 }
 

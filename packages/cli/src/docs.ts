@@ -21,6 +21,7 @@ import { Database, Migrations, ServiceClient } from "@svc/platform"
 import type { IndexEvent } from "@svc/schema"
 import { Config, Console, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { printable } from "./Terminal.ts"
 
 /** The indexer on the suite's database, the `docs` schema migrated first. */
 const IndexerLive = Indexer.layer.pipe(
@@ -171,12 +172,13 @@ const add = Command.make(
   ])
 )
 
+/** A library as lines; what its sources wrote (id, title, rules) shown {@link printable}. */
 const describeLibrary = (library: LibraryListing): ReadonlyArray<string> => [
-  `${library.id}  ${library.title}  (${library.source})`,
-  ...(library.rules ?? []).map((rule) => `  rule: ${rule}`),
+  printable(`${library.id}  ${library.title}  (${library.source})`),
+  ...(library.rules ?? []).map((rule) => printable(`  rule: ${rule}`)),
   ...library.versions.map((version) =>
     [
-      `  ${version.version}${version.version === library.defaultVersion ? " (default)" : ""}`,
+      printable(`  ${version.version}${version.version === library.defaultVersion ? " (default)" : ""}`),
       version.state + (version.errorCategory === null ? "" : ` (${version.errorCategory})`),
       plural(version.snippets, "snippet"),
       plural(version.tokens, "token"),

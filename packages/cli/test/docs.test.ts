@@ -73,6 +73,12 @@ describe("svc docs", () => {
       assert.strictEqual(badTitle.code, 1)
       assert.include(badTitle.output, "--title must be 1 to 200 characters")
       assert.notInclude(badTitle.output, "Indexing")
+      // a title (from the operator or a package.json) is listed with its control characters escaped, never raw
+      const colour = yield* run(["docs", "add", greeter, "--id", "/acme/colour", "--title", "\u001b[31mred"], env)
+      assert.strictEqual(colour.code, 0, colour.output)
+      const listed = yield* run(["docs", "list"], env)
+      assert.include(listed.stdout, "/acme/colour  \\u001b[31mred  (")
+      assert.notInclude(listed.stdout, "\u001b")
 
       const port = yield* freePort()
       const server = start(["start", "docs-api"], { ...env, DOCS_PORT: String(port) })

@@ -124,6 +124,12 @@ layer(stack)("Indexer", (it) => {
       assert.match((yield* Effect.flip(indexer.add("/nonexistent/api/openapi.yaml"))).message, /\/nonexistent\/api\/openapi\.yaml does not exist$/)
       assert.match((yield* Effect.flip(indexer.add(`${greeter}/README.md`))).message, /README\.md is not a folder$/)
       assert.strictEqual(yield* failure(indexer.add(greeter, { id: "not-an-id" })), "invalid_source")
+      // ids and versions a user can read and type back: no control characters, no dot parts, bounded
+      for (const id of ["/a\u0001/b", "/../..", "/acme/.", `/${"a".repeat(101)}/x`]) {
+        assert.strictEqual(yield* failure(indexer.add(greeter, { id })), "invalid_source", id)
+      }
+      assert.strictEqual(yield* failure(indexer.add(greeter, { id: "/acme/v", version: "1.0\u001b[31m" })), "invalid_source")
+      assert.strictEqual(yield* failure(indexer.add(greeter, { id: "/acme/v", version: ".." })), "invalid_source")
       const empty = yield* docsFolder({ "src/index.js": "module.exports = 1" })
       assert.strictEqual(yield* failure(indexer.add(empty, { id: "/me/empty" })), "no_documents")
       const listed = (yield* indexer.list).find((library) => library.id === "/me/empty")!

@@ -102,16 +102,29 @@ export const VERSION = /^[^/\s]+$/
 export const invalidSource = (message: string) => new IndexFailed({ category: "invalid_source", message })
 
 /** Refuses anything but `/owner/repo`. */
-export const checkLibraryId = (libraryId: string): Effect.Effect<string, IndexFailed> =>
-  LibraryIdPattern.test(libraryId) && libraryId.split("/").length === 3
-    ? Effect.succeed(libraryId)
-    : Effect.fail(invalidSource(`"${libraryId}" is not a library id like /owner/repo`))
+/** The most characters of one part of a library id, and of a version label. */
+export const MAX_ID_PART = 100
 
-/** Refuses a version label with spaces or slashes. */
+/**
+ * Whether a part of an id or a version label is one a user can read and type back: no control
+ * characters (one recoloured the terminal of whoever listed it), not `.` or `..` (clients normalise a
+ * path's dots away), at most {@link MAX_ID_PART} characters.
+ */
+const readablePart = (part: string) =>
+  part.length <= MAX_ID_PART && part !== "." && part !== ".." && !/\p{Cc}/u.test(part)
+
+export const checkLibraryId = (libraryId: string): Effect.Effect<string, IndexFailed> =>
+  LibraryIdPattern.test(libraryId) && libraryId.split("/").length === 3 && libraryId.split("/").slice(1).every(readablePart)
+    ? Effect.succeed(libraryId)
+    : Effect.fail(invalidSource(
+      `${JSON.stringify(libraryId.slice(0, 200))} is not a library id like /owner/repo (two parts of at most ${MAX_ID_PART} characters, no control characters, not . or ..)`
+    ))
+
+/** Refuses a version label with spaces, slashes or control characters, `.`/`..`, or over {@link MAX_ID_PART} characters. */
 export const checkVersion = (version: string): Effect.Effect<string, IndexFailed> =>
-  VERSION.test(version)
+  VERSION.test(version) && readablePart(version)
     ? Effect.succeed(version)
-    : Effect.fail(invalidSource(`"${version}" is not a version (no spaces or slashes)`))
+    : Effect.fail(invalidSource(`${JSON.stringify(version.slice(0, 200))} is not a version (no spaces, slashes or control characters; at most ${MAX_ID_PART} characters)`))
 
 // -----------------------------------------------------------------------------
 // package.json
