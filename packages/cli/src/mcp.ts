@@ -24,6 +24,8 @@ export const mcp = Command.make(
       Flag.withDefault("http" as const)
     ),
     port: Flag.Int("port").pipe(
+      // a port the system could not give (-1, 99999) read as "all taken" or as an unexpected error; 0, as a random one
+      Flag.filter((port) => port >= 1 && port <= 65535, (port) => `--port must be a port from 1 to 65535, not ${port}`),
       Flag.withDescription(`HTTP port (default MCP_PORT or ${Mcp.DEFAULT_PORT}; the next free one is used when it is taken)`),
       Flag.optional
     ),

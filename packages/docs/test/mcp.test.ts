@@ -378,10 +378,12 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
 })
 
 describe("svc mcp options", () => {
-  it("--api-key over http and --port over stdio are refused with one line", () => {
+  it("--api-key over http, --port over stdio and a port that is none are refused with one line", () => {
     for (const [args, message] of [
       [["--transport", "http", "--api-key", "k"], /--api-key is for --transport stdio/],
-      [["--transport", "stdio", "--port", "9999"], /--port is for --transport http/]
+      [["--transport", "stdio", "--port", "9999"], /--port is for --transport http/],
+      // -1 was "unexpected error", 99999 "ports 99999 to 100018 are all taken", 0 a random port
+      ...["-1", "0", "65536", "99999"].map((port) => [["--transport", "http", "--port", port], /--port must be a port from 1 to 65535/] as const)
     ] as const) {
       const run = spawnSync(process.execPath, [bin, "mcp", ...args], { encoding: "utf8", timeout: 30_000 })
       assert.strictEqual(run.status, 1, run.stderr)
