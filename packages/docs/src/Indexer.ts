@@ -169,18 +169,26 @@ export class Indexer extends Context.Service<Indexer, {
         // `indexing` from now on (a clone may take minutes); a source that cannot be resolved any more
         // (uninstalled, unreachable) makes the version `failed`, its live generation (if any) still served.
         const existing = yield* store.startIndexing(id, target)
+        // a refresh re-reads a version the library has; a new one is added (svc docs add --version)
+        if (existing._tag === "None") {
+          return yield* new UnknownLibrary({
+            libraryId,
+            message: `${id} has no version ${target} to refresh (svc docs list shows its versions; svc docs add <source> --version ${target} adds one)`
+          })
+        }
         // the version's own source: one added but not ready yet is not the library's (that is the
         // previous default's until it takes over)
-        const location = existing._tag === "Some" ? existing.value.location ?? library.location : library.location
+        const { versionId } = existing.value
+        const location = existing.value.location ?? library.location
         return yield* Effect.scoped(Effect.gen(function*() {
           const source = yield* resolve(location, { ...options, id, version: target }).pipe(
-            Effect.tapError((error) => existing._tag === "None" ? Effect.void : store.markFailed(existing.value.versionId, error.category))
+            Effect.tapError((error) => store.markFailed(versionId, error.category))
           )
           const outcome = yield* run(source, options, false)
           // the default version read again: its title, description and rules as the source says now
           if (target === library.defaultVersion) yield* store.promote(source)
           return outcome
-        })).pipe(Effect.onInterrupt(() => existing._tag === "None" ? Effect.void : store.requeue(existing.value.versionId)))
+        })).pipe(Effect.onInterrupt(() => store.requeue(versionId)))
       })
 
       const remove = Effect.fn("Indexer.remove")(function*(libraryId: string) {

@@ -209,6 +209,12 @@ layer(stack)("Indexer", (it) => {
       assert.notStrictEqual(after[0]!.id, before!.id)
       const unknown = yield* Effect.result(indexer.refresh("/me/nothing"))
       assert.isTrue(Result.isFailure(unknown))
+      // a version the library does not have is not made by a refresh (it was: indexed under the new label)
+      const missing = yield* Effect.flip(indexer.refresh("/me/refreshed/9.9.9"))
+      assert.strictEqual(missing._tag, "UnknownLibrary")
+      assert.match(missing.message, /^\/me\/refreshed has no version 9\.9\.9 to refresh/)
+      const versions = (yield* indexer.list).find((library) => library.id === "/me/refreshed")!.versions
+      assert.deepStrictEqual(versions.map((version) => version.version), ["1.0"])
 
       assert.isTrue(yield* indexer.remove("/me/refreshed"))
       assert.isFalse(yield* indexer.remove("/me/refreshed"))
