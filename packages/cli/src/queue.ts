@@ -408,7 +408,7 @@ const schedulesAdd = Command.make(
     cron: Argument.String("cron").pipe(Argument.withDescription("5 fields, optionally prefixed CRON_TZ=<zone>, quoted")),
     body: Flag.String("body").pipe(Flag.withDescription("The body each fire publishes"), Flag.optional),
     header: Flag.String("header").pipe(
-      Flag.withDescription("A publish header as \"Name: value\" (Svc-Retries, Svc-Callback, Content-Type, ...); repeatable"),
+      Flag.withDescription("A publish header as \"Name: value\" (Svc-Retries, Svc-Callback, Svc-Forward-<Name>, Content-Type, ...); repeatable"),
       Flag.atLeast(0)
     ),
     id: Flag.String("id").pipe(Flag.withDescription("Create or replace the schedule with this id"), Flag.optional),
@@ -419,7 +419,18 @@ const schedulesAdd = Command.make(
     for (const line of header) {
       const colon = line.indexOf(":")
       if (colon <= 0) return yield* Effect.fail(new CommandFailed(`--header ${JSON.stringify(line)}: expected "Name: value"`))
+      // one header a flag: "X-A: b\r\nX-Evil: 1" is not two
+      if (/[\r\n]/.test(line)) return yield* Effect.fail(new CommandFailed(`--header ${JSON.stringify(line)}: one header a flag, no line break`))
       headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim()
+    }
+    // The queue keeps its own headers (Svc-*) and Content-Type; any other reaches the destination only as
+    // Svc-Forward-<Name> or under Svc-Header-Forward, and was silently dropped.
+    const forwardAll = Object.entries(headers).some(([name, value]) => name.toLowerCase() === "svc-header-forward" && value.toLowerCase() === "true")
+    const dropped = Object.keys(headers).find((name) => !/^svc-/i.test(name) && name.toLowerCase() !== "content-type")
+    if (dropped !== undefined && !forwardAll) {
+      return yield* Effect.fail(new CommandFailed(
+        `--header ${JSON.stringify(dropped)} would not reach the destination: name it Svc-Forward-${dropped}, or add --header "Svc-Header-Forward: true"`
+      ))
     }
     const created = yield* withQueue((queue) =>
       queue.AddSchedule({

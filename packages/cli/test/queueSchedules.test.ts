@@ -19,6 +19,17 @@ describe("svc queue schedules", () => {
       assert.strictEqual(bad.code, 1)
       assert.match(bad.output, /^svc: Invalid request: body field "cron": expected 5 cron fields/)
       assert.strictEqual(bad.output.split("\n").filter(Boolean).length, 1)
+      // a header the schedule would drop (not Svc-*, not Content-Type) or two in one flag: refused, nothing made
+      for (const [line, message] of [
+        ["X-Custom: v", /"X-Custom" would not reach the destination: name it Svc-Forward-X-Custom/],
+        ["Authorization: Bearer t", /"Authorization" would not reach the destination/],
+        ["Svc-Forward-X-A: b\r\nX-Evil: 1", /one header a flag, no line break/]
+      ] as const) {
+        const refused = yield* svcRun(["queue", "schedules", "add", "http://127.0.0.1:9/report", "0 9 * * *", "--header", line], env)
+        assert.strictEqual(refused.code, 1, line)
+        assert.match(refused.output, message)
+      }
+      assert.strictEqual((yield* svcRun(["queue", "schedules", "list"], env)).stdout, "No schedules.\n")
 
       const added = yield* svcRun([
         "queue",
