@@ -21,6 +21,8 @@ import { Database, Migrations, ServiceClient } from "@svc/platform"
 import type { IndexEvent } from "@svc/schema"
 import { Config, Console, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { printable } from "./Terminal.ts"
 
 /** The indexer on the suite's database, the `docs` schema migrated first. */
@@ -101,6 +103,19 @@ const describeOutcome = (outcome: IndexOutcome) =>
 
 const optional = <A>(option: Option.Option<A>) => Option.getOrUndefined(option)
 
+/**
+ * A relative source path as the caller meant it: `npm run svc` runs in the repository's root, and npm
+ * names the folder it was called from in `INIT_CWD` (`cd docs && npm run svc -- docs add ./guide` read
+ * `<root>/guide`). Only a path that exists there is taken from there; anything else (npm:, a URL, a git
+ * address) goes on as given.
+ */
+const fromCaller = (source: string): string => {
+  const caller = process.env.INIT_CWD
+  if (caller === undefined || caller === "" || path.isAbsolute(source)) return source
+  const there = path.resolve(caller, source)
+  return fs.existsSync(there) ? there : source
+}
+
 const add = Command.make(
   "add",
   {
@@ -151,7 +166,7 @@ const add = Command.make(
     }
     const outcome = yield* withIndexer(Effect.gen(function*() {
       const indexer = yield* Indexer
-      return yield* indexer.add(source, {
+      return yield* indexer.add(fromCaller(source), {
         id: optional(id),
         version: optional(version),
         trust: optional(trust),

@@ -73,6 +73,10 @@ describe("svc docs", () => {
       assert.strictEqual(badTitle.code, 1)
       assert.include(badTitle.output, "--title must be 1 to 200 characters")
       assert.notInclude(badTitle.output, "Indexing")
+      // `npm run svc` runs in the repository's root: a relative path is read from where npm was called (INIT_CWD)
+      const relative = yield* run(["docs", "add", "greeter", "--id", "/acme/relative"], { ...env, INIT_CWD: path.dirname(greeter) })
+      assert.strictEqual(relative.code, 0, relative.output)
+      assert.include(relative.stdout, `Indexing /acme/relative 1.2.0 from ${greeter}\n`)
       // a title (from the operator or a package.json) is listed with its control characters escaped, never raw
       const colour = yield* run(["docs", "add", greeter, "--id", "/acme/colour", "--title", "\u001b[31mred"], env)
       assert.strictEqual(colour.code, 0, colour.output)
