@@ -52,7 +52,8 @@ const describeProgress = (progress: IndexProgress): string => {
   }
 }
 
-const onProgress = (progress: IndexProgress) => Console.log(describeProgress(progress))
+/** Progress is a log: stderr, so that stdout holds the result alone (`svc docs add … > done.txt`). */
+const onProgress = (progress: IndexProgress) => Console.error(describeProgress(progress))
 
 /**
  * With `DOCS_URL` the commands operate that running docs-api over its RPC (`DocsRpcs`, behind

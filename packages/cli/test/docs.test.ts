@@ -43,10 +43,12 @@ describe("svc docs", () => {
 
       const added = yield* run(["docs", "add", greeter, "--version", "1.0.0"], env)
       assert.strictEqual(added.code, 0, added.output)
-      assert.include(added.stdout, `Indexing /acme/greeter 1.0.0 from ${greeter}\n`)
-      assert.include(added.stdout, "  [1/4] README.md: 3 snippets\n")
-      assert.include(added.stdout, "  [4/4] docs/languages.md:")
-      assert.match(added.stdout, /Stored \d+ snippets \(\d+ tokens\)\n\/acme\/greeter\/1\.0\.0 is ready: 4 files, \d+ snippets\n$/)
+      // progress on stderr, the result alone on stdout
+      assert.include(added.output, `Indexing /acme/greeter 1.0.0 from ${greeter}\n`)
+      assert.include(added.output, "  [1/4] README.md: 3 snippets\n")
+      assert.include(added.output, "  [4/4] docs/languages.md:")
+      assert.match(added.output, /Stored \d+ snippets \(\d+ tokens\)\n/)
+      assert.match(added.stdout, /^\/acme\/greeter\/1\.0\.0 is ready: 4 files, \d+ snippets\n$/)
 
       const npm = yield* run(["docs", "add", "npm:he"], env)
       assert.strictEqual(npm.code, 0, npm.output)
@@ -76,7 +78,7 @@ describe("svc docs", () => {
       // `npm run svc` runs in the repository's root: a relative path is read from where npm was called (INIT_CWD)
       const relative = yield* run(["docs", "add", "greeter", "--id", "/acme/relative"], { ...env, INIT_CWD: path.dirname(greeter) })
       assert.strictEqual(relative.code, 0, relative.output)
-      assert.include(relative.stdout, `Indexing /acme/relative 1.2.0 from ${greeter}\n`)
+      assert.include(relative.output, `Indexing /acme/relative 1.2.0 from ${greeter}\n`)
       // a title (from the operator or a package.json) is listed with its control characters escaped, never raw
       const colour = yield* run(["docs", "add", greeter, "--id", "/acme/colour", "--title", "\u001b[31mred"], env)
       assert.strictEqual(colour.code, 0, colour.output)
@@ -126,9 +128,9 @@ describe("svc docs", () => {
         remote
       )
       assert.strictEqual(added.code, 0, added.output)
-      assert.include(added.stdout, `Indexing /acme/greeter 2.0.0 from ${greeter}\n`)
-      assert.include(added.stdout, "  [1/4] README.md: 3 snippets\n")
-      assert.match(added.stdout, /\/acme\/greeter\/2\.0\.0 is ready: 4 files, \d+ snippets\n$/)
+      assert.include(added.output, `Indexing /acme/greeter 2.0.0 from ${greeter}\n`)
+      assert.include(added.output, "  [1/4] README.md: 3 snippets\n")
+      assert.match(added.stdout, /^\/acme\/greeter\/2\.0\.0 is ready: 4 files, \d+ snippets\n$/)
 
       const list = yield* run(["docs", "list"], remote)
       assert.strictEqual(list.code, 0, list.output)
@@ -152,7 +154,7 @@ describe("svc docs", () => {
       assert.notInclude(failed.output, process.cwd())
       const npm = yield* run(["docs", "add", "npm:he"], remote)
       assert.strictEqual(npm.code, 0, npm.output)
-      assert.match(npm.stdout, /^Indexing \/[^ ]+ [^ ]+ from node_modules\/he\n/)
+      assert.match(npm.output, /Indexing \/[^ ]+ [^ ]+ from node_modules\/he\n/)
       assert.strictEqual((yield* run(["docs", "remove", "/mathiasbynens/he"], remote)).code, 0)
 
       const wrongToken = yield* run(["docs", "list"], { ...remote, DOCS_ADMIN_TOKEN: "guess" })
