@@ -42,7 +42,7 @@ const withQueue = <A, E extends { readonly _tag: string; readonly message: strin
         Effect.fail(
           new CommandFailed(
             error._tag === "RpcClientError"
-              ? `no answer from the queue at ${url}: ${ServiceClient.innermostMessage(error) ?? error.message}`
+              ? ServiceClient.describeFailure({ service: "the queue", url, tokenVariable: "QUEUE_TOKEN" }, error)
               : error._tag === "Unauthorized"
               ? `the queue at ${url} refused QUEUE_TOKEN (401): ${error.message}`
               : error._tag === "ServiceUnavailable"

@@ -14,8 +14,8 @@
  */
 import type { DlqMessage, QueueEvent, Schedule, Topic } from "@svc/schema"
 import { QueueRpcs } from "@svc/schema"
-import { Context, Effect, Layer, Redacted } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import { ServiceClient } from "@svc/platform"
+import { Context, Layer, Redacted } from "effect"
 import type { RpcClientError } from "effect/rpc"
 import { RpcClient, RpcSerialization } from "effect/rpc"
 
@@ -25,12 +25,11 @@ export class QueueRpcClient extends Context.Service<
 >()("@svc/queue/QueueRpcClient") {
   /** A client of the queue at `baseUrl` (e.g. `http://localhost:8788`) with `token` (QUEUE_TOKEN), on `fetch`. */
   static readonly layer = (options: { readonly baseUrl: string; readonly token: string | Redacted.Redacted<string> }) => {
-    const token = typeof options.token === "string" ? options.token : Redacted.value(options.token)
-    // The token goes in the HTTP Authorization header, where the server's QueueRpcAuth reads it.
-    const authenticated = Layer.effect(
-      HttpClient.HttpClient,
-      Effect.map(HttpClient.HttpClient, HttpClient.mapRequest(HttpClientRequest.bearerToken(token)))
-    ).pipe(Layer.provide(FetchHttpClient.layer))
+    const token = typeof options.token === "string" ? Redacted.make(options.token) : options.token
+    // The token goes in the HTTP Authorization header, where the server's QueueRpcAuth reads it; an
+    // error answer (a 431 for an oversized token, a 404 for a wrong URL) keeps its status and message
+    // instead of reading as "Received empty HTTP response".
+    const authenticated = ServiceClient.bearerHttpClient(token)
     return Layer.effect(QueueRpcClient, RpcClient.make(QueueRpcs)).pipe(
       Layer.provide(RpcClient.layerProtocolHttp({ url: `${options.baseUrl.replace(/\/+$/, "")}/rpc` })),
       Layer.provide(RpcSerialization.layerNdjson),
