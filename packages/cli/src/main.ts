@@ -23,7 +23,13 @@ const migrate = Command.make(
     )
   },
   Effect.fn(function*({ schemas }) {
-    const only = schemas.length > 0 ? schemas : Migrations.services()
+    const known = Migrations.services()
+    // before any connection: `svc migrate nope` told the migrations folder's path and the system's ENOENT
+    const unknown = schemas.find((schema) => !known.includes(schema))
+    if (unknown !== undefined) {
+      return yield* Effect.fail(new CommandFailed(`No service ${JSON.stringify(unknown.slice(0, 100))} has migrations: ${known.join(", ")}`))
+    }
+    const only = schemas.length > 0 ? schemas : known
     if (only.length === 0) return yield* Console.log("Nothing to migrate: no service has migrations yet.")
     for (const schema of only) {
       const applied = yield* Migrations.migrate(schema)

@@ -246,6 +246,11 @@ describe("svc", () => {
       const unknown = svc(["start", "nope"], {})
       assert.strictEqual(yield* finished(unknown), 1)
       assert.include(unknown.output(), `Invalid value for argument <service>: "nope"`)
+      const dir = yield* tempDir("svc-migrate-")
+      const unknownSchema = svc(["migrate", "nope"], { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres") })
+      assert.strictEqual(yield* finished(unknownSchema), 1)
+      assert.include(unknownSchema.stderr(), `svc: No service "nope" has migrations: `)
+      assert.notInclude(unknownSchema.output(), "ENOENT")
 
       const badLevel = svc(["migrate"], { LOG_LEVEL: "loud" })
       assert.strictEqual(yield* finished(badLevel), 1)
