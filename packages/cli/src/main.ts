@@ -24,7 +24,7 @@ const migrate = Command.make(
   },
   Effect.fn(function*({ schemas }) {
     const known = Migrations.services()
-    // before any connection: `svc migrate nope` told the migrations folder's path and the system's ENOENT
+    // `svc migrate nope` told the migrations folder's path and the system's ENOENT: refused naming the known ones
     const unknown = schemas.find((schema) => !known.includes(schema))
     if (unknown !== undefined) {
       return yield* Effect.fail(new CommandFailed(`No service ${JSON.stringify(unknown.slice(0, 100))} has migrations: ${known.join(", ")}`))
