@@ -107,8 +107,16 @@ const start = Command.make(
     }
     const servers = service === "all" ? [...selected, SuiteStatus.Server] : selected
     // every port read before anything listens: QUEUE_PORT=99999 let the other services answer /health
-    // for a moment before the start failed on it
-    yield* Effect.forEach(servers, (server) => server.port, { discard: true })
+    // for a moment before the start failed on it; two services given one port, the same
+    const owners = new Map<number, string>()
+    for (const server of servers) {
+      const port = yield* server.port
+      const other = owners.get(port)
+      if (other !== undefined) {
+        return yield* Effect.fail(new CommandFailed(`${server.portVariable} and ${other} are both ${port}: give each service its own port`))
+      }
+      owners.set(port, server.portVariable)
+    }
     yield* Effect.logInfo(
       `Starting ${selected.map((candidate) => candidate.name).join(", ") || "the suite (no service has landed yet)"}`
     )

@@ -280,7 +280,9 @@ describe("svc", () => {
         // refused before the cluster starts: its port would be remembered, and the clash outlive the variable
         ["queue", { QUEUE_PORT: "18788", EMBEDDED_POSTGRES_PORT: "18788" }, "EMBEDDED_POSTGRES_PORT 18788 is QUEUE_PORT's port"],
         // every port is read before anything listens (the other services answered for a moment)
-        ["all", { QUEUE_PORT: "99999" }, `Expected a value between 1 and 65535 at ["QUEUE_PORT"]`]
+        ["all", { QUEUE_PORT: "99999" }, `Expected a value between 1 and 65535 at ["QUEUE_PORT"]`],
+        // two services on one port: the status server and mcp listened before listings failed "address in use"
+        ["all", { LISTINGS_PORT: "18792", SVC_PORT: "18792" }, "SVC_PORT and LISTINGS_PORT are both 18792: give each service its own port"]
       ]
       for (const [service, env, expected] of cases) {
         const run = svc(["start", service], { ...data, ...env })
