@@ -23,6 +23,7 @@ import { Config, Console, Effect, Layer, Option, Redacted, Schema } from "effect
 import { Argument, Command, Flag } from "effect/cli"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { commaList } from "./CommaList.ts"
 import { printable } from "./Terminal.ts"
 
 /** The indexer on the suite's database, the `docs` schema migrated first. */
@@ -275,16 +276,16 @@ const withKeys = <A, E extends { readonly message: string }>(effect: Effect.Effe
   )
 
 /**
- * An optional comma-separated list flag (`a, b,,c` → `["a", "b", "c"]`; absent: `[]`, which a key's
- * settings read as "all"). Given, it must name something: `--libraries=` or `--sources ,` would
- * otherwise create a key that sees everything, the opposite of what the flag asks.
+ * An optional comma-separated list flag ({@link commaList}; absent: `[]`, which a key's settings read
+ * as "all"). Given, it must name something: `--libraries=` or `--sources ,` would otherwise create a
+ * key that sees everything, the opposite of what the flag asks.
  */
 const listFlag = (name: string, description: string) =>
   Flag.String(name).pipe(
     Flag.withDescription(description),
     Flag.filterMap(
       (text) => {
-        const entries = text.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+        const entries = commaList([text])
         return entries.length === 0 ? Option.none() : Option.some(entries)
       },
       (text) => `--${name} ${JSON.stringify(text)} names nothing: list at least one, or leave the flag out for all`

@@ -6,6 +6,7 @@ import { IngestClient } from "@svc/listings"
 import { Database, EmbeddedPostgres, Migrations, ServiceClient, Settings } from "@svc/platform"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { commaList } from "./CommaList.ts"
 import { CommandFailed } from "./CommandFailed.ts"
 import { docs } from "./docs.ts"
 import { mcp } from "./mcp.ts"
@@ -157,7 +158,7 @@ const listingsIngest = Command.make(
     }
     const problem = ServiceClient.targetProblem({ url, urlVariable: "LISTINGS_URL", token: Redacted.value(token.value), tokenVariable: "ADMIN_TOKEN" })
     if (problem !== undefined) return yield* Effect.fail(new CommandFailed(problem))
-    const sources = source.flatMap((value) => value.split(",")).map((id) => id.trim()).filter((id) => id !== "")
+    const sources = commaList(source)
     // `--source ""` names no source: running every one instead is not what was asked
     if (source.length > 0 && sources.length === 0) {
       return yield* Effect.fail(new CommandFailed("--source names no source: give a source id (svc listings ingest without --source runs every enabled one)"))
