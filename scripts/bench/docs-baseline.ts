@@ -10,12 +10,14 @@
  * - `bm25(documents_fts, 10, 1, 5, 1)`: content 10, title 1, url 5, path 1;
  * - the question as its whole phrase OR each of its space-separated words, each quoted.
  *
- * Mapped onto a snippet: content = its heading, description and body; title = its file's title (the
- * first heading); url = its file's path; path = its heading path. Not emulated: the peer's own chunking
+ * Mapped onto a snippet as ranking/PlainView.ts (`viewColumns`) maps a section: content = its heading,
+ * description and body; title = its file's title (the first heading); url = its file's path; path = its
+ * heading path. Not emulated: the peer's own chunking
  * and its reassembly of neighbouring chunks into pages. The ranked snippets become entries as svc's
  * answer makes them (one per file and heading path, first occurrence), so both are scored the same way.
  */
 import { DatabaseSync } from "node:sqlite"
+import { COLUMN_WEIGHTS, viewColumns } from "../../packages/docs/src/ranking/PlainView.ts"
 
 export interface BaselineSnippet {
   readonly title: string
@@ -25,8 +27,6 @@ export interface BaselineSnippet {
   readonly sourcePath: string
 }
 
-/** docs-mcp-server's bm25 column weights: content, title, url, path. */
-export const COLUMN_WEIGHTS = [10, 1, 5, 1] as const
 
 /** The peer's FTS5 query: the whole question as a phrase, OR each word (quotes dropped, as it escapes them). */
 export const ftsQuery = (question: string): string => {
@@ -43,9 +43,7 @@ export const makeBaseline = (snippets: ReadonlyArray<BaselineSnippet>) => {
   const db = new DatabaseSync(":memory:")
   db.exec(`CREATE VIRTUAL TABLE f USING fts5(content, title, url, path, tokenize = "porter unicode61")`)
   const insert = db.prepare("INSERT INTO f (rowid, content, title, url, path) VALUES (?, ?, ?, ?, ?)")
-  snippets.forEach((s, i) =>
-    insert.run(i, `${s.title}\n${s.description}\n${s.body}`, s.headingPath[0] ?? s.title, s.sourcePath, s.headingPath.join(" > "))
-  )
+  snippets.forEach((s, i) => insert.run(i, ...viewColumns(s)))
   const search = db.prepare(
     `SELECT rowid FROM f WHERE f MATCH ? ORDER BY bm25(f, ${COLUMN_WEIGHTS.join(", ")}) LIMIT ${CANDIDATES}`
   )

@@ -24,6 +24,7 @@
 import { Effect, Option } from "effect"
 import * as fs from "node:fs"
 import type { Indexer } from "@svc/docs"
+import { fuseWithView } from "../../packages/docs/src/ranking/PlainView.ts"
 import { type BaselineSnippet, makeBaseline } from "./docs-baseline.ts"
 import { corpora, type EvalCorpus, type EvalQuestion, questions } from "./docs-eval.ts"
 import { fmt } from "./support.ts"
@@ -197,6 +198,8 @@ export const evaluate = (options: {
         })
       })
     const asked: Array<Asked> = []
+    /** What the plain view (ranking/PlainView.ts) costs an answer, in ms: it runs in the request, after the ranking. */
+    const viewMs: Array<number> = []
     const skipped: Array<string> = []
     for (const corpus of corpora()) {
       if (!corpus.present) {
@@ -215,6 +218,9 @@ export const evaluate = (options: {
         const snippets: ReadonlyArray<any> = body.snippets ?? []
         const entries = snippets.map(sectionsOf)
         const read = entries.flat()
+        const started = performance.now()
+        fuseWithView(q.question, snippets.map((entry) => ({ ...entry, body: entry.content })), snippets)
+        viewMs.push(performance.now() - started)
         const baseline = (yield* baselineOf(libraryId))?.rank(q.question, read.length)
         asked.push({
           ...(baseline === undefined ? {} : {
@@ -244,6 +250,9 @@ export const evaluate = (options: {
     console.log(row("both halves", figures(asked)))
     const mean = (f: (a: Asked) => number) => fmt(asked.reduce((sum, a) => sum + f(a), 0) / Math.max(asked.length, 1), 1)
     console.log(`  an answer holds ${mean((a) => a.sections)} sections from ${mean((a) => a.files)} files on average (both halves)`)
+    const sorted = [...viewMs].sort((a, b) => a - b)
+    console.log(`  the plain view over an answer's text (ranking/PlainView.ts, in the request): ${fmt(sorted.reduce((sum, ms) => sum + ms, 0) / Math.max(sorted.length, 1), 2)} ms ` +
+      `on average, p99 ${fmt(sorted[Math.floor(sorted.length * 0.99)] ?? 0, 2)} ms (the whole request: "context, real corpora" below)`)
     console.log(`  by section, in the order an agent reads them (the rank of the labelled section among all sections):`)
     printHalves(asked, "sectionRank")
     console.log(`  by labelled file alone, heading not checked (the unit of the issue's outside measurement):`)

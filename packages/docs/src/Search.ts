@@ -366,7 +366,8 @@ export class Search extends Context.Service<Search, {
           })),
           budget,
           page,
-          rules.tokens
+          rules.tokens,
+          options.query
         )
         return {
           _tag: "Found",
@@ -494,7 +495,7 @@ export class Search extends Context.Service<Search, {
           .slice(0, CANDIDATES * page)
         const budget = options.tokens ?? DEFAULT_CONTEXT_TOKENS
         const rules = answerRules(`${id}/${found.version}`, library.rules ?? [], budget)
-        const { picked, used } = answerPage(candidates, budget, page, rules.tokens)
+        const { picked, used } = answerPage(candidates, budget, page, rules.tokens, options.query)
         return {
           _tag: "Found",
           libraryId: `${id}/${found.version}`,

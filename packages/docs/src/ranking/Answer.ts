@@ -18,8 +18,11 @@
  *   ({@link EVIDENCE}, as a section does by its snippets). An agent reads what one page says before the
  *   next page (docs-mcp-server likewise answers with pages reassembled from its chunks), and the
  *   answer's first entries are the files that answer (docs README, "Answers by file").
+ * - **The peer's view** (PlainView.ts): with the question, the files' order is fused with their order
+ *   under docs-mcp-server's own formula over the same sections; what the answer holds does not change.
  */
 import type { ContextSection, ContextSnippet } from "@svc/schema"
+import { fuseWithView } from "./PlainView.ts"
 import { estimateTokens, render, SEPARATOR, type Snippet, tokensOf, tokensOfLength } from "../Splitter.ts"
 
 /** A merged section's size bound, in tokens (one snippet is at most ~1,000: Splitter.MAX_SNIPPET_CHARS). */
@@ -239,9 +242,10 @@ export const byFile = (picked: ReadonlyArray<Section>): ReadonlyArray<Entry> => 
 
 /**
  * Page `page` (1-based) of the answer within `budget` tokens a page, one entry per file; `reserved`
- * tokens of page 1 hold something else (the library's rules: {@link answerRules}).
+ * tokens of page 1 hold something else (the library's rules: {@link answerRules}). With the `question`,
+ * the entries' order is fused with the plain view of their sections (PlainView.ts).
  */
-export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page = 1, reserved = 0) => {
+export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page = 1, reserved = 0, question?: string) => {
   let remaining = sections(ranked)
   const seen = new Set<string>()
   let picked = fitBudget(remaining, budget - reserved, seen)
@@ -250,7 +254,7 @@ export const answerPage = (ranked: ReadonlyArray<Ranked>, budget: number, page =
     remaining = remaining.filter((entry) => !taken.has(entry))
     picked = fitBudget(remaining, budget, seen)
   }
-  const entries = byFile(picked)
+  const entries = question === undefined ? byFile(picked) : fuseWithView(question, picked, byFile(picked))
   return { picked: entries, used: entries.reduce((sum, entry) => sum + entry.tokens, 0) }
 }
 
