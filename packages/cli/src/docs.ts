@@ -24,7 +24,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { commaList } from "./CommaList.ts"
-import { printable } from "./Terminal.ts"
+import { printable, printJson, printLine } from "./Terminal.ts"
 
 /** The indexer on the suite's database, the `docs` schema migrated first. */
 const IndexerLive = Indexer.layer.pipe(
@@ -54,7 +54,7 @@ const describeProgress = (progress: IndexProgress): string => {
 }
 
 /** Progress is a log: stderr, so that stdout holds the result alone (`svc docs add … > done.txt`). */
-const onProgress = (progress: IndexProgress) => Console.error(describeProgress(progress))
+const onProgress = (progress: IndexProgress) => Console.error(printable(describeProgress(progress)))
 
 /**
  * With `DOCS_URL` the commands operate that running docs-api over its RPC (`DocsRpcs`, behind
@@ -164,7 +164,7 @@ const add = Command.make(
         },
         onEvent
       ).pipe(Effect.mapError(remoteFailure(server.url)))
-      return yield* Console.log(describeDone(done))
+      return yield* printLine(describeDone(done))
     }
     const outcome = yield* withIndexer(Effect.gen(function*() {
       const indexer = yield* Indexer
@@ -177,7 +177,7 @@ const add = Command.make(
         onProgress
       })
     }))
-    yield* Console.log(describeOutcome(outcome))
+    yield* printLine(describeOutcome(outcome))
   })
 ).pipe(
   Command.withDescription("Index a library's documentation (.md, .mdx, .rst, .txt) and make it the default version"),
@@ -189,13 +189,13 @@ const add = Command.make(
   ])
 )
 
-/** A library as lines; what its sources wrote (id, title, rules) shown {@link printable}. */
+/** A library as lines (printed {@link printLine}: what its sources wrote, id, title and rules, may hold anything). */
 const describeLibrary = (library: LibraryListing): ReadonlyArray<string> => [
-  printable(`${library.id}  ${library.title}  (${library.source})`),
-  ...(library.rules ?? []).map((rule) => printable(`  rule: ${rule}`)),
+  `${library.id}  ${library.title}  (${library.source})`,
+  ...(library.rules ?? []).map((rule) => `  rule: ${rule}`),
   ...library.versions.map((version) =>
     [
-      printable(`  ${version.version}${version.version === library.defaultVersion ? " (default)" : ""}`),
+      `  ${version.version}${version.version === library.defaultVersion ? " (default)" : ""}`,
       version.state + (version.errorCategory === null ? "" : ` (${version.errorCategory})`),
       plural(version.snippets, "snippet"),
       plural(version.tokens, "token"),
@@ -220,9 +220,9 @@ const list = Command.make(
       : yield* withIndexer(Effect.gen(function*() {
         return yield* (yield* Indexer).list
       }))
-    if (json) return yield* Console.log(JSON.stringify(libraries, null, 2))
-    if (libraries.length === 0) return yield* Console.log("No libraries yet: add one with svc docs add <folder|git URL|npm:package>")
-    yield* Effect.forEach(libraries.flatMap(describeLibrary), (line) => Console.log(line), { discard: true })
+    if (json) return yield* printJson(libraries)
+    if (libraries.length === 0) return yield* printLine("No libraries yet: add one with svc docs add <folder|git URL|npm:package>")
+    yield* Effect.forEach(libraries.flatMap(describeLibrary), (line) => printLine(line), { discard: true })
   })
 ).pipe(Command.withDescription("List indexed libraries with their versions, states and sizes"))
 
@@ -235,12 +235,12 @@ const refresh = Command.make(
     const server = yield* remote
     if (server !== undefined) {
       const done = yield* server.operations.refresh(id, onEvent).pipe(Effect.mapError(remoteFailure(server.url)))
-      return yield* Console.log(describeDone(done))
+      return yield* printLine(describeDone(done))
     }
     const outcome = yield* withIndexer(Effect.gen(function*() {
       return yield* (yield* Indexer).refresh(id, { onProgress })
     }))
-    yield* Console.log(describeOutcome(outcome))
+    yield* printLine(describeOutcome(outcome))
   })
 ).pipe(Command.withDescription("Read a library's source again (readers switch to the new snippets at once, atomically)"))
 
@@ -255,7 +255,7 @@ const remove = Command.make(
         return yield* (yield* Indexer).remove(id)
       }))
     if (!removed) return yield* Effect.fail(new Error(`No library ${id} (svc docs list shows them)`))
-    yield* Console.log(`${id}: removed`)
+    yield* printLine(`${id}: removed`)
   })
 ).pipe(Command.withDescription("Remove a library, or one version of it, and its snippets"))
 
@@ -332,7 +332,7 @@ const create = Command.make(
     // The description on stderr and the key alone on stdout, so `KEY=$(svc docs keys create)` works.
     yield* Console.error(`Created API key ${record.prefix}… (id ${record.id}): ${describeSettings(record)}`)
     yield* Console.error("Store it now: only its hash is kept, it cannot be shown again.")
-    yield* Console.log(key)
+    yield* printLine(key)
   }, withKeys)
 ).pipe(
   Command.withDescription("Create an API key for the docs REST API (printed once)"),
@@ -350,9 +350,9 @@ const listKeys = Command.make(
   { json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of lines"), Flag.withDefault(false)) },
   Effect.fn(function*({ json }) {
     const keys = yield* (yield* ApiKeys).list
-    if (json) return yield* Console.log(JSON.stringify(keys, null, 2))
-    if (keys.length === 0) return yield* Console.log("No API keys yet: create one with svc docs keys create")
-    yield* Effect.forEach(keys, (key) => Console.log(describeKey(key)), { discard: true })
+    if (json) return yield* printJson(keys)
+    if (keys.length === 0) return yield* printLine("No API keys yet: create one with svc docs keys create")
+    yield* Effect.forEach(keys, (key) => printLine(describeKey(key)), { discard: true })
   }, withKeys)
 ).pipe(Command.withDescription("List API keys: prefix, id, name, team, created, revoked, settings (never the key)"))
 
@@ -361,7 +361,7 @@ const revoke = Command.make(
   { key: Argument.String("prefix-or-id").pipe(Argument.withDescription("The key's prefix (svcsk_…) or id, as list shows")) },
   Effect.fn(function*({ key }) {
     const record = yield* (yield* ApiKeys).revoke(key)
-    yield* Console.log(`${record.prefix} (id ${record.id}): revoked ${record.revokedAt?.toISOString()}`)
+    yield* printLine(`${record.prefix} (id ${record.id}): revoked ${record.revokedAt?.toISOString()}`)
   }, withKeys)
 ).pipe(Command.withDescription("Revoke an API key: the API refuses it (401) from the next request on"))
 

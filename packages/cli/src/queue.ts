@@ -17,6 +17,7 @@ import { ServiceClient } from "@svc/platform"
 import { Config, Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { CommandFailed } from "./CommandFailed.ts"
+import { printJson, printLine } from "./Terminal.ts"
 
 /**
  * Runs `use` with a client of the queue at QUEUE_URL (default http://localhost:8788) holding
@@ -55,7 +56,6 @@ const withQueue = <A, E extends { readonly _tag: string; readonly message: strin
   })
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of lines"), Flag.withDefault(false))
-const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 
 const dlqList = Command.make(
   "list",
@@ -80,9 +80,9 @@ const dlqList = Command.make(
       })
     )
     if (json) return yield* printJson(page)
-    if (page.messages.length === 0) return yield* Console.log("No dead-lettered messages.")
-    yield* Effect.forEach(page.messages, (message) => Console.log(describeDlq(message)), { discard: true })
-    if (page.cursor !== undefined) yield* Console.log(`More: repeat with --cursor=${page.cursor}`)
+    if (page.messages.length === 0) return yield* printLine("No dead-lettered messages.")
+    yield* Effect.forEach(page.messages, (message) => printLine(describeDlq(message)), { discard: true })
+    if (page.cursor !== undefined) yield* printLine(`More: repeat with --cursor=${page.cursor}`)
   })
 ).pipe(
   Command.withDescription("List dead-lettered messages, one per line: id, destination, last answer, when"),
@@ -100,7 +100,7 @@ const dlqRetry = Command.make(
   Effect.fn(function*({ dlqId, json }) {
     const retried = yield* withQueue((queue) => queue.RetryDlq({ dlqId }))
     if (json) return yield* printJson(retried)
-    yield* Console.log(`${dlqId}: re-enqueued message ${retried.messageId} (its retries start over)`)
+    yield* printLine(`${dlqId}: re-enqueued message ${retried.messageId} (its retries start over)`)
   })
 ).pipe(Command.withDescription("Deliver a dead-lettered message again (it leaves the DLQ)"))
 
@@ -109,7 +109,7 @@ const dlqDelete = Command.make(
   { dlqId },
   Effect.fn(function*({ dlqId }) {
     yield* withQueue((queue) => queue.DeleteDlq({ dlqId }))
-    yield* Console.log(`${dlqId}: deleted`)
+    yield* printLine(`${dlqId}: deleted`)
   })
 ).pipe(Command.withDescription("Remove a message from the dead-letter queue for good"))
 
@@ -172,9 +172,9 @@ const events = Command.make(
       })
     )
     if (json) return yield* printJson(page)
-    if (page.events.length === 0) return yield* Console.log("No events.")
-    yield* Effect.forEach(page.events, (event) => Console.log(describeEvent(event)), { discard: true })
-    if (page.cursor !== undefined) yield* Console.log(`More: repeat with --cursor=${page.cursor}`)
+    if (page.events.length === 0) return yield* printLine("No events.")
+    yield* Effect.forEach(page.events, (event) => printLine(describeEvent(event)), { discard: true })
+    if (page.cursor !== undefined) yield* printLine(`More: repeat with --cursor=${page.cursor}`)
   })
 ).pipe(
   Command.withDescription("The events log, newest first: every state change of a message, one per line"),
@@ -245,7 +245,7 @@ const cancel = Command.make(
           ({ cancelled, more }) => ({ n: cancelled, more })
         ))
     }
-    yield* Console.log(`cancelled ${cancelled} message${cancelled === 1 ? "" : "s"}`)
+    yield* printLine(`cancelled ${cancelled} message${cancelled === 1 ? "" : "s"}`)
   })
 ).pipe(
   Command.withDescription(
@@ -290,7 +290,7 @@ const dlqBulk = (action: "retry" | "delete") =>
             ? Effect.map(queue.RetryDlqEntries(selection), ({ more, retried }) => ({ n: retried, more }))
             : Effect.map(queue.DeleteDlqEntries(selection), ({ deleted, more }) => ({ n: deleted, more })))
       }
-      yield* Console.log(`${action === "retry" ? "retried" : "deleted"} ${done} DLQ entr${done === 1 ? "y" : "ies"}`)
+      yield* printLine(`${action === "retry" ? "retried" : "deleted"} ${done} DLQ entr${done === 1 ? "y" : "ies"}`)
     })
   ).pipe(
     Command.withDescription(
@@ -323,9 +323,9 @@ const groupsList = Command.make(
   Effect.fn(function*({ cursor, json, limit }) {
     const list = yield* withQueue((queue) => queue.ListTopics({ ...given("limit", limit), ...given("cursor", cursor) }))
     if (json) return yield* printJson(list)
-    if (list.topics.length === 0) return yield* Console.log("No URL groups.")
-    yield* Effect.forEach(list.topics, (topic) => Console.log(describeTopic(topic)), { discard: true })
-    if (list.cursor !== undefined) yield* Console.log(`More: repeat with --cursor=${list.cursor}`)
+    if (list.topics.length === 0) return yield* printLine("No URL groups.")
+    yield* Effect.forEach(list.topics, (topic) => printLine(describeTopic(topic)), { discard: true })
+    if (list.cursor !== undefined) yield* printLine(`More: repeat with --cursor=${list.cursor}`)
   })
 ).pipe(Command.withDescription("List URL groups by name, one per line with their endpoints"))
 
@@ -335,7 +335,7 @@ const groupsGet = Command.make(
   Effect.fn(function*({ json, name }) {
     const topic = yield* withQueue((queue) => queue.GetTopic({ name }))
     if (json) return yield* printJson(topic)
-    yield* Effect.forEach(describeTopicDetails(topic), (line) => Console.log(line), { discard: true })
+    yield* Effect.forEach(describeTopicDetails(topic), (line) => printLine(line), { discard: true })
   })
 ).pipe(Command.withDescription("Show a URL group: endpoints and default headers"))
 
@@ -354,7 +354,7 @@ const groupsAdd = Command.make(
     const endpoint = Option.match(endpointName, { onNone: () => ({ url }), onSome: (endpointName) => ({ name: endpointName, url }) })
     const topic = yield* withQueue((queue) => queue.UpsertEndpoints({ name, endpoints: [endpoint] }))
     if (json) return yield* printJson(topic)
-    yield* Console.log(describeTopic(topic))
+    yield* printLine(describeTopic(topic))
   })
 ).pipe(
   Command.withDescription("Add an endpoint to a URL group, creating the group if needed"),
@@ -368,7 +368,7 @@ const groupsDelete = Command.make(
   { name: groupName },
   Effect.fn(function*({ name }) {
     yield* withQueue((queue) => queue.DeleteTopic({ name }))
-    yield* Console.log(`${name}: deleted`)
+    yield* printLine(`${name}: deleted`)
   })
 ).pipe(Command.withDescription("Delete a URL group and its endpoints"))
 
@@ -385,9 +385,9 @@ const schedulesList = Command.make(
   Effect.fn(function*({ cursor, json, limit }) {
     const list = yield* withQueue((queue) => queue.ListSchedules({ ...given("limit", limit), ...given("cursor", cursor) }))
     if (json) return yield* printJson(list)
-    if (list.schedules.length === 0) return yield* Console.log("No schedules.")
-    yield* Effect.forEach(list.schedules, (schedule) => Console.log(describeSchedule(schedule)), { discard: true })
-    if (list.cursor !== undefined) yield* Console.log(`More: repeat with --cursor=${list.cursor}`)
+    if (list.schedules.length === 0) return yield* printLine("No schedules.")
+    yield* Effect.forEach(list.schedules, (schedule) => printLine(describeSchedule(schedule)), { discard: true })
+    if (list.cursor !== undefined) yield* printLine(`More: repeat with --cursor=${list.cursor}`)
   })
 ).pipe(Command.withDescription("List schedules by id, one per line: id, cron, destination, next and last fire"))
 
@@ -397,7 +397,7 @@ const schedulesGet = Command.make(
   Effect.fn(function*({ json, scheduleId }) {
     const schedule = yield* withQueue((queue) => queue.GetSchedule({ scheduleId }))
     if (json) return yield* printJson(schedule)
-    yield* Effect.forEach(describeScheduleDetails(schedule), (line) => Console.log(line), { discard: true })
+    yield* Effect.forEach(describeScheduleDetails(schedule), (line) => printLine(line), { discard: true })
   })
 ).pipe(Command.withDescription("Show a schedule: its next fire times, last fire and stored headers"))
 
@@ -442,7 +442,7 @@ const schedulesAdd = Command.make(
       })
     )
     if (json) return yield* printJson(created)
-    yield* Console.log(describeSchedule(yield* withQueue((queue) => queue.GetSchedule({ scheduleId: created.scheduleId }))))
+    yield* printLine(describeSchedule(yield* withQueue((queue) => queue.GetSchedule({ scheduleId: created.scheduleId }))))
   })
 ).pipe(
   Command.withDescription("Create (or with --id replace) a schedule that publishes to the destination on every cron tick"),
@@ -461,12 +461,12 @@ const scheduleAction = (name: "pause" | "resume" | "delete", description: string
     Effect.fn(function*({ scheduleId }) {
       if (name === "delete") {
         yield* withQueue((queue) => queue.DeleteSchedule({ scheduleId }))
-        return yield* Console.log(`${scheduleId}: deleted`)
+        return yield* printLine(`${scheduleId}: deleted`)
       }
       const schedule = yield* withQueue((queue) =>
         name === "pause" ? queue.PauseSchedule({ scheduleId }) : queue.ResumeSchedule({ scheduleId })
       )
-      yield* Console.log(describeSchedule(schedule))
+      yield* printLine(describeSchedule(schedule))
     })
   ).pipe(Command.withDescription(description))
 
