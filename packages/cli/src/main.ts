@@ -13,6 +13,7 @@ import { mcp } from "./mcp.ts"
 import { queue } from "./queue.ts"
 import { landed, serviceNames } from "./Services.ts"
 import * as SuiteStatus from "./SuiteStatus.ts"
+import { printable, printLine } from "./Terminal.ts"
 
 
 const migrate = Command.make(
@@ -171,7 +172,8 @@ const listingsIngest = Command.make(
       wait,
       onEvent: (event) => {
         if (event._tag === "Finished" && !event.outcome.ok) failed = true
-        return Console.log(IngestClient.describe(event))
+        // progress is a log (stderr); what started and how each run ended are the result (stdout)
+        return event._tag === "Progress" ? Console.error(printable(IngestClient.describe(event))) : printLine(IngestClient.describe(event))
       }
     }).pipe(
       Effect.catchTag("UnknownSources", (error) => Effect.fail(new CommandFailed(error.message))),
