@@ -12,7 +12,7 @@ import { serve } from "@svc/platform"
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Indexer } from "../src/Indexer.ts"
@@ -375,6 +375,53 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
         assert.deepStrictEqual(seen, [`Bearer ${key}`])
       }
     }).pipe(Effect.scoped))
+})
+
+describe("svc mcp over stdio, a line that is not a message", () => {
+  it("is answered in JSON-RPC's terms, and the session goes on", async () => {
+    const child = spawn(process.execPath, [bin, "mcp", "--transport", "stdio"], {
+      // no API is reached: initialize and the refusals are the server's own
+      env: { ...process.env, DOCS_API_URL: "http://127.0.0.1:9" },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    try {
+      const answers: Array<any> = []
+      let pending = ""
+      child.stdout.on("data", (chunk: Buffer) => {
+        pending += chunk.toString("utf8")
+        const lines = pending.split("\n")
+        pending = lines.pop()!
+        answers.push(...lines.filter((line) => line !== "").map((line) => JSON.parse(line)))
+      })
+      const initialize = { jsonrpc: "2.0", id: 9, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }
+      child.stdin.write(
+        [
+          "not json",
+          "",
+          JSON.stringify({ jsonrpc: "2.0", id: 1 }),
+          JSON.stringify([{ jsonrpc: "2.0", id: 2, method: "ping" }]),
+          JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { arguments: {} } }),
+          JSON.stringify({ jsonrpc: "2.0", id: 4, method: "initialize", params: {} }),
+          JSON.stringify(initialize)
+        ].join("\n") + "\n"
+      )
+      const deadline = Date.now() + 30_000
+      while (answers.length < 6 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      const byId = (id: unknown) => answers.filter((answer) => answer.id === id)
+      assert.deepStrictEqual(byId(null).map((answer) => answer.error.code).sort(), [-32700, -32600, -32600].sort())
+      assert.match(byId(null).find((answer) => answer.error.code === -32700).error.message, /not JSON/)
+      assert.isTrue(byId(null).some((answer) => /batch/.test(answer.error.message)))
+      assert.isTrue(byId(null).some((answer) => /method/.test(answer.error.message)), JSON.stringify(byId(null)))
+      assert.deepStrictEqual(byId(3).map((answer) => answer.error.code), [-32602])
+      // the SDK's own refusal, in words instead of zod's issue list
+      assert.deepStrictEqual(byId(4).map((answer) => answer.error.code), [-32602])
+      assert.match(byId(4)[0].error.message, /^Invalid params: params.protocolVersion: /)
+      assert.isString(byId(9)[0]?.result?.serverInfo?.name, JSON.stringify(answers))
+      assert.strictEqual(answers.length, 6)
+    } finally {
+      child.kill()
+    }
+  }, 60_000)
 })
 
 describe("svc mcp options", () => {

@@ -4,7 +4,6 @@
  * or over stdio (`svc mcp --transport stdio`, for a client that spawns it). Both reach the REST API v2
  * at `DOCS_API_URL`, by default the docs-api of this machine on `DOCS_PORT` (8789).
  */
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { Host, serve, Settings } from "@svc/platform"
 import { Config, Effect, Layer, Logger, Option } from "effect"
 import { createServer } from "node:net"
@@ -12,6 +11,7 @@ import * as http from "node:http"
 import { DocsClient } from "./DocsClient.ts"
 import { routes } from "./McpHttp.ts"
 import * as McpServer from "./McpServer.ts"
+import { StdioTransport } from "./StdioTransport.ts"
 
 export const DEFAULT_PORT = 8790
 
@@ -96,7 +96,7 @@ export const runStdio = (options: { readonly apiKey: string | undefined }) =>
     yield* useProxyFromEnvironment
     const apiUrl = yield* ApiUrl
     const server = yield* McpServer.make(options.apiKey).pipe(Effect.provide(DocsClient.layer({ baseUrl: apiUrl })))
-    const transport = new StdioServerTransport()
+    const transport = new StdioTransport()
     yield* Effect.acquireRelease(
       Effect.promise(() => server.connect(transport)),
       () => Effect.promise(() => server.close())
