@@ -47,7 +47,14 @@ export const mcp = Command.make(
       return yield* Effect.fail(new McpUsageError("--port is for --transport http; stdio needs no port"))
     }
     const fromEnv = yield* Config.option(Config.Redacted("SVC_API_KEY"))
-    const key = Option.orElse(apiKey, () => fromEnv).pipe(Option.map(Redacted.value), Option.getOrUndefined)
+    // a key from a file written on Windows ends in \r: the ends' whitespace is no part of any key
+    const key = Option.orElse(apiKey, () => fromEnv).pipe(Option.map((key) => Redacted.value(key).trim()), Option.getOrUndefined)
+    // a header cannot carry it: every call would fail as "the documentation service could not be reached"
+    if (key !== undefined && /[^\x21-\x7e]/.test(key)) {
+      return yield* Effect.fail(new McpUsageError(
+        "--api-key (or SVC_API_KEY) holds a space or a character a header cannot carry: give the key alone"
+      ))
+    }
     yield* Mcp.runStdio({ apiKey: key === "" ? undefined : key }).pipe(Effect.provide(Mcp.stderrLogger))
   })
 ).pipe(

@@ -353,7 +353,9 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       const seen = yield* SeenKeys
       for (const [args, env, key] of [
         [["--api-key", "svcsk_flag"], {}, "svcsk_flag"],
-        [[], { SVC_API_KEY: "svcsk_env" }, "svcsk_env"]
+        [[], { SVC_API_KEY: "svcsk_env" }, "svcsk_env"],
+        // from a file written on Windows
+        [[], { SVC_API_KEY: "svcsk_crlf\r" }, "svcsk_crlf"]
       ] as const) {
         seen.length = 0
         const client = new McpClient({ name: "svc-test-stdio", version: "1.0.0" })
@@ -429,6 +431,9 @@ describe("svc mcp options", () => {
     for (const [args, message] of [
       [["--transport", "http", "--api-key", "k"], /--api-key is for --transport stdio/],
       [["--transport", "stdio", "--port", "9999"], /--port is for --transport http/],
+      // a key a header cannot carry failed every call as "could not be reached"
+      [["--transport", "stdio", "--api-key", "svcsk_a\r\nX-Injected: 1"], /--api-key \(or SVC_API_KEY\) holds a space or a character a header cannot carry/],
+      [["--transport", "stdio", "--api-key", "svcsk_a b"], /holds a space/],
       // -1 was "unexpected error", 99999 "ports 99999 to 100018 are all taken", 0 a random port
       ...["-1", "0", "65536", "99999"].map((port) => [["--transport", "http", "--port", port], /--port must be a port from 1 to 65535/] as const)
     ] as const) {
