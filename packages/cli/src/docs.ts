@@ -257,7 +257,9 @@ const remove = Command.make(
     if (!removed) return yield* Effect.fail(new Error(`No library ${id} (svc docs list shows them)`))
     yield* printLine(`${id}: removed`)
   })
-).pipe(Command.withDescription("Remove a library, or one version of it, and its snippets"))
+).pipe(Command.withDescription(
+  "Remove a library, or one version of it, and its snippets (a library's last version takes the library with it; a removed default gives way to the newest ready version)"
+))
 
 // -----------------------------------------------------------------------------
 // keys

@@ -119,7 +119,12 @@ export class IndexStore extends Context.Service<IndexStore, {
   readonly markFailed: (versionId: string, category: ErrorCategory) => Effect.Effect<void>
   /** Versions `queued` or `indexing`, oldest registration first. */
   readonly unfinished: Effect.Effect<ReadonlyArray<UnfinishedVersion>>
-  /** Removes a library (no `version`) or one version; false if unknown. */
+  /**
+   * Removes a library (no `version`) or one version; false if unknown. A library whose last version is
+   * removed is removed with it (with no version it answers nothing, and was listed as "queued"); one whose
+   * default version is removed gets its newest ready version as the default (else its newest), where
+   * readers without a version asked had "no version undefined".
+   */
   readonly remove: (id: string, version: string | undefined) => Effect.Effect<boolean>
   /** Libraries by id, each with its versions in registration order. */
   readonly list: Effect.Effect<ReadonlyArray<LibraryListing>>
@@ -303,10 +308,19 @@ export class IndexStore extends Context.Service<IndexStore, {
       )
 
       const remove = Effect.fnUntraced(function*(id: string, version: string | undefined) {
-        const deleted = version === undefined
-          ? yield* sql`DELETE FROM docs.libraries WHERE id = ${id} RETURNING id`
-          : yield* sql`DELETE FROM docs.versions WHERE library_id = ${id} AND version = ${version} RETURNING id`
-        return deleted.length > 0
+        if (version === undefined) return (yield* sql`DELETE FROM docs.libraries WHERE id = ${id} RETURNING id`).length > 0
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const deleted = yield* sql`DELETE FROM docs.versions WHERE library_id = ${id} AND version = ${version} RETURNING id`
+          if (deleted.length === 0) return false
+          // its last version: the library goes too ({@link IndexStore} `remove`)
+          yield* sql`DELETE FROM docs.libraries l WHERE l.id = ${id}
+            AND NOT EXISTS (SELECT 1 FROM docs.versions v WHERE v.library_id = l.id)`
+          yield* sql`UPDATE docs.libraries l SET default_version = (
+              SELECT v.version FROM docs.versions v WHERE v.library_id = l.id
+              ORDER BY v.state = 'ready' DESC, v.created_at DESC, v.id DESC LIMIT 1)
+            WHERE l.id = ${id} AND l.default_version = ${version}`
+          return true
+        }))
       })
 
       const list = Effect.gen(function*() {
@@ -499,7 +513,17 @@ export class IndexStore extends Context.Service<IndexStore, {
             return [true, { ...state, libraries, versions: state.versions.filter((v) => v.libraryId !== id) }]
           }
           const kept = state.versions.filter((v) => !(v.libraryId === id && v.version === version))
-          return kept.length === state.versions.length ? [false, state] : [true, { ...state, versions: kept }]
+          if (kept.length === state.versions.length) return [false, state]
+          const library = state.libraries.get(id)!
+          const remaining = kept.filter((v) => v.libraryId === id)
+          const libraries = new Map(state.libraries)
+          if (remaining.length === 0) libraries.delete(id)
+          else if (library.defaultVersion === version) {
+            const newest = [...remaining].reverse()
+            const next = newest.find((v) => v.state === "ready") ?? newest[0]!
+            libraries.set(id, { ...library, defaultVersion: next.version })
+          }
+          return [true, { ...state, libraries, versions: kept }]
         })
 
       const list = Effect.map(Ref.get(index), (state) =>

@@ -131,6 +131,30 @@ export const indexStoreContract = (name: string, layer: Layer.Layer<IndexStore, 
         assert.isTrue(yield* store.isEmpty)
       }))
 
+    test("remove: the default version's place goes to the newest ready version; the last version takes the library with it", () =>
+      Effect.gen(function*() {
+        const store = yield* IndexStore
+        const defaultOf = (id: string) => Effect.map(store.library(id), Option.map((library) => library.defaultVersion))
+        yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        yield* indexed(source("/acme/greeter", "2.0.0"), greeterDocs)
+        yield* store.register(source("/acme/greeter", "3.0.0"), "queued", { makeDefault: false })
+        yield* indexed(source("/acme/greeter", "4.0.0"), greeterDocs)
+        // not the default: the default stays
+        assert.isTrue(yield* store.remove("/acme/greeter", "2.0.0"))
+        assert.deepStrictEqual(yield* defaultOf("/acme/greeter"), Option.some("4.0.0"))
+        // the default: the newest ready one (1.0.0), not the newer 3.0.0 that is only queued
+        assert.isTrue(yield* store.remove("/acme/greeter", "4.0.0"))
+        assert.deepStrictEqual(yield* defaultOf("/acme/greeter"), Option.some("1.0.0"))
+        // no ready one left: the newest
+        assert.isTrue(yield* store.remove("/acme/greeter", "1.0.0"))
+        assert.deepStrictEqual(yield* defaultOf("/acme/greeter"), Option.some("3.0.0"))
+        // the last one: the library goes too
+        assert.isTrue(yield* store.remove("/acme/greeter", "3.0.0"))
+        assert.isTrue(Option.isNone(yield* store.library("/acme/greeter")))
+        assert.isTrue(yield* store.isEmpty)
+        assert.isFalse(yield* store.remove("/acme/greeter", "3.0.0"))
+      }))
+
     test("promote: a version registered without becoming the default is made it later, with its source's title and location; unknown ids change nothing", () =>
       Effect.gen(function*() {
         const store = yield* IndexStore
