@@ -338,7 +338,7 @@ export class Search extends Context.Service<Search, {
         if (library.version === null) {
           return yield* new LibraryNotFound({
             libraryId: options.libraryId,
-            message: `Library ${libraryId} has no version ${asked}; indexed versions: ${(library.versions ?? []).join(", ") || "none"}`
+            message: `Library ${libraryId} has no version ${asked ?? library.default_version}; indexed versions: ${(library.versions ?? []).join(", ") || "none"}`
           })
         }
         const version = library.version
@@ -472,7 +472,7 @@ export class Search extends Context.Service<Search, {
         if (found === undefined) {
           return yield* new LibraryNotFound({
             libraryId: options.libraryId,
-            message: `Library ${id} has no version ${asked}; indexed versions: ${versions.map((v) => v.version).join(", ") || "none"}`
+            message: `Library ${id} has no version ${asked ?? library.defaultVersion}; indexed versions: ${versions.map((v) => v.version).join(", ") || "none"}`
           })
         }
         if (found.live === null) {
