@@ -330,6 +330,9 @@ const stopWatchdog = (pid: number | undefined) =>
 /** How long a stopping owner lets other processes' sessions on its cluster finish their work. */
 const GUESTS_GRACE = "10 seconds"
 
+/** How long a failed start waits for a postmaster that closed its sessions to be seen exiting. */
+const EXIT_GRACE = "5 seconds"
+
 /** Waits for `pid` to exit, at most `within` (then a `TimeoutError`). */
 const exitOf = (pid: number, within: Duration.Input) =>
   Effect.sync(() => isAlive(pid)).pipe(
@@ -427,6 +430,15 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
   yield* awaitReady(url, { retryRefused: true, keepTrying: () => exited.code === null }).pipe(
     Effect.catch((error) =>
       Effect.gen(function*() {
+        // A postmaster shutting down (its startup process refused the data folder) may accept a session
+        // and close it before its exit is seen here ("Connection closed during startup"): a moment for
+        // that exit, so the error says why instead of "did not answer" (a test failed on it under load).
+        if (exited.code === null) {
+          yield* Effect.callback<void>((resume) => {
+            child.once("exit", () => resume(Effect.void))
+            if (exited.code !== null) resume(Effect.void)
+          }).pipe(Effect.timeoutOption(EXIT_GRACE))
+        }
         return yield* new EmbeddedPostgresError({
           message: exited.code !== null
             ? `Postgres exited during start-up${yield* startComplaint(logFile, logStart)}; see ${logFile}`
