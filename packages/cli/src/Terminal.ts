@@ -11,6 +11,9 @@ const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0
 /** One result line on stdout, {@link printable}. */
 export const printLine = (line: string) => Console.log(printable(line))
 
+/** One progress line on stderr (a log: stdout holds the result alone), {@link printable}. */
+export const printProgress = (line: string) => Console.error(printable(line))
+
 /**
  * A result as JSON for a terminal: JSON escapes C0 controls in strings but writes DEL and C1 controls
  * (`\u009b`, a CSI to some terminals) raw, so those are escaped too — the same value to a JSON reader.

@@ -24,7 +24,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { commaList } from "./CommaList.ts"
-import { printable, printJson, printLine } from "./Terminal.ts"
+import { printJson, printLine, printProgress } from "./Terminal.ts"
 
 /** The indexer on the suite's database, the `docs` schema migrated first. */
 const IndexerLive = Indexer.layer.pipe(
@@ -54,7 +54,7 @@ const describeProgress = (progress: IndexProgress): string => {
 }
 
 /** Progress is a log: stderr, so that stdout holds the result alone (`svc docs add … > done.txt`). */
-const onProgress = (progress: IndexProgress) => Console.error(printable(describeProgress(progress)))
+const onProgress = (progress: IndexProgress) => printProgress(describeProgress(progress))
 
 /**
  * With `DOCS_URL` the commands operate that running docs-api over its RPC (`DocsRpcs`, behind

@@ -13,7 +13,7 @@ import { mcp } from "./mcp.ts"
 import { queue } from "./queue.ts"
 import { landed, serviceNames } from "./Services.ts"
 import * as SuiteStatus from "./SuiteStatus.ts"
-import { printable, printLine } from "./Terminal.ts"
+import { printLine, printProgress } from "./Terminal.ts"
 
 
 const migrate = Command.make(
@@ -173,7 +173,7 @@ const listingsIngest = Command.make(
       onEvent: (event) => {
         if (event._tag === "Finished" && !event.outcome.ok) failed = true
         // progress is a log (stderr); what started and how each run ended are the result (stdout)
-        return event._tag === "Progress" ? Console.error(printable(IngestClient.describe(event))) : printLine(IngestClient.describe(event))
+        return event._tag === "Progress" ? printProgress(IngestClient.describe(event)) : printLine(IngestClient.describe(event))
       }
     }).pipe(
       Effect.catchTag("UnknownSources", (error) => Effect.fail(new CommandFailed(error.message))),

@@ -101,7 +101,6 @@ export const VERSION = /^[^/\s]+$/
 
 export const invalidSource = (message: string) => new IndexFailed({ category: "invalid_source", message })
 
-/** Refuses anything but `/owner/repo`. */
 /** The most characters of one part of a library id, and of a version label. */
 export const MAX_ID_PART = 100
 
@@ -113,6 +112,7 @@ export const MAX_ID_PART = 100
 const readablePart = (part: string) =>
   part.length <= MAX_ID_PART && part !== "." && part !== ".." && !/\p{Cc}/u.test(part)
 
+/** Refuses anything but `/owner/repo` with {@link readablePart}s. */
 export const checkLibraryId = (libraryId: string): Effect.Effect<string, IndexFailed> =>
   LibraryIdPattern.test(libraryId) && libraryId.split("/").length === 3 && libraryId.split("/").slice(1).every(readablePart)
     ? Effect.succeed(libraryId)
