@@ -84,7 +84,7 @@ describe("svc", () => {
   it.live("a second process on the embedded database (DATABASE_URL=$(svc db url)) keeps it after the owner is killed -9 and restarted", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-cli-")
-      const [docsPort, queuePort] = (yield* spawnablePorts(2)) as [number, number]
+      const [docsPort, queuePort, otherPort] = (yield* spawnablePorts(3)) as [number, number, number]
       const data = { EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres"), DOCS_DEFAULT_LIBRARIES: "none" }
       const owner = yield* started(["start", "docs-api"], { ...data, DOCS_PORT: String(docsPort) })
       yield* healthy([docsPort], owner)
@@ -93,6 +93,9 @@ describe("svc", () => {
       const databaseUrl = url.stdout.trim()
       const pgPort = Number(/@127\.0\.0\.1:(\d+)\//.exec(databaseUrl)?.[1])
       assert.match(owner.output(), new RegExp(`listening on 127\\.0\\.0\\.1:${pgPort},`))
+      // a running cluster is reached on its own port, as a start beside it would share it
+      const other = yield* svcRun(["db", "url"], { ...data, EMBEDDED_POSTGRES_PORT: String(otherPort) })
+      assert.strictEqual(other.stdout.trim(), databaseUrl, other.output)
 
       const queue = yield* started(["start", "queue"], {
         DATABASE_URL: databaseUrl,
@@ -366,7 +369,8 @@ describe("svc", () => {
       const added = yield* svcRun(["queue", "groups", "add", "orders", `${destination}/billing`, "--endpoint-name", "billing"], env)
       assert.strictEqual(added.code, 0, added.output)
       assert.strictEqual(added.stdout, `orders  1 endpoint: billing=${destination}/billing\n`)
-      const groups = yield* svcRun(["queue", "groups", "list"], env)
+      // spaces around the URL, as a copy-paste leaves them, are dropped (they passed the URL check, then the call failed)
+      const groups = yield* svcRun(["queue", "groups", "list"], { ...env, QUEUE_URL: ` ${queueUrl} ` })
       assert.strictEqual(groups.stdout, `orders  1 endpoint: billing=${destination}/billing\n`)
       const group = yield* svcRun(["queue", "groups", "get", "orders", "--json"], env)
       assert.deepInclude(JSON.parse(group.stdout), { name: "orders", endpoints: [{ name: "billing", url: `${destination}/billing` }] })

