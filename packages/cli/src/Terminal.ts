@@ -1,4 +1,4 @@
-import { Console } from "effect"
+import { Console, Effect } from "effect"
 
 /**
  * Text from the database or a service shown on a terminal: control characters escaped (`\u001b`),
@@ -10,6 +10,20 @@ const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0
 
 /** One result line on stdout, {@link printable}. */
 export const printLine = (line: string) => Console.log(printable(line))
+
+/**
+ * A result line that must reach its reader, a key shown once: waits for the write and fails when it
+ * did not go through (a full disk, a reader gone), so that the caller can undo what nobody will see.
+ */
+export const deliverLine = (line: string) =>
+  Effect.callback<void, Error>((resume) => {
+    process.stdout.write(`${printable(line)}\n`, (error) =>
+      resume(
+        error == null
+          ? Effect.void
+          : Effect.fail(new Error(`could not write the output (${(error as NodeJS.ErrnoException).code ?? error.message})`))
+      ))
+  })
 
 /** One progress line on stderr (a log: stdout holds the result alone), {@link printable}. */
 export const printProgress = (line: string) => Console.error(printable(line))

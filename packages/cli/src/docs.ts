@@ -24,7 +24,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { commaList } from "./CommaList.ts"
-import { printJson, printLine, printProgress } from "./Terminal.ts"
+import { deliverLine, printJson, printLine, printProgress } from "./Terminal.ts"
 
 /** The indexer on the suite's database, the `docs` schema migrated first. */
 const IndexerLive = Indexer.layer.pipe(
@@ -61,7 +61,7 @@ const onProgress = (progress: IndexProgress) => printProgress(describeProgress(p
  * `DOCS_ADMIN_TOKEN`; the server reads the sources); without it they work on the database directly.
  */
 const RemoteConfig = Config.all({
-  url: Config.option(Config.String("DOCS_URL")),
+  url: Config.option(ServiceClient.urlSetting("DOCS_URL")),
   token: Config.option(Config.Redacted("DOCS_ADMIN_TOKEN"))
 })
 
@@ -325,7 +325,8 @@ const create = Command.make(
     sources: listFlag("sources", "Source access: source kinds, comma-separated (folder,npm,git); default all")
   },
   Effect.fn(function*({ libraries, name, sources, team }) {
-    const { key, record } = yield* (yield* ApiKeys).create({
+    const apiKeys = yield* ApiKeys
+    const { key, record } = yield* apiKeys.create({
       name: optional(name),
       team: optional(team),
       libraries,
@@ -334,7 +335,14 @@ const create = Command.make(
     // The description on stderr and the key alone on stdout, so `KEY=$(svc docs keys create)` works.
     yield* Console.error(`Created API key ${record.prefix}… (id ${record.id}): ${describeSettings(record)}`)
     yield* Console.error("Store it now: only its hash is kept, it cannot be shown again.")
-    yield* printLine(key)
+    // A key that did not reach stdout (`> /dev/full`, a reader gone) is one nobody has: revoked at once.
+    yield* deliverLine(key).pipe(
+      Effect.catch((lost) =>
+        apiKeys.revoke(record.id).pipe(
+          Effect.andThen(Effect.fail(new Error(`${lost.message}, so the key ${record.prefix}… (id ${record.id}) was revoked: nobody has it`)))
+        )
+      )
+    )
   }, withKeys)
 ).pipe(
   Command.withDescription("Create an API key for the docs REST API (printed once)"),

@@ -8,6 +8,7 @@ import { freePort } from "@svc/platform"
 import { TestDatabase } from "@svc/platform/testing"
 import { Effect, Redacted, Schedule } from "effect"
 import { spawn } from "node:child_process"
+import { closeSync, openSync } from "node:fs"
 
 const bin = new URL("../src/bin.ts", import.meta.url).pathname
 const greeter = new URL("../../docs/test/fixtures/greeter", import.meta.url).pathname
@@ -117,4 +118,24 @@ describe("svc docs keys", () => {
       assert.strictEqual(unknown.code, 1)
       assert.include(unknown.output, "svc: No API key svcsk_nothing1")
     }).pipe(Effect.scoped), { timeout: 120_000 })
+
+  it.live("a key that cannot be written (stdout on a full disk) is revoked at once, and the command fails", () =>
+    Effect.gen(function*() {
+      const env = { DATABASE_URL: Redacted.value(yield* TestDatabase.freshDatabase()) }
+      const full = openSync("/dev/full", "w")
+      const child = spawn(process.execPath, [bin, "docs", "keys", "create", "--name", "lost"], {
+        env: { ...process.env, ...env },
+        stdio: ["ignore", full, "pipe"]
+      })
+      closeSync(full)
+      let stderr = ""
+      child.stderr!.on("data", (chunk) => stderr += chunk)
+      const code = yield* Effect.promise(() => new Promise<number | null>((resolve) => child.once("exit", resolve)))
+      assert.strictEqual(code, 1, stderr)
+      assert.match(stderr, /could not write the output \(ENOSPC\), so the key svcsk_\w+… \(id \d+\) was revoked: nobody has it/)
+      const [key, ...others] = JSON.parse((yield* run(["docs", "keys", "list", "--json"], env)).stdout)
+      assert.deepStrictEqual(others, [])
+      assert.strictEqual(key.name, "lost")
+      assert.isNotNull(key.revokedAt, "the key nobody has is revoked")
+    }), { timeout: 60_000 })
 })
