@@ -152,7 +152,7 @@ const listingsIngest = Command.make(
     wait: Flag.Boolean("wait").pipe(Flag.withDescription("Follow the runs until they finish"), Flag.withDefault(false))
   },
   Effect.fn(function*({ source, wait }) {
-    const url = yield* Config.String("LISTINGS_URL").pipe(Config.withDefault("http://localhost:8787"))
+    const url = yield* ServiceClient.urlSetting("LISTINGS_URL").pipe(Config.withDefault("http://localhost:8787"))
     const token = yield* Config.option(Config.Redacted("ADMIN_TOKEN"))
     if (Option.isNone(token)) {
       return yield* Effect.fail(new CommandFailed("ADMIN_TOKEN is not set: the listings RPC needs it"))

@@ -29,7 +29,7 @@ const withQueue = <A, E extends { readonly _tag: string; readonly message: strin
   use: (queue: QueueRpcClient["Service"]) => Effect.Effect<A, E>
 ) =>
   Effect.gen(function*() {
-    const url = yield* Config.String("QUEUE_URL").pipe(Config.withDefault("http://localhost:8788"))
+    const url = yield* ServiceClient.urlSetting("QUEUE_URL").pipe(Config.withDefault("http://localhost:8788"))
     const token = yield* Config.option(Config.Redacted("QUEUE_TOKEN"))
     // Empty is unset, as for the server.
     if (Option.isNone(token) || Redacted.value(token.value) === "") {

@@ -9,10 +9,17 @@
  * line of any failure: `listings at http://localhost:8787 refused ADMIN_TOKEN (401): Invalid bearer
  * token`, `no answer from listings at http://localhost:8787: connect ECONNREFUSED 127.0.0.1:8787`.
  */
-import { Effect, Layer, Redacted, SchemaIssue } from "effect"
+import { Config, Effect, Layer, Redacted, SchemaIssue } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { toIssues } from "./Http.ts"
 import { serviceTargetProblem } from "./ServiceTarget.ts"
+
+/**
+ * A service's base URL from the environment (`QUEUE_URL`, `LISTINGS_URL`, `DOCS_URL`), spaces around it
+ * dropped: the URL parser drops them when the URL is checked, so `QUEUE_URL="http://host:8788 "` passed
+ * the check and then failed as a call to `http://host:8788 /rpc`.
+ */
+export const urlSetting = (name: string) => Config.String(name).pipe(Config.map((url) => url.trim()))
 
 /** The `message` of the suite's error body, or the text itself (shortened). */
 const messageOf = (text: string): string | undefined => {
