@@ -55,7 +55,8 @@ export const mcp = Command.make(
         "--api-key (or SVC_API_KEY) holds a space or a character a header cannot carry: give the key alone"
       ))
     }
-    yield* Mcp.runStdio({ apiKey: key === "" ? undefined : key }).pipe(Effect.provide(Mcp.stderrLogger))
+    // its logs go to stderr with every command's (Logging.layer): over stdio, stdout carries the protocol alone
+    yield* Mcp.runStdio({ apiKey: key === "" ? undefined : key })
   })
 ).pipe(
   Command.withDescription("Run the documentation lookup's MCP server (tools resolve-library-id, query-docs)"),

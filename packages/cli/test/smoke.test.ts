@@ -70,7 +70,7 @@ describe("smoke", () => {
         ["listings", "queue", "docs-api", "mcp", "uploads"]
       )
       // the MCP server honours HOST (it listened on 0.0.0.0 before)
-      assert.match(first.stderr(), new RegExp(`Listening on http://127\\.0\\.0\\.1:${mcpPort} \\{ service: 'mcp' \\}`))
+      assert.match(first.stderr(), new RegExp(`message="Listening on http://127\\.0\\.0\\.1:${mcpPort}" service=mcp\n`))
       assert.notMatch(first.stderr(), /Listening on http:\/\/0\.0\.0\.0/)
       assert.strictEqual(first.stdout(), "", "a service's logs are not results: stderr")
 

@@ -19,10 +19,17 @@ export const LogLevel = Config.all({
     : "Info"
 }))
 
-/** Log lines to stderr (effect's default logger writes them to stdout). */
-export const layerStderr = Layer.succeed(Logger.LogToStderr, true)
+/**
+ * Every log event as one logfmt line on stderr (effect's default logger writes to stdout):
+ * `timestamp=… level=INFO fiber=#12 message="GET /health 200 1ms" service=docs-api requestId=…`.
+ * The default logger also printed a log's annotations as an inspected object, over four lines for
+ * every request once they passed 80 characters, and a message raw, so a value holding a line break
+ * could forge a line. logfmt quotes and escapes every value that is not plain text; a failure's cause
+ * (stack included) is one escaped value too.
+ */
+export const layerOneLine = Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])
 
-/** Sets the minimum log level for everything built on top of it, and sends log lines to stderr. */
+/** Sets the minimum log level for everything built on top of it, and writes log lines ({@link layerOneLine}). */
 export const layer = Layer.merge(
   Layer.effect(
     References.MinimumLogLevel,
@@ -30,5 +37,5 @@ export const layer = Layer.merge(
       return yield* LogLevel
     })
   ),
-  layerStderr
+  layerOneLine
 )

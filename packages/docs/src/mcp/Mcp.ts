@@ -5,7 +5,7 @@
  * at `DOCS_API_URL`, by default the docs-api of this machine on `DOCS_PORT` (8789).
  */
 import { Host, serve, Settings } from "@svc/platform"
-import { Config, Effect, Layer, Logger, Option } from "effect"
+import { Config, Effect, Layer, Option } from "effect"
 import { createServer } from "node:net"
 import * as http from "node:http"
 import { DocsClient } from "./DocsClient.ts"
@@ -87,10 +87,10 @@ export const httpLayer = (options: {
     )
   }))
 
-/** Logs to stderr: over stdio, stdout carries the protocol and nothing else. */
-export const stderrLogger = Logger.layer([Logger.withConsoleError(Logger.formatSimple)])
-
-/** Serves one client over stdin/stdout until it disconnects (or the process is stopped). */
+/**
+ * Serves one client over stdin/stdout until it disconnects (or the process is stopped). Its logs must
+ * go to stderr, as `Logging.layer` sends them (`svc mcp` runs under it): stdout carries the protocol alone.
+ */
 export const runStdio = (options: { readonly apiKey: string | undefined }) =>
   Effect.gen(function*() {
     yield* useProxyFromEnvironment
