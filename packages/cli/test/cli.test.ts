@@ -233,7 +233,7 @@ describe("svc", () => {
         })
       )
       const server = yield* started(["mcp", "--transport", "http"], { MCP_PORT: String(port), DOCS_PORT: "18789" })
-      const listening = yield* Effect.sync(() => /Listening on (http:\/\/[^ ]+)/.exec(server.output())?.[1]).pipe(
+      const listening = yield* Effect.sync(() => /Listening on (http:\/\/[^ "]+)/.exec(server.output())?.[1]).pipe(
         Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (url) => url !== undefined || server.child.exitCode !== null }),
         Effect.timeout("60 seconds")
       )
