@@ -3,11 +3,14 @@
  * request's annotations on the same line and a value holding a line break escaped, not split.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Console, Effect } from "effect"
+import { Cause, ConfigProvider, Console, Effect } from "effect"
 import * as Logging from "../../src/Logging.ts"
 
-/** Runs `effect` under Logging.layer with a console that records what each method was given. */
-const captured = (effect: Effect.Effect<void>) =>
+/**
+ * Runs `effect` under Logging.layer, configured by `env` alone (not the runner's LOG_LEVEL), with a
+ * console that records what each method was given.
+ */
+const captured = (effect: Effect.Effect<void>, env: Record<string, string> = {}) =>
   Effect.gen(function*() {
     const written: Array<{ readonly method: string; readonly text: string }> = []
     const record = (method: string) => (...args: ReadonlyArray<unknown>) => {
@@ -18,7 +21,11 @@ const captured = (effect: Effect.Effect<void>) =>
       info: record("info"),
       error: record("error")
     })
-    yield* effect.pipe(Effect.provide(Logging.layer), Effect.provideService(Console.Console, console))
+    yield* effect.pipe(
+      Effect.provide(Logging.layer),
+      Effect.provideService(Console.Console, console),
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(env))
+    )
     return written
   })
 
@@ -55,5 +62,7 @@ describe("Logging", () => {
   it.effect("below LOG_LEVEL (info by default) nothing is written", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(yield* captured(Effect.logDebug("details")), [])
+      const debug = yield* captured(Effect.logDebug("details"), { LOG_LEVEL: "debug" })
+      assert.match(debug.map(({ text }) => text).join(""), /level=DEBUG .*message=details$/)
     }))
 })
