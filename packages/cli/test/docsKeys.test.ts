@@ -132,7 +132,7 @@ describe("svc docs keys", () => {
       child.stderr!.on("data", (chunk) => stderr += chunk)
       const code = yield* Effect.promise(() => new Promise<number | null>((resolve) => child.once("exit", resolve)))
       assert.strictEqual(code, 1, stderr)
-      assert.match(stderr, /could not write the output \(ENOSPC\), so the key svcsk_\w+… \(id \d+\) was revoked: nobody has it/)
+      assert.match(stderr, /could not write the output \(ENOSPC\), so the key svcsk_[A-Za-z0-9_-]{8}… \(id \d+\) was revoked: nobody has it/)
       const [key, ...others] = JSON.parse((yield* run(["docs", "keys", "list", "--json"], env)).stdout)
       assert.deepStrictEqual(others, [])
       assert.strictEqual(key.name, "lost")
