@@ -18,7 +18,7 @@
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3"
 import { NodeServices } from "@effect/platform-node"
 import { Config, Context, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
-import type { Scope } from "effect"
+import type { PlatformError, Scope } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { accessSync, constants as fsConstants } from "node:fs"
 import { createRequire } from "node:module"
@@ -98,11 +98,20 @@ export const runObjectStorageScript = Effect.fnUntraced(function*(
     )
     return { exitCode: Number(exitCode), stdout, stderr } satisfies ObjectStorageScriptResult
   })).pipe(
-    Effect.mapError((error) =>
-      new ObjectStorageError({ message: `could not run object-storage.sh ${command}: ${error.message}` })
-    )
+    Effect.mapError((error) => scriptFailure(command, error))
   )
 })
+
+/**
+ * The script's failure in words. A signal that cut it short (a second Ctrl-C during shutdown) is named:
+ * the platform error's own message says only "Unknown: ChildProcess.exitCode", its cause says which.
+ */
+export const scriptFailure = (command: string, error: PlatformError.PlatformError): ObjectStorageError =>
+  new ObjectStorageError({
+    message: `object-storage.sh ${command} did not finish: ${
+      error.reason.cause instanceof Error ? error.reason.cause.message : error.message
+    }`
+  })
 
 const EndpointJson = Schema.fromJsonString(Schema.Struct({
   endpoint: Schema.String,

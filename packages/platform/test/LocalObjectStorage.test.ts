@@ -242,6 +242,16 @@ describe("scripts/object-storage.sh", () => {
       assert.strictEqual((yield* runObjectStorageScript("status", dir)).exitCode, 1)
     }).pipe(Effect.provide(NodeServices.layer)))
 
+  it.effect("a script cut short by a signal (a second Ctrl-C during shutdown) fails naming the signal", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3-signal-")
+      // bash reads BASH_ENV before the script: this one sends bash a SIGINT, as a second Ctrl-C would
+      const interrupt = path.join(dir, "interrupt.sh")
+      yield* Effect.promise(() => fs.writeFile(interrupt, "kill -INT $$\n"))
+      const error = yield* Effect.flip(runObjectStorageScript("stop", dir, { env: { BASH_ENV: interrupt } }))
+      assert.strictEqual(error.message, "object-storage.sh stop did not finish: Process interrupted due to receipt of signal: 'SIGINT'")
+    }).pipe(Effect.provide(NodeServices.layer)))
+
   it.effect("start refuses a folder whose path Ceph cannot read (non-ASCII, # ; \\), naming the setting, creating nothing; other signs are fine", () =>
     Effect.gen(function*() {
       const root = yield* tempDir("svc-test-s3-name-")
