@@ -122,13 +122,22 @@ const start = Command.make(
     yield* Effect.logInfo(
       `Starting ${selected.map((candidate) => candidate.name).join(", ") || "the suite (no service has landed yet)"}`
     )
-    const status = service === "all" ? SuiteStatus.layer(selected) : Layer.empty
     const standalone = selected.flatMap((candidate) => candidate.database ? [] : [candidate.layer])
     const onDatabase = selected.flatMap((candidate) => candidate.database ? [candidate] : [])
-    if (service !== "all" && onDatabase.length === 0) return yield* Layer.launch(Layer.mergeAll(status, ...standalone))
+    if (service !== "all" && onDatabase.length === 0) return yield* Layer.launch(Layer.mergeAll(Layer.empty, ...standalone))
     yield* embeddedPortFree(servers)
     const schemas = service === "all" ? Migrations.services() : onDatabase.flatMap((candidate) => candidate.schemas)
-    const running = Layer.mergeAll(status, ...standalone, ...onDatabase.map((candidate) => candidate.layer))
+    const services = Layer.mergeAll(Layer.empty, ...standalone, ...onDatabase.map((candidate) => candidate.layer))
+    // The status server listens last, once every service does: its /health answering is the sign that
+    // the whole suite is up (built beside them, it answered 10 s before listings and uploads, which
+    // wait for their object storage, and a newcomer's first curl after it was refused).
+    const running = service === "all"
+      // flatMap, not provide: the services' own router must not reach the status server's routes
+      ? services.pipe(
+        Layer.flatMap(() => SuiteStatus.layer(selected)),
+        Layer.tap(() => Effect.logInfo(`Every service is up: ${selected.map((candidate) => candidate.name).join(", ")}`))
+      )
+      : services
     // Migrations first, on the one database every service of the process shares.
     return yield* Layer.launch(
       running.pipe(Layer.provide(Migrations.layer(...schemas)), Layer.provide(Database.layer))

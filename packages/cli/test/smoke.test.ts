@@ -62,7 +62,12 @@ describe("smoke", () => {
 
       // -- first start --------------------------------------------------------------------------
       const first = yield* started(["start", "all"], env)
-      yield* healthy(ports, first, "60 seconds")
+      // the status server listens last: once its /health answers, every service does, without a retry
+      yield* healthy([svcPort], first, "60 seconds")
+      for (const port of ports) {
+        const health = yield* fetchJson(`${base(port)}/health`)
+        assert.strictEqual(health.status, 200, `${port} when the status server answered:\n${first.output()}`)
+      }
 
       const services = yield* fetchJson(`${base(svcPort)}/services`)
       assert.deepStrictEqual(
@@ -172,6 +177,7 @@ describe("smoke", () => {
       const stoppedAt = Date.now()
       first.child.kill("SIGINT")
       assert.strictEqual(yield* finished(first), 0, first.stderr())
+      assert.match(first.stderr(), /message="Every service is up: listings, queue, docs-api, mcp, uploads"/)
       assert.isBelow(Date.now() - stoppedAt, 10_000, "Ctrl-C stops within 10 s")
 
       // -- the MCP port taken: one clear line, exit 1 -------------------------------------------
