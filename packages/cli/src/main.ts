@@ -4,7 +4,7 @@
  */
 import { IngestClient } from "@svc/listings"
 import { Database, EmbeddedPostgres, Migrations, ServiceClient, Settings } from "@svc/platform"
-import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Console, Deferred, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { commaList } from "./CommaList.ts"
 import { CommandFailed } from "./CommandFailed.ts"
@@ -127,21 +127,18 @@ const start = Command.make(
     if (service !== "all" && onDatabase.length === 0) return yield* Layer.launch(Layer.mergeAll(Layer.empty, ...standalone))
     yield* embeddedPortFree(servers)
     const schemas = service === "all" ? Migrations.services() : onDatabase.flatMap((candidate) => candidate.schemas)
-    const services = Layer.mergeAll(Layer.empty, ...standalone, ...onDatabase.map((candidate) => candidate.layer))
-    // The status server listens last, once every service does: its /health answering is the sign that
-    // the whole suite is up (built beside them, it answered 10 s before listings and uploads, which
-    // wait for their object storage, and a newcomer's first curl after it was refused).
-    const running = service === "all"
-      // flatMap, not provide: the services' own router must not reach the status server's routes
-      ? services.pipe(
-        Layer.flatMap(() => SuiteStatus.layer(selected)),
-        Layer.tap(() => Effect.logInfo(`Every service is up: ${selected.map((candidate) => candidate.name).join(", ")}`))
-      )
-      : services
     // Migrations first, on the one database every service of the process shares.
-    return yield* Layer.launch(
-      running.pipe(Layer.provide(Migrations.layer(...schemas)), Layer.provide(Database.layer))
+    const services = Layer.mergeAll(Layer.empty, ...standalone, ...onDatabase.map((candidate) => candidate.layer)).pipe(
+      Layer.provide(Migrations.layer(...schemas)),
+      Layer.provide(Database.layer)
     )
+    if (service !== "all") return yield* Layer.launch(services)
+    // the status server answers 503 until every service is up (SuiteStatus.ts)
+    const running = yield* Deferred.make<void>()
+    return yield* Layer.launch(Layer.mergeAll(
+      SuiteStatus.layer(selected, Deferred.await(running)),
+      services.pipe(Layer.tap(() => Deferred.succeed(running, undefined)))
+    ))
   })
 ).pipe(
   Command.withDescription("Run services (migrating their schemas first) until SIGTERM or Ctrl-C"),

@@ -62,8 +62,26 @@ describe("smoke", () => {
 
       // -- first start --------------------------------------------------------------------------
       const first = yield* started(["start", "all"], env)
-      // the status server listens last: once its /health answers, every service does, without a retry
-      yield* healthy([svcPort], first, "60 seconds")
+      // the status server answers 503 until every service is up: once its /health answers 200, every
+      // service does, without a retry
+      const before: Array<{ status: number; body: unknown; retryAfter: string | null }> = []
+      yield* Effect.promise(async () => {
+        for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((ok) => setTimeout(ok, 100))) {
+          const response = await fetch(`${base(svcPort)}/health`).catch(() => undefined)
+          if (response?.status === 200) return
+          if (response !== undefined) {
+            before.push({ status: response.status, body: await response.json(), retryAfter: response.headers.get("retry-after") })
+          }
+        }
+      })
+      yield* healthy([svcPort], first, "1 second")
+      for (const answer of before) {
+        assert.deepStrictEqual(answer, {
+          status: 503,
+          body: { code: "service_unavailable", message: "The server is starting or stopping" },
+          retryAfter: "1"
+        })
+      }
       for (const port of ports) {
         const health = yield* fetchJson(`${base(port)}/health`)
         assert.strictEqual(health.status, 200, `${port} when the status server answered:\n${first.output()}`)
