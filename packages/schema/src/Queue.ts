@@ -20,7 +20,7 @@ import * as QueueFlow from "./QueueFlow.ts"
 import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
 import * as QueueBulk from "./QueueBulk.ts"
 import * as QueueEvents from "./QueueEvents.ts"
-import { PagePayload, PageQuery, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
+import { PagePayload, PageQuery, QueueId, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -229,28 +229,6 @@ export class QueueJsonBody extends HttpApiMiddleware.Service<QueueJsonBody, { pr
   "@svc/schema/Queue/QueueJsonBody",
   { error: [InvalidRequest, RequestTooLarge] }
 ) {}
-
-const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/
-const ID_RULE = "an id is 1 to 64 ASCII letters, digits, '_' or '-'"
-
-/**
- * Why `text` is not a message or DLQ id, in words: "expected an id" alone left a caller who sent
- * `%00`, or an invisible `%E2%80%8F` (U+200F) copied along with an id, to guess.
- */
-const idProblem = (text: string): string | undefined => {
-  if (ID_PATTERN.test(text)) return undefined
-  if (text.length === 0) return `must not be empty: ${ID_RULE}`
-  if (text.length > 64) return `must be at most 64 characters long: ${ID_RULE}`
-  const bad = /[^A-Za-z0-9_-]/u.exec(text)!
-  const at = `U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")} at position ${bad.index + 1}`
-  if (/\p{Cc}/u.test(bad[0])) return `must not contain control characters (${at}): ${ID_RULE}`
-  if (/[\p{Cf}\p{Z}\p{Cs}]/u.test(bad[0])) return `must not contain invisible characters or spaces (${at}): ${ID_RULE}`
-  return `must not contain ${JSON.stringify(bad[0])} (${at}): ${ID_RULE}`
-}
-
-const QueueId = Schema.String.check(
-  Schema.makeFilter<string>((text) => idProblem(text) ?? true, { expected: ID_RULE.replace(/^an id is /, "an id of ") })
-)
 
 export class MessagesGroup extends HttpApiGroup.make("messages").add(
   HttpApiEndpoint.get("get", "/v2/messages/:messageId", {

@@ -8,9 +8,9 @@
 import { Schema } from "effect"
 import { Rpc } from "effect/rpc"
 import { InvalidRequest } from "./Errors.ts"
-import { BoundedArray, BoundedInt, IdParam, NameParam, UrlParam } from "./Limits.ts"
+import { BoundedArray, BoundedInt, NameParam, UrlParam } from "./Limits.ts"
 import { UnixMs } from "./QueueEvents.ts"
-import { RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
+import { QueueId, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
 
 /** Most messages or DLQ entries one bulk call changes (and most ids it takes). */
 export const MAX_BULK = 1000
@@ -29,7 +29,7 @@ export type MessageFilter = typeof MessageFilter.Type
 
 /** Ids, a filter, or both (then the ids that match the filter). One of them is required. */
 export const CancelMessagesRequest = RequestObject({
-  messageIds: Schema.optionalKey(BoundedArray(IdParam, MAX_BULK)),
+  messageIds: Schema.optionalKey(BoundedArray(QueueId, MAX_BULK)),
   filter: Schema.optionalKey(MessageFilter)
 }, "a JSON object with messageIds, filter or both").annotate({ identifier: "CancelMessagesRequest" })
 export type CancelMessagesRequest = typeof CancelMessagesRequest.Type
@@ -53,7 +53,7 @@ export const DlqFilter = RequestObject({
 export type DlqFilter = typeof DlqFilter.Type
 
 export const DlqSelection = RequestObject({
-  dlqIds: Schema.optionalKey(BoundedArray(IdParam, MAX_BULK)),
+  dlqIds: Schema.optionalKey(BoundedArray(QueueId, MAX_BULK)),
   filter: Schema.optionalKey(DlqFilter)
 }, "a JSON object with dlqIds, filter or both").annotate({ identifier: "DlqSelection" })
 export type DlqSelection = typeof DlqSelection.Type
