@@ -377,6 +377,46 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
         assert.deepStrictEqual(seen, [`Bearer ${key}`])
       }
     }).pipe(Effect.scoped))
+
+  it.effect("stdio: stdin closed right after the requests: each is answered, then the process exits 0", () =>
+    Effect.gen(function*() {
+      const { apiProxyUrl } = yield* Mcp
+      const child = spawn(process.execPath, [bin, "mcp", "--transport", "stdio"], {
+        env: { ...process.env, DOCS_API_URL: apiProxyUrl },
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (chunk: Buffer) => stdout += chunk.toString("utf8"))
+      child.stderr.on("data", (chunk: Buffer) => stderr += chunk.toString("utf8"))
+      const call = (id: number, question: string) => ({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name: "query-docs", arguments: { libraryId: "/acme/http-client", query: question } }
+      })
+      // what `printf '…' | svc mcp --transport stdio` sends: the requests, then the end of stdin
+      child.stdin.end([
+        { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipe", version: "1" } } },
+        { jsonrpc: "2.0", method: "notifications/initialized" },
+        call(2, "exponential backoff"),
+        { jsonrpc: "2.0", id: 3, method: "ping" },
+        // a request cancelled at once gets no answer (MCP), and must not keep the process
+        call(4, "retries"),
+        { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 4, reason: "gone" } }
+      ].map((message) => JSON.stringify(message)).join("\n") + "\n")
+      const code = yield* Effect.promise(() => new Promise<number | null>((resolve) => child.once("exit", resolve))).pipe(
+        Effect.timeoutOrElse({ duration: "30 seconds", orElse: () => Effect.sync(() => (child.kill(), -1)) })
+      )
+      assert.strictEqual(code, 0, stderr)
+      const answers = new Map(stdout.split("\n").filter((line) => line !== "").map((line) => {
+        const answer = JSON.parse(line)
+        return [answer.id, answer] as const
+      }))
+      assert.isString(answers.get(1)?.result?.serverInfo?.name, stdout)
+      assert.include(textOf(answers.get(2)?.result), "backoff: \"exponential\"", stdout)
+      assert.deepStrictEqual(answers.get(3)?.result, {}, stdout)
+    }))
 })
 
 describe("svc mcp over stdio, a line that is not a message", () => {

@@ -102,9 +102,9 @@ export const runStdio = (options: { readonly apiKey: string | undefined }) =>
       () => Effect.promise(() => server.close())
     )
     yield* Effect.logDebug(`MCP server on stdio, documentation API at ${apiUrl}`)
-    // until the client closes stdin
+    // until the client closes stdin and what it asked before is answered
     yield* Effect.callback<void>((resume) => {
       server.onclose = () => resume(Effect.void)
-      process.stdin.once("end", () => resume(Effect.void))
+      void transport.finished.then(() => resume(Effect.void))
     })
   }).pipe(Effect.scoped)

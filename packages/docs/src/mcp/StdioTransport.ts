@@ -13,6 +13,10 @@
  *
  * Only then does the line reach the SDK's transport. Its own answers go out as over HTTP, its schema
  * refusals in words (`JsonRpc.readableErrors`).
+ *
+ * When stdin ends, the requests already read are still answered: {@link StdioTransport.finished}
+ * resolves once every one has its answer, and the server closes then. It closed at once before, so
+ * `printf '<initialize>\n<tools/call>\n' | svc mcp` exited 0 without answering the tool call.
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
@@ -20,35 +24,84 @@ import { createInterface } from "node:readline"
 import { PassThrough, type Readable, type Writable } from "node:stream"
 import * as JsonRpc from "./JsonRpc.ts"
 
+/** After stdin ends, how long unanswered requests may keep the process at most. */
+const DRAIN_LIMIT_MS = 180_000
+
 export class StdioTransport extends StdioServerTransport {
+  /** Resolves once stdin has ended and every request read from it has been answered. */
+  readonly finished: Promise<void>
+  /** The ids of the requests passed to the server and not answered yet. */
+  private readonly unanswered = new Set<string | number>()
+  private inputEnded = false
+  private onFinished: () => void = () => {}
+
   constructor(input: Readable = process.stdin, output: Writable = process.stdout) {
-    const judged = new PassThrough()
-    super(judged, output)
+    const passed = new PassThrough()
+    super(passed, output)
+    this.finished = new Promise((resolve) => this.onFinished = resolve)
     const lines = createInterface({ input, crlfDelay: Infinity })
     lines.on("line", (line) => {
       if (line.trim() === "") return
-      const refusal = refusalOf(line)
-      if (refusal === undefined) judged.write(`${line}\n`)
-      else void this.send({ jsonrpc: "2.0", id: refusal.id, error: { code: refusal.code, message: refusal.message } } as JSONRPCMessage)
+      const judged = judge(line)
+      if ("message" in judged) {
+        this.note(judged.message)
+        passed.write(`${line}\n`)
+      } else {
+        const { code, id, message } = judged.refusal
+        void this.send({ jsonrpc: "2.0", id, error: { code, message } } as JSONRPCMessage)
+      }
     })
-    lines.on("close", () => judged.end())
+    lines.on("close", () => {
+      passed.end()
+      this.inputEnded = true
+      this.finishWhenAnswered()
+      // a request the server never answers must not keep the process: each tool call is bounded
+      // (DocsClient: 60 s a try), so this is far past any answer
+      setTimeout(this.onFinished, DRAIN_LIMIT_MS).unref()
+    })
   }
 
-  override send(message: JSONRPCMessage): Promise<void> {
-    return super.send(JsonRpc.readableErrors(message) as JSONRPCMessage)
+  /** A request now awaits its answer; a cancelled one never gets one (MCP: the server stays silent). */
+  private note(message: Message) {
+    if (message.method === "notifications/cancelled") {
+      const cancelled = message.params?.requestId
+      if (typeof cancelled === "string" || typeof cancelled === "number") this.unanswered.delete(cancelled)
+      this.finishWhenAnswered()
+    } else if (typeof message.method === "string" && (typeof message.id === "string" || typeof message.id === "number")) {
+      this.unanswered.add(message.id)
+    }
+  }
+
+  override async send(message: JSONRPCMessage): Promise<void> {
+    await super.send(JsonRpc.readableErrors(message) as JSONRPCMessage)
+    if ("id" in message && message.id !== undefined && !("method" in message)) {
+      this.unanswered.delete(message.id)
+      this.finishWhenAnswered()
+    }
+  }
+
+  private finishWhenAnswered() {
+    if (this.inputEnded && this.unanswered.size === 0) this.onFinished()
   }
 }
 
-/** Why a line is not one message the SDK may have, in JSON-RPC's terms; undefined when it may. */
-const refusalOf = (line: string): { readonly code: number; readonly message: string; readonly id: string | number | null } | undefined => {
+
+type Refusal = { readonly code: number; readonly message: string; readonly id: string | number | null }
+
+/** The line as one message the SDK may have, or why it is not one, in JSON-RPC's terms. */
+const judge = (line: string): { readonly refusal: Refusal } | { readonly message: Message } => {
   let message: unknown
   try {
     message = JSON.parse(line)
   } catch {
-    return { code: -32700, message: "Parse error: the line is not JSON (one JSON-RPC message a line)", id: null }
+    return { refusal: { code: -32700, message: "Parse error: the line is not JSON (one JSON-RPC message a line)", id: null } }
   }
   if (Array.isArray(message)) {
-    return { code: -32600, message: "Invalid Request: a batch; over stdio, write one message a line", id: null }
+    return { refusal: { code: -32600, message: "Invalid Request: a batch; over stdio, write one message a line", id: null } }
   }
-  return JsonRpc.refusalOf(message)
+  const refusal = JsonRpc.refusalOf(message)
+  return refusal === undefined ? { message: message as Message } : { refusal }
 }
+
+/** What the transport reads of a message it passes on. */
+type Message = { readonly id?: unknown; readonly method?: unknown; readonly params?: { readonly requestId?: unknown } }
