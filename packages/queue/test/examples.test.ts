@@ -121,4 +121,17 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("README exa
       assert.deepStrictEqual(JSON.parse(received!.body.toString()), { order: 42 })
       assert.strictEqual(received!.headers["x-source"], "example")
     }))
+
+  it.effect("examples/client.ts with a wrong token: one line on stderr and exit 1, no stack trace", () =>
+    Effect.gen(function*() {
+      const { output } = yield* run(clientExample, ["http://127.0.0.1:9/example"], {
+        QUEUE_URL: yield* QueueUrl,
+        QUEUE_TOKEN: "not-the-token"
+      })
+      yield* poll(Effect.sync(() => output.exit), (exit) => exit !== undefined, "60 seconds", () =>
+        `the client example to finish (stdout: ${output.stdout}, stderr: ${output.stderr})`)
+      assert.strictEqual(output.exit, 1, output.stderr)
+      assert.strictEqual(output.stdout, "")
+      assert.strictEqual(output.stderr, "the queue refused: 401 unauthorized: Invalid bearer token\n")
+    }))
 })
