@@ -85,7 +85,6 @@ export class StdioTransport extends StdioServerTransport {
   }
 }
 
-
 type Refusal = { readonly code: number; readonly message: string; readonly id: string | number | null }
 
 /** The line as one message the SDK may have, or why it is not one, in JSON-RPC's terms. */
