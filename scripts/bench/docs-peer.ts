@@ -1,9 +1,9 @@
 /**
  * The peer itself beside `bench:docs`: docs-mcp-server (github.com/arabold/docs-mcp-server), full-text only,
  * asked the evaluation set's questions over the folder corpora (fastify, pino, got, nestjs, hono, execa,
- * and undici's README and docs/), through its own MCP server's `search_docs` tool. It writes the files each answer
- * names, in order, to a JSON file that `bench:docs` reads with `BENCH_DOCS_PEER_RESULTS=<file>` and scores
- * like svc's answers (docs-evaluate.ts).
+ * prettier, and undici's README and docs/), through its own MCP server's `search_docs` tool. It writes the
+ * files each answer names, in order, to a JSON file that `bench:docs` reads with
+ * `BENCH_DOCS_PEER_RESULTS=<file>` and scores like svc's answers (docs-evaluate.ts).
  *
  * The peer is not on the npm registry this machine reaches, so it is built from its repository
  * (`corpora/README.md`, "The peer itself", says how). Then:
