@@ -21,6 +21,8 @@ export const serviceTargetProblem = (target: {
   if (url.username !== "" || url.password !== "") {
     return `${target.urlName} must not hold a user or password (the token goes in ${target.tokenName})`
   }
+  // each call adds its own path and query: one in the setting was dropped without a word
+  if (url.search !== "" || url.hash !== "") return `${target.urlName} must not hold a query (?) or fragment (#)`
   if (typeof target.token !== "string" || !/^[\x21-\x7e]+$/.test(target.token)) {
     return `${target.tokenName} holds a space, a line break or another character an HTTP header cannot carry`
   }

@@ -153,10 +153,26 @@ const sameText = (a: string, b: string): boolean => {
 }
 
 /**
+ * Why `clockTolerance` is not a number of seconds (a string from an environment variable, NaN, a
+ * negative one), or undefined. Such a setting made every genuine signature read as "not an HS256 JWT".
+ */
+export const clockToleranceProblem = (clockTolerance: unknown): string | undefined =>
+  clockTolerance === undefined || (typeof clockTolerance === "number" && Number.isFinite(clockTolerance) && clockTolerance >= 0)
+    ? undefined
+    : `clockTolerance must be a number of seconds, 0 or more, got ${JSON.stringify(clockTolerance) ?? typeof clockTolerance}`
+
+/**
  * Checks a signature against the keys (the current one first): the MAC, then `iss`, `exp`/`nbf`
- * (with the tolerance), `sub` (when `url` is given) and `body`. Never rejects.
+ * (with the tolerance), `sub` (when `url` is given) and `body`. Rejects only for the caller's own
+ * mistake, with a `TypeError` saying it: a body that is not a string or bytes (`req.body` where no
+ * body parser ran is `undefined`), or a bad `clockTolerance`. Whatever the request carries resolves.
  */
 export const verifySignature = async (keys: ReadonlyArray<string>, request: VerifyRequest): Promise<Verification> => {
+  const problem = clockToleranceProblem(request.clockTolerance) ??
+    (typeof request.body === "string" || request.body instanceof Uint8Array
+      ? undefined
+      : `body must be the raw body as received, a string or bytes (Buffer, Uint8Array), got ${request.body === null ? "null" : typeof request.body}`)
+  if (problem !== undefined) throw new TypeError(`Receiver: ${problem}`)
   const options = {
     algorithms: ["HS256"],
     issuer: ISSUER,

@@ -136,8 +136,8 @@ describe("Promise client against a hostile or wrong server", () => {
       const empty = yield* server((_, response) => response.writeHead(200).end())
       assert.match((yield* rejection(() => new QueueClient({ baseUrl: empty.base, token: TOKEN }).messages.get("m1"))).message, /not JSON/)
 
-      // a publish must answer its messageId; only a DELETE may answer 204
-      for (const answer of [null, {}, [], "str", { messageId: 7 }]) {
+      // a publish must answer its messageId (a bare null or string is refused before: no JSON object); only a DELETE may answer 204
+      for (const answer of [{}, [], { messageId: 7 }]) {
         const odd = yield* server(json(201, answer))
         const error = yield* rejection(() => new QueueClient({ baseUrl: odd.base, token: TOKEN }).publish({ destination: "https://example.com/a" }))
         assert.strictEqual(error.message, "The queue's answer to a publish holds no messageId", JSON.stringify(answer))
@@ -176,7 +176,7 @@ describe("Promise client against a hostile or wrong server", () => {
       for (const [pattern, call] of [
         [/^body cannot be sent as JSON: .*circular/i, () => client.publishJSON({ destination: "https://example.com/a", body: circular })],
         [/^body cannot be sent as JSON: it is undefined/, () => client.publishJSON({ destination: "https://example.com/a", body: undefined })],
-        [/^body: expected a string or a Uint8Array, got number/, () => client.publish({ destination: "https://example.com/a", body: 42 as unknown as string })],
+        [/^options\.body: expected a string or a Uint8Array, got number/, () => client.publish({ destination: "https://example.com/a", body: 42 as unknown as string })],
         [/^messages: expected an array, got undefined/, () => client.batch(undefined as unknown as [])],
         [/^the request cannot be sent as JSON: .*BigInt/i, () => client.queues.upsert({ queueName: "q", parallelism: 1n as unknown as number })]
       ] as const) {
@@ -185,6 +185,78 @@ describe("Promise client against a hostile or wrong server", () => {
         assert.match(error.message, pattern)
       }
       assert.deepStrictEqual(queue.seen, [])
+    }))
+
+  it.live("what a caller without types passes (null options, half-filled objects, arrays as bodies) is named, never a TypeError", () =>
+    Effect.gen(function*() {
+      const queue = yield* server(json(201, { messageId: "m1" }))
+      const client = new QueueClient({ baseUrl: queue.base, token: TOKEN })
+      const destination = "https://example.com/a"
+      const loose = client as unknown as Record<string, (...args: Array<unknown>) => Promise<unknown>> & {
+        readonly schedules: { readonly create: (options: unknown) => Promise<unknown> }
+        readonly queues: { readonly enqueue: (name: string, options: unknown) => Promise<unknown> }
+      }
+      for (const [expected, call] of [
+        ["options: expected an object, got undefined", () => loose.publishJSON!(undefined)],
+        ["options: expected an object, got undefined", () => loose.publish!(undefined)],
+        ["options.callback: expected an object, got null", () => loose.publish!({ destination, callback: null })],
+        ["options.callback.url is missing", () => loose.publish!({ destination, callback: {} })],
+        ["options.flowControl: expected an object, got null", () => loose.publish!({ destination, flowControl: null })],
+        ["options.retries: expected a finite number, got string", () => loose.publish!({ destination, retries: "3" })],
+        ["options.forward[\"X-A\"]: expected a string", () => loose.publish!({ destination, forward: { "X-A": 1 } })],
+        ["options.notBefore: expected a Date or Unix seconds, got an object", () => loose.publish!({ destination, notBefore: new Date("nope") })],
+        ["messages[0]: expected an object, got null", () => loose.batch!([null])],
+        ["messages[1]: expected an object, got undefined", () => loose.batch!([{ destination }, undefined])],
+        ["messages[0].body: expected a string or a Uint8Array, got number", () => loose.batch!([{ destination, body: 42 }])],
+        ["messages[0].body: expected a string or a Uint8Array, got an array", () => loose.batch!([{ destination, body: [1, 2, 3] }])],
+        ["messages[0].flowControl: expected an object, got null", () => loose.batch!([{ destination, flowControl: null }])],
+        ["options.cron is missing", () => loose.schedules.create({ destination })],
+        ["options.body: expected a string or a Uint8Array, got an object", () => loose.queues.enqueue("jobs", { destination, body: {} })]
+      ] as const) {
+        const error = yield* rejection(call)
+        assert.deepInclude(error, { status: 0, code: "invalid_request", message: expected })
+      }
+      assert.deepStrictEqual(queue.seen, [])
+    }))
+
+  it.live("a header it cannot send is invalid_request naming the header, never 'could not reach' and never its value", () =>
+    Effect.gen(function*() {
+      const queue = yield* server(json(201, { messageId: "m1" }))
+      const client = new QueueClient({ baseUrl: queue.base, token: TOKEN })
+      const destination = "https://example.com/a"
+      for (const [pattern, options] of [
+        [/^the value of the header Svc-Forward-X-A holds a line break/, { forward: { "X-A": "secret\r\nX-B: 1" } }],
+        [/^the value of the header Svc-Deduplication-Id holds a line break, a NUL/, { deduplicationId: "a\u0000b" }],
+        [/^the value of the header content-type holds .* outside Latin-1/, { contentType: "text/plain; x=€" }],
+        [/^the header name "Svc-Forward-X A" holds a space/, { forward: { "X A": "v" } }],
+        [/^headers: Authorization is the client's own .* forward: \{ Authorization/, { headers: { Authorization: "Bearer x" } }],
+        [/^headers: Authorization is the client's own/, { headers: { authorization: "Bearer x" } }]
+      ] as const) {
+        const error = yield* rejection(() => client.publish({ destination, body: "{}", ...options }))
+        assert.deepInclude(error, { status: 0, code: "invalid_request" })
+        assert.match(error.message, pattern)
+        assert.notInclude(error.message, "secret")
+      }
+      assert.deepStrictEqual(queue.seen, [])
+      // to the destination, an Authorization header goes as a forwarded one
+      yield* Effect.promise(() => client.publish({ destination, body: "{}", forward: { Authorization: "Bearer x" } }))
+      assert.strictEqual(queue.seen.at(-1)!.authorization, `Bearer ${TOKEN}`)
+    }))
+
+  it.live("no queue there names the reason (connection refused), and a 2xx that is not a JSON object or list is refused", () =>
+    Effect.gen(function*() {
+      const free = yield* server(json(200, {}))
+      const base = free.base
+      yield* Effect.promise(() => new Promise<void>((resolve) => free.instance.close(() => resolve())))
+      const down = yield* rejection(() => new QueueClient({ baseUrl: base, token: TOKEN }).keys.get())
+      assert.deepInclude(down, { status: 0, code: "request_failed" })
+      assert.match(down.message, /^Could not reach the queue at http:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/)
+
+      for (const answer of [null, 42, "keys"]) {
+        const queue = yield* server(json(200, answer))
+        const error = yield* rejection(() => new QueueClient({ baseUrl: queue.base, token: TOKEN }).keys.get())
+        assert.deepInclude(error, { status: 200, code: "request_failed", message: "The queue answered 200 with a body that is not a JSON object or list" })
+      }
     }))
 
   it.live("a refusal with Retry-After carries it in seconds (delay-seconds or an HTTP date); none without", () =>
@@ -222,6 +294,9 @@ describe("Promise client against a hostile or wrong server", () => {
     }
     assert.throws(() => new QueueClient({ baseUrl: "ftp://127.0.0.1", token: TOKEN }), TypeError, /^QueueClient: baseUrl must be an http\(s\) URL, not ftp:$/)
     assert.throws(() => new QueueClient({ baseUrl: "not a url", token: TOKEN }), TypeError, /http\(s\) URL/)
+    for (const baseUrl of ["http://127.0.0.1:1?x=1", "http://127.0.0.1:1/#top"]) {
+      assert.throws(() => new QueueClient({ baseUrl, token: TOKEN }), TypeError, /^QueueClient: baseUrl must not hold a query \(\?\) or fragment \(#\)$/)
+    }
     assert.throws(() => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: "two words" }), TypeError, /^QueueClient: token holds a space, a line break or another character an HTTP header cannot carry$/)
     for (const timeoutMs of [Number.NaN, 0, 2 ** 31, 2 ** 40]) {
       assert.throws(() => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: TOKEN, timeoutMs }), TypeError, /timeoutMs .* from 1 to 2147483647/)

@@ -10,6 +10,7 @@ import { Effect } from "effect"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import { Receiver, type SignatureClaims, verifySignatureFetch, verifySignatureNode } from "../src/promise/index.ts"
+import { sign } from "../src/Signing.ts"
 import { call, Destination, poll, publish, queueLayer } from "./support.ts"
 
 interface Handled {
@@ -263,4 +264,33 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver h
     )
     assert.throws(() => verifySignatureFetch(async () => new Response(), { currentSigningKey: "", nextSigningKey: "sig_b" }), /currentSigningKey is missing/)
   })
+
+  it("a clockTolerance that is not seconds (\"5\" from an environment variable, NaN, -1) or a maxBodyBytes that is not bytes is an error at once, not every delivery refused", () => {
+    const keys = { currentSigningKey: "sig_a", nextSigningKey: "sig_b" }
+    for (const clockTolerance of ["5", Number.NaN, -1]) {
+      const options = { ...keys, clockTolerance: clockTolerance as number }
+      assert.throws(() => verifySignatureFetch(async () => new Response(), options), TypeError, /^Receiver: clockTolerance must be a number of seconds, 0 or more, got /)
+      assert.throws(() => verifySignatureNode(() => undefined, options), TypeError, /clockTolerance must be a number of seconds/)
+    }
+    assert.doesNotThrow(() => verifySignatureNode(() => undefined, { ...keys, clockTolerance: 0 }))
+    for (const maxBodyBytes of ["1024", Number.NaN, -1, 1.5]) {
+      assert.throws(() => verifySignatureFetch(async () => new Response(), { ...keys, maxBodyBytes: maxBodyBytes as number }), TypeError, /^Receiver: maxBodyBytes must be a whole number of bytes/)
+    }
+  })
+
+  it.effect("a body that is not the raw body (undefined where no body parser ran, null, a number) is a TypeError saying so, from verify and isValid alike", () =>
+    Effect.gen(function*() {
+      const receiver = new Receiver({ currentSigningKey: "sig_a", nextSigningKey: "sig_b" })
+      const signature = sign("sig_a", { url: "http://127.0.0.1/hook", body: new TextEncoder().encode("{}") })
+      assert.isTrue(yield* Effect.promise(() => receiver.isValid({ signature, body: "{}" })))
+      for (const body of [undefined, null, 42]) {
+        for (const check of [() => receiver.verify({ signature, body: body as unknown as string }), () => receiver.isValid({ signature, body: body as unknown as string })]) {
+          const error = yield* Effect.promise(() => check().then(() => undefined, (rejected: unknown) => rejected))
+          assert.instanceOf(error, TypeError)
+          assert.match(String((error as Error).message), /^Receiver: body must be the raw body as received, a string or bytes \(Buffer, Uint8Array\), got /)
+        }
+      }
+      const tolerant = yield* Effect.promise(() => receiver.verify({ signature, body: "{}", clockTolerance: "5" as unknown as number }).catch((rejected: unknown) => rejected))
+      assert.instanceOf(tolerant, TypeError)
+    }))
 })

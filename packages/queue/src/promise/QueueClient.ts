@@ -13,6 +13,7 @@
  */
 import { serviceTargetProblem } from "@svc/platform/ServiceTarget"
 import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "../PublishHeaders.ts"
+import { BATCH_MESSAGE, bodyProblem, headerProblem, PUBLISH, SCHEDULE, type Shapes, shapeProblem } from "./Arguments.ts"
 import { QueueError } from "./QueueError.ts"
 import type {
   BatchMessage,
@@ -74,6 +75,32 @@ const queryString = (query: Query | undefined): string => {
 /** A refusal of the caller's own argument, before anything is sent. */
 const invalidArgument = (message: string) => new QueueError({ status: 0, code: "invalid_request", message })
 
+/** Throws the {@link invalidArgument} of the first problem found. */
+const refuse = (...problems: ReadonlyArray<string | undefined>): void => {
+  const problem = problems.find((found) => found !== undefined)
+  if (problem !== undefined) throw invalidArgument(problem)
+}
+
+/** A publish's (enqueue's, schedule's) options and body, checked before its path is made of them. */
+const checkPublish = (options: { readonly body?: unknown } | undefined, shapes: Shapes): void =>
+  refuse(shapeProblem(options, shapes, "options"), bodyProblem(options?.body, "options.body"))
+
+/**
+ * The headers of a call, checked: each one fetch can send, and no `Authorization` (the client's
+ * token is the queue's; fetch joined a second one into `Bearer x, Bearer <token>`, a 401).
+ */
+const sendableHeaders = (headers: Readonly<Record<string, string>>): Readonly<Record<string, string>> => {
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.toLowerCase() === "authorization") {
+      throw invalidArgument(
+        "headers: Authorization is the client's own (its token); to send one to the destination, use forward: { Authorization: ... }"
+      )
+    }
+    refuse(headerProblem(name, value))
+  }
+  return headers
+}
+
 /**
  * A request path whose interpolated parts are each one segment, checked and percent-encoded
  * (`PublishHeaders.ts`): `route\`/v2/dlq/${id}/retry\`` can never become another route.
@@ -115,6 +142,12 @@ const jsonText = (value: unknown, what: string): string => {
   return text
 }
 
+/** Why fetch failed: its own message is "fetch failed", the reason (`connect ECONNREFUSED …`) is its cause's. */
+const reasonOf = (error: unknown): string => {
+  const cause = (error as { readonly cause?: { readonly message?: unknown } } | undefined)?.cause
+  return typeof cause?.message === "string" && cause.message !== "" ? cause.message : String((error as Error | undefined)?.message)
+}
+
 /** The queue's answer wraps a list in one field: that list, or a QueueError when it is not there. */
 const listIn = <A>(answer: unknown, field: string): ReadonlyArray<A> => {
   const list = (answer as Record<string, unknown> | null | undefined)?.[field]
@@ -150,7 +183,7 @@ export class QueueClient {
    * followed: the queue never answers one, so one comes from something else at `baseUrl`.
    */
   async #call<A>(call: Call): Promise<A> {
-    const headers: Record<string, string> = { ...call.headers, authorization: `Bearer ${this.#token}` }
+    const headers: Record<string, string> = { ...sendableHeaders(call.headers ?? {}), authorization: `Bearer ${this.#token}` }
     let body: string | Uint8Array | undefined = call.body
     if (call.json !== undefined) {
       headers["content-type"] = "application/json"
@@ -175,7 +208,7 @@ export class QueueClient {
         message: timedOut
           ? `No whole answer from the queue at ${this.#baseUrl} within ${this.#timeoutMs} ms`
           : response === undefined
-          ? `Could not reach the queue at ${this.#baseUrl}: ${(cause as Error).message}`
+          ? `Could not reach the queue at ${this.#baseUrl}: ${reasonOf(cause)}`
           : `The queue's answer from ${this.#baseUrl} broke off: ${(cause as Error).message}`,
         cause
       })
@@ -199,11 +232,12 @@ export class QueueClient {
       // not JSON: described below
     }
     if (response.ok) {
-      if (isJson) return json as A
+      // every route answers an object or a list; a bare null or number is not the queue's
+      if (isJson && typeof json === "object" && json !== null) return json as A
       throw new QueueError({
         status: response.status,
         code: "request_failed",
-        message: `The queue answered ${response.status} with a body that is not JSON`,
+        message: `The queue answered ${response.status} with a body that is not ${isJson ? "a JSON object or list" : "JSON"}`,
         body: text.slice(0, 1000)
       })
     }
@@ -246,9 +280,6 @@ export class QueueClient {
    */
   #send<A>(path: string, options: PublishOptions, extraHeaders: Record<string, string> = {}): Promise<A> {
     const { body } = options
-    if (body !== undefined && typeof body !== "string" && !(body instanceof Uint8Array)) {
-      throw invalidArgument(`body: expected a string or a Uint8Array, got ${body === null ? "null" : typeof body}`)
-    }
     const defaultType = body === undefined
       ? {}
       : { "content-type": typeof body === "string" ? "text/plain; charset=utf-8" : "application/octet-stream" }
@@ -262,11 +293,13 @@ export class QueueClient {
 
   /** `POST /v2/publish/<destination>`: the body delivered byte for byte, the options as `Svc-*` headers. */
   async publish(options: PublishOptions): Promise<PublishResult> {
+    checkPublish(options, PUBLISH)
     return published(await this.#send<PublishResult>(route`/v2/publish/${options?.destination}`, options))
   }
 
   /** {@link publish} with `body` sent as JSON (`Content-Type: application/json`). */
   async publishJSON(options: Omit<PublishOptions, "body" | "contentType"> & { readonly body: unknown }): Promise<PublishResult> {
+    refuse(shapeProblem(options, PUBLISH, "options"))
     return this.publish({ ...options, body: jsonText(options.body, "body"), contentType: "application/json" })
   }
 
@@ -277,6 +310,7 @@ export class QueueClient {
    */
   async batch(messages: ReadonlyArray<BatchMessage>): Promise<Array<PublishResult>> {
     if (!Array.isArray(messages)) throw invalidArgument(`messages: expected an array, got ${messages === null ? "null" : typeof messages}`)
+    messages.forEach((message, i) => refuse(shapeProblem(message, BATCH_MESSAGE, `messages[${i}]`), bodyProblem(message?.body, `messages[${i}].body`)))
     return this.#call({
       method: "POST",
       path: "/v2/batch",
@@ -348,11 +382,13 @@ export class QueueClient {
 
   readonly schedules = {
     /** Creates a schedule, or with `scheduleId` creates or replaces that one. */
-    create: async (options: ScheduleOptions): Promise<CreatedSchedule> =>
-      this.#send(route`/v2/schedules/${options?.destination}`, options, {
+    create: async (options: ScheduleOptions): Promise<CreatedSchedule> => {
+      checkPublish(options, SCHEDULE)
+      return this.#send(route`/v2/schedules/${options?.destination}`, options, {
         "Svc-Cron": options.cron,
         ...(options.scheduleId === undefined ? {} : { "Svc-Schedule-Id": options.scheduleId })
-      }),
+      })
+    },
     /** Every schedule, by id: follows the pages of `GET /v2/schedules` (100 a page). */
     list: async (): Promise<ReadonlyArray<Schedule>> => this.#everyPage<Schedule>("/v2/schedules", "schedules"),
     get: async (scheduleId: string): Promise<Schedule> => this.#call({ method: "GET", path: route`/v2/schedules/${scheduleId}` }),
@@ -385,8 +421,10 @@ export class QueueClient {
     resume: async (queueName: string): Promise<FifoQueue> =>
       this.#call({ method: "POST", path: route`/v2/queues/${queueName}/resume` }),
     /** `POST /v2/enqueue/<queue>/<destination>`: a publish into the queue (created with parallelism 1 when unknown). */
-    enqueue: async (queueName: string, options: PublishOptions): Promise<PublishResult> =>
-      published(await this.#send<PublishResult>(route`/v2/enqueue/${queueName}/${options?.destination}`, options))
+    enqueue: async (queueName: string, options: PublishOptions): Promise<PublishResult> => {
+      checkPublish(options, PUBLISH)
+      return published(await this.#send<PublishResult>(route`/v2/enqueue/${queueName}/${options?.destination}`, options))
+    }
   }
 
   /** The signing keys receivers verify `Svc-Signature` with. */

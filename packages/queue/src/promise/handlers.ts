@@ -10,7 +10,7 @@
  *   handler, Hono's `c.req.raw`, Deno, Bun, Cloudflare Workers).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { SignatureClaims } from "../Signing.ts"
+import { clockToleranceProblem, type SignatureClaims } from "../Signing.ts"
 import { Receiver, SignatureError, type SigningKeyPair } from "./Receiver.ts"
 
 /** The keys (or a `Receiver` holding them) and what else to check. */
@@ -28,8 +28,21 @@ export type ReceiverOptions<Request> = (SigningKeyPair | { readonly receiver: Re
 
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
-const receiverOf = <Request>(options: ReceiverOptions<Request>): Receiver =>
-  "receiver" in options ? options.receiver : new Receiver(options)
+/** The options' body cap; one that is not a whole number of bytes is a `TypeError` when the handler is wrapped. */
+const maxBodyBytesOf = (options: { readonly maxBodyBytes?: unknown }): number => {
+  const max = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  if (!Number.isSafeInteger(max) || (max as number) < 0) {
+    throw new TypeError(`Receiver: maxBodyBytes must be a whole number of bytes, got ${JSON.stringify(max) ?? typeof max}`)
+  }
+  return max as number
+}
+
+/** The options' receiver; a bad `clockTolerance` is a `TypeError` when the handler is wrapped, not a 401 on every delivery. */
+const receiverOf = <Request>(options: ReceiverOptions<Request>): Receiver => {
+  const problem = clockToleranceProblem(options.clockTolerance)
+  if (problem !== undefined) throw new TypeError(`Receiver: ${problem}`)
+  return "receiver" in options ? options.receiver : new Receiver(options)
+}
 
 /** The suite's error body: `{code, message}` and any details. */
 const errorBody = (code: string, message: string, details: Record<string, string> = {}) =>
@@ -146,7 +159,7 @@ export const verifySignatureNode = (
   options: ReceiverOptions<IncomingMessage> & { readonly onError?: ((error: unknown) => void) | undefined }
 ): (request: IncomingMessage, response: ServerResponse) => Promise<void> => {
   const receiver = receiverOf(options)
-  const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const maxBytes = maxBodyBytesOf(options)
   const report = options.onError ?? ((error: unknown) => console.error("verifySignatureNode: the handler failed", error))
   const refuse = (response: ServerResponse, refusal: Refusal) => {
     response.writeHead(refusal.status, { "content-type": "application/json" }).end(refusal.body)
@@ -195,7 +208,7 @@ export const verifySignatureFetch = <Rest extends Array<unknown>>(
   options: ReceiverOptions<Request>
 ): (request: Request, ...rest: Rest) => Promise<Response> => {
   const receiver = receiverOf(options)
-  const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const maxBytes = maxBodyBytesOf(options)
   const refuse = (refusal: Refusal) =>
     new Response(refusal.body, { status: refusal.status, headers: { "content-type": "application/json" } })
   return async (request, ...rest) => {
