@@ -200,6 +200,16 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       const missing = yield* Effect.promise(() => client.callTool({ name: "query-docs", arguments: { query: "x" } }))
       assert.isTrue(missing.isError)
       assert.match(textOf(missing), /libraryId must be a non-empty string/)
+      // get-library-docs' refusals name its own arguments (Context7's), or the alias the caller sent
+      const legacy = (args: Record<string, unknown>) => Effect.promise(() => client.callTool({ name: "get-library-docs", arguments: args }))
+      assert.strictEqual(
+        textOf(yield* legacy({ topic: "x" })),
+        "Invalid arguments for get-library-docs: context7CompatibleLibraryID must be a non-empty string. Required arguments: context7CompatibleLibraryID."
+      )
+      assert.match(textOf(yield* legacy({ libraryID: 7 })), /^Invalid arguments for get-library-docs: libraryID must be a non-empty string\. Required arguments: libraryID\.$/)
+      const longTopic = textOf(yield* legacy({ context7CompatibleLibraryID: "/acme/http-client", topic: "x".repeat(5000) }))
+      assert.include(longTopic, `at ["topic"]`)
+      assert.notInclude(longTopic, `["query"]`)
       const unknown = yield* Effect.promise(() =>
         client.callTool({ name: "query-docs", arguments: { libraryId: "/nobody/nothing", query: "x" } })
       )
@@ -444,14 +454,23 @@ describe("svc mcp over stdio, a line that is not a message", () => {
           JSON.stringify([{ jsonrpc: "2.0", id: 2, method: "ping" }]),
           JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { arguments: {} } }),
           JSON.stringify({ jsonrpc: "2.0", id: 4, method: "initialize", params: {} }),
+          // a lone surrogate, as POST /mcp refuses it (stdio accepted it and echoed it back)
+          '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"resolve-library-id","arguments":{"libraryName":"ef\\ud800","query":"q"}}}',
           JSON.stringify(initialize)
         ].join("\n") + "\n"
       )
       const deadline = Date.now() + 30_000
-      while (answers.length < 6 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      while (answers.length < 7 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
       const byId = (id: unknown) => answers.filter((answer) => answer.id === id)
-      assert.deepStrictEqual(byId(null).map((answer) => answer.error.code).sort(), [-32700, -32600, -32600].sort())
-      assert.match(byId(null).find((answer) => answer.error.code === -32700).error.message, /not JSON/)
+      assert.deepStrictEqual(byId(null).map((answer) => answer.error.code).sort(), [-32700, -32700, -32600, -32600].sort())
+      assert.isTrue(byId(null).some((answer) => answer.error.code === -32700 && /not JSON/.test(answer.error.message)))
+      assert.isTrue(
+        byId(null).some((answer) =>
+          answer.error.message === "Parse error: the line's params.arguments.libraryName holds an unpaired surrogate (\\ud800 at character 2), which UTF-8 cannot carry: it would be stored as U+FFFD, not as sent"
+        ),
+        JSON.stringify(byId(null))
+      )
+      assert.deepStrictEqual(byId(5), [])
       assert.isTrue(byId(null).some((answer) => /batch/.test(answer.error.message)))
       assert.isTrue(byId(null).some((answer) => /method/.test(answer.error.message)), JSON.stringify(byId(null)))
       assert.deepStrictEqual(byId(3).map((answer) => answer.error.code), [-32602])
@@ -459,7 +478,7 @@ describe("svc mcp over stdio, a line that is not a message", () => {
       assert.deepStrictEqual(byId(4).map((answer) => answer.error.code), [-32602])
       assert.match(byId(4)[0].error.message, /^Invalid params: params.protocolVersion: /)
       assert.isString(byId(9)[0]?.result?.serverInfo?.name, JSON.stringify(answers))
-      assert.strictEqual(answers.length, 6)
+      assert.strictEqual(answers.length, 7)
     } finally {
       child.kill()
     }

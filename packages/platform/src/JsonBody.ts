@@ -1,7 +1,7 @@
 /**
  * JSON request bodies read by one set of rules: the queue's (`POST /v2/batch` and every `QueueApi`
  * endpoint with a JSON payload, through the `QueueJsonBody` middleware, before effect decodes the
- * payload) and the upload route's (`@svc/blob`). A body a service would store, or act on, as
+ * payload), the upload route's (`@svc/blob`) and the MCP server's (`POST /mcp` and each stdio line). A body a service would store, or act on, as
  * something other than what was sent is refused with a 400 naming it:
  *
  * - the bytes must be UTF-8 (RFC 8259 §8.1): a lenient decoder turns an invalid sequence into
@@ -78,7 +78,7 @@ const illFormed = (root: unknown, wellFormedStrings: boolean): RequestIssue | un
     if (typeof value !== "object" || value === null) continue
     const depth = visit.depth + 1
     if (depth > MAX_DEPTH) {
-      return issue(visit, `nests arrays and objects more than ${MAX_DEPTH} levels deep (no queue request needs more than 3)`)
+      return issue(visit, `nests arrays and objects more than ${MAX_DEPTH} levels deep`)
     }
     // Pushed last first, so that they come off the stack in order.
     if (Array.isArray(value)) {

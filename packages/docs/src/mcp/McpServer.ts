@@ -192,6 +192,20 @@ const required: Record<CallableTool, ReadonlyArray<string>> = {
   "query-docs": ["libraryId", "query"],
   [LEGACY_TOOL]: ["libraryId"]
 }
+/** Where a tool documents an argument under another name than the canonical one (Context7's, for its old tool). */
+const documentedNames: Partial<Record<CallableTool, Record<string, string>>> = {
+  [LEGACY_TOOL]: { libraryId: "context7CompatibleLibraryID", query: "topic" }
+}
+
+/**
+ * The name to tell the caller an argument by: the alias it sent, else the name the tool documents.
+ * A refusal of `topic` said `at ["query"]`, and a missing `context7CompatibleLibraryID` "libraryId".
+ */
+const callerNames = (tool: CallableTool, args: Readonly<Record<string, unknown>>) => (canonical: string): string => {
+  if (canonical in args) return canonical
+  const sent = Object.keys(args).find((name) => aliases[tool][name] === canonical)
+  return sent ?? documentedNames[tool]?.[canonical] ?? canonical
+}
 
 /**
  * What is wrong with a library ID that does not have the ID's shape, and what to do: the usual case is
@@ -325,12 +339,14 @@ export const callTool = (name: string, rawArguments: Readonly<Record<string, unk
     const args = canonicalArguments(name, rawArguments ?? {})
     const decoded = Schema.decodeUnknownResult(argumentSchemas[name] as Schema.Codec<unknown, unknown>)(args)
     if (decoded._tag === "Failure") {
+      const named = callerNames(name, rawArguments ?? {})
       const expected = required[name]
       const missing = expected.filter((key) => typeof args[key] !== "string" || args[key] === "")
+      const issue = decoded.failure.message.replace(/\["(\w+)"\]/g, (_, key: string) => `["${named(key)}"]`)
       return text(
         `Invalid arguments for ${name}: ${
-          missing.length > 0 ? `${missing.join(" and ")} must be a non-empty string` : decoded.failure.message
-        }. Required arguments: ${expected.join(", ")}.`,
+          missing.length > 0 ? `${missing.map(named).join(" and ")} must be a non-empty string` : issue
+        }. Required arguments: ${expected.map(named).join(", ")}.`,
         true
       )
     }

@@ -4,7 +4,8 @@
  * wrote a bad line waits for ever; JSON-RPC 2.0 answers it. Each line the client writes is judged first,
  * as `POST /mcp` judges a body (`JsonRpc.ts`):
  *
- * - not JSON: `-32700 Parse error`, id null;
+ * - not JSON, or JSON the suite refuses in every body (an unpaired surrogate, a key given twice, arrays
+ *   and objects nested past 32 levels: `JsonBody`): `-32700 Parse error`, id null;
  * - JSON that is not JSON-RPC: `-32600 Invalid Request`; a `tools/call` the tools cannot take:
  *   `-32602 Invalid params` (with the request's id);
  * - a batch, even a well-formed one: `-32600` (MCP 2025-06-18 has none, and the SDK's stdio transport
@@ -20,6 +21,8 @@
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
+import { JsonBody } from "@svc/platform"
+import { Result } from "effect"
 import { createInterface } from "node:readline"
 import { PassThrough, type Readable, type Writable } from "node:stream"
 import * as JsonRpc from "./JsonRpc.ts"
@@ -89,12 +92,15 @@ type Refusal = { readonly code: number; readonly message: string; readonly id: s
 
 /** The line as one message the SDK may have, or why it is not one, in JSON-RPC's terms. */
 const judge = (line: string): { readonly refusal: Refusal } | { readonly message: Message } => {
-  let message: unknown
-  try {
-    message = JSON.parse(line)
-  } catch {
-    return { refusal: { code: -32700, message: "Parse error: the line is not JSON (one JSON-RPC message a line)", id: null } }
+  // by the suite's rules for JSON bodies, as `POST /mcp` reads one: an unpaired surrogate, a key
+  // given twice or a nesting past 32 levels is refused here too (stdio took them before)
+  const parsed = JsonBody.parseText(line, "a JSON-RPC message (a JSON object)")
+  if (Result.isFailure(parsed)) {
+    const { parameter, problem } = parsed.failure
+    const what = problem.startsWith("is not valid JSON") ? "is not JSON (one JSON-RPC message a line)" : problem
+    return { refusal: { code: -32700, message: `Parse error: the line${parameter === "" ? "" : `'s ${parameter}`} ${what}`, id: null } }
   }
+  const message = parsed.success
   if (Array.isArray(message)) {
     return { refusal: { code: -32600, message: "Invalid Request: a batch; over stdio, write one message a line", id: null } }
   }
