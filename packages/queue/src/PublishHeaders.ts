@@ -122,6 +122,6 @@ export const segmentProblem = (value: unknown): string | undefined =>
 /**
  * One path segment (check it with {@link segmentProblem} first), percent-encoded whole: a destination
  * URL's `/`, `?`, `#` and `..` stay inside the segment, where no URL parser resolves them, and the
- * queue decodes a destination that starts `http%3A` or `https%3A` once.
+ * queue decodes once a destination not written out as `http(s)://…` (`http.ts`, `destinationIn`).
  */
 export const pathSegment = (value: string): string => encodeURIComponent(value)

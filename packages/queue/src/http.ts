@@ -91,19 +91,29 @@ export const QueueJsonBodyLive = Layer.succeed(
 // Publish
 // -----------------------------------------------------------------------------
 
+/**
+ * The destination a path segment names. A URL written out (`https://host/a%20b`) is taken as sent:
+ * its escapes are its own. Anything else is decoded once: a URL percent-encoded whole
+ * (`https%3A%2F%2F…`, as the clients send one), and a group name, which has no `%` of its own, so
+ * that a refusal quotes what the caller wrote (`"not a url"`, not `"not%20a%20url"`). A segment that
+ * does not decode is left as is, and refused as a destination.
+ */
+const destinationIn = (segment: string): string => {
+  if (/^https?:/i.test(segment)) return segment
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
 /** Splits the raw request URL into the destination and the queue's own query parameters. */
 const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
   const question = rawUrl.indexOf("?")
   const path = question < 0 ? rawUrl : rawUrl.slice(0, question)
   const search = question < 0 ? "" : rawUrl.slice(question + 1)
-  let destination = path.slice(path.indexOf(PREFIX) + PREFIX.length)
-  if (/^https?%3a/i.test(destination)) {
-    try {
-      destination = decodeURIComponent(destination)
-    } catch {
-      // left as is: reported as an invalid destination
-    }
-  }
+  // as sent: the route reads its destination from it (`destinationIn`), after any part of its own
+  const destination = path.slice(path.indexOf(PREFIX) + PREFIX.length)
   const config: Array<readonly [string, string]> = []
   const passThrough: Array<string> = []
   // A queue parameter (svc-...) is percent-encoded UTF-8: one that does not decode is refused, as
@@ -199,7 +209,7 @@ export const PublishRoute = HttpRouter.add(
     // Read only once the publish is valid; the cap holds whether or not Content-Length is declared.
     const body = cappedBody(request, settings)
     const published = yield* Operations.publish({
-      destination: target.destination,
+      destination: destinationIn(target.destination),
       passThrough: target.passThrough,
       headers: request.headers,
       query: target.config,
@@ -258,7 +268,7 @@ export const CreateScheduleRoute = HttpRouter.add(
     const settings = yield* QueueConfig
     const target = yield* authorizedTarget(request, settings, "/v2/schedules/")
     const created = yield* ScheduleOperations.createSchedule({
-      destination: target.destination,
+      destination: destinationIn(target.destination),
       passThrough: target.passThrough,
       headers: request.headers,
       query: target.config,
@@ -281,7 +291,7 @@ export const EnqueueRoute = HttpRouter.add(
     const target = yield* authorizedTarget(request, settings, "/v2/enqueue/")
     const slash = target.destination.indexOf("/")
     const queueName = slash < 0 ? target.destination : target.destination.slice(0, slash)
-    let destination = slash < 0 ? "" : target.destination.slice(slash + 1)
+    const destination = slash < 0 ? "" : destinationIn(target.destination.slice(slash + 1))
     if (!QUEUE_NAME_PATTERN.test(queueName)) {
       return yield* new InvalidRequest({
         issues: [{
@@ -292,13 +302,6 @@ export const EnqueueRoute = HttpRouter.add(
           }`
         }]
       })
-    }
-    if (/^https?%3a/i.test(destination)) {
-      try {
-        destination = decodeURIComponent(destination)
-      } catch {
-        // left as is: reported as an invalid destination
-      }
     }
     const published = yield* Operations.publish({
       destination,

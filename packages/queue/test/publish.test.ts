@@ -107,6 +107,22 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("publish", 
       yield* dest.waitFor("/encoded", 1)
     }))
 
+  it.effect("a refused destination is quoted as the caller wrote it, not percent-encoded as a client sent it", () =>
+    Effect.gen(function*() {
+      for (const [sent, shown] of [
+        [encodeURIComponent("not a url"), `got "not a url"`],
+        [encodeURIComponent("ftp://127.0.0.1/x"), `got "ftp://127.0.0.1/x"`]
+      ] as const) {
+        const refused = yield* publish(sent)
+        assert.strictEqual(refused.status, 400, sent)
+        assert.include(refused.body.message, shown, sent)
+      }
+      // a URL written out keeps its own escapes
+      const dest = yield* Destination
+      assert.strictEqual((yield* publish(`${dest.baseUrl}/a%20b`)).status, 201)
+      yield* dest.waitFor("/a%20b", 1)
+    }))
+
   it.effect("Svc-Retries / svc-retries", () =>
     Effect.gen(function*() {
       const dest = yield* Destination
