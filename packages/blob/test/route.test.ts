@@ -31,7 +31,7 @@ const offline = () =>
   Effect.runSync(Effect.scoped(Bucket.make({ token: "s3+http://k:s@127.0.0.1:1/offline-bucket", retry: { times: 0 } })))
 
 const routeWith = (overrides: Partial<UploadRouteOptions>) =>
-  createUploadRoute({ bucket: offline(), onBeforeUpload: () => undefined, ...overrides })
+  createUploadRoute({ bucket: offline(), onBeforeUpload: () => true, ...overrides })
 
 describe("upload route: resolution order", () => {
   it("onError first: a Response it returns is the answer", async () => {
@@ -148,6 +148,33 @@ describe("upload route: resolution order", () => {
     assert.strictEqual(((await post(outOfRange, begin).catch((e: unknown) => e)) as Error).message, "redirect")
   })
 
+  it("over node:http an application bug is a 500 for the client and written to the server's log (it was written nowhere)", async () => {
+    const bug = new Error("db down at /srv/app/users.ts")
+    const logged: Array<ReadonlyArray<unknown>> = []
+    const original = console.error
+    console.error = (...args: Array<unknown>) => void logged.push(args)
+    const server = createServer(toNodeListener(routeWith({
+      onBeforeUpload: () => {
+        throw bug
+      }
+    })))
+    try {
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/upload`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(begin)
+      })
+      assert.strictEqual(response.status, 500)
+      assert.deepStrictEqual(await response.json(), { code: "internal_error", status: 500, message: "Internal error" })
+      assert.deepStrictEqual(logged, [["upload route: the handler failed (an application error, answered 500)", bug]])
+    } finally {
+      console.error = original
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+
   it("refusals of the request itself", async () => {
     const handler = routeWith({ contentTypes: ["image/*"], maxSize: 10 })
     const refused = routeWith({ onBeforeUpload: () => false })
@@ -202,7 +229,7 @@ describe("upload route: resolution order", () => {
     assert.strictEqual(notJsonType.status, 415)
     assert.strictEqual((await notJsonType.json()).code, "request_failed")
     const multi = createUploadHandler({
-      routes: { avatar: { bucket: offline(), onBeforeUpload: () => undefined }, docs: { bucket: offline(), onBeforeUpload: () => undefined } }
+      routes: { avatar: { bucket: offline(), onBeforeUpload: () => true }, docs: { bucket: offline(), onBeforeUpload: () => true } }
     })
     const unknown = await post(multi, begin, "/api/upload/videos")
     assert.strictEqual(unknown.status, 404)
@@ -296,8 +323,8 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
       const handler = createUploadHandler({
         secret: "a-secret-of-enough-length",
         routes: {
-          avatar: { bucket, onBeforeUpload: () => undefined, expiresIn: 1 },
-          docs: { bucket, onBeforeUpload: () => undefined }
+          avatar: { bucket, onBeforeUpload: () => true, expiresIn: 1 },
+          docs: { bucket, onBeforeUpload: () => true }
         }
       })
       const started = yield* Effect.promise(async () =>
@@ -326,7 +353,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
       assert.strictEqual(expired.body.code, "forbidden")
       assert.match(expired.body.message, /expired/)
       // a token of another handler (another secret)
-      const stranger = createUploadHandler({ secret: "another-secret-of-enough-length", routes: { avatar: { bucket, onBeforeUpload: () => undefined } } })
+      const stranger = createUploadHandler({ secret: "another-secret-of-enough-length", routes: { avatar: { bucket, onBeforeUpload: () => true } } })
       const foreign = yield* Effect.promise(async () => (await post(stranger, { ...begin, pathname: "f.png", route: "avatar" })).json() as Promise<BeginUploadResponse>)
       assert.strictEqual((yield* complete(foreign.completionToken, "avatar")).body.code, "forbidden")
     }))
@@ -352,7 +379,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
       let existedDuringError: boolean | undefined
       const handler = createUploadRoute({
         bucket,
-        onBeforeUpload: () => undefined,
+        onBeforeUpload: () => true,
         onUploadComplete: () => {
           throw Object.assign(new Error("the album is full"), { status: 409 })
         },
@@ -374,7 +401,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
   it.effect("bytes that contradict the declared type are refused at completion", () =>
     Effect.gen(function*() {
       const bucket = yield* freshBucket("sniff")
-      const handler = createUploadRoute({ bucket, onBeforeUpload: () => undefined })
+      const handler = createUploadRoute({ bucket, onBeforeUpload: () => true })
       const notPng = new TextEncoder().encode("%PDF-1.7 this is really a pdf")
       const result = yield* Effect.promise(() => upload((b) => post(handler, b), notPng))
       assert.strictEqual(result.response.status, 400)
@@ -473,7 +500,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
             contentTypes: ["video/*"],
             multipartThreshold: "6MB",
             partSize: "5MB",
-            onBeforeUpload: () => undefined
+            onBeforeUpload: () => true
           }
         }
       })
@@ -511,8 +538,8 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
       const handler = createUploadHandler({
         secret: "a-secret-of-enough-length",
         routes: {
-          video: { bucket, multipartThreshold: "6MB", partSize: "5MB", onBeforeUpload: () => undefined },
-          other: { bucket, onBeforeUpload: () => undefined }
+          video: { bucket, multipartThreshold: "6MB", partSize: "5MB", onBeforeUpload: () => true },
+          other: { bucket, onBeforeUpload: () => true }
         }
       })
       const json = (body: unknown) => Effect.promise(async () => {
@@ -571,8 +598,8 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
   it.effect("resume takes a token expired less than resumeWindow ago; complete never takes an expired one", () =>
     Effect.gen(function*() {
       const bucket = yield* freshBucket("resumewin")
-      const handler = createUploadRoute({ bucket, onBeforeUpload: () => undefined, expiresIn: 1, resumeWindow: 60 })
-      const strict = createUploadRoute({ bucket, onBeforeUpload: () => undefined, expiresIn: 1, resumeWindow: 0, secret: "a-secret-of-enough-length" })
+      const handler = createUploadRoute({ bucket, onBeforeUpload: () => true, expiresIn: 1, resumeWindow: 60 })
+      const strict = createUploadRoute({ bucket, onBeforeUpload: () => true, expiresIn: 1, resumeWindow: 0, secret: "a-secret-of-enough-length" })
       const started = yield* Effect.promise(async () => (await post(handler, begin)).json() as Promise<BeginUploadResponse>)
       const strictStarted = yield* Effect.promise(async () => (await post(strict, begin)).json() as Promise<BeginUploadResponse>)
       yield* Effect.sleep("1100 millis")

@@ -116,7 +116,7 @@ describe("upload route: body cap", () => {
     const handler = createUploadHandler({
       maxBodySize: 4096,
       routes: {
-        tiny: { bucket: offline(), onBeforeUpload: () => undefined, maxBodySize: 1024 },
+        tiny: { bucket: offline(), onBeforeUpload: () => true, maxBodySize: 1024 },
         usual: {
           bucket: offline(),
           maxSize: "1GB",

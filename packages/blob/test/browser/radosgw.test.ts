@@ -88,7 +88,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("browser client on rados
   it.effect("a presigned URL that expired before the PUT: storage's 403, the route re-signs, the PUT lands", () =>
     Effect.gen(function*() {
       const bucket = yield* freshBucket("expiry")
-      const route = routeFetch({ bucket, onBeforeUpload: () => undefined, expiresIn: 1 })
+      const route = routeFetch({ bucket, onBeforeUpload: () => true, expiresIn: 1 })
       // the first PUT leaves 1.5 s after begin: its URL (1 s) has expired by then
       const xhr = fetchXhr((_url, n) => new Promise((resolve) => setTimeout(() => resolve(undefined), n === 1 ? 1500 : 0)))
       const bytes = new TextEncoder().encode("expired once\n")
@@ -106,7 +106,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("browser client on rados
     Effect.gen(function*() {
       const bucket = yield* freshBucket("resume")
       yield* bucket.configureCors()
-      const route = routeFetch({ bucket, onBeforeUpload: () => undefined, multipartThreshold: "6MB", partSize: "5MB", secret: "a-secret-of-enough-length" })
+      const route = routeFetch({ bucket, onBeforeUpload: () => true, multipartThreshold: "6MB", partSize: "5MB", secret: "a-secret-of-enough-length" })
       const store = memoryStore()
       const bytes = pattern(12 * MiB + 17)
       const file = new File([bytes], "clip.bin", { type: "application/octet-stream", lastModified: 1 })

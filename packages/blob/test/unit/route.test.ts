@@ -23,6 +23,9 @@ const post = (handler: UploadHandler, body: unknown, path = "/api/upload") =>
     return { status: response.status, json: await response.json() as Record<string, unknown> & { code?: string } }
   })
 
+const beginRequest = (body: unknown) =>
+  new Request("http://app/api/upload", { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+
 const send = (url: string, body: Uint8Array, headers: Record<string, string> = {}) =>
   Effect.promise(() => signedFetch(url, { method: "PUT", body: body as BodyInit, headers }))
 
@@ -110,9 +113,36 @@ describe("upload route over Bucket.layerMemory", () => {
         const refused = createUploadRoute({ bucket, onBeforeUpload: () => false })
         const no = yield* post(refused, beginPng)
         assert.deepStrictEqual([no.status, no.json.code], [401, "unauthorized"])
-        const routes = createUploadHandler({ routes: { avatar: { bucket, onBeforeUpload: () => undefined } } })
+        const routes = createUploadHandler({ routes: { avatar: { bucket, onBeforeUpload: () => true } } })
         const unknown = yield* post(routes, { ...beginPng, route: "banner" }, "/api/upload/banner")
         assert.deepStrictEqual([unknown.status, unknown.json.code], [404, "not_found"])
+      })))
+
+  it.live("onBeforeUpload allows only with true or an object: null, undefined or a number refuses (as a bug, naming it), never the client's own path", () =>
+    withRoute({}, (_, bucket) =>
+      Effect.gen(function*() {
+        for (const [decided, named] of [[null, "null"], [undefined, "undefined"], [5, "number"], [[], "an array"]] as const) {
+          const route = createUploadRoute({ bucket, onBeforeUpload: () => decided as unknown as boolean })
+          const error = yield* Effect.promise(() => route(beginRequest(beginPng)).then(() => undefined, (rejected: unknown) => rejected))
+          assert.instanceOf(error, TypeError, named)
+          assert.strictEqual(
+            (error as Error).message,
+            `upload route default: onBeforeUpload returned ${named}; return true or an object to allow the upload, false to refuse it (the upload was refused)`
+          )
+        }
+        const allowed = yield* post(createUploadRoute({ bucket, onBeforeUpload: () => true }), beginPng)
+        assert.deepStrictEqual([allowed.status, allowed.json["path"]], [200, "me.png"])
+      })))
+
+  it.live("a body a parser read before the handler is invalid_input saying so, not a raw TypeError", () =>
+    withRoute({}, (handler) =>
+      Effect.gen(function*() {
+        const request = beginRequest(beginPng)
+        yield* Effect.promise(() => request.text())
+        const answer = yield* Effect.promise(() => handler(request))
+        const json = (yield* Effect.promise(() => answer.json())) as Record<string, unknown>
+        assert.deepStrictEqual([answer.status, json["code"]], [400, "invalid_input"])
+        assert.match(String(json["message"]), /^The upload request's body was already read before the upload handler \(hand the handler the request as received/)
       })))
 
   it.live("complete refusals: a forged or foreign token, an upload that never arrived, lying bytes, onUploadComplete throwing", () =>
@@ -137,7 +167,7 @@ describe("upload route over Bucket.layerMemory", () => {
           const malleated = yield* post(handler, { type: "complete", completionToken: variant })
           assert.deepStrictEqual([malleated.status, malleated.json.code], [403, "forbidden"], JSON.stringify(variant))
         }
-        const other = createUploadRoute({ bucket, onBeforeUpload: () => undefined })
+        const other = createUploadRoute({ bucket, onBeforeUpload: () => true })
         const foreign = yield* post(other, { type: "complete", completionToken: begin.completionToken })
         assert.deepStrictEqual([foreign.status, foreign.json.code], [403, "forbidden"])
         const early = yield* post(handler, { type: "complete", completionToken: begin.completionToken })
@@ -200,7 +230,7 @@ describe("upload route: completion is single-use", () => {
         createUploadRoute({
           bucket,
           secret: "a-secret-shared-by-every-instance",
-          onBeforeUpload: () => undefined,
+          onBeforeUpload: () => true,
           onUploadComplete: () => void runs++
         })
       const instances = [instance(), instance(), instance()]

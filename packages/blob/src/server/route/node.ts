@@ -67,10 +67,12 @@ export const toNodeListener = (handler: UploadHandler) =>
       res.writeHead(response.status, responseHeaders)
       res.end(answer)
     },
-    () => {
-      // an application bug (rethrown by the handler): a bare 500, details stay in the server's logs
+    (error: unknown) => {
+      // an application bug (rethrown by the handler): a bare 500 for the client, the error in the
+      // server's log (it was written nowhere, so a throwing hook left no trace)
+      console.error("upload route: the handler failed (an application error, answered 500)", error)
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json", ...(ended ? {} : { connection: "close" }) })
-      res.end(JSON.stringify({ code: "internal_error", message: "Internal error" }))
+      res.end(JSON.stringify({ code: "internal_error", status: 500, message: "Internal error" }))
     }
   )
 }

@@ -52,6 +52,13 @@ export const readCappedBody = async (request: Request, limit: number): Promise<s
     throw bodyTooLarge(limit)
   }
   if (request.body === null) return ""
+  // a framework's body parser read it before the handler: its stream is used up (or held by that reader)
+  if (request.bodyUsed || request.body.locked) {
+    throw new BlobError("invalid_input", {
+      message: "The upload request's body was already read before the upload handler",
+      hint: "hand the handler the request as received, with no body parser (express.json(), request.json()) before it"
+    })
+  }
   const reader = request.body.getReader()
   const chunks: Array<Uint8Array> = []
   let total = 0

@@ -18,7 +18,7 @@ export interface BeforeUploadArgs {
   readonly route: string
 }
 
-/** What onBeforeUpload may decide (every field optional); `false` refuses the upload (unauthorized). */
+/** What onBeforeUpload may decide (every field optional; `true` is `{}`); `false` refuses the upload (unauthorized). */
 export interface BeforeUploadResult {
   /** store under this path instead of the requested one */
   readonly path?: string | undefined
@@ -49,7 +49,8 @@ export type MaybePromise<A> = A | Promise<A>
 export interface UploadRouteOptions {
   readonly bucket: BucketApi | PromiseBucket
   /** required: the application's own check */
-  readonly onBeforeUpload: (args: BeforeUploadArgs) => MaybePromise<BeforeUploadResult | boolean | void>
+  /** `true` or an object allows the upload, `false` refuses it (401); anything else refuses it as a bug (500). */
+  readonly onBeforeUpload: (args: BeforeUploadArgs) => MaybePromise<BeforeUploadResult | boolean>
   readonly contentTypes?: ReadonlyArray<string> | undefined
   readonly maxSize?: SizeInput | undefined
   readonly allowOverwrite?: boolean | undefined
