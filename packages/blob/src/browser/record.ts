@@ -10,13 +10,15 @@
  * ```
  *
  * `start()` returns the upload's promise: it rejects with the BlobError, or with an AbortError
- * (`DOMException`) after `cancel()`, never a BlobError then. Snapshots are immutable: a new object on every
- * change (what `useSyncExternalStore` needs).
+ * (`DOMException`) after `cancel()`, never a BlobError then. Snapshots are immutable: a new frozen object
+ * on every change (what `useSyncExternalStore` needs). A listener that throws is reported (`notifyAll`)
+ * and changes nothing else.
  *
  * @module
  */
 import { BlobError } from "../shared/BlobError.ts"
 import { abortError, upload, type UploadFile, type UploadOptions, type UploadProgress, type UploadResult } from "./upload.ts"
+import { fileProblem, signalProblem } from "./upload/session.ts"
 
 export type UploadStatus = "idle" | "uploading" | "done" | "error" | "canceled"
 
@@ -46,6 +48,23 @@ export interface UploadTask {
 let counter = 0
 const nextId = () => `upload-${Date.now().toString(36)}-${(++counter).toString(36)}`
 
+/**
+ * Calls every listener; one that throws (a render bug) is reported as an event listener's error is
+ * (`reportError`: the page's error handlers), and neither stops the others nor the upload. A throw
+ * here used to leave the task in `uploading` for good, its upload finished and unseen.
+ */
+export const notifyAll = (listeners: ReadonlySet<() => void>): void => {
+  for (const listener of [...listeners]) {
+    try {
+      listener()
+    } catch (error) {
+      const report = (globalThis as { readonly reportError?: (error: unknown) => void }).reportError
+      if (report !== undefined) report(error)
+      else console.error("an upload listener failed", error)
+    }
+  }
+}
+
 /** Anything that is not a BlobError (a bug, a TypeError from bad options) still reaches the UI as one. */
 const asBlobError = (error: unknown): BlobError =>
   BlobError.is(error)
@@ -57,6 +76,8 @@ const asBlobError = (error: unknown): BlobError =>
 
 /** A record for `file`, idle until `start()`. `options.signal` and `options.onProgress` still work. */
 export const createUploadTask = (file: UploadFile, options: UploadOptions): UploadTask => {
+  const problem = fileProblem(file) ?? signalProblem(options?.signal)
+  if (problem !== undefined) throw new TypeError(`createUploadTask: ${problem}`)
   const controller = new AbortController()
   const listeners = new Set<() => void>()
   let promise: Promise<UploadResult> | undefined
@@ -68,7 +89,8 @@ export const createUploadTask = (file: UploadFile, options: UploadOptions): Uplo
       controller.abort()
     }
   }
-  let record: UploadRecord = {
+  // frozen: a snapshot is a value (useSyncExternalStore compares them); writing to one changed the task's
+  let record: UploadRecord = Object.freeze({
     id: nextId(),
     file,
     name: file.name ?? "",
@@ -77,10 +99,10 @@ export const createUploadTask = (file: UploadFile, options: UploadOptions): Uplo
     error: undefined,
     result: undefined,
     cancel
-  }
+  })
   const set = (patch: Partial<UploadRecord>) => {
-    record = { ...record, ...patch }
-    for (const listener of [...listeners]) listener()
+    record = Object.freeze({ ...record, ...patch })
+    notifyAll(listeners)
   }
   // an outer signal cancels the same way as cancel(); the listener goes once the task settles, so a
   // long-lived signal (a page's) does not keep every finished task alive
@@ -135,9 +157,9 @@ export interface UploadQueue {
   /** every record, in the order added */
   readonly snapshot: () => ReadonlyArray<UploadRecord>
   readonly subscribe: (listener: () => void) => () => void
-  /** adds and starts an upload per file; per-file options (a pathname) from `perFile` */
+  /** adds and starts an upload per file (one File or Blob, or a list); per-file options (a pathname) from `perFile` */
   readonly add: (
-    files: Iterable<UploadFile> | ArrayLike<UploadFile>,
+    files: UploadFile | Iterable<UploadFile> | ArrayLike<UploadFile>,
     perFile?: (file: UploadFile) => Partial<UploadOptions>
   ) => ReadonlyArray<UploadRecord>
   readonly cancelAll: () => void
@@ -154,8 +176,8 @@ export const createUploadQueue = (options: UploadOptions): UploadQueue => {
   let tasks: ReadonlyArray<UploadTask> = []
   let records: ReadonlyArray<UploadRecord> = []
   const refresh = () => {
-    records = tasks.map((task) => task.snapshot())
-    for (const listener of [...listeners]) listener()
+    records = Object.freeze(tasks.map((task) => task.snapshot()))
+    notifyAll(listeners)
   }
   return {
     snapshot: () => records,
@@ -164,7 +186,9 @@ export const createUploadQueue = (options: UploadOptions): UploadQueue => {
       return () => listeners.delete(listener)
     },
     add: (files, perFile) => {
-      const added = Array.from(files as ArrayLike<UploadFile>, (file) => createUploadTask(file, { ...options, ...perFile?.(file) }))
+      // one File or Blob is a list of one (Array.from gave [] for it: nothing uploaded, no error)
+      const list = fileProblem(files) === undefined ? [files as UploadFile] : Array.from(files as ArrayLike<UploadFile>)
+      const added = list.map((file) => createUploadTask(file, { ...options, ...perFile?.(file) }))
       tasks = [...tasks, ...added]
       for (const task of added) {
         task.subscribe(refresh)

@@ -40,7 +40,7 @@ import { completeUpload } from "./upload/complete.ts"
 import { abortError } from "./upload/failures.ts"
 import { putParts, putWholeFile } from "./upload/parts.ts"
 import { type ResumeRecord, resumeRecordOf, resumeRemembered } from "./upload/resume.ts"
-import { openSession, type UploadSession } from "./upload/session.ts"
+import { openSession, signalProblem, type UploadSession } from "./upload/session.ts"
 import type { UploadFile, UploadOptions, UploadResult } from "./upload/types.ts"
 
 export { abortError, PLATFORM_CAP_HINT, RETRY_HINT } from "./upload/failures.ts"
@@ -84,6 +84,8 @@ const sendAndComplete = (session: UploadSession, plan: UploadPlan, record: Resum
  */
 export const upload = (file: UploadFile, options: UploadOptions): Promise<UploadResult> => {
   const signal = options?.signal
+  const problem = signalProblem(signal)
+  if (problem !== undefined) return Promise.reject(new TypeError(`upload: ${problem}`))
   if (signal?.aborted === true) return Promise.reject(abortError())
   return Effect.runPromiseExit(uploadEffect(file, options), signal === undefined ? undefined : { signal }).then((exit) => {
     if (Exit.isSuccess(exit)) return exit.value

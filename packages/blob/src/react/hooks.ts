@@ -67,7 +67,7 @@ export interface UseUploadsResult {
   readonly uploads: ReadonlyArray<UploadRecord>
   /** adds and starts an upload per file (a FileList works); `perFile` gives per-file options (a pathname) */
   readonly add: (
-    files: Iterable<UploadFile> | ArrayLike<UploadFile>,
+    files: UploadFile | Iterable<UploadFile> | ArrayLike<UploadFile>,
     perFile?: (file: UploadFile) => Partial<UploadHookOptions>
   ) => ReadonlyArray<UploadRecord>
   readonly cancelAll: () => void

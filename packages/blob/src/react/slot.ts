@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { createUploadTask, type UploadRecord, type UploadTask } from "../browser/record.ts"
+import { createUploadTask, notifyAll, type UploadRecord, type UploadTask } from "../browser/record.ts"
 import type { UploadFile, UploadOptions, UploadResult } from "../browser/upload.ts"
 
 export interface UploadSlot {
@@ -26,9 +26,7 @@ export interface UploadSlot {
 
 export const createUploadSlot = (): UploadSlot => {
   const listeners = new Set<() => void>()
-  const notify = () => {
-    for (const listener of [...listeners]) listener()
-  }
+  const notify = () => notifyAll(listeners)
   let task: UploadTask | undefined
   let unsubscribeTask: (() => void) | undefined
   const replace = (next: UploadTask | undefined) => {
@@ -47,7 +45,13 @@ export const createUploadSlot = (): UploadSlot => {
       return () => listeners.delete(listener)
     },
     upload: (file, options) => {
-      const next = createUploadTask(file, options)
+      let next: UploadTask
+      try {
+        next = createUploadTask(file, options)
+      } catch (error) {
+        // a bad file or option rejects, as upload() does: `upload` returns a promise, it never throws
+        return Promise.reject(error)
+      }
       replace(next)
       return next.start()
     },

@@ -49,8 +49,51 @@ const milliseconds = (name: string, value: number | undefined, fallback: number,
   return ms
 }
 
+/** Why `file` is not something to upload (a File or Blob), or undefined. */
+export const fileProblem = (file: unknown): string | undefined =>
+  typeof (file as Blob | null | undefined)?.size === "number" && typeof (file as Blob).slice === "function"
+    ? undefined
+    : `the file must be a File or Blob, got ${file === null ? "null" : Array.isArray(file) ? "an array" : typeof file}`
+
+/** Why `signal` is not an AbortSignal (a plain object has no listeners to add), or undefined. */
+export const signalProblem = (signal: unknown): string | undefined =>
+  signal === undefined ||
+    (typeof (signal as AbortSignal | null)?.addEventListener === "function" && typeof (signal as AbortSignal).aborted === "boolean")
+    ? undefined
+    : "options.signal must be an AbortSignal (controller.signal)"
+
+/** The first header fetch cannot send (its name only: a value may be a secret), or undefined. */
+const unsendableHeader = (headers: Readonly<Record<string, string>> | undefined): string | undefined =>
+  Object.entries(headers ?? {}).find(([name, value]) => {
+    try {
+      new Headers([[name, value]])
+      return false
+    } catch {
+      return true
+    }
+  })?.[0]
+
 export const openSession = (file: UploadFile, options: UploadOptions): UploadSession => {
   if (typeof options?.route !== "string" || options.route === "") throw new TypeError("upload: options.route is required")
+  // each a mistake of the page, told at once: a bad header or route was retried 4 times and reported
+  // as "no answer", a null file read as "reading 'size'"
+  const problem = fileProblem(file) ?? signalProblem(options.signal)
+  if (problem !== undefined) throw new TypeError(`upload: ${problem}`)
+  try {
+    new URL(options.route, (globalThis as { readonly location?: { readonly href: string } }).location?.href ?? "http://localhost/")
+  } catch {
+    throw new TypeError(`upload: options.route is not a URL or path: ${JSON.stringify(options.route.slice(0, 200))}`)
+  }
+  const badHeader = unsendableHeader(options.headers)
+  if (badHeader !== undefined) {
+    throw new TypeError(`upload: options.headers[${JSON.stringify(badHeader)}] cannot be sent (a space or another character a header cannot hold)`)
+  }
+  if (options.onProgress !== undefined && typeof options.onProgress !== "function") {
+    throw new TypeError("upload: options.onProgress must be a function")
+  }
+  if ((options.pathname ?? file.name ?? "") === "") {
+    throw new TypeError("upload: options.pathname is required for a Blob, which has no name (a File's name is the default)")
+  }
   const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis)
   const Xhr = options.XMLHttpRequest ?? (globalThis as unknown as { XMLHttpRequest?: new() => XhrLike }).XMLHttpRequest
   if (Xhr === undefined) throw new TypeError("upload: no XMLHttpRequest here (pass options.XMLHttpRequest)")

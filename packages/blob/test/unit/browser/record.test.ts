@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { getEventListeners } from "node:events"
 import { createUploadQueue, createUploadTask, type UploadStatus } from "../../../src/browser/record.ts"
+import { upload } from "../../../src/browser/upload.ts"
 import { BlobError } from "../../../src/shared/BlobError.ts"
 import { completed, fileOf, MiB, multipartBegin, scriptedRoute, scriptedStorage, singleBegin } from "../../browser/scripted.ts"
 
@@ -121,7 +122,64 @@ describe("upload record", () => {
   })
 })
 
+describe("upload record: what a page gets wrong", () => {
+  it("a subscriber that throws (a render bug) is reported, and the task still ends done; snapshots are frozen", async () => {
+    const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+    const task = createUploadTask(fileOf(5, "a.bin"), { route: "/u", fetch: okRoute().fetch, XMLHttpRequest: storage.Xhr, ...fast })
+    const bug = new Error("render bug")
+    let calls = 0
+    task.subscribe(() => {
+      if (++calls === 1) throw bug
+    })
+    const logged: Array<ReadonlyArray<unknown>> = []
+    const original = console.error
+    console.error = (...args: Array<unknown>) => void logged.push(args)
+    try {
+      const result = await task.start()
+      assert.strictEqual(task.snapshot().status, "done")
+      assert.deepStrictEqual(task.snapshot().result, result)
+      assert.deepStrictEqual(logged, [["an upload listener failed", bug]])
+    } finally {
+      console.error = original
+    }
+    assert.isTrue(Object.isFrozen(task.snapshot()))
+    assert.throws(() => {
+      ;(task.snapshot() as { status: string }).status = "idle"
+    }, TypeError)
+    assert.strictEqual(task.snapshot().status, "done")
+  })
+
+  it("a file or signal that is not one is a TypeError saying so, at creation and from upload(); a Blob needs a pathname", async () => {
+    const options = { route: "/u", fetch: okRoute().fetch, XMLHttpRequest: scriptedStorage(() => ({ status: 200 })).Xhr, ...fast }
+    assert.throws(() => createUploadTask(null as unknown as File, options), TypeError, /^createUploadTask: the file must be a File or Blob, got null$/)
+    assert.throws(() => createUploadTask(fileOf(5), { ...options, signal: {} as AbortSignal }), TypeError, /options\.signal must be an AbortSignal/)
+    const queue = createUploadQueue(options)
+    assert.throws(() => queue.add([null as unknown as File]), TypeError, /the file must be a File or Blob, got null/)
+    for (const [pattern, call] of [
+      [/^upload: the file must be a File or Blob, got string$/, () => upload("hello" as unknown as File, options)],
+      [/^upload: options\.signal must be an AbortSignal/, () => upload(fileOf(5), { ...options, signal: {} as AbortSignal })],
+      [/^upload: options\.headers\["bad header"\] cannot be sent/, () => upload(fileOf(5), { ...options, headers: { "bad header": "x" } })],
+      [/^upload: options\.route is not a URL or path: "http:\/\/\[bad"$/, () => upload(fileOf(5), { ...options, route: "http://[bad" })],
+      [/^upload: options\.onProgress must be a function$/, () => upload(fileOf(5), { ...options, onProgress: 5 as unknown as () => void })],
+      [/^upload: options\.pathname is required for a Blob/, () => upload(new Blob(["hi"]), options)]
+    ] as const) {
+      const error = await call().then(() => undefined, (rejected: unknown) => rejected)
+      assert.instanceOf(error, TypeError)
+      assert.match((error as Error).message, pattern)
+    }
+  })
+})
+
 describe("upload queue", () => {
+  it("add() takes one File or Blob as a list of one (it uploaded nothing, without an error)", async () => {
+    const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+    const queue = createUploadQueue({ route: "/u", fetch: okRoute().fetch, XMLHttpRequest: storage.Xhr, ...fast })
+    const added = queue.add(fileOf(5, "one.bin"))
+    assert.deepStrictEqual(added.map((record) => [record.name, record.status]), [["one.bin", "uploading"]])
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.deepStrictEqual(queue.snapshot().map((record) => record.status), ["done"])
+  })
+
   it("runs one record per file; each ends on its own; clearFinished drops the finished ones", async () => {
     const route = scriptedRoute((body) =>
       body.type === "begin" && body.pathname === "bad.html"

@@ -32,6 +32,21 @@ describe("upload slot (useUpload)", () => {
     assert.deepStrictEqual(storage.puts.map((p) => p.url), ["https://storage.test/second.bin"])
   })
 
+  it("upload(null) rejects with a TypeError saying so (it threw at the call) and leaves the running upload alone", async () => {
+    const { options } = client()
+    const slot = createUploadSlot()
+    const running = outcome(slot.upload(fileOf(1, "kept.bin"), options))
+    let pending: Promise<unknown> | undefined
+    assert.doesNotThrow(() => {
+      pending = slot.upload(null as unknown as File, options)
+    })
+    const error = await pending!.then(() => undefined, (rejected: unknown) => rejected)
+    assert.instanceOf(error, TypeError)
+    assert.match((error as Error).message, /the file must be a File or Blob, got null/)
+    assert.strictEqual(slot.snapshot()?.name, "kept.bin")
+    assert.strictEqual(await running, "resolved")
+  })
+
   it("upload() then cancel() in one tick: that upload is canceled, nothing reaches storage", async () => {
     const { options, storage } = client()
     const slot = createUploadSlot()
