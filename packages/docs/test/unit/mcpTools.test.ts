@@ -126,7 +126,8 @@ describe("MCP tools over the memory API", () => {
       assert.isAbove(larger.length, small, "a larger budget (capped at the maximum) answers more")
       const missing = yield* callTool("get-library-docs", { topic: "withLanguage" })
       assert.isTrue(missing.isError)
-      assert.include(textOf(missing), "Invalid arguments for get-library-docs: libraryId must be a non-empty string")
+      // named as get-library-docs names it (Context7's), not by query-docs' canonical name
+      assert.include(textOf(missing), "Invalid arguments for get-library-docs: context7CompatibleLibraryID must be a non-empty string")
       const malformed = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "greeter" })
       assert.include(textOf(malformed), "is not a library ID")
       // Context7's later `page` (1 to 10, a number or a numeric string) goes to the API; outside: said so
@@ -135,10 +136,10 @@ describe("MCP tools over the memory API", () => {
       assert.include(textOf(first), "withLanguage")
       const beyond = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", page: 11 })
       assert.isTrue(beyond.isError)
-      assert.match(textOf(beyond), /^Invalid arguments for get-library-docs: .*page.*Required arguments: libraryId\.$/s)
+      assert.match(textOf(beyond), /^Invalid arguments for get-library-docs: .*page.*Required arguments: context7CompatibleLibraryID\.$/s)
       const notANumber = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", tokens: "NaN" })
       assert.isTrue(notANumber.isError)
-      assert.match(textOf(notANumber), /^Invalid arguments for get-library-docs: .*tokens.*Required arguments: libraryId\.$/s)
+      assert.match(textOf(notANumber), /^Invalid arguments for get-library-docs: .*tokens.*Required arguments: context7CompatibleLibraryID\.$/s)
       // Context7's name for the ID works on query-docs too
       const canonical = yield* callTool("query-docs", { context7CompatibleLibraryID: "/acme/greeter", query: "withLanguage" })
       assert.isUndefined(canonical.isError)
