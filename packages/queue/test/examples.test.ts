@@ -52,7 +52,7 @@ console.log(JSON.stringify(loaded))`
   ], { cwd: file("../../.."), encoding: "utf8" }))
 
 layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("README examples", (it) => {
-  it("@svc/queue/client loads no effect: its own files, the suite's ServiceTarget, jose and node's built-ins", () => {
+  it("@svc/queue/client loads no effect: its own files, the suite's ServiceTarget and Arguments, jose and node's built-ins", () => {
     const loaded = [...new Set(loadedByClientEntrypoint())]
     const own = loaded.filter((url) => url.includes("/packages/")).map((url) => url.slice(url.indexOf("/packages/") + 1))
     assert.sameMembers(own, [
@@ -64,7 +64,8 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("README exa
       "packages/queue/src/promise/QueueError.ts",
       "packages/queue/src/Signing.ts",
       "packages/queue/src/PublishHeaders.ts",
-      "packages/platform/src/ServiceTarget.ts"
+      "packages/platform/src/ServiceTarget.ts",
+      "packages/platform/src/Arguments.ts"
     ])
     const others = loaded.filter((url) => !url.includes("/packages/"))
     assert.isTrue(others.every((url) => url.startsWith("node:") || url.includes("/node_modules/jose/")), others.join("\n"))

@@ -16,6 +16,8 @@ export const pathProblem = (path: unknown): string | undefined => {
   }
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(path)) return "the path contains a control character"
+  // UTF-8 cannot carry a lone surrogate: storage was sent U+FFFD, refused it, and the client retried as an outage
+  if (!path.isWellFormed()) return "the path holds a lone surrogate (\\ud800-\\udfff alone), which UTF-8 cannot carry"
   if (new TextEncoder().encode(path).length > 1024) return "the path is longer than 1024 bytes"
   return undefined
 }

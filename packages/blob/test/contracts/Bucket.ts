@@ -44,6 +44,43 @@ export const bucketContract = (name: string, layer: Layer.Layer<Bucket, unknown>
     it.live(title, () => body.pipe(Effect.provide(layer)), timeout)
 
   describe(`Bucket contract (${name})`, () => {
+    describe("values storage cannot take are invalid_input at once, never an outage retried", () => {
+      test(
+        "a lone surrogate in a path or prefix, a line break in cacheControl, a signed URL's bad lifetime, type or size, an unknown list mode",
+        Effect.gen(function*() {
+          const bucket = yield* Bucket
+          const refused = <A>(effect: Effect.Effect<A, BlobError>) => Effect.map(Effect.flip(effect), (error) => [error.code, error.message])
+          assert.deepStrictEqual(yield* refused(bucket.put("bad\ud800.txt", "x")), [
+            "invalid_input",
+            "Invalid path: the path holds a lone surrogate (\\ud800-\\udfff alone), which UTF-8 cannot carry"
+          ])
+          assert.strictEqual((yield* refused(bucket.info("bad\ud800.txt")))[0], "invalid_input")
+          assert.deepStrictEqual(yield* refused(bucket.list({ prefix: "a\ud800" })), [
+            "invalid_input",
+            "Prefix holds a lone surrogate (\\ud800-\\udfff alone), which UTF-8 cannot carry"
+          ])
+          assert.deepStrictEqual(yield* refused(bucket.list({ mode: "weird" as "folded" })), ["invalid_input", `Mode must be "expanded" or "folded", got "weird"`])
+          assert.deepStrictEqual(yield* refused(bucket.put("c.txt", "x", { cacheControl: "a\r\nX-Evil: 1" })), [
+            "invalid_input",
+            "Invalid cacheControl: it holds a line break or another character a header cannot carry"
+          ])
+          for (const expiresIn of [1.5, Number.NaN, 0, -1]) {
+            assert.deepStrictEqual(yield* refused(bucket.signedReadUrl("c.txt", { expiresIn })), [
+              "invalid_input",
+              `Invalid expiresIn: a whole number of seconds from 1, got ${expiresIn}`
+            ])
+          }
+          assert.match((yield* refused(bucket.signedUploadUrl("u.bin", { contentType: undefined as unknown as string, size: 3 })))[1]!, /^Invalid contentType: the file's type is required/)
+          assert.match((yield* refused(bucket.signedUploadUrl("u.bin", { contentType: "bad", size: 3 })))[1]!, /^Invalid content type "bad"/)
+          for (const size of [undefined, -1, 1.5, "abc"]) {
+            assert.match((yield* refused(bucket.signedUploadUrl("u.bin", { contentType: "text/plain", size: size as number })))[1]!, /^Invalid size: /)
+            assert.match((yield* refused(bucket.signedMultipartUpload("u.bin", { contentType: "text/plain", size: size as number })))[1]!, /^Invalid size: /)
+          }
+          assert.isFalse(yield* bucket.exists("c.txt"))
+        })
+      )
+    })
+
     describe("reads and writes", () => {
       test(
         "put then get, getText, info, exists; type, metadata and cache control come back",

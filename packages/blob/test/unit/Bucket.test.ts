@@ -6,9 +6,41 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Bucket, memoryFetch } from "../../src/server/Bucket.ts"
 import { BlobError } from "../../src/shared/BlobError.ts"
+import { makeMemoryBucket } from "../../src/server/bucket/memory.ts"
+import { promiseBucket } from "../../src/server/bucket/promise.ts"
 import { bucketContract, contractOptions } from "../contracts/Bucket.ts"
 
 bucketContract("memory", Bucket.layerMemory(contractOptions))
+
+describe("the Promise API, as JavaScript without types calls it", () => {
+  it("null options, a number for a string, a string for a list, a missing update function: invalid_input naming it, nothing done", async () => {
+    const bucket = promiseBucket(makeMemoryBucket())
+    for (const [message, call] of [
+      ["Invalid arguments to put: options: expected an object, got null", () => bucket.put("a.txt", "x", null as never)],
+      ["Invalid arguments to put: options.contentType: expected a string, got number", () => bucket.put("a.txt", "x", { contentType: 5 as never })],
+      ["Invalid arguments to put: options.metadata: expected an object, got null", () => bucket.put("a.txt", "x", { metadata: null as never })],
+      ["Invalid arguments to put: options.ifUnchanged: expected a string, got number", () => bucket.put("a.txt", "x", { ifUnchanged: 5 as never })],
+      ["Invalid arguments to put: options.contentTypes: expected an array of strings, got string", () => bucket.put("a.txt", "x", { contentTypes: "text/plain" as never })],
+      ["Invalid arguments to list: options: expected an object, got null", () => bucket.list(null as never)],
+      ["Invalid arguments to list: options.prefix: expected a string, got number", () => bucket.list({ prefix: 5 as never })],
+      ["Invalid arguments to copy: options: expected an object, got null", () => bucket.copy("a.txt", "b.txt", null as never)],
+      ["Invalid arguments to signedReadUrl: options: expected an object, got null", () => bucket.signedReadUrl("a.txt", null as never)],
+      ["Invalid arguments to signedUploadUrl: options: expected an object, got undefined", () => (bucket.signedUploadUrl as (path: string) => Promise<unknown>)("a.txt")],
+      ["Invalid arguments to signedUploadUrl: options.size is missing", () => bucket.signedUploadUrl("a.txt", { contentType: "text/plain" } as never)],
+      ["Invalid arguments to signedMultipartUpload: options: expected an object, got null", () => bucket.signedMultipartUpload("a.txt", null as never)],
+      ["Invalid arguments to signedUploadParts: parts: expected an array", () => bucket.signedUploadParts("a.txt", "id", null as never)],
+      ["Invalid arguments to completeMultipartUpload: parts: expected an array", () => bucket.completeMultipartUpload("a.txt", "id", null as never)],
+      ["Invalid arguments to updateJson: update: expected a function", () => bucket.updateJson("a.json", 5 as never)],
+      ["Invalid arguments to configureCors: options.origins: expected an array of strings, got string", () => bucket.configureCors({ origins: "http://a.invalid" as never })]
+    ] as const) {
+      const error = await call().then(() => undefined, (rejected: unknown) => rejected)
+      assert.isTrue(BlobError.is(error, "invalid_input"), `${message}: ${String(error)}`)
+      assert.strictEqual((error as BlobError).message, message)
+    }
+    assert.deepStrictEqual((await bucket.list()).objects, [])
+    await bucket.close()
+  })
+})
 
 describe("Bucket.layerMemory", () => {
   it.live("a read-only store refuses writes and upload URLs with forbidden, and still reads", () =>

@@ -1,15 +1,11 @@
 /**
- * The Promise client's checks of what a caller passes, before anything is sent: applications without
- * TypeScript (or with `any`) pass `null`, numbers and half-filled objects, and each must come back as
- * an `invalid_request` naming the argument, not a `TypeError` from deep inside the client or fetch.
- * Plain functions over a table of the options' shapes: the Promise entrypoint loads nothing of effect.
+ * The Promise client's checks of what a caller passes, before anything is sent: the shapes of its
+ * options (checked by `@svc/platform/Arguments`, each refusal an `invalid_request` naming the
+ * argument), a body, and a header fetch could not send.
  */
+import { described, type Shapes } from "@svc/platform/Arguments"
 
-/** One option's shape: a primitive kind (`!` when required), a map of strings, a time, or a nested object. */
-type Shape = "string" | "string!" | "number" | "boolean" | "strings" | "time" | Shapes
-export interface Shapes {
-  readonly [name: string]: Shape
-}
+export { shapeProblem, type Shapes } from "@svc/platform/Arguments"
 
 const CALLBACK: Shapes = { url: "string!", method: "string", retries: "number", timeout: "string", delay: "string", forward: "strings" }
 
@@ -33,51 +29,6 @@ export const PUBLISH: Shapes = {
 }
 export const SCHEDULE: Shapes = { ...PUBLISH, cron: "string!", scheduleId: "string" }
 export const BATCH_MESSAGE: Shapes = { ...PUBLISH, queue: "string" }
-
-const described = (value: unknown): string =>
-  value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : typeof value
-
-const kindProblem = (value: unknown, kind: Exclude<Shape, Shapes>, at: string): string | undefined => {
-  switch (kind) {
-    case "string":
-    case "string!":
-      return typeof value === "string" ? undefined : `${at}: expected a string, got ${described(value)}`
-    case "number":
-      return typeof value === "number" && Number.isFinite(value) ? undefined : `${at}: expected a finite number, got ${described(value)}`
-    case "boolean":
-      return typeof value === "boolean" ? undefined : `${at}: expected true or false, got ${described(value)}`
-    case "time":
-      return (value instanceof Date && !Number.isNaN(value.getTime())) || (typeof value === "number" && Number.isFinite(value))
-        ? undefined
-        : `${at}: expected a Date or Unix seconds, got ${described(value)}`
-    case "strings": {
-      const record = objectProblem(value, at)
-      if (record !== undefined) return record
-      const [name] = Object.entries(value as object).find(([, entry]) => typeof entry !== "string") ?? []
-      return name === undefined ? undefined : `${at}[${JSON.stringify(name)}]: expected a string`
-    }
-  }
-}
-
-const objectProblem = (value: unknown, at: string): string | undefined =>
-  typeof value === "object" && value !== null && !Array.isArray(value) ? undefined : `${at}: expected an object, got ${described(value)}`
-
-/** Why `value` does not have `shapes` (the first problem, named from `at`), or undefined. Other keys are not looked at. */
-export const shapeProblem = (value: unknown, shapes: Shapes, at: string): string | undefined => {
-  const notObject = objectProblem(value, at)
-  if (notObject !== undefined) return notObject
-  for (const [name, shape] of Object.entries(shapes)) {
-    const field = (value as Record<string, unknown>)[name]
-    const where = `${at}.${name}`
-    const problem = field === undefined
-      ? shape === "string!" ? `${where} is missing` : undefined
-      : typeof shape === "object"
-      ? shapeProblem(field, shape, where)
-      : kindProblem(field, shape, where)
-    if (problem !== undefined) return problem
-  }
-  return undefined
-}
 
 /** Why `body` cannot be a message's body (a string or bytes, or none), or undefined. */
 export const bodyProblem = (body: unknown, at: string): string | undefined =>

@@ -11,12 +11,20 @@ import type { S3Context } from "./client.ts"
 import { quoted } from "./keys.ts"
 import type { ListOptions, ListResult } from "./types.ts"
 
-/** The page size asked for: 1-1000 (default 1000), else invalid_input. */
+/**
+ * The page size asked for: 1-1000 (default 1000), else invalid_input; so is a prefix UTF-8 cannot
+ * carry (a lone surrogate, sent as U+FFFD and retried as an outage) and a mode that is not one.
+ */
 export const listLimit = (options: ListOptions): Effect.Effect<number, BlobError> => {
   const limit = options.limit ?? 1000
-  return !Number.isInteger(limit) || limit < 1 || limit > 1000
-    ? Effect.fail(new BlobError("invalid_input", { message: "limit must be an integer from 1 to 1000" }))
-    : Effect.succeed(limit)
+  const problem = !Number.isInteger(limit) || limit < 1 || limit > 1000
+    ? "limit must be an integer from 1 to 1000"
+    : typeof options.prefix === "string" && !options.prefix.isWellFormed()
+    ? "prefix holds a lone surrogate (\\ud800-\\udfff alone), which UTF-8 cannot carry"
+    : options.mode !== undefined && options.mode !== "expanded" && options.mode !== "folded"
+    ? `mode must be "expanded" or "folded", got ${JSON.stringify(String(options.mode))}`
+    : undefined
+  return problem === undefined ? Effect.succeed(limit) : Effect.fail(new BlobError("invalid_input", { message: problem }))
 }
 
 export const makeList = (s3: S3Context) => {

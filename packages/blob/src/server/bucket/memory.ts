@@ -25,6 +25,7 @@ import { BlobError } from "../../shared/BlobError.ts"
 import type { PresignedPart } from "../../shared/protocol.ts"
 import { parseSize, type SizeInput } from "../../shared/size.ts"
 import { normalizeStorageError } from "../normalize.ts"
+import { checkExpiresIn, checkSignedUpload } from "./arguments.ts"
 import { readAll } from "./body.ts"
 import { makeConditional } from "./conditional.ts"
 import { makeMove } from "./copy.ts"
@@ -245,12 +246,14 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
 
   const signedReadUrl = Effect.fn("Bucket.signedReadUrl")(function*(path: string, options: SignedReadOptions = {}) {
     yield* requirePath(path)
+    yield* checkExpiresIn(options.expiresIn)
     const disposition = contentDisposition(options.download)
     return grant({ kind: "read", path, expiresAt: yield* expiry(options.expiresIn ?? 3600), disposition })
   })
 
   const signedUploadUrl = Effect.fn("Bucket.signedUploadUrl")(function*(path: string, options: SignedUploadOptions) {
     yield* requirePath(path)
+    yield* checkSignedUpload(options)
     if (readOnly) return yield* readOnlyRefusal("An upload URL")
     const allowOverwrite = options.allowOverwrite === true
     const expiresAt = yield* expiry(options.expiresIn ?? 600)
@@ -277,6 +280,7 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
     options: SignedUploadOptions & { readonly partSize?: number | undefined }
   ) {
     yield* requirePath(path)
+    yield* checkSignedUpload(options)
     if (readOnly) return yield* readOnlyRefusal("An upload URL")
     const planned = planParts(options.size, options.partSize ?? partSize)
     const uploadId = randomBytes(16).toString("hex")

@@ -12,6 +12,7 @@ import { BlobError } from "../../shared/BlobError.ts"
 import type { PresignedPart } from "../../shared/protocol.ts"
 import type { StorageCredentials } from "../credentials.ts"
 import { normalizeStorageError } from "../normalize.ts"
+import { checkExpiresIn, checkSignedUpload } from "./arguments.ts"
 import type { S3Context } from "./client.ts"
 import { readOnlyRefusal, requirePath } from "./keys.ts"
 import type { Multipart } from "./multipart.ts"
@@ -45,6 +46,7 @@ export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abo
 
   const signedReadUrl = Effect.fn("Bucket.signedReadUrl")(function*(path: string, options: SignedReadOptions = {}) {
     yield* requirePath(path)
+    yield* checkExpiresIn(options.expiresIn)
     const disposition = contentDisposition(options.download)
     const { url: signed } = yield* presign(
       path,
@@ -61,6 +63,7 @@ export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abo
 
   const signedUploadUrl = Effect.fn("Bucket.signedUploadUrl")(function*(path: string, options: SignedUploadOptions) {
     yield* requirePath(path)
+    yield* checkSignedUpload(options)
     if (token.readOnly) return yield* readOnlyRefusal("An upload URL")
     const allowOverwrite = options.allowOverwrite === true
     const { url: signed, expiresAt } = yield* presign(
@@ -88,6 +91,7 @@ export const makePresign = (s3: S3Context, { abortUpload }: Pick<Multipart, "abo
     options: SignedUploadOptions & { readonly partSize?: number | undefined }
   ) {
     yield* requirePath(path)
+    yield* checkSignedUpload(options)
     if (token.readOnly) return yield* readOnlyRefusal("An upload URL")
     const planned = planParts(options.size, options.partSize ?? partSize)
     const created = yield* send(path, (client, signal) =>

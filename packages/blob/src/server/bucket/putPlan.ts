@@ -57,6 +57,12 @@ export const planPut = (
       const problem = metadataProblem(options.metadata)
       if (problem !== undefined) return yield* new BlobError("invalid_input", { message: `Invalid metadata: ${problem}` })
     }
+    // a header value: a line break or a character outside Latin-1 was sent, refused and retried as an outage
+    if (options.cacheControl !== undefined && !/^[\t\x20-\x7e\x80-\xff]*$/.test(options.cacheControl)) {
+      return yield* new BlobError("invalid_input", {
+        message: "Invalid cacheControl: it holds a line break or another character a header cannot carry"
+      })
+    }
     const declaredSize = parseOptionalSize(options.size, "size")
     const maxSize = parseOptionalSize(options.maxSize, "maxSize")
     const multipart = options.multipart ?? "auto"

@@ -6,6 +6,7 @@
  * @module
  */
 import { Effect } from "effect"
+import { checkExpiresIn } from "./arguments.ts"
 import type { BlobError } from "../../shared/BlobError.ts"
 import type { PresignedPart } from "../../shared/protocol.ts"
 import { MiB, readOnlyRefusal, requirePath } from "./keys.ts"
@@ -54,6 +55,7 @@ export const makeSignedUploadParts = (readOnly: boolean, signParts: SignParts) =
     options: { readonly expiresIn?: number | undefined } = {}
   ) {
     yield* requirePath(path)
+    yield* checkExpiresIn(options.expiresIn)
     if (readOnly) return yield* readOnlyRefusal("An upload URL")
     return yield* signParts(path, uploadId, parts, options.expiresIn ?? 3600)
   })
