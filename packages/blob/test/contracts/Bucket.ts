@@ -77,6 +77,17 @@ export const bucketContract = (name: string, layer: Layer.Layer<Bucket, unknown>
             assert.match((yield* refused(bucket.signedMultipartUpload("u.bin", { contentType: "text/plain", size: size as number })))[1]!, /^Invalid size: /)
           }
           assert.isFalse(yield* bucket.exists("c.txt"))
+          yield* bucket.put("s.txt", "s")
+          const notAType = yield* refused(bucket.copy("s.txt", "t.txt", { contentType: "nope" }))
+          assert.strictEqual(notAType[0], "invalid_input")
+          assert.match(notAType[1]!, /^Invalid content type "nope": a file's type is type\/subtype/)
+          assert.deepStrictEqual(yield* refused(bucket.copy("s.txt", "s.txt", { allowOverwrite: true })), [
+            "invalid_input",
+            `Copying "s.txt" onto itself changes nothing: give contentType to change its type`
+          ])
+          assert.isFalse(yield* bucket.exists("t.txt"))
+          yield* bucket.copy("s.txt", "s.txt", { allowOverwrite: true, contentType: "text/markdown" })
+          assert.strictEqual((yield* bucket.info("s.txt")).contentType, "text/markdown")
         })
       )
     })

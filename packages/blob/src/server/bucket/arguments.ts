@@ -75,3 +75,18 @@ export const checkSignedUpload = (options: { readonly contentType: unknown; read
     }
     yield* checkExpiresIn(options.expiresIn)
   })
+
+/**
+ * What a copy may do, for every layer: a new content type is a file's type (a copy stored "nope" as
+ * one, which put refuses), and a path copied onto itself must change its type (S3 refuses such a copy
+ * as illegal; it was a 400 from storage, "Storage answered 400 InvalidRequest").
+ */
+export const checkCopy = (from: string, to: string, options: { readonly contentType?: string | undefined }) => {
+  if (options.contentType !== undefined) {
+    const notAType = declaredTypeRefusal(options.contentType)
+    if (notAType !== undefined) return Effect.fail(notAType)
+  }
+  return from === to && options.contentType === undefined
+    ? Effect.fail(refusal(`Copying ${JSON.stringify(from)} onto itself changes nothing: give contentType to change its type`))
+    : Effect.void
+}

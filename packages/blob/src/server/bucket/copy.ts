@@ -8,6 +8,7 @@
 import { CopyObjectCommand } from "@aws-sdk/client-s3"
 import { Effect } from "effect"
 import { BlobError } from "../../shared/BlobError.ts"
+import { checkCopy } from "./arguments.ts"
 import type { S3Context } from "./client.ts"
 import type { Conditional } from "./conditional.ts"
 import { encodePath, readOnlyRefusal, requirePath } from "./keys.ts"
@@ -25,6 +26,7 @@ export const makeCopy = (
     Effect.gen(function*() {
       yield* requirePath(from)
       yield* requirePath(to)
+      yield* checkCopy(from, to, options)
       if (token.readOnly) return yield* readOnlyRefusal("Copying")
       if (options.allowOverwrite !== true && (yield* exists(to))) return yield* alreadyExists(to)
       yield* retried(send(from, (client, signal) =>

@@ -25,7 +25,7 @@ import { BlobError } from "../../shared/BlobError.ts"
 import type { PresignedPart } from "../../shared/protocol.ts"
 import { parseSize, type SizeInput } from "../../shared/size.ts"
 import { normalizeStorageError } from "../normalize.ts"
-import { checkExpiresIn, checkSignedUpload } from "./arguments.ts"
+import { checkCopy, checkExpiresIn, checkSignedUpload } from "./arguments.ts"
 import { readAll } from "./body.ts"
 import { makeConditional } from "./conditional.ts"
 import { makeMove } from "./copy.ts"
@@ -194,6 +194,7 @@ export const makeMemoryBucket = (options: MemoryBucketOptions = {}): BucketApi =
     Effect.gen(function*() {
       yield* requirePath(from)
       yield* requirePath(to)
+      yield* checkCopy(from, to, options)
       if (readOnly) return yield* readOnlyRefusal("Copying")
       if (options.allowOverwrite !== true && (yield* exists(to))) return yield* alreadyExists(to)
       const source = yield* lookup(from)
