@@ -25,7 +25,7 @@ const PUT: Shapes = {
 const SIGNED_UPLOAD: Shapes = { contentType: "string!", size: "number!", expiresIn: "number", allowOverwrite: "boolean", partSize: "number" }
 
 /** The shapes of each Promise verb's options: the position of its options argument, and their shapes. */
-export const OPTIONS: Readonly<Record<string, { readonly at: number; readonly shapes: Shapes; readonly required?: true }>> = {
+const OPTIONS: Readonly<Record<string, { readonly at: number; readonly shapes: Shapes; readonly required?: true }>> = {
   put: { at: 2, shapes: PUT },
   list: { at: 0, shapes: { prefix: "string", cursor: "string", limit: "number", mode: "string" } },
   copy: { at: 2, shapes: { allowOverwrite: "boolean", contentType: "string" } },
