@@ -26,15 +26,11 @@ export const begin = async (secret: Uint8Array, route: PreparedRoute, request: R
     clientPayload: body.clientPayload ?? null,
     route: route.name
   })
-  if (decided === false) throw new BlobError("unauthorized", { message: "The upload was refused" })
-  // Only `true` or an object allows: `return user ? { path } : null`, or a bare `return` on the
-  // refusing branch, let the upload through at the path the client chose. Any other result refuses
-  // the upload as an application bug (500, logged), naming what the hook returned.
+  // Only `true` or an object allows; anything else refuses (unauthorized). Every result but `false`
+  // used to allow, so `return user ? { path } : null`, or a bare `return` on the refusing branch, let
+  // the upload through at the path the client chose.
   if (decided !== true && (typeof decided !== "object" || decided === null || Array.isArray(decided))) {
-    throw new TypeError(
-      `upload route ${route.name}: onBeforeUpload returned ${decided === null ? "null" : Array.isArray(decided) ? "an array" : typeof decided}; ` +
-        "return true or an object to allow the upload, false to refuse it (the upload was refused)"
-    )
+    throw new BlobError("unauthorized", { message: "The upload was refused" })
   }
   const result: BeforeUploadResult = decided === true ? {} : decided
   const path = result.path ?? body.pathname

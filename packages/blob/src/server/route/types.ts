@@ -49,7 +49,7 @@ export type MaybePromise<A> = A | Promise<A>
 export interface UploadRouteOptions {
   readonly bucket: BucketApi | PromiseBucket
   /** required: the application's own check */
-  /** `true` or an object allows the upload, `false` refuses it (401); anything else refuses it as a bug (500). */
+  /** `true` or an object allows the upload; `false`, and anything else (`null`, a bare `return`), refuses it (401). */
   readonly onBeforeUpload: (args: BeforeUploadArgs) => MaybePromise<BeforeUploadResult | boolean>
   readonly contentTypes?: ReadonlyArray<string> | undefined
   readonly maxSize?: SizeInput | undefined
