@@ -127,6 +127,39 @@ describe("Promise client against a hostile or wrong server", () => {
       assert.match(broken.message, /answer from http:\/\/127\.0\.0\.1:\d+ broke off/)
     }))
 
+  it.live("an answer larger than maxAnswerBytes is refused naming the cap: an endless body is read only that far, a declared one not at all", () =>
+    Effect.gen(function*() {
+      let stoppedSending!: () => void
+      const senderStopped = new Promise<void>((resolve) => (stoppedSending = resolve))
+      const endless = yield* server((_, response) => {
+        response.writeHead(200, { "content-type": "application/json" })
+        response.write("[")
+        const chunk = Buffer.alloc(64 * 1024, "0,")
+        // paced, so a client that never stops reading fills its memory slowly (until timeoutMs) rather than at once
+        const send = (): void => {
+          if (response.destroyed) return stoppedSending()
+          response.write(chunk, () => void setTimeout(send, 1))
+        }
+        response.on("close", stoppedSending)
+        send()
+      })
+      const client = new QueueClient({ baseUrl: endless.base, token: TOKEN, timeoutMs: 2_000, maxAnswerBytes: 1024 * 1024 })
+      const tooLarge = yield* rejection(() => client.dlq.list())
+      assert.deepInclude(tooLarge, { status: 200, code: "request_failed" })
+      assert.match(tooLarge.message, /^The answer from http:\/\/127\.0\.0\.1:\d+ is larger than 1048576 bytes, the most this client reads \(maxAnswerBytes\)$/)
+      // the client let go of the connection: the server's writes end there
+      yield* Effect.promise(() => senderStopped)
+
+      // the default cap, from the declared length, before a byte of the body is read
+      const declared = yield* server((_, response) => {
+        response.writeHead(200, { "content-type": "application/json", "content-length": String(4 * 1024 ** 3) })
+        response.write("[")
+      })
+      const refused = yield* rejection(() => new QueueClient({ baseUrl: declared.base, token: TOKEN }).dlq.list())
+      assert.deepInclude(refused, { status: 200, code: "request_failed" })
+      assert.match(refused.message, /is larger than 335544320 bytes, the most this client reads \(maxAnswerBytes\)$/)
+    }))
+
   it.live("a 2xx that is not JSON, or a list answer without its list, is a QueueError instead of undefined or a TypeError", () =>
     Effect.gen(function*() {
       const html = yield* server((_, response) => response.writeHead(200, { "content-type": "text/html" }).end("<html>hi</html>"))
@@ -300,6 +333,13 @@ describe("Promise client against a hostile or wrong server", () => {
     assert.throws(() => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: "two words" }), TypeError, /^QueueClient: token holds a space, a line break or another character an HTTP header cannot carry$/)
     for (const timeoutMs of [Number.NaN, 0, 2 ** 31, 2 ** 40]) {
       assert.throws(() => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: TOKEN, timeoutMs }), TypeError, /timeoutMs .* from 1 to 2147483647/)
+    }
+    for (const maxAnswerBytes of [Number.NaN, 0, 1.5, -1, "1MB"]) {
+      assert.throws(
+        () => new QueueClient({ baseUrl: "http://127.0.0.1:1", token: TOKEN, maxAnswerBytes: maxAnswerBytes as number }),
+        TypeError,
+        /^QueueClient: maxAnswerBytes must be a whole number of bytes from 1, got /
+      )
     }
   })
 })

@@ -14,6 +14,7 @@
 import { serviceTargetProblem } from "@svc/platform/ServiceTarget"
 import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "../PublishHeaders.ts"
 import { BATCH_MESSAGE, bodyProblem, headerProblem, PUBLISH, SCHEDULE, type Shapes, shapeProblem } from "./Arguments.ts"
+import { readCappedBody } from "./cappedBody.ts"
 import { QueueError } from "./QueueError.ts"
 import type {
   BatchMessage,
@@ -45,10 +46,19 @@ export interface QueueClientOptions {
   readonly token: string
   /** How long one call may take, answer read whole (default 60,000 ms). */
   readonly timeoutMs?: number | undefined
+  /** The largest answer read, in bytes (default 320 MiB); a larger one is refused unread past that. */
+  readonly maxAnswerBytes?: number | undefined
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000
 const MAX_TIMEOUT_MS = 2 ** 31 - 1
+/**
+ * Above the largest answer a queue with default settings gives: a DLQ page of 100 entries, each with a
+ * body and a last response body of up to `QUEUE_MAX_MESSAGE_BYTES` (1 MiB) sent base64 (1.33 MiB), is
+ * about 270 MiB. A cap of a few MiB would refuse such pages; no cap read whatever a server sent (an
+ * endless body until `timeoutMs`, gigabytes on a fast link) into memory.
+ */
+const DEFAULT_MAX_ANSWER_BYTES = 320 * 1024 * 1024
 
 type Query = Readonly<Record<string, string | number | Date | undefined>>
 
@@ -161,6 +171,7 @@ export class QueueClient {
   readonly #baseUrl: string
   readonly #token: string
   readonly #timeoutMs: number
+  readonly #maxAnswerBytes: number
 
   /** Bad options are a `TypeError` at once (the token itself is never part of the message). */
   constructor(options: QueueClientOptions) {
@@ -172,15 +183,21 @@ export class QueueClient {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {
       throw new TypeError(`QueueClient: timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${timeoutMs}`)
     }
+    const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES
+    if (!Number.isSafeInteger(maxAnswerBytes) || maxAnswerBytes < 1) {
+      throw new TypeError(`QueueClient: maxAnswerBytes must be a whole number of bytes from 1, got ${JSON.stringify(maxAnswerBytes) ?? typeof maxAnswerBytes}`)
+    }
     this.#baseUrl = `${url.origin}${url.pathname}`.replace(/\/+$/, "")
     this.#token = options.token
     this.#timeoutMs = timeoutMs
+    this.#maxAnswerBytes = maxAnswerBytes
   }
 
   /**
    * One request; the JSON answer (undefined for 204), or a {@link QueueError}: the queue's refusal,
    * or status 0 when there was no whole answer (unreachable, timed out, cut off). Redirects are not
-   * followed: the queue never answers one, so one comes from something else at `baseUrl`.
+   * followed: the queue never answers one, so one comes from something else at `baseUrl`. An answer
+   * over `maxAnswerBytes` is refused with its status, read no further.
    */
   async #call<A>(call: Call): Promise<A> {
     const headers: Record<string, string> = { ...sendableHeaders(call.headers ?? {}), authorization: `Bearer ${this.#token}` }
@@ -190,7 +207,7 @@ export class QueueClient {
       body = jsonText(call.json, "the request")
     }
     let response: Response | undefined
-    let text: string
+    let bytes: Uint8Array | undefined
     try {
       response = await fetch(`${this.#baseUrl}${call.path}${queryString(call.query)}`, {
         method: call.method,
@@ -199,7 +216,7 @@ export class QueueClient {
         redirect: "manual",
         signal: AbortSignal.timeout(this.#timeoutMs)
       })
-      text = await response.text()
+      bytes = await readCappedBody(response, this.#maxAnswerBytes)
     } catch (cause) {
       const timedOut = (cause as Error | undefined)?.name === "TimeoutError"
       throw new QueueError({
@@ -213,6 +230,15 @@ export class QueueClient {
         cause
       })
     }
+    if (bytes === undefined) {
+      throw new QueueError({
+        status: response.status,
+        code: "request_failed",
+        message: `The answer from ${this.#baseUrl} is larger than ${this.#maxAnswerBytes} bytes, the most this client reads (maxAnswerBytes)`
+      })
+    }
+    // as response.text() decodes: UTF-8, a bad sequence replaced
+    const text = new TextDecoder().decode(bytes)
     if (response.status >= 300 && response.status < 400) {
       throw new QueueError({
         status: response.status,

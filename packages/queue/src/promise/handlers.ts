@@ -11,6 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { clockToleranceProblem, type SignatureClaims } from "../Signing.ts"
+import { readCappedBody } from "./cappedBody.ts"
 import { Receiver, SignatureError, type SigningKeyPair } from "./Receiver.ts"
 
 /** The keys (or a `Receiver` holding them) and what else to check. */
@@ -108,33 +109,16 @@ const readBody = (request: IncomingMessage, maxBytes: number): Promise<Buffer | 
   })
 
 /**
- * The body of a Fetch request, or undefined once it is over `maxBytes` (declared or read: the stream
- * is cancelled there, never buffered whole), or a refusal when it cannot be read (already read,
- * broken off by the client).
+ * The body of a Fetch request, or undefined once it is over `maxBytes` (`readCappedBody`), or a refusal
+ * when it cannot be read (already read, broken off by the client).
  */
 const readFetchBody = async (request: Request, maxBytes: number): Promise<Uint8Array<ArrayBuffer> | undefined | Refusal> => {
-  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return undefined
   if (request.bodyUsed) return unreadable("it was already read before this handler")
-  if (request.body === null) return new Uint8Array(0)
-  const chunks: Array<Uint8Array> = []
-  let size = 0
   try {
-    // throws when something else holds the stream (a reader taken and not released)
-    const reader = request.body.getReader()
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      size += value.byteLength
-      if (size > maxBytes) {
-        void reader.cancel().catch(() => undefined)
-        return undefined
-      }
-      chunks.push(value)
-    }
+    return await readCappedBody(request, maxBytes)
   } catch (error) {
     return unreadable((error as Error).message)
   }
-  return Buffer.concat(chunks, size)
 }
 
 const unreadable = (why: string): Refusal => ({
