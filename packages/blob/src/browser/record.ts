@@ -18,7 +18,7 @@
  */
 import { BlobError } from "../shared/BlobError.ts"
 import { abortError, upload, type UploadFile, type UploadOptions, type UploadProgress, type UploadResult } from "./upload.ts"
-import { fileProblem, signalProblem } from "./upload/session.ts"
+import { fileProblem, reportCallbackError, signalProblem } from "./upload/session.ts"
 
 export type UploadStatus = "idle" | "uploading" | "done" | "error" | "canceled"
 
@@ -58,9 +58,7 @@ export const notifyAll = (listeners: ReadonlySet<() => void>): void => {
     try {
       listener()
     } catch (error) {
-      const report = (globalThis as { readonly reportError?: (error: unknown) => void }).reportError
-      if (report !== undefined) report(error)
-      else console.error("an upload listener failed", error)
+      reportCallbackError("an upload listener failed", error)
     }
   }
 }

@@ -3,7 +3,8 @@
  * file and a multipart file land intact (checksums compared), a refused content type shows
  * content_type_not_allowed with its message, cancel mid-upload shows canceled, and a bucket without CORS
  * for the page's origin shows the CORS message; `useUpload` on a test page of the same origin goes
- * idle -> uploading -> done, and canceled, and back to idle. One browser for the file.
+ * idle -> uploading -> done, and canceled, and back to idle; an `onProgress` that throws does not stop
+ * a multipart upload. One browser for the file.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -160,6 +161,24 @@ describe("uploads demo in Chromium", () => {
     } finally {
       await cdp.detach().catch(() => undefined)
       await single.close()
+    }
+  })
+
+  test("an onProgress that throws is reported to the page's error handlers, and a multipart upload still lands", async () => {
+    const app = await bundle(fileURLToPath(new URL("./fixtures/throwing-onProgress-page.ts", import.meta.url)))
+    const other = await browser.newPage()
+    try {
+      await other.goto(`${demo.url}/health`)
+      await other.addScriptTag({ content: app.code, type: "module" })
+      const bytes = randomBytes(17 * MiB)
+      await other.setInputFiles("#throwing-file", await writeFile("progress-bug.bin", bytes))
+      await other.waitForSelector("body[data-status]", { timeout: 60_000 })
+      const { status, error, path: storedPath, reported } = await other.evaluate(() => ({ ...document.body.dataset }))
+      assert.strictEqual(status, "done", error)
+      assert.strictEqual(sha256(await storedBytes(demo, storedPath!)), sha256(bytes))
+      assert.isAbove(Number(reported), 0)
+    } finally {
+      await other.close()
     }
   })
 

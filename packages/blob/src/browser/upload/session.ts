@@ -49,6 +49,18 @@ const milliseconds = (name: string, value: number | undefined, fallback: number,
   return ms
 }
 
+/**
+ * Reports an error thrown by one of the page's callbacks (a subscriber, `onProgress`) as the browser
+ * reports one thrown by an event listener: `reportError` (the page's error handlers and console),
+ * `console.error` with `what` where there is none. The caller goes on: a bug in a progress bar or a
+ * render must not stop an upload.
+ */
+export const reportCallbackError = (what: string, error: unknown): void => {
+  const report = (globalThis as { readonly reportError?: (error: unknown) => void }).reportError
+  if (report !== undefined) report(error)
+  else console.error(what, error)
+}
+
 /** Why `file` is not something to upload (a File or Blob), or undefined. */
 export const fileProblem = (file: unknown): string | undefined =>
   typeof (file as Blob | null | undefined)?.size === "number" && typeof (file as Blob).slice === "function"
@@ -129,6 +141,8 @@ export const openSession = (file: UploadFile, options: UploadOptions): UploadSes
 /**
  * The progress counter. Reported as landed + in-flight bytes (so a part's progress shows while it is
  * sent, and a retried part's lost bytes go back), capped at the file's size, and only when it changed.
+ * An `onProgress` that throws is reported (`reportCallbackError`): called inside the upload's effect it
+ * failed the upload with the page's bug, and from an XHR event it was an uncaught error.
  */
 const trackProgress = (total: number, onProgress: UploadOptions["onProgress"]): Progress => {
   let lastReported = -1
@@ -143,7 +157,11 @@ const trackProgress = (total: number, onProgress: UploadOptions["onProgress"]): 
       loaded = Math.min(loaded, total)
       if (loaded === lastReported) return
       lastReported = loaded
-      onProgress({ loaded, total, percentage: total === 0 ? 100 : Math.round((loaded / total) * 10_000) / 100 })
+      try {
+        onProgress({ loaded, total, percentage: total === 0 ? 100 : Math.round((loaded / total) * 10_000) / 100 })
+      } catch (error) {
+        reportCallbackError("upload: onProgress failed", error)
+      }
     }
   }
   return progress

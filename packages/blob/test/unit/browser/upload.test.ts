@@ -91,6 +91,33 @@ describe("upload in memory", () => {
     assert.strictEqual(store.map.size, 0) // forgotten once complete
   })
 
+  it("an onProgress that throws is reported (reportError) as a throwing subscriber is, and stops nothing: a single PUT and a multipart upload complete", async () => {
+    const page = globalThis as { reportError?: ((error: unknown) => void) | undefined }
+    const original = page.reportError
+    const reported: Array<unknown> = []
+    page.reportError = (error) => void reported.push(error)
+    try {
+      for (const [size, layout] of [[700, {}], [2000, { multipartThreshold: 1024, partSize: 256 }]] as const) {
+        reported.length = 0
+        const route = memoryRoute(layout)
+        const file = patternedFile(size)
+        const bug = new Error("the progress bar has a bug")
+        let calls = 0
+        const onProgress = () => {
+          calls++
+          throw bug
+        }
+        const result = await upload(file, { ...clientOf(route), pathname: "p.bin", onProgress, ...fast })
+        assert.deepStrictEqual(await route.bytesOf(result.path), await bytesOf(file))
+        assert.isAbove(calls, 1, "called again after it threw")
+        assert.strictEqual(reported.length, calls)
+        assert.isTrue(reported.every((error) => error === bug))
+      }
+    } finally {
+      page.reportError = original
+    }
+  })
+
   it("a refusal of begin arrives as the route's BlobError (code, status, message, hint), not retried", async () => {
     const route = memoryRoute({
       onBegin: (request) =>
