@@ -454,23 +454,27 @@ describe("svc mcp over stdio, a line that is not a message", () => {
           JSON.stringify([{ jsonrpc: "2.0", id: 2, method: "ping" }]),
           JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { arguments: {} } }),
           JSON.stringify({ jsonrpc: "2.0", id: 4, method: "initialize", params: {} }),
-          // a lone surrogate, as POST /mcp refuses it (stdio accepted it and echoed it back)
+          // a lone surrogate, as POST /mcp refuses it (stdio accepted it and echoed it back), answered
+          // with the request's id: with id null the client never learnt which request it was
           '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"resolve-library-id","arguments":{"libraryName":"ef\\ud800","query":"q"}}}',
+          // not JSON-RPC, but a request whose id can be read: answered with it too
+          JSON.stringify({ jsonrpc: "2.0", id: 6, method: "tools/list", params: [] }),
+          // the id given twice: which one to answer is unknown, so null
+          '{"jsonrpc":"2.0","id":7,"id":8,"method":"ping"}',
           JSON.stringify(initialize)
         ].join("\n") + "\n"
       )
       const deadline = Date.now() + 30_000
-      while (answers.length < 7 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      while (answers.length < 9 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
       const byId = (id: unknown) => answers.filter((answer) => answer.id === id)
       assert.deepStrictEqual(byId(null).map((answer) => answer.error.code).sort(), [-32700, -32700, -32600, -32600].sort())
       assert.isTrue(byId(null).some((answer) => answer.error.code === -32700 && /not JSON/.test(answer.error.message)))
-      assert.isTrue(
-        byId(null).some((answer) =>
-          answer.error.message === "Parse error: the line's params.arguments.libraryName holds an unpaired surrogate (\\ud800 at character 2), which UTF-8 cannot carry: it would be stored as U+FFFD, not as sent"
-        ),
-        JSON.stringify(byId(null))
-      )
-      assert.deepStrictEqual(byId(5), [])
+      assert.isTrue(byId(null).some((answer) => answer.error.code === -32700 && /id is given twice/.test(answer.error.message)))
+      assert.deepStrictEqual(byId(5).map((answer) => answer.error), [{
+        code: -32700,
+        message: "Parse error: the line's params.arguments.libraryName holds an unpaired surrogate (\\ud800 at character 2), which UTF-8 cannot carry: it would be stored as U+FFFD, not as sent"
+      }])
+      assert.deepStrictEqual(byId(6).map((answer) => answer.error.code), [-32600])
       assert.isTrue(byId(null).some((answer) => /batch/.test(answer.error.message)))
       assert.isTrue(byId(null).some((answer) => /method/.test(answer.error.message)), JSON.stringify(byId(null)))
       assert.deepStrictEqual(byId(3).map((answer) => answer.error.code), [-32602])
@@ -478,9 +482,33 @@ describe("svc mcp over stdio, a line that is not a message", () => {
       assert.deepStrictEqual(byId(4).map((answer) => answer.error.code), [-32602])
       assert.match(byId(4)[0].error.message, /^Invalid params: params.protocolVersion: /)
       assert.isString(byId(9)[0]?.result?.serverInfo?.name, JSON.stringify(answers))
-      assert.strictEqual(answers.length, 7)
+      assert.strictEqual(answers.length, 9)
     } finally {
       child.kill()
+    }
+  }, 60_000)
+
+  it("a question cut in the middle of an emoji is refused at once to the SDK's client, not left to its timeout", async () => {
+    const client = new McpClient({ name: "stdio-surrogate", version: "1" })
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [bin, "mcp", "--transport", "stdio"],
+        env: { ...process.env, DOCS_API_URL: "http://127.0.0.1:9" } as Record<string, string>,
+        stderr: "ignore"
+      })
+    )
+    try {
+      const question = "how do I greet 🎉".slice(0, -1) // JSON.stringify sends the half as \ud83c
+      const refused = await client.callTool(
+        { name: "query-docs", arguments: { libraryId: "/acme/greeter", query: question } },
+        undefined,
+        { timeout: 15_000 }
+      ).then(() => undefined, (error: { code?: number; message?: string }) => error)
+      assert.strictEqual(refused?.code, -32700, refused?.message)
+      assert.match(refused?.message ?? "", /params\.arguments\.query holds an unpaired surrogate/)
+    } finally {
+      await client.close()
     }
   }, 60_000)
 })

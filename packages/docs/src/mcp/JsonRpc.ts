@@ -71,6 +71,14 @@ const envelopeProblem = (message: unknown): string | undefined => {
   return `a message needs a "method" (a request or a notification), or a "result" or "error" (a response)`
 }
 
+/**
+ * The id of `message` when it is a request whose id can be read (a string or a safe integer), else null.
+ * Over stdio it is all a client has to tie an answer to its request: refused with id null, the request
+ * stays unanswered for the client, and the SDK's client waits out its timeout (60 s) for it.
+ */
+export const requestId = (message: unknown): string | number | null =>
+  isObject(message) && typeof message["method"] === "string" && isId(message["id"]) ? message["id"] : null
+
 /** Why a `tools/call` request's params cannot be taken, if they cannot. */
 const toolCallProblem = (message: Message): string | undefined => {
   if (message["method"] !== "tools/call") return undefined

@@ -5,9 +5,13 @@
  * as `POST /mcp` judges a body (`JsonRpc.ts`):
  *
  * - not JSON, or JSON the suite refuses in every body (an unpaired surrogate, a key given twice, arrays
- *   and objects nested past 32 levels: `JsonBody`): `-32700 Parse error`, id null;
+ *   and objects nested past 32 levels: `JsonBody`): `-32700 Parse error`;
  * - JSON that is not JSON-RPC: `-32600 Invalid Request`; a `tools/call` the tools cannot take:
- *   `-32602 Invalid params` (with the request's id);
+ *   `-32602 Invalid params`;
+ * - each with the request's id when the line is a request whose id can be read (`JsonRpc.requestId`),
+ *   else id null. Over HTTP the exchange ties a refusal to its request; over stdio only the id does: a
+ *   surrogate half in a tool argument (a question cut in the middle of an emoji) answered with id null
+ *   left the SDK's client waiting 60 s for its timeout, then failing as "Request timed out";
  * - a batch, even a well-formed one: `-32600` (MCP 2025-06-18 has none, and the SDK's stdio transport
  *   reads one message a line);
  * - blank lines: skipped.
@@ -98,14 +102,25 @@ const judge = (line: string): { readonly refusal: Refusal } | { readonly message
   if (Result.isFailure(parsed)) {
     const { parameter, problem } = parsed.failure
     const what = problem.startsWith("is not valid JSON") ? "is not JSON (one JSON-RPC message a line)" : problem
-    return { refusal: { code: -32700, message: `Parse error: the line${parameter === "" ? "" : `'s ${parameter}`} ${what}`, id: null } }
+    // JSON the suite's rules refuse still names its request, unless the id itself is at fault (given twice)
+    const id = parameter === "id" ? null : JsonRpc.requestId(plainJson(line))
+    return { refusal: { code: -32700, message: `Parse error: the line${parameter === "" ? "" : `'s ${parameter}`} ${what}`, id } }
   }
   const message = parsed.success
   if (Array.isArray(message)) {
     return { refusal: { code: -32600, message: "Invalid Request: a batch; over stdio, write one message a line", id: null } }
   }
   const refusal = JsonRpc.refusalOf(message)
-  return refusal === undefined ? { message: message as Message } : { refusal }
+  return refusal === undefined ? { message: message as Message } : { refusal: { ...refusal, id: refusal.id ?? JsonRpc.requestId(message) } }
+}
+
+/** The line as `JSON.parse` reads it, without the suite's rules; undefined when it is not JSON at all. */
+const plainJson = (line: string): unknown => {
+  try {
+    return JSON.parse(line)
+  } catch {
+    return undefined
+  }
 }
 
 /** What the transport reads of a message it passes on. */
