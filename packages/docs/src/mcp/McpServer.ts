@@ -305,15 +305,16 @@ const queryDocs = (args: {
     const client = yield* DocsClient
     const answer = yield* client.context(args.libraryId, args.query, { tokens: args.tokens, page: args.page })
     if (answer._tag === "Indexing") {
+      // a failed first run stays failed until an operator refreshes the source: "try again in a minute"
+      // sent agents back for calls that could only fail the same way
       return text(
-        `The documentation of ${args.libraryId} ${
-          answer.indexing.state === "queued"
-            ? "is queued for indexing"
-            : answer.indexing.state === "failed"
-            ? "could not be indexed yet"
-            : "is being indexed"
-        } (state: ${answer.indexing.state}). ` +
-          "Try again in a minute, or answer without it.",
+        answer.indexing.state === "failed"
+          ? `The documentation of ${args.libraryId} could not be indexed (state: failed): its last indexing run ` +
+            "failed, and asking again will not change that until an operator fixes the source and runs " +
+            "`svc docs refresh`. Answer without it, or pick another library from resolve-library-id."
+          : `The documentation of ${args.libraryId} ${
+            answer.indexing.state === "queued" ? "is queued for indexing" : "is being indexed"
+          } (state: ${answer.indexing.state}). Try again in a minute, or answer without it.`,
         true
       )
     }

@@ -20,7 +20,11 @@ const tools = Layer.provideMerge(
   memoryDocsClient,
   Layer.effectDiscard(Effect.gen(function*() {
     yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
-    yield* (yield* IndexStore).enqueue([source("/acme/later", "0.1")])
+    const store = yield* IndexStore
+    yield* store.enqueue([source("/acme/later", "0.1")])
+    // a first run that failed: no snippets, and none coming until an operator refreshes it
+    const broken = yield* store.register(source("/acme/broken", "1.0"), "indexing", { makeDefault: true })
+    yield* store.markFailed(broken, "source_not_found")
   })).pipe(Layer.provideMerge(memoryServices))
 )
 
@@ -47,6 +51,13 @@ describe("MCP tools over the memory API", () => {
       const queued = yield* callTool("query-docs", { libraryId: "/acme/later", query: "q" })
       assert.isTrue(queued.isError)
       assert.include(textOf(queued), "is queued for indexing (state: queued)")
+      assert.include(textOf(queued), "Try again in a minute")
+      // a failed one is not worth asking again in a minute: it stays failed until a refresh
+      const failed = yield* callTool("query-docs", { libraryId: "/acme/broken", query: "q" })
+      assert.isTrue(failed.isError)
+      assert.include(textOf(failed), "could not be indexed (state: failed)")
+      assert.include(textOf(failed), "svc docs refresh")
+      assert.notInclude(textOf(failed), "Try again")
       const bad = yield* callTool("query-docs", { libraryId: "", query: "q" })
       assert.isTrue(bad.isError)
       assert.include(textOf(bad), "libraryId must be a non-empty string")
