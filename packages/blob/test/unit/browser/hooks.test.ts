@@ -5,11 +5,15 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { vi } from "vitest"
-import { useUpload } from "../../../src/react/hooks.ts"
 import { completed, fileOf, scriptedRoute, scriptedStorage, singleBegin } from "../../browser/scripted.ts"
-import { render } from "./fakeReact.ts"
 
 vi.mock("react", () => import("./fakeReact.ts"))
+// The fast tier shares modules between the files of a worker (isolate: false): a file that ran before
+// (BlobError.test.ts imports the react entrypoint) may hold hooks.ts bound to the real React already,
+// which the mock cannot change. Loaded afresh here, hooks.ts gets the mock and this file's fakeReact.
+vi.resetModules()
+const { render } = await import("./fakeReact.ts")
+const { useUpload } = await import("../../../src/react/hooks.ts")
 
 const outcome = (promise: Promise<unknown>) => promise.then(() => "resolved", (e: unknown) => (e as Error).name)
 
