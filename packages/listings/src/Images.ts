@@ -158,14 +158,14 @@ export class ImageStore extends Context.Service<ImageStore, {
     if (value === "off") return ImageStore.layerDisabled
     if (value === "local") return ImageStore.layerLocal
     try {
-      parseBlobToken(value)
+      parseBlobToken(value, "OFFER_IMAGES_STORAGE")
     } catch (error) {
       // never echo the value: it holds a secret
       return Layer.effect(
         ImageStore,
         Effect.fail(
           new ImageStoreError({
-            message: `OFFER_IMAGES_STORAGE must be off, local or a bucket token: ${(error as Error).message}`
+            message: `${(error as Error).message} (OFFER_IMAGES_STORAGE must be off, local or a bucket token)`
           })
         )
       )

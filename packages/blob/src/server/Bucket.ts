@@ -116,7 +116,7 @@ export class Bucket extends Context.Service<Bucket, BucketApi>()("@svc/blob/Buck
       Effect.gen(function*() {
         const token = yield* Config.Redacted("SVC_BLOB_TOKEN")
         try {
-          parseBlobToken(token)
+          parseBlobToken(token, "SVC_BLOB_TOKEN")
         } catch (error) {
           return yield* Effect.fail(new Config.ConfigError(new ConfigProvider.SourceError({ message: (error as Error).message })))
         }
@@ -127,9 +127,11 @@ export class Bucket extends Context.Service<Bucket, BucketApi>()("@svc/blob/Buck
 
 /**
  * A bucket for Promise code. `options.token` defaults to `process.env.SVC_BLOB_TOKEN`; a missing or
- * malformed token throws TypeError here.
+ * malformed token throws TypeError here, naming the one it read.
  */
 export const createBucket = (options: Partial<BucketOptions> = {}): PromiseBucket => {
   const token = options.token ?? process.env["SVC_BLOB_TOKEN"]
+  // one read from the environment is checked here, to name it; makeBucketUnsafe names options.token
+  if (options.token === undefined) parseBlobToken(token, "SVC_BLOB_TOKEN")
   return promiseBucket(makeBucketUnsafe({ ...options, token: token ?? "" }))
 }

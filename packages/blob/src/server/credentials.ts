@@ -74,7 +74,7 @@ const entryFor = (token: BlobToken): Entry => {
 
 /** How many times credentials were minted for this token in this process (tests, diagnostics). */
 export const mintCount = (token: BlobToken | string): number =>
-  cache.get(typeof token === "string" ? parseBlobToken(token).cacheKey : token.cacheKey)?.mints ?? 0
+  cache.get(typeof token === "string" ? parseBlobToken(token, "token").cacheKey : token.cacheKey)?.mints ?? 0
 
 /** Forgets every cached credential (tests). */
 export const clearCredentialCache = (): void => {

@@ -20,7 +20,8 @@
  *   - `pathStyle`: `true` (default) or `false` for virtual-hosted addressing;
  *   - `access`: `readwrite` (default) or `readonly` (writes and upload URLs answer `forbidden`).
  *
- * A token that does not parse throws TypeError; its message never repeats the token.
+ * A token that does not parse throws TypeError naming where it came from (`options.token`,
+ * `SVC_BLOB_TOKEN`, another setting that holds one); its message never repeats the token.
  *
  * @module
  */
@@ -43,10 +44,6 @@ export interface BlobToken {
   readonly cacheKey: string
 }
 
-const fail = (reason: string): never => {
-  throw new TypeError(`SVC_BLOB_TOKEN is not a valid bucket token: ${reason}`)
-}
-
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/
 
 /** A non-cryptographic but stable digest for cache keys (FNV-1a, 2 x 32 bit); never reversible to the secret. */
@@ -61,11 +58,17 @@ const digest = (text: string): string => {
   return h1.toString(16).padStart(8, "0") + h2.toString(16).padStart(8, "0")
 }
 
-/** Parses a bucket token (see the module comment). Throws TypeError when it is missing or malformed. */
-export const parseBlobToken = (token: string | Redacted.Redacted<string> | undefined): BlobToken => {
+/**
+ * Parses a bucket token (see the module comment). Throws TypeError when it is missing or malformed, naming
+ * `source`: where the token came from, as its user wrote it (`options.token`, `SVC_BLOB_TOKEN`, ...).
+ */
+export const parseBlobToken = (token: string | Redacted.Redacted<string> | undefined, source: string): BlobToken => {
+  const fail = (reason: string): never => {
+    throw new TypeError(`${source} is not a valid bucket token: ${reason}`)
+  }
   const raw = token === undefined ? undefined : Redacted.isRedacted(token) ? Redacted.value(token) : token
   if (raw === undefined || raw.trim() === "") {
-    throw new TypeError("SVC_BLOB_TOKEN is not set: pass a bucket token (s3+http://KEY:SECRET@host:port/bucket?...)")
+    throw new TypeError(`${source} is not set: pass a bucket token (s3+http://KEY:SECRET@host:port/bucket?...)`)
   }
   let url: URL
   try {
@@ -99,13 +102,8 @@ export const parseBlobToken = (token: string | Redacted.Redacted<string> | undef
   const role = q.get("role") ?? undefined
   if (role !== undefined && !role.startsWith("arn:")) fail("role must be an ARN (arn:aws:iam::ACCOUNT:role/NAME)")
   const sts = q.get("sts") ?? endpoint
-  try {
-    const stsUrl = new URL(sts)
-    if (stsUrl.protocol !== "http:" && stsUrl.protocol !== "https:") fail("sts must be an http(s) URL")
-  } catch (error) {
-    if (error instanceof TypeError && error.message.startsWith("SVC_BLOB_TOKEN")) throw error
-    fail("sts must be an http(s) URL")
-  }
+  const stsProtocol = URL.parse(sts)?.protocol
+  if (stsProtocol !== "http:" && stsProtocol !== "https:") fail("sts must be an http(s) URL")
   const durationText = q.get("duration") ?? "3600"
   const durationSeconds = Number(durationText)
   if (!Number.isInteger(durationSeconds) || durationSeconds < 900 || durationSeconds > 43200) {

@@ -45,7 +45,7 @@ export interface S3Context {
 
 /** Checks the options (TypeError when bad) and builds the S3 side. Synchronous. */
 export const makeS3Context = (options: BucketOptions): S3Context => {
-  const token: BlobToken = parseBlobToken(options.token)
+  const token: BlobToken = parseBlobToken(options.token, "options.token")
   const policy = retryPolicy(options.retry)
   const multipartThreshold = parseSize(options.multipartThreshold ?? 100 * MiB, "multipartThreshold")
   const partSize = parseSize(options.partSize ?? 8 * MiB, "partSize")
