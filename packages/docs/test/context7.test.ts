@@ -132,7 +132,8 @@ layer(TestLayer, { excludeTestServices: true, timeout: 90_000 })("the Context7 M
       const unknown = textOf(yield* Effect.promise(() =>
         client.callTool({ name: "query-docs", arguments: { libraryId: "/nobody/nothing", query: "q" } })
       ))
-      assert.include(unknown, "No library with id /nobody/nothing")
+      // the 404 names the tool the agent has, not only an endpoint it cannot call
+      assert.include(unknown, "No library with id /nobody/nothing: find its id with GET /api/v2/libs/search?libraryName=<name> or the resolve-library-id tool")
       const malformed = textOf(yield* Effect.promise(() =>
         client.callTool({ name: "query-docs", arguments: { libraryId: "react", query: "q" } })
       ))

@@ -237,7 +237,7 @@ layer(socketClient.pipe(Layer.provideMerge(Seeded), Layer.provideMerge(stack)), 
           assert.strictEqual(hidden.status, 404)
           assert.deepStrictEqual(hidden.body, {
             code: "library_not_found",
-            message: `No library with id ${libraryId}: find ids with GET /api/v2/libs/search`,
+            message: `No library with id ${libraryId}: find its id with GET /api/v2/libs/search?libraryName=<name> or the resolve-library-id tool`,
             libraryId
           })
         }

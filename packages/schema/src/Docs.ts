@@ -29,13 +29,19 @@ import {
 /** `/owner/repo`, or `/owner/repo/version` for one version. */
 export const LibraryIdPattern = /^\/[^/\s]+\/[^/\s]+(\/[^/\s]+)?$/
 
+/**
+ * Where a caller finds a library's id, over REST or MCP: Context7's MCP server shows the API's error
+ * messages to the agent as they are, so they name the tool too, not only the endpoint.
+ */
+const FIND_THE_ID = "GET /api/v2/libs/search?libraryName=<name> or the resolve-library-id tool"
+
 export const LibraryIdParam = Schema.String.check(
   Schema.isMaxLength(MAX_ID_LENGTH, { message: `must be at most ${MAX_ID_LENGTH} characters long` }).abort(),
   isNulFree,
   Schema.isPattern(LibraryIdPattern, {
-    // what Context7's MCP server shows an agent as is: say what to do, not only what is wrong
+    // say what to do, not only what is wrong
     message: `Expected a library id like "/owner/repo" or "/owner/repo/1.2.3" (a leading slash): find it with ` +
-      "GET /api/v2/libs/search?libraryName=<name> or the resolve-library-id tool, then ask again with that id"
+      `${FIND_THE_ID}, then ask again with that id`
   })
 )
 
@@ -166,7 +172,8 @@ export const ContextQuery = {
 export class LibraryNotFound extends ApiError<LibraryNotFound>()("LibraryNotFound", {
   status: 404,
   fields: { libraryId: Schema.String },
-  message: ({ libraryId }) => `No library with id ${libraryId}: find ids with GET /api/v2/libs/search`
+  // through Context7's MCP server an agent read "find ids with GET /api/v2/libs/search", which it cannot do
+  message: ({ libraryId }) => `No library with id ${libraryId}: find its id with ${FIND_THE_ID}`
 }) {}
 
 // -----------------------------------------------------------------------------

@@ -91,7 +91,7 @@ describe("docs REST API v2 handlers (memory layers)", () => {
       assert.strictEqual(unknown.status, 404)
       assert.deepStrictEqual(yield* json(unknown), {
         code: "library_not_found",
-        message: "No library with id /facebook/react: find ids with GET /api/v2/libs/search",
+        message: "No library with id /facebook/react: find its id with GET /api/v2/libs/search?libraryName=<name> or the resolve-library-id tool",
         libraryId: "/facebook/react"
       })
       const version = yield* api.get("/api/v2/context?libraryId=/acme/greeter/9.9")

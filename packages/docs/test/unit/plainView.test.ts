@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { answerPage, type Ranked } from "../../src/ranking/Answer.ts"
-import { FUSION_K, fuseWithView, viewPhrases, viewScores, viewTokens, VIEW_WEIGHT } from "../../src/ranking/PlainView.ts"
+import { FUSION_K, fuseWithView, REORDERED_FILES, viewPhrases, viewScores, viewTokens, VIEW_WEIGHT } from "../../src/ranking/PlainView.ts"
 import { tokensOf } from "../../src/Splitter.ts"
 
 const viewed = (sourcePath: string, title: string, body: string) => ({
@@ -73,7 +73,7 @@ describe("fuseWithView", () => {
       viewed("second.md", "Shutdown", "close() waits for keep-alive connections."),
       viewed("third.md", "Timeouts", "A keep-alive timeout.")
     ]
-    // first.md: 1 / 6 alone; second.md: 1 / 7 + 0.5 / 6, and third.md: 1 / 8 + 0.5 / 7, are more
+    // first.md: 1 / 6 alone; second.md: 1 / 7 + VIEW_WEIGHT / 6, and third.md: 1 / 8 + VIEW_WEIGHT / 7, are more
     assert.isAbove(1 / (FUSION_K + 3) + VIEW_WEIGHT / (FUSION_K + 2), 1 / (FUSION_K + 1))
     assert.deepStrictEqual(
       fuseWithView("close hangs on keep-alive connections", sections, entries).map((entry) => entry.sourcePath),
@@ -89,6 +89,20 @@ describe("fuseWithView", () => {
     ]
     const order = fuseWithView("close hangs on keep-alive connections", sections, entries).map((entry) => entry.sourcePath)
     assert.deepStrictEqual(order, ["first.md", "second.md", "third.md"])
+  })
+
+  it("re-orders only the ranking's first five files: a sixth the view prefers stays sixth", () => {
+    const files = ["a.md", "b.md", "c.md", "d.md", "e.md", "f.md", "g.md"].map((sourcePath) => ({ sourcePath }))
+    const sections = files.map(({ sourcePath }) =>
+      sourcePath === "f.md" || sourcePath === "e.md"
+        ? viewed(sourcePath, "Shutdown", "close() hangs while keep-alive connections stay open")
+        : viewed(sourcePath, "Other", "Nothing of the question here.")
+    )
+    const order = fuseWithView("close hangs on keep-alive connections", sections, files).map((entry) => entry.sourcePath)
+    assert.strictEqual(REORDERED_FILES, 5)
+    // e.md, fifth, is the view's first among the five and rises; f.md, sixth, does not enter them
+    assert.deepStrictEqual(order.slice(5), ["f.md", "g.md"])
+    assert.strictEqual(order[0], "e.md")
   })
 
   it("changes only the order: the same entries, each once, and one entry or none as they are", () => {
