@@ -186,6 +186,28 @@ layer(TestObjectStorage, { excludeTestServices: true })("Bucket (radosgw)", (it)
       }))
   })
 
+  describe("a bucket that does not exist", () => {
+    it.effect("is not_found naming the bucket, for reads and every del target; a HEAD cannot tell (exists is false)", () =>
+      Effect.gen(function*() {
+        const name = `missing-${Date.now().toString(36)}`
+        const bucket = yield* Bucket.make({ token: yield* tokenFor(name), retry: { times: 0 } })
+        const expected = ["not_found", `Bucket not found: ${name}`]
+        const calls: ReadonlyArray<Effect.Effect<unknown, BlobError>> = [
+          bucket.getText("a.txt"),
+          bucket.del("a.txt"),
+          bucket.del(["a.txt", "b.txt"]),
+          bucket.del({ prefix: "p/" }),
+          bucket.list()
+        ]
+        for (const refused of calls) {
+          const e = yield* failure(refused)
+          assert.deepStrictEqual([e.code, e.message], expected)
+        }
+        // storage answers a HEAD with a bare 404: no code tells the bucket from the object
+        assert.isFalse(yield* bucket.exists("a.txt"))
+      }))
+  })
+
   describe("signed URLs", () => {
     it.effect("a signed read URL works until it expires", () =>
       Effect.gen(function*() {

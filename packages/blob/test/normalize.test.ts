@@ -36,7 +36,9 @@ const rows: ReadonlyArray<{
   readonly hint?: RegExp
   readonly retryAfter?: number
 }> = [
-  { answer: { status: 404, body: xmlError("NoSuchKey") }, code: "not_found", status: 404 },
+  { answer: { status: 404, body: xmlError("NoSuchKey") }, code: "not_found", status: 404, message: /^Not found: some\/key\.txt$/ },
+  // the bucket itself is missing: the message names it, not the object
+  { answer: { status: 404, body: xmlError("NoSuchBucket") }, code: "not_found", status: 404, message: /^Bucket not found: scripted$/ },
   { answer: { status: 404, body: xmlError("NoSuchUpload") }, code: "not_found", status: 404 },
   { answer: { status: 400, body: xmlError("NoSuchUpload") }, code: "not_found", status: 404 },
   { answer: { status: 412, body: xmlError("PreconditionFailed") }, code: "conflict", status: 409 },
@@ -94,6 +96,15 @@ describe("storage error normalization (scripted S3)", () => {
         }
       }))
   }
+
+  it.live("del on a missing bucket is not_found naming the bucket, for one path and for a list (not partial_delete)", () =>
+    Effect.gen(function*() {
+      const { bucket } = yield* scriptedBucket(() => ({ status: 404, body: xmlError("NoSuchBucket") }))
+      for (const target of ["a.txt", ["a.txt", "b.txt"], { prefix: "p/" }] as const) {
+        const error = yield* Effect.flip(bucket.del(target))
+        assert.deepStrictEqual([error.code, error.message], ["not_found", "Bucket not found: scripted"], JSON.stringify(target))
+      }
+    }))
 
   it.live("a store that cannot be reached is request_failed 502", () =>
     Effect.gen(function*() {

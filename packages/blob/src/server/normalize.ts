@@ -14,6 +14,10 @@
  * | 413, EntityTooLarge | too_large |
  * | anything else | request_failed; message holds status and code, storage's message on cause; 5xx -> 502 |
  *
+ * One refinement inside the 404 row: `NoSuchBucket` (the token names a bucket the store does not have)
+ * is `not_found` naming the bucket, not the object the call was about (which sent users looking for a
+ * file). A HEAD cannot tell: storage answers it with a bare 404, no code.
+ *
  * One refinement inside the 403 rows: a 403 whose code says the account or bucket is suspended
  * (`UserSuspended`, `AccountProblem`, `AllAccessDisabled`) is `unauthorized` with the notice on `cause`
  * (the spec's Authentication section: a suspended bucket yields unauthorized).
@@ -115,6 +119,8 @@ const NETWORK_CODES = new Set([
 export interface NormalizeContext {
   /** the object path the request was about (named in not_found messages) */
   readonly path?: string | undefined
+  /** the bucket the request went to (named when storage says it does not exist) */
+  readonly bucket?: string | undefined
   /** the request was signed with the bucket token's long-lived key (not a minted credential, not a presigned URL) */
   readonly signedWithToken?: boolean | undefined
 }
@@ -135,6 +141,9 @@ export const normalizeStorageError = (error: unknown, context: NormalizeContext 
   const failure = describeFailure(error)
   const { status, code } = failure
   const cause = storageCause(failure, error)
+  if (code === "NoSuchBucket") {
+    return new BlobError("not_found", { message: context.bucket === undefined ? "Bucket not found" : `Bucket not found: ${context.bucket}`, cause })
+  }
   if (status === 404 || code === "NoSuchKey" || code === "NoSuchUpload" || code === "NotFound") {
     return new BlobError("not_found", {
       message: context.path === undefined ? undefined : `Not found: ${context.path}`,

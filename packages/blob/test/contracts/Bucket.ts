@@ -457,6 +457,19 @@ export const bucketContract = (name: string, layer: Layer.Layer<Bucket, unknown>
           assert.deepStrictEqual((yield* bucket.list()).objects, [])
         })
       )
+
+      test(
+        "del is idempotent: a path that is not there is no error and counts among the deleted (storage answers alike); a prefix counts what it found",
+        Effect.gen(function*() {
+          const bucket = yield* Bucket
+          assert.strictEqual((yield* bucket.del("never/stored.txt")).deleted, 1)
+          yield* bucket.put("once.txt", "x")
+          assert.strictEqual((yield* bucket.del(["once.txt", "never/stored.txt"])).deleted, 2)
+          assert.strictEqual((yield* bucket.del(["once.txt"])).deleted, 1)
+          assert.isFalse(yield* bucket.exists("once.txt"))
+          assert.strictEqual((yield* bucket.del({ prefix: "never/" })).deleted, 0)
+        })
+      )
     })
   })
 }

@@ -112,7 +112,7 @@ export const makeS3Context = (options: BucketOptions): S3Context => {
     const attempt = (credentials: StorageCredentials) =>
       Effect.tryPromise({
         try: (signal) => call(clientFor(credentials), signal),
-        catch: (error) => normalizeStorageError(error, { path, signedWithToken: !credentials.temporary })
+        catch: (error) => normalizeStorageError(error, { path, bucket: Bucket, signedWithToken: !credentials.temporary })
       })
     return Effect.flatMap(currentCredentials, (credentials) =>
       attempt(credentials).pipe(

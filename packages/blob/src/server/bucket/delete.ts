@@ -46,7 +46,9 @@ export const makeS3Delete = (s3: S3Context) => {
             { abortSignal: signal }
           ))).pipe(
             Effect.map((o) => o.Errors ?? []),
-            Effect.catch(() => Effect.succeed(batch.map((Key) => ({ Key }))))
+            // a batch refused whole is left behind (partial_delete), unless there is no bucket: then
+            // nothing was there to leave, and the bucket's not_found says what is wrong
+            Effect.catchIf((error) => !BlobError.is(error, "not_found"), () => Effect.succeed(batch.map((Key) => ({ Key }))))
           )
         const errors = out.map((e) => e.Key).filter((k): k is string => k !== undefined)
         failed.push(...errors)
