@@ -7,7 +7,7 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { apiRoutes, serve, withBackground } from "@svc/platform"
-import { DocsApi } from "@svc/schema"
+import { DocsApi, MAX_ID_LENGTH, MAX_QUESTION_LENGTH, MAX_TOPIC_LENGTH } from "@svc/schema"
 import { Config, Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys.ts"
 import { DocsAuthLive } from "./Auth.ts"
@@ -37,6 +37,15 @@ export const routes = Layer.mergeAll(
 export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 
 /**
+ * The request line and headers docs-api reads: its text parameters at their limits (a context's
+ * question, topic and library id; a search's name and question hold less) in characters UTF-8 writes
+ * in 3 bytes, each byte percent-encoded (9 characters a character), and 8 KiB of headers. Node's
+ * 16 KiB refused a 1,990-character Chinese question (18 kB encoded) with a 431, where the API's limit
+ * is 2,000 characters; through the MCP tools the agent was told to keep it "under 2000 characters".
+ */
+export const MAX_HEAD_BYTES = (MAX_QUESTION_LENGTH + MAX_TOPIC_LENGTH + MAX_ID_LENGTH) * 9 + 8 * 1024
+
+/**
  * The HTTP server, and in the background: the default documentation queued when the index is empty,
  * then every unfinished (queued, indexing) version indexed; with `DOCS_REFRESH_INTERVAL`, the
  * scheduled refresh of git and npm sources (Refresher.ts).
@@ -45,7 +54,7 @@ export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 const SourceSettingsChecked = Layer.effectDiscard(Effect.all([WebSettings, GitSettings, maxSnippets]))
 
 export const layer = withBackground(
-  serve(routes, { name: "docs-api", port: Port, portVariable: "DOCS_PORT" }),
+  serve(routes, { name: "docs-api", port: Port, portVariable: "DOCS_PORT", maxHeadBytes: MAX_HEAD_BYTES }),
   Layer.mergeAll(
     DefaultLibraries.layer,
     // with DOCS_REFRESH_INTERVAL: the scheduled refresh of git and npm sources, one pass per database

@@ -13,7 +13,7 @@ import { DocsClient } from "../src/mcp/DocsClient.ts"
 import { routes as mcpRoutes } from "../src/mcp/McpHttp.ts"
 import { Indexer } from "../src/Indexer.ts"
 import { Search } from "../src/Search.ts"
-import { routes } from "../src/Service.ts"
+import { MAX_HEAD_BYTES, routes } from "../src/Service.ts"
 
 export const fixtures = new URL("./fixtures/", import.meta.url).pathname
 
@@ -46,7 +46,7 @@ export const socketClientWith = (env: Record<string, string>) =>
       return { baseUrl, fetch: (path, init) => Effect.promise(() => fetch(baseUrl + path, init)) }
     })
   ).pipe(
-    Layer.provide(serve(routes, { name: "docs-api", port: 0, host: "127.0.0.1" })),
+    Layer.provide(serve(routes, { name: "docs-api", port: 0, host: "127.0.0.1", maxHeadBytes: MAX_HEAD_BYTES })),
     Layer.provide(withEnv(env))
   )
 

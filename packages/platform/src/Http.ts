@@ -116,7 +116,16 @@ export interface ServeOptions {
    * valid percent-encoded UTF-8 is a 400 naming it, as such a path is.
    */
   readonly queryAsSent?: boolean | undefined
+  /**
+   * The largest request line and headers read, in bytes (default {@link DEFAULT_MAX_HEAD_BYTES}, node's);
+   * larger is 431. A service whose own parameter limits allow more (docs-api: a question of 2,000
+   * characters percent-encoded) raises it, or its clients meet a 431 the API's limits promised not.
+   */
+  readonly maxHeadBytes?: number | undefined
 }
+
+/** Node's own bound on a request line and headers (16 KiB). */
+export const DEFAULT_MAX_HEAD_BYTES = 16 * 1024
 
 /**
  * The server could not listen: `listings cannot listen on 0.0.0.0:8787 (address in use); set
@@ -169,10 +178,12 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
       : options.host
     const shutdownTimeout = yield* ShutdownTimeout
     const arrival = options.arrival ?? { headersMs: HEADERS_TIMEOUT_MS, requestMs: REQUEST_TIMEOUT_MS }
+    const maxHeadBytes = options.maxHeadBytes ?? DEFAULT_MAX_HEAD_BYTES
     // A request without Host is answered by `conventions` (a JSON 400 like every refusal); node's own
     // check answered an empty 400.
     const server = NodeHttp.createServer({
       requireHostHeader: false,
+      maxHeaderSize: maxHeadBytes,
       headersTimeout: arrival.headersMs,
       requestTimeout: arrival.requestMs,
       // how often node looks for requests past those timeouts (its default, 30 s, adds up to that much)
@@ -187,7 +198,7 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
       response.setHeader("retry-after", "1")
       writeRefusal(response, 503, "service_unavailable", "The server is starting or stopping")
     })
-    server.on("clientError", answerClientError(arrival))
+    server.on("clientError", answerClientError(arrival, maxHeadBytes))
     // `Expect` other than 100-continue, and CONNECT (this is no proxy): node's answers were an empty
     // 417 and a closed connection; the suite's are JSON like every refusal.
     server.on("checkExpectation", (request, response) => {
@@ -247,23 +258,34 @@ export const HEADERS_TIMEOUT_MS = 20_000
 export const REQUEST_TIMEOUT_MS = 60_000
 
 /**
- * A request node's parser refuses never reaches the router (headers over node's 16 KiB, a request
- * line it cannot read, a request that did not arrive in time): it gets the suite's error body too,
- * instead of node's empty answer.
+ * A request node's parser refuses never reaches the router (headers over the server's bound, 16 KiB
+ * unless raised, a request line it cannot read, a request that did not arrive in time): it gets the
+ * suite's error body too, instead of node's empty answer.
  */
-const answerClientError = (arrival: NonNullable<ServeOptions["arrival"]>) => (error: Error & { readonly code?: string }, socket: Duplex) => {
+const answerClientError = (arrival: NonNullable<ServeOptions["arrival"]>, maxHeadBytes: number) =>
+(error: Error & { readonly code?: string }, socket: Duplex) => {
   if (error.code === "ECONNRESET" || !socket.writable) {
     socket.destroy()
     return
   }
-  const [status, code, message] = clientErrorAnswer(error.code, arrival)
+  const [status, code, message] = clientErrorAnswer(error.code, arrival, maxHeadBytes)
   endSocket(socket, status, code, message)
 }
 
-const clientErrorAnswer = (code: string | undefined, arrival: NonNullable<ServeOptions["arrival"]>): readonly [number, string, string] => {
+const clientErrorAnswer = (
+  code: string | undefined,
+  arrival: NonNullable<ServeOptions["arrival"]>,
+  maxHeadBytes: number
+): readonly [number, string, string] => {
   switch (code) {
     case "HPE_HEADER_OVERFLOW":
-      return [431, "request_header_fields_too_large", "The request line and headers are larger than the server accepts (16 KiB)"]
+      return [
+        431,
+        "request_header_fields_too_large",
+        `The request line and headers are larger than the server accepts (${
+          maxHeadBytes % 1024 === 0 ? `${maxHeadBytes / 1024} KiB` : `${maxHeadBytes} bytes`
+        })`
+      ]
     case "ERR_HTTP_REQUEST_TIMEOUT":
       return [
         408,
