@@ -206,6 +206,12 @@ describe("POST /mcp: batches", () => {
         const one = yield* post(port, JSON.stringify(ping(12)), { "mcp-protocol-version": version })
         assert.deepStrictEqual(one.body, { jsonrpc: "2.0", id: 12, result: {} }, version)
       }
+      // at most 100 messages (the SDK's cap, documented): 101 pings are refused whole, saying so
+      const hundred = yield* post(port, JSON.stringify(Array.from({ length: 100 }, (_, i) => ping(100 + i))))
+      assert.deepStrictEqual([hundred.status, hundred.body.length], [200, 100])
+      const tooMany = yield* post(port, JSON.stringify(Array.from({ length: 101 }, (_, i) => ping(100 + i))))
+      assert.deepStrictEqual([tooMany.status, tooMany.body.id, tooMany.body.error.code], [400, null, -32600])
+      assert.include(tooMany.body.error.message, "Batch must not exceed 100 messages")
       // a batch the transport refuses whole stays one error object (JSON-RPC: a batch it cannot serve at all)
       const badVersion = yield* post(port, JSON.stringify([ping(10)]), { "mcp-protocol-version": "1999-01-01" })
       assert.strictEqual(badVersion.status, 400)
