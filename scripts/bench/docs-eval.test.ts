@@ -27,7 +27,7 @@ const gitBlobId = (content: Buffer) =>
  */
 const headings = (file: string) => {
   const lines = fs.readFileSync(file, "utf8").split("\n")
-  if (!file.endsWith(".md")) return lines.filter((line) => /^\s*\*?\s*@title\s/.test(line))
+  if (!/\.(md|mdx|markdown)$/.test(file)) return lines.filter((line) => /^\s*\*?\s*@title\s/.test(line))
   let fenced = false
   return lines.filter((line) => {
     if (/^\s*(```|~~~)/.test(line)) fenced = !fenced

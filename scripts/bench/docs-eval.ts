@@ -1,10 +1,10 @@
 /**
  * The held-out evaluation set of the documentation lookup (issue 19, "Retrieval that generalises"):
- * labelled questions over nine real documentation corpora, split once into a dev half (tune on it) and a
+ * labelled questions over ten real documentation corpora, split once into a dev half (tune on it) and a
  * test half (report it, never tune on it). Unlike docs-questions.ts (the 70 questions the ranking was
  * tuned on), these were written before any tuning, from reading the files, without running the search
- * (nestjs's later, blind, on 2026-11-28, hono's and execa's on 2026-11-29, prettier's on 2026-11-30: each
- * measured whole before anything was changed).
+ * (nestjs's later, blind, on 2026-11-28, hono's and execa's on 2026-11-29, prettier's and typeorm's on
+ * 2026-11-30: each measured whole before anything was changed).
  *
  * The data: one JSON file a corpus, `corpora/questions/<corpus>.json`, an array of {@link EvalQuestion}
  * (the half already in it). Which corpora there are and where their files sit: {@link corpora}; what each
@@ -102,7 +102,8 @@ export const corpora = (): ReadonlyArray<EvalCorpus> => [
   folderCorpus("nestjs", "NestJS: Node.js server-side framework (content/ of nestjs/docs.nestjs.com)"),
   folderCorpus("hono", "Hono: web framework on Web Standards (docs/ of honojs/website)"),
   folderCorpus("execa", "execa: process execution for Node.js (docs/ of sindresorhus/execa)"),
-  folderCorpus("prettier", "Prettier: opinionated code formatter (docs/ of prettier/prettier)")
+  folderCorpus("prettier", "Prettier: opinionated code formatter (docs/ of prettier/prettier)"),
+  folderCorpus("typeorm", "TypeORM: ORM for TypeScript and JavaScript (docs/docs/ of typeorm/typeorm)")
 ]
 
 /** The root a question's paths are relative to. */

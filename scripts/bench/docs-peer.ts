@@ -8,9 +8,11 @@
  * The peer is not on the npm registry this machine reaches, so it is built from its repository
  * (`corpora/README.md`, "The peer itself", says how). Then:
  *
- *   node scripts/bench/docs-peer.ts --peer /tmp/peer/src --store /tmp/peer/store [--index] > /tmp/peer/results.json
+ *   node scripts/bench/docs-peer.ts --peer /tmp/peer/src --store /tmp/peer/store [--index [--only a,b]] > /tmp/peer/results.json
  *
- * `--index` first indexes each corpus into the peer's store with its own `scrape` command (file:// URLs).
+ * `--index` first indexes each corpus into the peer's store with its own `scrape` command (file:// URLs);
+ * with `--only`, just the corpora named (one added to the set, the others' indexes kept). Every question
+ * of every corpus the store holds is asked either way.
  * No embedding model is configured (`embeddingModel: ""` in the config this writes, no OPENAI_API_KEY), so
  * the peer ranks by SQLite FTS5 alone, as the issue's outside measurement ran it. Progress goes to stderr.
  */
@@ -68,7 +70,9 @@ const main = async () => {
   delete env.OPENAI_API_KEY
 
   if (process.argv.includes("--index")) {
+    const only = argument("--only")?.split(",")
     for (const [name, root] of roots) {
+      if (only !== undefined && !only.includes(name)) continue
       console.error(`indexing ${name} from ${root}`)
       // The peer's better-sqlite3 now and then aborts at exit on Node 24 (an assertion in a statement's
       // destructor, seen once in five runs): a scrape is simply run again.
