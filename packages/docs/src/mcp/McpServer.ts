@@ -145,18 +145,23 @@ const aliases: Record<CallableTool, Record<string, string>> = {
   }
 }
 
-/** Renames aliases to canonical names; a canonical argument given too wins over its alias. */
+/**
+ * Renames aliases to canonical names; a canonical argument given too wins over its alias. Names are
+ * looked up and written as own keys only: an argument called `constructor` or `__proto__` is an unknown
+ * argument like any other (read through the prototype, it became a key "function Object() …" or
+ * "[object Object]", and the refusal named that).
+ */
 export const canonicalArguments = (
   tool: CallableTool,
   args: Readonly<Record<string, unknown>>
 ): Record<string, unknown> => {
-  const result: Record<string, unknown> = {}
+  const result: Record<string, unknown> = Object.create(null)
   for (const [name, value] of Object.entries(args)) {
-    const canonical = aliases[tool][name]
+    const canonical = Object.hasOwn(aliases[tool], name) ? aliases[tool][name] : undefined
     if (canonical === undefined) result[name] = value
-    else if (!(canonical in args) && !(canonical in result)) result[canonical] = value
+    else if (!Object.hasOwn(args, canonical) && !Object.hasOwn(result, canonical)) result[canonical] = value
   }
-  return result
+  return { ...result }
 }
 
 // The API's own limits (@svc/schema Limits.ts): an argument the API would refuse is the agent's to fix,

@@ -8,7 +8,7 @@ import { Effect, Layer } from "effect"
 import { ApiKeys } from "../../src/ApiKeys.ts"
 import { IndexStore } from "../../src/IndexStore.ts"
 import { CallerApiKey } from "../../src/mcp/DocsClient.ts"
-import { callTool } from "../../src/mcp/McpServer.ts"
+import { callTool, canonicalArguments } from "../../src/mcp/McpServer.ts"
 import { greeterDocs, indexed, source } from "../contracts/fixtures.ts"
 import { memoryDocsClient, memoryServices } from "./memoryApi.ts"
 
@@ -27,6 +27,20 @@ const tools = Layer.provideMerge(
     yield* store.markFailed(broken, "source_not_found")
   })).pipe(Layer.provideMerge(memoryServices))
 )
+
+describe("canonicalArguments", () => {
+  it("renames aliases, and keeps an argument named like an object's member (constructor, __proto__) as sent", () => {
+    const args = canonicalArguments(
+      "get-library-docs",
+      JSON.parse('{"context7CompatibleLibraryID":"/acme/greeter","topic":"t","constructor":1,"toString":2,"__proto__":{"topic":"x"}}')
+    )
+    assert.sameMembers(Object.keys(args), ["libraryId", "query", "constructor", "toString", "__proto__"])
+    assert.strictEqual(args["libraryId"], "/acme/greeter")
+    assert.strictEqual(args["query"], "t")
+    assert.strictEqual(args["constructor"], 1)
+    assert.strictEqual(Object.getPrototypeOf(args), Object.prototype)
+  })
+})
 
 describe("MCP tools over the memory API", () => {
   it.effect("resolve-library-id lists the library; query-docs answers with its snippets", () =>
