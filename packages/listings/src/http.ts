@@ -16,12 +16,13 @@ import { Cache, Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient, SqlSchema } from "effect/sql"
+import * as Zlib from "node:zlib"
 import { AdminAuthLive } from "./Auth.ts"
 import { ImageCacher, ImageRecord, ImageStore } from "./Images.ts"
 import { ImportServices } from "./ImportServices.ts"
 import { Ingest } from "./Ingest.ts"
 import { ListingsConfig } from "./ListingsConfig.ts"
-import { Offers, splitList } from "./Offers.ts"
+import { Offers, type OffersAnswer, splitList } from "./Offers.ts"
 import { SourceHealthLookup } from "./SourceHealth.ts"
 
 /** A page's `limit` and `offset` out of range; only checked without complete=true, which ignores them. */
@@ -34,6 +35,48 @@ const pageIssues = (query: { readonly limit?: number | undefined; readonly offse
     issues.push({ in: "query", parameter: "offset", problem: `is out of range: must be an integer from 0 to ${INT4_MAX}` })
   }
   return issues
+}
+
+/** Answers of GET /offers smaller than this are sent as they are: gzip would save next to nothing. */
+const GZIP_MIN_BYTES = 1024
+
+/**
+ * Whether `Accept-Encoding` takes gzip: `gzip` (or `x-gzip`), else `*`, with a q-value above 0.
+ * Absent or empty: no (RFC 9110 §12.5.3 allows any coding then, but a client that says nothing may
+ * not decode one).
+ */
+export const acceptsGzip = (header: string | undefined): boolean => {
+  if (header === undefined) return false
+  let gzip: boolean | undefined
+  let any: boolean | undefined
+  for (const part of header.split(",")) {
+    const [name = "", ...parameters] = part.split(";").map((piece) => piece.trim().toLowerCase())
+    const q = parameters.find((parameter) => parameter.startsWith("q="))
+    const weight = q === undefined ? 1 : Number(q.slice(2))
+    const accepted = Number.isFinite(weight) && weight > 0
+    if (name === "gzip" || name === "x-gzip") gzip = gzip === true || accepted
+    else if (name === "*") any = accepted
+  }
+  return gzip ?? any ?? false
+}
+
+/**
+ * The gzip of an answer, made once per answer object (off the event loop, in zlib's thread pool):
+ * a remembered answer (Offers.ts) is the same object every time it is served, so it is compressed
+ * once per offers version; it goes when the answer does.
+ */
+const compressed = new WeakMap<OffersAnswer, Uint8Array>()
+const gzipped = (answer: OffersAnswer): Effect.Effect<Uint8Array> => {
+  const known = compressed.get(answer)
+  if (known !== undefined) return Effect.succeed(known)
+  return Effect.callback<Uint8Array>((resume) => {
+    Zlib.gzip(answer.json, (error, bytes) => {
+      // gzip of bytes in memory cannot fail short of running out of memory
+      if (error !== null) return resume(Effect.die(error))
+      compressed.set(answer, bytes)
+      resume(Effect.succeed(bytes))
+    })
+  })
 }
 
 const HealthHandlers = HttpApiBuilder.group(
@@ -58,11 +101,21 @@ const OffersHandlers = HttpApiBuilder.group(
           if (issues.length > 0) return yield* new InvalidRequest({ issues })
           const answer = yield* offers.search(query)
           const request = yield* HttpServerRequest.HttpServerRequest
-          const headers = { etag: answer.etag, "cache-control": "no-cache" }
+          // gzip when the client takes it (every mobile HTTP stack does) and it is worth it: JSON of
+          // offers shrinks ~5x (a 5,000-offer complete answer is MBs). The gzip is its own
+          // representation, so its ETag is the weak form of the same tag (a 304 either way), and
+          // caches keep the two apart by `Vary`.
+          const gzip = answer.json.byteLength >= GZIP_MIN_BYTES && acceptsGzip(request.headers["accept-encoding"])
+          const etag = gzip ? `W/${answer.etag}` : answer.etag
+          const headers = { etag, "cache-control": "no-cache", vary: "Accept-Encoding" }
           if (etagMatches(request.headers["if-none-match"], answer.etag)) {
             return HttpServerResponse.empty({ status: 304, headers })
           }
-          return HttpServerResponse.uint8Array(answer.json, { contentType: "application/json", headers })
+          if (!gzip) return HttpServerResponse.uint8Array(answer.json, { contentType: "application/json", headers })
+          return HttpServerResponse.uint8Array(yield* gzipped(answer), {
+            contentType: "application/json",
+            headers: { ...headers, "content-encoding": "gzip" }
+          })
         }))
       .handle("byId", ({ params }) => offers.byId(params.id))
   })
