@@ -6,7 +6,7 @@
  * process left queued or indexing are indexed again (DefaultLibraries).
  */
 import { NodeServices } from "@effect/platform-node"
-import { apiRoutes, serve, withBackground } from "@svc/platform"
+import { apiRoutes, Readiness, serve, withBackground } from "@svc/platform"
 import { DocsApi, MAX_ID_LENGTH, MAX_QUESTION_LENGTH, MAX_TOPIC_LENGTH } from "@svc/schema"
 import { Config, Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys.ts"
@@ -54,7 +54,8 @@ export const MAX_HEAD_BYTES = (MAX_QUESTION_LENGTH + MAX_TOPIC_LENGTH + MAX_ID_L
 const SourceSettingsChecked = Layer.effectDiscard(Effect.all([WebSettings, GitSettings, maxSnippets]))
 
 export const layer = withBackground(
-  serve(routes, { name: "docs-api", port: Port, portVariable: "DOCS_PORT", maxHeadBytes: MAX_HEAD_BYTES }),
+  // `GET /ready`: the database answers (platform Readiness.ts)
+  serve(Layer.merge(routes, Readiness.route(Effect.all([Readiness.database]))), { name: "docs-api", port: Port, portVariable: "DOCS_PORT", maxHeadBytes: MAX_HEAD_BYTES }),
   Layer.mergeAll(
     DefaultLibraries.layer,
     // with DOCS_REFRESH_INTERVAL: the scheduled refresh of git and npm sources, one pass per database

@@ -54,6 +54,8 @@ export class ImageStore extends Context.Service<ImageStore, {
   readonly enabled: boolean
   readonly put: (key: string, body: Uint8Array, contentType: string) => Effect.Effect<void, ImageStoreError>
   readonly get: (key: string) => Effect.Effect<Option.Option<StoredImage>, ImageStoreError>
+  /** Succeeds when the store answers (`GET /ready`'s `objectStorage`); absent when there is nothing to probe. */
+  readonly probe?: Effect.Effect<void, ImageStoreError> | undefined
 }>()("@svc/listings/ImageStore") {
   static readonly layerDisabled = Layer.succeed(
     ImageStore,
@@ -71,6 +73,11 @@ export class ImageStore extends Context.Service<ImageStore, {
   static readonly fromBucket = (bucket: BucketApi): ImageStore["Service"] =>
     ImageStore.of({
       enabled: true,
+      // a key no image has (image keys are hex): found or not, the store answered
+      probe: bucket.exists("svc-readiness-probe").pipe(
+        Effect.asVoid,
+        Effect.mapError((error) => new ImageStoreError({ message: `probing the image store: ${error.message}` }))
+      ),
       put: (key, body, contentType) =>
         bucket.put(key, body, {
           contentType,

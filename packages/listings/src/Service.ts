@@ -3,9 +3,9 @@
  * (default 8787) and the ingest scheduler, sharing one set of services. Needs only the database
  * (`Database | PgClient | SqlClient`), so `svc start` can run it next to other services.
  */
-import { apiRoutes, serve, withBackground } from "@svc/platform"
+import { apiRoutes, Readiness, serve, withBackground } from "@svc/platform"
 import { ListingsApi } from "@svc/schema"
-import { Config, Layer } from "effect"
+import { Config, Effect, Layer } from "effect"
 import type { HttpClient } from "effect/http"
 import { ApiHandlers, ImagesRoute } from "./http.ts"
 import { ImageCacher, ImageStore } from "./Images.ts"
@@ -51,7 +51,20 @@ export const ServicesLive = makeServices(ConfigLive)
 
 export const Port = Config.Port("LISTINGS_PORT").pipe(Config.withDefault(8787))
 
+/**
+ * `GET /ready`: the database (required) and, when images are cached, the object storage (not
+ * required: without it offers, sources and uncached images still answer, so `degraded`, 200).
+ */
+export const ReadyRoute = Readiness.route(Effect.gen(function*() {
+  const database = yield* Readiness.database
+  const images = yield* ImageStore
+  return images.probe === undefined ? [database] : [database, { name: "objectStorage", probe: images.probe, required: false }]
+}))
+
 /** HTTP server and scheduler. */
-export const layer = withBackground(serve(routes, { name: "listings", port: Port, portVariable: "LISTINGS_PORT" }), IngestScheduler).pipe(
+export const layer = withBackground(
+  serve(Layer.merge(routes, ReadyRoute), { name: "listings", port: Port, portVariable: "LISTINGS_PORT" }),
+  IngestScheduler
+).pipe(
   Layer.provide(ServicesLive)
 )

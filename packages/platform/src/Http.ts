@@ -22,7 +22,9 @@
  *   `internal_error` whose body names only the request id, while the log line carries the full cause
  *   (a database that cannot be reached or cannot take work now is a 503 `service_unavailable` with
  *   `Retry-After: 5` instead: DatabaseUnavailable.ts);
- * - `GET /health` answers `{"status":"ok"}` unless the service routes it itself;
+ * - `GET /health` answers `{"status":"ok"}` unless the service routes it itself; `GET /ready` answers
+ *   what the service's `Readiness.route` finds (`{"status":"ready","checks":{}}` without one), and 503
+ *   `"status":"stopping"` once shutdown has begun (Readiness.ts);
  * - each request gets an id (a sane incoming `X-Request-Id`, or a fresh UUID), echoed in `X-Request-Id`
  *   and attached to every log line of the request;
  * - one log line per request: `GET /offers?svc_token=REDACTED 200 12ms`, annotated with service and request id.
@@ -48,6 +50,7 @@ import type * as Types from "effect/Types"
 import * as NodeHttp from "node:http"
 import type { Duplex } from "node:stream"
 import { isDatabaseUnavailable } from "./DatabaseUnavailable.ts"
+import * as Readiness from "./Readiness.ts"
 import { recording, RouteTable } from "./RouteTable.ts"
 import { durationSetting } from "./Settings.ts"
 
@@ -409,6 +412,8 @@ const conventions = (options: ConventionOptions) =>
           ? Effect.fail(semicolonInPath)
           : undecodable !== undefined
           ? Effect.fail(new InvalidRequest({ issues: [{ in: "query", parameter: undecodable, problem: "is not valid percent-encoded UTF-8" }] }))
+          : options.closing() && isProbe(request, "/ready")
+          ? Effect.succeed(Readiness.stopping())
           : coding !== undefined
           ? Effect.succeed(HttpServerResponse.text(
             `${coding} is not supported: send the body uncompressed`,
@@ -553,9 +558,13 @@ const fromCause = (
     const failure = error.reason
     if (failure._tag === "RouteNotFound") {
       const path = pathOf(request.url)
-      if ((request.method === "GET" || request.method === "HEAD") && path === "/health") {
+      if (isProbe(request, "/health")) {
         // Liveness for every service, unless it routes /health itself (then it never gets here).
         return Effect.succeed([HttpServerResponse.jsonUnsafe({ status: "ok" }), undefined])
+      }
+      if (isProbe(request, "/ready")) {
+        // Readiness of a service without a `Readiness.route`: it depends on nothing it could probe.
+        return Effect.succeed([Readiness.response({ status: "ready", checks: {}, missing: [] }), undefined])
       }
       // The router gives up on a path it cannot read (effect's RouteNotFound then): a malformed request,
       // not a missing route
@@ -566,7 +575,7 @@ const fromCause = (
       // A path routed for other methods: 405 naming them (`Allow`), or for OPTIONS the list itself; the
       // liveness answer above counts as a route.
       const routed = routes.allowed(request.url)
-      const allowed = routed.length === 0 && path === "/health" ? ["GET", "HEAD"] : routed
+      const allowed = routed.length === 0 && (path === "/health" || path === "/ready") ? ["GET", "HEAD"] : routed
       if (allowed.length > 0) {
         const allow = allowed.join(", ")
         return Effect.succeed([
@@ -618,6 +627,10 @@ const fromCause = (
     (response): Rendered => [response, cause]
   )
 }
+
+/** A GET or HEAD of the probe path `path` (`/health`, `/ready`). */
+const isProbe = (request: HttpServerRequest.HttpServerRequest, path: string): boolean =>
+  (request.method === "GET" || request.method === "HEAD") && pathOf(request.url) === path
 
 /** The `Retry-After` of a 503 for a database that is unavailable. */
 const DATABASE_RETRY_AFTER_SECONDS = 5

@@ -1,10 +1,10 @@
 /**
  * The queue service as one layer: the HTTP API and the internal RPC (`POST /rpc`) on `QUEUE_PORT`
  * (default 8788), the pruning of events and idle flow-control keys and, unless
- * `QUEUE_WORKER=false`, the delivery worker. Needs only the database (`PgClient`), so `svc start`
+ * `QUEUE_WORKER=false`, the delivery worker. `GET /ready` probes the database (platform Readiness.ts). Needs only the database (`PgClient`), so `svc start`
  * and the process entry (`main.ts`) provide `Database.layer`.
  */
-import { serve, withBackground } from "@svc/platform"
+import { Readiness, serve, withBackground } from "@svc/platform"
 import { Config, Effect, Layer } from "effect"
 import * as Pruning from "./Pruning.ts"
 import { routes } from "./http.ts"
@@ -24,7 +24,7 @@ export const WorkerIfEnabled = Layer.unwrap(
 /** HTTP and worker on the given (or configured) port, with the stores and `QueueConfig` built by the caller. */
 export const layerNoDeps = (options?: { readonly port?: number | Config.Config<number>; readonly host?: string }) =>
   withBackground(
-    serve(Layer.mergeAll(routes, RpcRoute), {
+    serve(Layer.mergeAll(routes, RpcRoute, Readiness.route(Effect.all([Readiness.database]))), {
       name: "queue",
       port: options?.port ?? Port,
       portVariable: "QUEUE_PORT",

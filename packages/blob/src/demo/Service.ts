@@ -4,7 +4,7 @@
  *
  * - `GET /` the page, `GET /app.js` its bundle (esbuild, built in memory when the layer starts),
  *   `POST /api/upload/:route` the upload route (`files`: content-type allowlist, size cap, multipart above
- *   16 MiB so big files show part progress and can be resumed).
+ *   16 MiB so big files show part progress and can be resumed), `GET /ready` (the bucket answers).
  * - The bucket gets CORS rules for the page's origins (`http://localhost:<port>` and
  *   `http://127.0.0.1:<port>`, plus `UPLOADS_ORIGINS`), so the browser may PUT to it directly.
  *
@@ -22,7 +22,7 @@
  *
  * @module
  */
-import { LocalObjectStorage, serve, Settings } from "@svc/platform"
+import { LocalObjectStorage, Readiness, serve, Settings } from "@svc/platform"
 import { Config, Effect, Exit, Layer, Option, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
@@ -146,10 +146,14 @@ const corsForPage = (options: DemoOptions) =>
     yield* Effect.logInfo(`Uploads demo: open http://localhost:${port}/ (bucket ${options.bucket.name}, CORS for ${origins.join(", ")})`)
   }))
 
+/** `GET /ready`: the bucket answers (a path no upload has; found or not, the store answered). */
+const readyRoute = (bucket: BucketApi) =>
+  Readiness.route(Effect.succeed([{ name: "objectStorage", probe: bucket.exists("svc-readiness-probe") }]))
+
 /** The demo on a given bucket. */
 export const make = (options: DemoOptions) =>
   corsForPage(options).pipe(
-    Layer.provideMerge(serve(routes(options), {
+    Layer.provideMerge(serve(Layer.merge(routes(options), readyRoute(options.bucket)), {
       name: "uploads",
       port: options.port,
       portVariable: "UPLOADS_PORT",
