@@ -27,6 +27,8 @@ export interface OfferSearch {
   // accepted, not applied
   readonly minPrice?: number | undefined
   readonly maxPrice?: number | undefined
+  /** Query parameters of the request that GET /offers does not take (named in `warnings`). */
+  readonly ignoredParameters?: ReadonlyArray<string> | undefined
 }
 
 /** An answer to GET /offers, as the JSON of its `OffersResponse`. */
@@ -86,6 +88,20 @@ export const unknownSourcesWarning = (
   const knownIds = new Set(known.map((id) => id.toLowerCase()))
   const unknown = requested.filter((id) => !knownIds.has(id))
   return unknown.length === 0 ? undefined : `Unknown source id${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`
+}
+
+/** Ignored parameters named in a warning: at most this many, each cut to 100 characters. */
+const MAX_IGNORED_SHOWN = 10
+
+/**
+ * The warning for query parameters the route does not take (a misspelt `fuelType=`, `Make=`), or
+ * none: the answer is what the other parameters ask, but a filter the client meant was not applied.
+ */
+export const ignoredParametersWarning = (names: ReadonlyArray<string> | undefined): string | undefined => {
+  if (names === undefined || names.length === 0) return undefined
+  const shown = names.slice(0, MAX_IGNORED_SHOWN).map((name) => name.slice(0, 100)).join(", ")
+  const more = names.length > MAX_IGNORED_SHOWN ? ` and ${names.length - MAX_IGNORED_SHOWN} more` : ""
+  return `Unknown query parameter${names.length > 1 ? "s" : ""} ignored: ${shown}${more}`
 }
 
 /** A stored offer as the API's CarOffer; image keys become `{publicBaseUrl}/images/<key>`. */

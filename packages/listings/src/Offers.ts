@@ -26,6 +26,7 @@ import { ListingsConfig } from "./ListingsConfig.ts"
 import {
   answerOf,
   cleanName,
+  ignoredParametersWarning,
   offerColumns,
   OfferDbRow,
   type OfferSearch,
@@ -155,6 +156,8 @@ export class Offers extends Context.Service<Offers, {
           if (warning !== undefined) warnings.push(warning)
           where.push(sql`source_id IN ${sql.in(sourceIds)}`)
         }
+        const ignored = ignoredParametersWarning(search.ignoredParameters)
+        if (ignored !== undefined) warnings.push(ignored)
         const dedup = search.dedup ?? true
         if (dedup && keyClosed) where.push(sql`dedup_winner`)
         const filter = sql.and(where)

@@ -10,6 +10,7 @@ import {
   InvalidRequest,
   ListingsApi,
   MAX_PAGE_SIZE,
+  OffersQuery,
   type RequestIssue
 } from "@svc/schema"
 import { Cache, Effect, Layer, Option, Result, Schema, Stream } from "effect"
@@ -99,8 +100,12 @@ const OffersHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const issues = query.complete === true ? [] : pageIssues(query)
           if (issues.length > 0) return yield* new InvalidRequest({ issues })
-          const answer = yield* offers.search(query)
           const request = yield* HttpServerRequest.HttpServerRequest
+          // a parameter this route does not take is named in `warnings` (not refused: a client may
+          // add its own, a cache buster): a misspelt `fuelType=` or `Make=` was silently unapplied
+          const ignored = [...new Set(new URLSearchParams(request.url.split("?")[1] ?? "").keys())]
+            .filter((name) => !Object.hasOwn(OffersQuery, name))
+          const answer = yield* offers.search(ignored.length > 0 ? { ...query, ignoredParameters: ignored } : query)
           // gzip when the client takes it (every mobile HTTP stack does) and it is worth it: JSON of
           // offers shrinks ~5x (a 5,000-offer complete answer is MBs). The gzip is its own
           // representation, so its ETag is the weak form of the same tag (a 304 either way), and

@@ -210,6 +210,16 @@ describe("offers in-process", () => {
           assert.deepStrictEqual(body.warnings, ["Unknown source ids: nope, zzz"])
         }))
 
+      it.effect("a parameter GET /offers does not take is named in warnings; the others are applied", () =>
+        Effect.gen(function*() {
+          const { status, body } = yield* get("/offers?regions=germany&fuelType=electric&sources=beta,nope")
+          assert.strictEqual(status, 200)
+          assert.deepStrictEqual(ids(body), ["beta:b2", "beta:b1"])
+          assert.deepStrictEqual(body.warnings, ["Unknown source id: nope", "Unknown query parameter ignored: fuelType"])
+          // remembered apart from the same request without it
+          assert.strictEqual((yield* get("/offers?regions=germany&sources=beta,nope")).body.warnings.length, 1)
+        }))
+
       it.effect("sorts: MILEAGE_ASC and YEAR_DESC (nulls last); price sorts and price bounds are not applied", () =>
         Effect.gen(function*() {
           assert.deepStrictEqual(ids((yield* get("/offers?sort=MILEAGE_ASC")).body), [

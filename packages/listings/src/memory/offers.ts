@@ -9,6 +9,7 @@ import { compareWinners } from "../Dedup.ts"
 import {
   answerOf,
   cleanName,
+  ignoredParametersWarning,
   type OfferDbRow,
   type OfferSearch,
   splitList,
@@ -85,7 +86,8 @@ export const makeMemoryOffers = (tables: MemoryTables, knownSources: ReadonlyArr
         shown = [...best.values()]
       }
       shown.sort(orderOf(search.sort ?? "NEWEST"))
-      const warnings = warning === undefined ? [] : [warning]
+      const ignored = ignoredParametersWarning(search.ignoredParameters)
+      const warnings = [warning, ignored].filter((text) => text !== undefined)
       if (search.complete === true) {
         if (shown.length > COMPLETE_LIMIT) return yield* new ResultTooLarge({ limit: COMPLETE_LIMIT })
         return answerOf(shown.map((offer) => offerOf(asDbRow(offer))), shown.length, warnings)

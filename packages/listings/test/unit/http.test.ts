@@ -134,6 +134,27 @@ describe("listings HTTP handlers (memory layers)", () => {
       assert.deepStrictEqual([warned.count, warned.warnings], [3, ["Unknown source id: nope"]])
     }))
 
+  test("a query parameter GET /offers does not take is named in warnings, the rest applied", () =>
+    Effect.gen(function*() {
+      yield* market
+      const get = yield* api
+      const misspelt = Schema.decodeUnknownSync(OffersResponse)((yield* get("/offers?make=toyota&fuelType=diesel&Make=vw")).body)
+      assert.deepStrictEqual(misspelt.offers.map((offer) => offer.id), ["alpha:yaris"])
+      assert.deepStrictEqual(misspelt.warnings, ["Unknown query parameters ignored: fuelType, Make"])
+      const both = Schema.decodeUnknownSync(OffersResponse)((yield* get("/offers?sources=nope&_=1&_=2")).body)
+      assert.deepStrictEqual(both.warnings, ["Unknown source id: nope", "Unknown query parameter ignored: _"])
+      const many = Array.from({ length: 12 }, (_, i) => `x${i}=1`).join("&")
+      assert.deepStrictEqual(
+        (yield* get(`/offers?limit=0&${many}`)).body.warnings,
+        ["Unknown query parameters ignored: x0, x1, x2, x3, x4, x5, x6, x7, x8, x9 and 2 more"]
+      )
+      // every documented parameter is taken without a warning
+      const all = "query=golf&make=volkswagen&model=golf&minPrice=1&maxPrice=2&minYear=2000&maxYear=2030&maxMileageKm=100000" +
+        "&fuelTypes=petrol&transmissions=manual&regions=mazowieckie&sources=alpha&sort=NEWEST&dedup=true&complete=false&limit=5&offset=0"
+      const full = yield* get(`/offers?${all}`)
+      assert.deepStrictEqual([full.body.count, full.body.warnings], [1, null])
+    }))
+
   test("an invalid query is 400 invalid_request naming the parameter", () =>
     Effect.gen(function*() {
       const get = yield* api
