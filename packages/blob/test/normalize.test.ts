@@ -106,6 +106,30 @@ describe("storage error normalization (scripted S3)", () => {
       }
     }))
 
+  it.live("a list delete storage refuses whole is storage's own error (nothing was deleted), not partial_delete naming every path", () =>
+    Effect.gen(function*() {
+      const { bucket, requests } = yield* scriptedBucket(() => ({ status: 403, body: xmlError("AccessDenied") }))
+      const error = yield* Effect.flip(bucket.del(["a.txt", "b.txt"]))
+      assert.strictEqual(error.code, "unauthorized")
+      assert.isUndefined(error.failed)
+      assert.strictEqual(requests.length, 1)
+    }))
+
+  it.live("a list delete refused after a first batch went through is partial_delete naming the refusal", () =>
+    Effect.gen(function*() {
+      const paths = Array.from({ length: 1001 }, (_, i) => `p/${i}.txt`)
+      const { bucket } = yield* scriptedBucket((_, index) =>
+        index === 0
+          ? { status: 200, body: `<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></DeleteResult>` }
+          : { status: 403, body: xmlError("AccessDenied") }
+      )
+      const error = yield* Effect.flip(bucket.del(paths))
+      assert.strictEqual(error.code, "partial_delete")
+      assert.deepStrictEqual(error.failed, ["p/1000.txt"])
+      assert.match(error.message, /^1 of 1001 paths were not deleted; storage refused a batch: /)
+      assert.strictEqual((error.cause as BlobError).code, "unauthorized")
+    }))
+
   it.live("a store that cannot be reached is request_failed 502", () =>
     Effect.gen(function*() {
       const bucket = yield* Bucket.make({
