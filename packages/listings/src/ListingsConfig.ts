@@ -36,9 +36,7 @@ export class ListingsConfig extends Context.Service<ListingsConfig, {
       yield* FeedMaxBytes
       return ListingsConfig.of({
         publicBaseUrl: publicBaseUrl.replace(/\/+$/, ""),
-        adminToken: yield* Config.option(Config.Redacted("ADMIN_TOKEN")).pipe(
-          Config.map(Option.filter((token) => Redacted.value(token).trim() !== ""))
-        ),
+        adminToken: yield* Settings.tokenSetting("ADMIN_TOKEN"),
         // shorter, the schedule would start a run, skip it as still running, and loop at full CPU
         ingestInterval: yield* Settings.durationSetting("INGEST_INTERVAL", "15 minutes", { min: "1 second" }),
         leaseTtl: yield* Settings.durationSetting("INGEST_LEASE_TTL", "30 seconds", { min: "1 second" }),

@@ -16,6 +16,7 @@ import { ServiceUnavailable, Unauthorized } from "@svc/schema"
 import { Config, Effect, Option, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { createHash, timingSafeEqual } from "node:crypto"
+import { tokenSetting } from "./Settings.ts"
 
 /** The token of an `Authorization: Bearer <token>` header value; undefined for another scheme or none. */
 export const tokenOf = (header: string | undefined): string | undefined => {
@@ -87,4 +88,7 @@ export const make = (options: {
 
 /** {@link make} with the token read from `variable` (optional: unset disables the surface). */
 export const fromConfig = (variable: string, surface: string) =>
-  Effect.map(Config.option(Config.Redacted(variable)), (token) => make({ variable, surface, token }))
+  Effect.gen(function*() {
+    const token = yield* tokenSetting(variable)
+    return make({ variable, surface, token })
+  })

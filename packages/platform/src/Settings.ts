@@ -116,6 +116,29 @@ export const DatabaseUrl: Config.Config<Option.Option<Redacted.Redacted<string>>
   })
 )
 
+/**
+ * A bearer token (`ADMIN_TOKEN`, `QUEUE_TOKEN`, `DOCS_ADMIN_TOKEN`): none when unset or empty (its routes
+ * are disabled). A value that is only whitespace, or starts or ends with it, stops the start: a bearer
+ * header's token is read trimmed, so no request could ever present it (`QUEUE_TOKEN="   "` started, and
+ * every request was a 401 "Invalid bearer token", never the 503 saying the token is unset). The message
+ * never repeats the value.
+ */
+export const tokenSetting = (name: string): Config.Config<Option.Option<Redacted.Redacted<string>>> =>
+  Config.option(Config.Redacted(name)).pipe(
+    Config.flatMap((token): Config.Config<Option.Option<Redacted.Redacted<string>>> => {
+      if (Option.isNone(token)) return Config.succeed(token)
+      const value = Redacted.value(token.value)
+      if (value === "") return Config.succeed(Option.none())
+      return value.trim() === value
+        ? Config.succeed(token)
+        : Config.fail(new ConfigProvider.SourceError({
+          message: value.trim() === ""
+            ? `${name} is only whitespace: set a token (printable characters, no spaces at either end), or leave it unset to disable its routes`
+            : `${name} starts or ends with whitespace, which no Authorization header can carry: remove it`
+        }))
+    })
+  )
+
 /** `EMBEDDED_POSTGRES_PORT`: the embedded cluster's port; none: the remembered one, or a free one at first. */
 export const EmbeddedPostgresPort = Config.option(Config.Port("EMBEDDED_POSTGRES_PORT"))
 

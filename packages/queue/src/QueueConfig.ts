@@ -55,7 +55,7 @@ export interface QueueSettings {
 const { durationSetting: duration, intSetting: int } = Settings
 
 export const settingsConfig: Config.Config<QueueSettings> = Config.all({
-  token: Config.option(Config.Redacted("QUEUE_TOKEN")),
+  token: Settings.tokenSetting("QUEUE_TOKEN"),
   allowPrivate: Config.Boolean("QUEUE_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
   maxMessageBytes: int("QUEUE_MAX_MESSAGE_BYTES", 1024 * 1024),
   maxBatchMessages: int("QUEUE_MAX_BATCH_MESSAGES", 1000),

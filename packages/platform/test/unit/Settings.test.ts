@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type Config, ConfigProvider, Duration, Effect, Option, Redacted, Result } from "effect"
-import { DatabaseUrl, durationSetting, httpUrlSetting, intSetting, numberSetting } from "../../src/Settings.ts"
+import { DatabaseUrl, durationSetting, httpUrlSetting, intSetting, numberSetting, tokenSetting } from "../../src/Settings.ts"
 
 const read = <A>(config: Config.Config<A>, env: Record<string, string>) =>
   Effect.result(config.parse(ConfigProvider.fromEnvRecord(env)))
@@ -73,6 +73,21 @@ describe("Settings", () => {
       for (const bad of ["mysql://root:hunter2@db/app", "hunter2", "http://db:5432/app"]) {
         const message = yield* refusal(DatabaseUrl, { DATABASE_URL: bad })
         assert.include(message, "DATABASE_URL is not a postgres:// URL")
+        assert.notInclude(message, "hunter2")
+      }
+    }))
+
+  it.effect("tokenSetting: unset or empty is no token; only whitespace, or whitespace at an end, stops the start naming the variable, never the value", () =>
+    Effect.gen(function*() {
+      const token = tokenSetting("QUEUE_TOKEN")
+      assert.deepStrictEqual(yield* read(token, {}), Result.succeed(Option.none()))
+      assert.deepStrictEqual(yield* read(token, { QUEUE_TOKEN: "" }), Result.succeed(Option.none()))
+      const set = yield* read(token, { QUEUE_TOKEN: "s3cr3t-token" })
+      assert.isTrue(Result.isSuccess(set) && Option.isSome(set.success) && Redacted.value(set.success.value) === "s3cr3t-token")
+      assert.include(yield* refusal(token, { QUEUE_TOKEN: "   " }), "QUEUE_TOKEN is only whitespace")
+      for (const padded of [" hunter2", "hunter2\n", "\thunter2"]) {
+        const message = yield* refusal(token, { QUEUE_TOKEN: padded })
+        assert.include(message, "QUEUE_TOKEN starts or ends with whitespace")
         assert.notInclude(message, "hunter2")
       }
     }))
