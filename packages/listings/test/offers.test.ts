@@ -8,7 +8,7 @@ import { OffersResponse } from "@svc/schema"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { OfferStore } from "../src/OfferStore.ts"
-import { Client, get, inProcessClient, record, seed, services, socketClient, TestDatabase } from "./support.ts"
+import { Client, defaultSources, get, inProcessClient, record, seed, services, socketClient, TestDatabase } from "./support.ts"
 
 const T0 = Date.UTC(2025, 5, 1)
 const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString()
@@ -311,5 +311,45 @@ describe("offers in-process", () => {
           assert.notMatch(text, /ingest_runs|relation|exist/)
         }))
     }
+  )
+})
+
+// The longest id an offer can have: a 63-character source id, ':', a 200-character native id (with
+// ':' in it, which a client may percent-encode). It is listed, so it must be fetchable by id; the
+// router refused every path segment over 100 characters (400 "a segment is longer than 100 characters").
+const LONG_SOURCE = `s${"-".repeat(61)}s`
+const LONG_NATIVE = `${"n:".repeat(99)}nn`
+const longStack = services({ sources: [...defaultSources, { id: LONG_SOURCE, adapter: "json", url: "http://127.0.0.1:9/long.json" }] })
+  .pipe(Layer.provideMerge(TestDatabase.layer()))
+const SeededLong = Layer.effectDiscard(seed(LONG_SOURCE, [record({ nativeId: LONG_NATIVE, title: "Long id" })]))
+
+const longIdTests = (it: LayerIt) =>
+  it.effect("an offer with the longest id (264 characters) is fetched by the id its list gives", () =>
+    Effect.gen(function*() {
+      const listed = (yield* get(`/offers?sources=${LONG_SOURCE}`)).body
+      const id = listed.offers[0].id
+      assert.strictEqual(id, `${LONG_SOURCE}:${LONG_NATIVE}`)
+      assert.strictEqual(id.length, 264)
+      for (const path of [`/offers/${id}`, `/offers/${encodeURIComponent(id)}`]) {
+        const { status, body } = yield* get(path)
+        assert.strictEqual(status, 200, path)
+        assert.strictEqual(body.id, id)
+        assert.strictEqual(body.title, "Long id")
+      }
+      // an id longer than any offer's is refused by the id's own bound, not found by nothing
+      const longer = yield* get(`/offers/${"x".repeat(301)}`)
+      assert.strictEqual(longer.status, 400)
+      assert.include(longer.body.message, "300")
+      assert.strictEqual((yield* get(`/offers/${"x".repeat(300)}`)).status, 404)
+    }))
+
+describe("offers with the longest ids", () => {
+  layer(socketClient(Layer.mergeAll(longStack, SeededLong.pipe(Layer.provide(longStack)))) as Layer.Layer<Client, unknown>)(
+    "socket",
+    (it) => longIdTests(it)
+  )
+  layer(inProcessClient(Layer.mergeAll(longStack, SeededLong.pipe(Layer.provide(longStack)))) as Layer.Layer<Client, unknown>)(
+    "in-process",
+    (it) => longIdTests(it)
   )
 })

@@ -32,7 +32,15 @@
  * All of that is one global router middleware, so `serve` and `toWebHandler` behave identically.
  */
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { DATABASE_UNAVAILABLE_MESSAGE, InternalError, InvalidRequest, type RequestIssue, RouteNotFound, ServiceUnavailable } from "@svc/schema"
+import {
+  DATABASE_UNAVAILABLE_MESSAGE,
+  InternalError,
+  InvalidRequest,
+  MAX_ID_LENGTH,
+  type RequestIssue,
+  RouteNotFound,
+  ServiceUnavailable
+} from "@svc/schema"
 import { Cause, Config, Context, Data, Duration, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
 import {
   HttpBody,
@@ -171,6 +179,14 @@ const listenError = (
  * what the server shares with other parts of the process (the database pool, a background ingest)
  * outside `serve`, e.g. `serveApi({...}).pipe(Layer.provide(Database.layer))`.
  */
+/**
+ * The router takes a path parameter up to the longest id a path carries (`MAX_ID_LENGTH`, 300 decoded
+ * characters), and the route's own schema bounds it from there. effect's default is 100: a listed
+ * offer whose id is longer (a source id of up to 63 characters, ':', a native id of up to 200) could
+ * not be fetched by that id, every request a 400 "a segment is longer than 100 characters".
+ */
+const ROUTER_CONFIG = { maxParamLength: MAX_ID_LENGTH }
+
 export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptions) =>
   Layer.unwrap(Effect.gen(function*() {
     const port = Config.isConfig(options.port) ? yield* options.port : options.port
@@ -235,7 +251,7 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
 
     // `server.listening` turns false as soon as shutdown calls `server.close()`.
     const app = withConventions(routes, { name: options.name, closing: () => !server.listening, queryAsSent: options.queryAsSent === true })
-    return HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
+    return HttpRouter.serve(app, { disableLogger: true, disableListenLog: true, routerConfig: ROUTER_CONFIG }).pipe(
       Layer.provide(NodeHttpServer.layerHttpServices),
       Layer.provideMerge(ServerLive)
     )
@@ -335,7 +351,7 @@ export const toWebHandler = <A, E>(
     withConventions(routes, { name: options?.name ?? "web", closing: () => false, queryAsSent: options?.queryAsSent === true }).pipe(
       Layer.provide(HttpServer.layerServices)
     ),
-    { disableLogger: true }
+    { disableLogger: true, routerConfig: ROUTER_CONFIG }
   )
 
 type HttpServerServices = Layer.Success<typeof HttpServer.layerServices>
