@@ -16,11 +16,13 @@
  *   the message's `Svc-Retry-Delay` expression (RetryDelay.ts, same cap), or after the
  *   destination's `Retry-After` when it sent one; when every retry is used, the message
  *   goes to the dead-letter queue and its callbacks are enqueued, all in one transaction.
- * - **shutdown**: stop claiming, let in-flight deliveries finish (5 s at most), record them, give
- *   the remaining claims back so another worker takes them at once.
+ * - **shutdown**: stop claiming, let in-flight deliveries finish (5 s at most, and never longer than
+ *   `SHUTDOWN_TIMEOUT`: the process's watchdog exits at `SHUTDOWN_TIMEOUT` + 5 s, and a wait that
+ *   outlived it left every claim held and every finished delivery unrecorded, all delivered again a
+ *   lease later), record them, give the remaining claims back so another worker takes them at once.
  */
 import { PgClient } from "@effect/sql-pg"
-import { postgresReason } from "@svc/platform"
+import { postgresReason, ShutdownTimeout } from "@svc/platform"
 import type { CallbackSettings } from "@svc/schema"
 import { Duration, Effect, Exit, FiberSet, Layer, Option, Queue, Schedule } from "effect"
 import { SqlError } from "effect/sql"
@@ -167,6 +169,8 @@ const origin = (url: string) => {
 /** The worker, as a layer: runs for the life of the layer. */
 export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* QueueConfig
+  // How long a graceful stop waits for deliveries in flight (module comment, *shutdown*).
+  const drainMs = Math.min(5_000, Duration.toMillis(yield* ShutdownTimeout))
   const store = yield* Messages
   const signingKeys = yield* SigningKeys
   const sql = yield* PgClient.PgClient
@@ -311,7 +315,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       stopping = true
       Queue.offerUnsafe(notified, undefined)
-      yield* FiberSet.awaitEmpty(deliveries).pipe(Effect.timeoutOption("5 seconds"))
+      yield* FiberSet.awaitEmpty(deliveries).pipe(Effect.timeoutOption(drainMs))
       const pending = yield* Queue.clear(delivered)
       yield* store.markDelivered(pending).pipe(Effect.catchDefect(logSqlError("recording deliveries")))
       const leftover = [...inFlight].map(([id, claimId]) => ({ id, claimId }))
