@@ -9,7 +9,9 @@
  * exponential `Schedule` (3 retries); at most `IMAGE_MAX_BYTES` (default 10 MiB) and only
  * image/jpeg, png, webp, gif or avif (the declared type, and the bucket's check of the leading bytes),
  * else the image is `rejected` for good; a failed image is tried again by later passes, 3 attempts in
- * all. The object key is the image key (hex SHA-256 of the URL).
+ * all. The object key is the image key (hex SHA-256 of the URL). A pass claims images in batches (an
+ * attempt counted, other processes skip them for a minute); stopped (SIGTERM), it gives back the ones
+ * not done; a killed process's claims are taken again when their minute is up (the worker wakes then).
  *
  * Dimensions: the width and height the image's header declares (PNG IHDR, JPEG SOF0-2, GIF logical
  * screen, WebP VP8/VP8L/VP8X, AVIF `ispe`; read with `image-size`, nothing is decoded) must be at most
@@ -390,15 +392,51 @@ export class ImageCacher extends Context.Service<ImageCacher, {
               RETURNING i.key, i.original_url` })()
             if (batch.length === 0) return attempted
             attempted += batch.length
-            yield* Effect.forEach(batch, cacheOne, { concurrency: options.concurrency, discard: true })
+            // Stopped mid-batch (SIGTERM): the images not done yet are given back, their attempt
+            // uncounted, so the next process's first pass takes them at once.
+            const unfinished = new Set(batch.map((image) => image.key))
+            yield* Effect.forEach(
+              batch,
+              (image) => Effect.tap(cacheOne(image), () => Effect.sync(() => unfinished.delete(image.key))),
+              { concurrency: options.concurrency, discard: true }
+            ).pipe(
+              Effect.onInterrupt(() =>
+                unfinished.size === 0 ? Effect.void : sql`
+                  UPDATE listings.images SET attempts = attempts - 1, last_attempt_at = NULL
+                  WHERE key = ANY(${[...unfinished]}::text[]) AND status = 'pending'`.pipe(
+                  Effect.andThen(Effect.logInfo(`Image cache: stopping, gave back ${unfinished.size} images not cached yet`)),
+                  Effect.catch((error) => Effect.logWarning(`Image cache: giving back unfinished images failed: ${error.message}`))
+                )
+              )
+            )
           }
         }).pipe(
           Effect.catch((error) => Effect.as(Effect.logWarning(`Image caching pass failed: ${error.message}`), 0))
         )
 
+        // Images a process claimed and never finished (it was killed, or stopped, mid-batch) stay
+        // `pending` with their attempt counted: due again a minute after that attempt. The worker
+        // wakes then, as after a kick; it slept until the next ingest (INGEST_INTERVAL, 15 minutes by
+        // default), so a restarted process left them uncached that long.
+        const abandonedDue = SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: Schema.Struct({ ms: Schema.NullOr(Schema.Number) }),
+          execute: () => sql`
+            SELECT ceil(extract(epoch FROM min(last_attempt_at) + interval '1 minute' - now()) * 1000)::float8 AS ms
+            FROM listings.images
+            WHERE status = 'pending' AND attempts > 0 AND attempts < ${MAX_ATTEMPTS}
+              AND source_id <> ALL(${mockIds}::text[])`
+        })
+        const nextWake = abandonedDue(undefined).pipe(
+          Effect.map(([row]) => row?.ms ?? null),
+          Effect.catch(() => Effect.succeed(60_000))
+        )
         const kicks = yield* Queue.sliding<void>(1)
-        yield* Queue.take(kicks).pipe(
-          Effect.andThen(runPass),
+        yield* Effect.gen(function*() {
+          const ms = yield* nextWake
+          yield* ms === null ? Queue.take(kicks) : Queue.take(kicks).pipe(Effect.timeoutOption(Math.max(100, ms)))
+          yield* runPass
+        }).pipe(
           Effect.forever,
           Effect.forkScoped
         )

@@ -1,7 +1,7 @@
 /**
  * Images against the run's radosgw (through `@svc/blob`'s Bucket) and a local image server:
  * caching after ingest (bytes equal the source), GET /images/:key (stream, ETag, Cache-Control, 304),
- * 302 when known but not cached, 404 when unknown, size/content-type/dimension limits (the image bomb:
+ * 302 when known but not cached, 404 when unknown, images left pending or claimed by a stopped process, size/content-type/dimension limits (the image bomb:
  * a tiny PNG or JPEG whose header declares absurd dimensions), retried transient failures, and that
  * GET /images never fetches anything on demand.
  */
@@ -265,6 +265,27 @@ layer(TestLayer, { excludeTestServices: true })("images", (it) => {
         "cached"
       )
       assert.deepStrictEqual(Buffer.from(yield* bucket.getBytes(imageKey(url))), okPng)
+    }).pipe(Effect.scoped))
+
+  it.effect("an image a killed process had claimed is cached when its claim's minute is up, with no ingest or kick", () =>
+    Effect.gen(function*() {
+      const { base, token } = yield* Fixture
+      const sql = yield* SqlClient.SqlClient
+      const url = `${base}/ok.png?claimed-by-a-killed-process`
+      // claimed 56 s ago (attempt counted) by a process that died: not due at the first pass, due in ~4 s
+      yield* sql`
+        INSERT INTO listings.images (key, original_url, source_id, attempts, last_attempt_at)
+        VALUES (${imageKey(url)}, ${url}, 'imgfeed', 1, now() - interval '56 seconds')`
+      yield* Layer.build(ImageCacher.layerWith({ concurrency: 1, maxBytes: MAX_BYTES, timeout: Duration.seconds(5), retryBase: Duration.millis(20) }).pipe(
+        Layer.provide([ImageStore.layerBucket(token), OutboundGuard.layerHttpClient({ allowPrivate: true })])
+      ))
+      const status = sql<{ status: string }>`SELECT status FROM listings.images WHERE key = ${imageKey(url)}`.pipe(
+        Effect.map((rows) => rows[0]?.status)
+      )
+      assert.strictEqual(
+        yield* status.pipe(Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (s) => s === "cached" }), Effect.timeout("30 seconds")),
+        "cached"
+      )
     }).pipe(Effect.scoped))
 
   it.effect("a cached image gone from storage (local storage restarts empty) is redirected, then cached again", () =>

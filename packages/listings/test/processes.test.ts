@@ -3,12 +3,16 @@
  * - two processes triggered at once → one run per source (the lease decides);
  * - a SIGKILLed holder's lease expires, the next run proceeds and the dead run is `abandoned`;
  * - SIGTERM during a run: the run is recorded `interrupted`, its lease released, exit code 0;
+ * - SIGTERM while images are being cached: the claimed images not cached yet are given back;
  * - `svc listings ingest --wait` against a running process shows progress and exits 0.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { formatBlobToken } from "@svc/blob"
+import { LocalObjectStorage } from "@svc/platform"
+import { makeFreshBucket, TestObjectStorage } from "@svc/platform/testing"
 import { Effect, Redacted } from "effect"
 import { spawn } from "node:child_process"
-import { ADMIN_TOKEN, TestDatabase } from "./support.ts"
+import { ADMIN_TOKEN, httpServer, TestDatabase } from "./support.ts"
 import { CLI, type ServiceProcess, slowFeedServer, sqlOn, startService, waitFor } from "./processes.ts"
 
 const trigger = (service: ServiceProcess, query = "") =>
@@ -245,5 +249,54 @@ describe("listings processes", () => {
       const refused = yield* run("wrong-token")
       assert.notStrictEqual(refused.code, 0)
       assert.notInclude(refused.stdout, "started")
+    }), { timeout: 60_000 })
+
+  it.live("SIGTERM while images are being cached: the images not cached yet are given back, their attempt uncounted", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value(yield* TestDatabase.freshDatabase())
+      const sql = yield* sqlOn(url)
+      // A feed of 6 offers with an image each; the image server never answers.
+      let base = ""
+      const requested = new Set<string>()
+      base = yield* httpServer((req, res) => {
+        if (req.url === "/feed") {
+          res.writeHead(200, { "content-type": "application/json" })
+          return res.end(JSON.stringify({
+            offers: Array.from({ length: 6 }, (_, n) => ({
+              id: `o${n}`, title: `Skoda Octavia ${n}`, make: "Skoda", model: "Octavia", price: 40_000 + n,
+              currency: "PLN", fuel: "diesel", transmission: "manual", region: "mazowieckie",
+              originalUrl: `https://feed.example/${n}`, images: [`${base}/img/${n}.png`]
+            }))
+          }))
+        }
+        // never answers: the downloads are in flight when the process stops
+        requested.add(req.url ?? "")
+      })
+      const storage = yield* LocalObjectStorage.pipe(Effect.provide(TestObjectStorage))
+      const bucket = yield* makeFreshBucket("offer-images").pipe(Effect.provide(TestObjectStorage))
+      const token = formatBlobToken({
+        endpoint: storage.endpoint,
+        bucket,
+        accessKeyId: storage.accessKeyId,
+        secretAccessKey: Redacted.value(storage.secretAccessKey),
+        region: storage.region
+      })
+      const service = yield* startService({
+        databaseUrl: url,
+        sources: [{ id: "pics", adapter: "json", url: `${base}/feed` }],
+        env: { ADMIN_TOKEN, OFFER_IMAGES_STORAGE: token, IMAGE_CACHE_CONCURRENCY: "2", SHUTDOWN_TIMEOUT: "1 second", LOG_LEVEL: "info" }
+      })
+      assert.strictEqual(statusOf((yield* trigger(service, "?wait=true")).body.runs, "pics"), "finished")
+      const images = sql<{ readonly status: string; readonly attempts: number; readonly n: number }>`
+        SELECT status, attempts, count(*)::int AS n FROM listings.images GROUP BY 1, 2 ORDER BY 1, 2`.pipe(Effect.orDie)
+      // two downloads in flight: the pass has claimed the batch of all six (attempt counted)
+      yield* waitFor(Effect.sync(() => requested.size), (n) => n >= 2, "two image requests")
+      assert.deepStrictEqual(yield* images, [{ status: "pending", attempts: 1, n: 6 }])
+
+      service.child.kill("SIGTERM")
+      assert.strictEqual(yield* Effect.promise(() => service.exited), 0, service.output())
+      // given back: the next process's first pass takes them at once (they waited for the next ingest)
+      assert.deepStrictEqual(yield* images, [{ status: "pending", attempts: 0, n: 6 }])
+      assert.include(service.output(), "gave back 6 images not cached yet")
     }), { timeout: 60_000 })
 })
