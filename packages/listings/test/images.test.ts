@@ -136,6 +136,20 @@ const Stack = Layer.unwrap(Effect.gen(function*() {
   return Layer.mergeAll(servicesLayer, Layer.succeed(Fixture, Fixture.of({ base, bucket, token })))
 })).pipe(Layer.provide(TestObjectStorage))
 
+/** A second process's image cacher on the same database and bucket, started now (nothing kicks it). */
+const startSecondCacher = (token: string) =>
+  Layer.build(ImageCacher.layerWith({ concurrency: 1, maxBytes: MAX_BYTES, timeout: Duration.seconds(5), retryBase: Duration.millis(20) }).pipe(
+    Layer.provide([ImageStore.layerBucket(token), OutboundGuard.layerHttpClient({ allowPrivate: true })])
+  ))
+
+/** The stored status of the image of `url`. */
+const statusOf = (url: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ status: string }>`SELECT status FROM listings.images WHERE key = ${imageKey(url)}`
+    return rows[0]?.status
+  })
+
 const stack = Stack.pipe(Layer.provideMerge(TestDatabase.layer()))
 const TestLayer = socketClient(stack).pipe(Layer.provideMerge(stack)) as Layer.Layer<
   Client | Ingest | SqlClient.SqlClient | Fixture,
@@ -254,14 +268,9 @@ layer(TestLayer, { excludeTestServices: true })("images", (it) => {
       const url = `${base}/ok.png?left-pending`
       yield* sql`INSERT INTO listings.images (key, original_url, source_id) VALUES (${imageKey(url)}, ${url}, 'imgfeed')`
       // a second process's cacher, started now: nothing tells it of the image
-      yield* Layer.build(ImageCacher.layerWith({ concurrency: 1, maxBytes: MAX_BYTES, timeout: Duration.seconds(5), retryBase: Duration.millis(20) }).pipe(
-        Layer.provide([ImageStore.layerBucket(token), OutboundGuard.layerHttpClient({ allowPrivate: true })])
-      ))
-      const status = sql<{ status: string }>`SELECT status FROM listings.images WHERE key = ${imageKey(url)}`.pipe(
-        Effect.map((rows) => rows[0]?.status)
-      )
+      yield* startSecondCacher(token)
       assert.strictEqual(
-        yield* status.pipe(Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (s) => s === "cached" }), Effect.timeout("20 seconds")),
+        yield* statusOf(url).pipe(Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (s) => s === "cached" }), Effect.timeout("20 seconds")),
         "cached"
       )
       assert.deepStrictEqual(Buffer.from(yield* bucket.getBytes(imageKey(url))), okPng)
@@ -276,14 +285,9 @@ layer(TestLayer, { excludeTestServices: true })("images", (it) => {
       yield* sql`
         INSERT INTO listings.images (key, original_url, source_id, attempts, last_attempt_at)
         VALUES (${imageKey(url)}, ${url}, 'imgfeed', 1, now() - interval '56 seconds')`
-      yield* Layer.build(ImageCacher.layerWith({ concurrency: 1, maxBytes: MAX_BYTES, timeout: Duration.seconds(5), retryBase: Duration.millis(20) }).pipe(
-        Layer.provide([ImageStore.layerBucket(token), OutboundGuard.layerHttpClient({ allowPrivate: true })])
-      ))
-      const status = sql<{ status: string }>`SELECT status FROM listings.images WHERE key = ${imageKey(url)}`.pipe(
-        Effect.map((rows) => rows[0]?.status)
-      )
+      yield* startSecondCacher(token)
       assert.strictEqual(
-        yield* status.pipe(Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (s) => s === "cached" }), Effect.timeout("30 seconds")),
+        yield* statusOf(url).pipe(Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (s) => s === "cached" }), Effect.timeout("30 seconds")),
         "cached"
       )
     }).pipe(Effect.scoped))
