@@ -31,17 +31,23 @@ export interface OfferSearch {
   readonly ignoredParameters?: ReadonlyArray<string> | undefined
 }
 
-/** An answer to GET /offers, as the JSON of its `OffersResponse`. */
-export interface OffersAnswer {
+/**
+ * An answer of GET /offers (the JSON of its `OffersResponse`) or GET /offers/:id (of a `CarOffer`),
+ * as bytes and their ETag; http.ts sends both by one rule (ETag, 304, gzip).
+ */
+export interface JsonAnswer {
   /**
-   * UTF-8 JSON of the `OffersResponse` (built as its encoded form already: strings, numbers, nulls).
+   * UTF-8 JSON of the answer (built as its encoded form already: strings, numbers, nulls).
    * Bytes rather than a string: a remembered answer is written as it is, not converted again on
    * every request.
    */
   readonly json: Uint8Array
-  /** Identifies `json`: the same request and the same offers give the same tag. */
+  /** Identifies `json` (a hash of it): the same request and the same offers give the same tag. */
   readonly etag: string
 }
+
+/** An answer to GET /offers, as the JSON of its `OffersResponse`. */
+export type OffersAnswer = JsonAnswer
 
 /** A stored offer as read back: the columns a CarOffer is built from. */
 export const OfferDbRow = Schema.Struct({
@@ -134,14 +140,16 @@ export const toOffer = (publicBaseUrl: string) => {
 
 const utf8 = new TextEncoder()
 
+/** A value already in its encoded form (a `CarOffer`, an `OffersResponse`) as JSON bytes and their ETag. */
+export const jsonAnswer = (encoded: CarOffer | OffersResponse): JsonAnswer => {
+  // an array of its own (Buffer.from would share an 8 KiB pool slab for a small answer)
+  const json = utf8.encode(JSON.stringify(encoded))
+  return { json, etag: `"${hash("sha1", json, "base64url")}"` }
+}
+
 /** The answer's JSON (an `OffersResponse` built as its encoded form) and its ETag. */
 export const answerOf = (
   offers: ReadonlyArray<CarOffer>,
   count: number,
   warnings: ReadonlyArray<string>
-): OffersAnswer => {
-  const response: OffersResponse = { offers, count, warnings: warnings.length > 0 ? warnings : null }
-  // an array of its own (Buffer.from would share an 8 KiB pool slab for a small answer)
-  const json = utf8.encode(JSON.stringify(response))
-  return { json, etag: `"${hash("sha1", json, "base64url")}"` }
-}
+): OffersAnswer => jsonAnswer({ offers, count, warnings: warnings.length > 0 ? warnings : null })

@@ -23,7 +23,8 @@ import { ImageCacher, ImageRecord, ImageStore } from "./Images.ts"
 import { ImportServices } from "./ImportServices.ts"
 import { Ingest } from "./Ingest.ts"
 import { ListingsConfig } from "./ListingsConfig.ts"
-import { Offers, type OffersAnswer, splitList } from "./Offers.ts"
+import { type JsonAnswer, jsonAnswer } from "./OfferAnswers.ts"
+import { Offers, splitList } from "./Offers.ts"
 import { SourceHealthLookup } from "./SourceHealth.ts"
 
 /** A page's `limit` and `offset` out of range; only checked without complete=true, which ignores them. */
@@ -38,7 +39,7 @@ const pageIssues = (query: { readonly limit?: number | undefined; readonly offse
   return issues
 }
 
-/** Answers of GET /offers smaller than this are sent as they are: gzip would save next to nothing. */
+/** Answers smaller than this are sent as they are: gzip would save next to nothing. */
 const GZIP_MIN_BYTES = 1024
 
 /**
@@ -66,8 +67,8 @@ export const acceptsGzip = (header: string | undefined): boolean => {
  * a remembered answer (Offers.ts) is the same object every time it is served, so it is compressed
  * once per offers version; it goes when the answer does.
  */
-const compressed = new WeakMap<OffersAnswer, Uint8Array>()
-const gzipped = (answer: OffersAnswer): Effect.Effect<Uint8Array> => {
+const compressed = new WeakMap<JsonAnswer, Uint8Array>()
+const gzipped = (answer: JsonAnswer): Effect.Effect<Uint8Array> => {
   const known = compressed.get(answer)
   if (known !== undefined) return Effect.succeed(known)
   return Effect.callback<Uint8Array>((resume) => {
@@ -79,6 +80,30 @@ const gzipped = (answer: OffersAnswer): Effect.Effect<Uint8Array> => {
     })
   })
 }
+
+/**
+ * How the offers routes (GET /offers, GET /offers/:id) send their JSON, one rule for both: `ETag` (a
+ * hash of the JSON) with `Cache-Control: no-cache`, so a client may keep the answer and revalidate it
+ * with `If-None-Match` (304 without a body while it is unchanged); gzip when the client takes it
+ * (every mobile HTTP stack does) and the answer is 1 KiB or more: JSON of offers shrinks ~5x. The gzip
+ * is its own representation, so its ETag is the weak form of the same tag (either form revalidates),
+ * and caches keep the two apart by `Vary: Accept-Encoding`, which every answer carries.
+ */
+export const sendJsonAnswer = (answer: JsonAnswer) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const gzip = answer.json.byteLength >= GZIP_MIN_BYTES && acceptsGzip(request.headers["accept-encoding"])
+    const etag = gzip ? `W/${answer.etag}` : answer.etag
+    const headers = { etag, "cache-control": "no-cache", vary: "Accept-Encoding" }
+    if (etagMatches(request.headers["if-none-match"], answer.etag)) {
+      return HttpServerResponse.empty({ status: 304, headers })
+    }
+    if (!gzip) return HttpServerResponse.uint8Array(answer.json, { contentType: "application/json", headers })
+    return HttpServerResponse.uint8Array(yield* gzipped(answer), {
+      contentType: "application/json",
+      headers: { ...headers, "content-encoding": "gzip" }
+    })
+  })
 
 const HealthHandlers = HttpApiBuilder.group(
   ListingsApi,
@@ -92,10 +117,10 @@ const OffersHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const offers = yield* Offers
     return handlers
-      // The answer is the JSON of an OffersResponse built as its encoded form (strings, numbers,
-      // nulls), written directly: re-encoding up to 5,000 offers field by field through the schema
-      // cost more than the query (tests decode answers with the schema). `no-cache` with an ETag:
-      // a client may keep the answer and revalidate it (304 while the offers did not change).
+      // The answers are the JSON of an OffersResponse or a CarOffer built as its encoded form
+      // (strings, numbers, nulls), written directly: re-encoding up to 5,000 offers field by field
+      // through the schema cost more than the query (tests decode answers with the schema). Both
+      // are sent by one rule (sendJsonAnswer): ETag, 304 on If-None-Match, gzip when taken.
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const issues = query.complete === true ? [] : pageIssues(query)
@@ -106,23 +131,11 @@ const OffersHandlers = HttpApiBuilder.group(
           const ignored = [...new Set(new URLSearchParams(request.url.split("?")[1] ?? "").keys())]
             .filter((name) => !Object.hasOwn(OffersQuery, name))
           const answer = yield* offers.search(ignored.length > 0 ? { ...query, ignoredParameters: ignored } : query)
-          // gzip when the client takes it (every mobile HTTP stack does) and it is worth it: JSON of
-          // offers shrinks ~5x (a 5,000-offer complete answer is MBs). The gzip is its own
-          // representation, so its ETag is the weak form of the same tag (a 304 either way), and
-          // caches keep the two apart by `Vary`.
-          const gzip = answer.json.byteLength >= GZIP_MIN_BYTES && acceptsGzip(request.headers["accept-encoding"])
-          const etag = gzip ? `W/${answer.etag}` : answer.etag
-          const headers = { etag, "cache-control": "no-cache", vary: "Accept-Encoding" }
-          if (etagMatches(request.headers["if-none-match"], answer.etag)) {
-            return HttpServerResponse.empty({ status: 304, headers })
-          }
-          if (!gzip) return HttpServerResponse.uint8Array(answer.json, { contentType: "application/json", headers })
-          return HttpServerResponse.uint8Array(yield* gzipped(answer), {
-            contentType: "application/json",
-            headers: { ...headers, "content-encoding": "gzip" }
-          })
+          return yield* sendJsonAnswer(answer)
         }))
-      .handle("byId", ({ params }) => offers.byId(params.id))
+      // an app that keeps an offer (a favourite, a detail screen) revalidates it like a page: 304
+      // until the offer changes (a new price, removal)
+      .handle("byId", ({ params }) => Effect.flatMap(offers.byId(params.id), (offer) => sendJsonAnswer(jsonAnswer(offer))))
   })
 )
 
