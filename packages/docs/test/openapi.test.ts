@@ -234,7 +234,7 @@ The text of part ${i}, which is long enough to be a snippet of its own.
       const zero = yield* failureOf(indexer.add(`${dir}/few.json`, { id: "/cap/zero" }).pipe(
         Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ DOCS_MAX_SNIPPETS: "0" })))
       ))
-      assert.strictEqual(zero.message, "DOCS_MAX_SNIPPETS must be at least 1")
+      assert.strictEqual(zero.message, `invalid configuration: Expected a value greater than or equal to 1 at ["DOCS_MAX_SNIPPETS"]`)
       // a folder's failure is known once it is read: its version is recorded failed, with no snippet
       const libraries = (yield* indexer.list).filter((library) => library.id.startsWith("/cap/"))
       assert.deepStrictEqual(libraries.map((library) => [library.id, library.versions.map((v) => v.state)]), [["/cap/few", ["ready"]], ["/cap/folder", ["failed"]]])

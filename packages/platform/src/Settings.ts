@@ -8,10 +8,29 @@
 import { parseDuration } from "@svc/schema"
 import { Config, ConfigProvider, Duration, Effect, Option, Redacted, Schema, SchemaGetter, SchemaIssue } from "effect"
 
+/**
+ * A number as an environment variable holds it: decimal digits, a sign, a fraction and an exponent.
+ * Effect's own reading told "10MB" or "abc" as "Expected a string representing a finite number",
+ * which names neither the value nor the form; this names both ("expected a whole number, not \"10MB\"").
+ */
+const numberText = (expected: string) =>
+  Schema.String.pipe(
+    Schema.decodeTo(Schema.Number, {
+      decode: SchemaGetter.transformEffect((text: string) => {
+        const value = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i.test(text) ? Number(text) : Number.NaN
+        return Number.isFinite(value)
+          ? Effect.succeed(value)
+          : Effect.fail(new SchemaIssue.InvalidValue({ message: `expected ${expected}, not ${JSON.stringify(text.slice(0, 50))}` }, text))
+      }),
+      encode: SchemaGetter.transform(String)
+    })
+  )
+
 /** A whole number within `min` and `max` (by default at least 1); `fallback` when unset. */
 export const intSetting = (name: string, fallback: number, range: { readonly min?: number; readonly max?: number } = {}) =>
   Config.schema(
-    Schema.Int.check(
+    numberText("a whole number").check(
+      Schema.isInt({ message: "expected a whole number" }),
       range.max === undefined
         ? Schema.isGreaterThanOrEqualTo(range.min ?? 1)
         : Schema.isBetween({ minimum: range.min ?? 1, maximum: range.max })
@@ -21,7 +40,7 @@ export const intSetting = (name: string, fallback: number, range: { readonly min
 
 /** A finite number within `min` and `max` (NaN and Infinity refused); `fallback` when unset. */
 export const numberSetting = (name: string, fallback: number, range: { readonly min: number; readonly max: number }) =>
-  Config.schema(Schema.Finite.check(Schema.isBetween({ minimum: range.min, maximum: range.max })), name).pipe(
+  Config.schema(numberText("a number").check(Schema.isBetween({ minimum: range.min, maximum: range.max })), name).pipe(
     Config.withDefault(fallback)
   )
 

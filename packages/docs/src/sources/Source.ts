@@ -6,8 +6,9 @@
  * Also here: the failure every source and the reading share (`IndexFailed` and its categories), and
  * what a `package.json` tells about a library (folder and npm sources read it; git for the title).
  */
+import { Settings } from "@svc/platform"
 import { LibraryIdPattern, type SourceKind } from "@svc/schema"
-import { Config, Effect, FileSystem, Option, Path, Schema, type Scope } from "effect"
+import { Effect, FileSystem, Option, Path, Schema, type Scope } from "effect"
 import type { Snippet } from "../Splitter.ts"
 
 export const ErrorCategory = Schema.Literals([
@@ -32,10 +33,8 @@ export class IndexFailed extends Schema.TaggedError<IndexFailed>()("IndexFailed"
  * ~2,000, a big documentation repository tens of thousands). Reading stops past it, so a mistaken source
  * (a repository of generated files) fails with what to do instead of filling the process's memory.
  */
-export const maxSnippets: Effect.Effect<number, IndexFailed> = Config.Int("DOCS_MAX_SNIPPETS").pipe(
-  Config.withDefault(100_000),
-  Effect.mapError((error) => invalidSource(`DOCS_MAX_SNIPPETS: ${error.message}`)),
-  Effect.filterOrFail((max) => max >= 1, () => invalidSource("DOCS_MAX_SNIPPETS must be at least 1"))
+export const maxSnippets: Effect.Effect<number, IndexFailed> = Settings.intSetting("DOCS_MAX_SNIPPETS", 100_000).pipe(
+  Effect.mapError((error) => invalidSource(`invalid configuration: ${error.cause.message.replace(/\s+/g, " ")}`))
 )
 
 /** The failure of a source holding more than {@link maxSnippets}. */

@@ -26,6 +26,10 @@ describe("Settings", () => {
       }
       assert.deepStrictEqual(yield* read(intSetting("RETRIES", 3, { min: 0 }), { RETRIES: "0" }), Result.succeed(0))
       assert.include(yield* refusal(intSetting("BYTES", 1), { BYTES: "-1" }), "greater than or equal to 1")
+      // the value and the form named (effect's own reading said "Expected a string representing a finite number")
+      assert.include(yield* refusal(intSetting("BYTES", 1), { BYTES: "10MB" }), `expected a whole number, not "10MB" at ["BYTES"]`)
+      assert.include(yield* refusal(workers, { WORKERS: "1.5" }), `expected a whole number at ["WORKERS"]`)
+      assert.deepStrictEqual(yield* read(workers, { WORKERS: " 7 " }), Result.succeed(7))
     }))
 
   it.effect("durationSetting: effect's form or the compact one, longer than 0 (or at least min), at most max (10 years by default), ranges told as they are written", () =>
@@ -54,6 +58,8 @@ describe("Settings", () => {
       const cache = numberSetting("CACHE_MB", 64, { min: 0, max: 1000 })
       assert.deepStrictEqual(yield* read(cache, { CACHE_MB: "0.5" }), Result.succeed(0.5))
       for (const bad of ["NaN", "Infinity", "-1", "1001"]) assert.include(yield* refusal(cache, { CACHE_MB: bad }), `["CACHE_MB"]`)
+      assert.include(yield* refusal(cache, { CACHE_MB: "0x10" }), `expected a number, not "0x10" at ["CACHE_MB"]`)
+      assert.deepStrictEqual(yield* read(cache, { CACHE_MB: "1e2" }), Result.succeed(100))
       const url = httpUrlSetting("BASE_URL", "http://localhost:8787")
       assert.deepStrictEqual(yield* read(url, {}), Result.succeed("http://localhost:8787"))
       assert.deepStrictEqual(yield* read(url, { BASE_URL: "https://cars.example.com/app" }), Result.succeed("https://cars.example.com/app"))
