@@ -29,6 +29,7 @@
 import { Bucket, type BucketApi, formatBlobToken, parseBlobToken } from "@svc/blob"
 import { NodeServices } from "@effect/platform-node"
 import { LocalObjectStorage, type ObjectStorageError, OutboundGuard, Settings, startObjectStorage } from "@svc/platform"
+import { CACHED_IMAGE_TYPES } from "@svc/schema"
 import { Config, Context, Duration, Effect, Layer, Option, Queue, Redacted, Schedule, Schema, Stream } from "effect"
 import { withoutQueries } from "./adapters/http.ts"
 import { HttpClient, HttpClientRequest } from "effect/http"
@@ -49,7 +50,8 @@ export interface StoredImage {
   readonly contentLength: number | undefined
 }
 
-export const allowedTypes: ReadonlySet<string> = new Set(["image/jpeg", "image/png", "image/webp", "image/gif", "image/avif"])
+/** The types stored (the OpenAPI document names them as GET /images/{key}'s content types). */
+export const allowedTypes: ReadonlySet<string> = new Set(CACHED_IMAGE_TYPES)
 
 export class ImageStore extends Context.Service<ImageStore, {
   /** false: no object storage configured (OFFER_IMAGES_STORAGE=off): nothing is cached. */

@@ -7,7 +7,7 @@ import { apiRoutes, Readiness, serve, withBackground } from "@svc/platform"
 import { ListingsApi } from "@svc/schema"
 import { Config, Effect, Layer } from "effect"
 import type { HttpClient } from "effect/http"
-import { ApiHandlers, ImagesRoute } from "./http.ts"
+import { ApiHandlers, ImagesRoute, OpenApiRoute } from "./http.ts"
 import { ImageCacher, ImageStore } from "./Images.ts"
 import { ImportServices } from "./ImportServices.ts"
 import { Ingest, IngestScheduler } from "./Ingest.ts"
@@ -35,11 +35,16 @@ export const makeServices = <E, R>(
     Layer.provideMerge(deps)
   )
 
-/** Every route of the service. */
+/**
+ * Every route of the service but `/ready` (which needs the database at build). Each is in the
+ * OpenAPI document: `ListingsApi`'s by construction, the others listed in `ListingsOpenApi.ts`
+ * (@svc/schema); `test/openapi.test.ts` compares {@link served} with the document.
+ */
 export const routes = Layer.mergeAll(
-  apiRoutes({ api: ListingsApi, handlers: ApiHandlers, openapi: true }),
+  apiRoutes({ api: ListingsApi, handlers: ApiHandlers }),
   ImagesRoute,
-  RpcRoute
+  RpcRoute,
+  OpenApiRoute
 )
 
 /** The configuration layers from the environment. */
@@ -61,9 +66,12 @@ export const ReadyRoute = Readiness.route(Effect.gen(function*() {
   return images.probe === undefined ? [database] : [database, { name: "objectStorage", probe: images.probe, required: false }]
 }))
 
+/** What the server serves: every route. */
+export const served = Layer.merge(routes, ReadyRoute)
+
 /** HTTP server and scheduler. */
 export const layer = withBackground(
-  serve(Layer.merge(routes, ReadyRoute), { name: "listings", port: Port, portVariable: "LISTINGS_PORT" }),
+  serve(served, { name: "listings", port: Port, portVariable: "LISTINGS_PORT" }),
   IngestScheduler
 ).pipe(
   Layer.provide(ServicesLive)

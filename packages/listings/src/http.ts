@@ -9,6 +9,7 @@ import {
   INT4_MAX,
   InvalidRequest,
   ListingsApi,
+  listingsOpenApi,
   MAX_PAGE_SIZE,
   OffersQuery,
   type RequestIssue
@@ -201,6 +202,15 @@ const AdminHandlers = HttpApiBuilder.group(
       }))
   })
 )
+
+/**
+ * `GET /openapi.json`: `ListingsApi`'s document with the routes served outside it (the images, /ready,
+ * /rpc, the document itself) merged in (`ListingsOpenApi.ts` in @svc/schema). Made once.
+ */
+export const OpenApiRoute = Layer.unwrap(Effect.sync(() => {
+  const document = listingsOpenApi()
+  return HttpRouter.add("GET", "/openapi.json", Effect.sync(() => HttpServerResponse.jsonUnsafe(document)))
+}))
 
 /** The API's handlers; they need Offers, SourceHealthLookup, ImportServices, Ingest. */
 export const ApiHandlers = Layer.mergeAll(

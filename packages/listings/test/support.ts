@@ -1,18 +1,15 @@
 /** Shared test helpers: records, a listings stack on a fresh database, HTTP clients. */
-import { apiRoutes, toWebHandler, serve } from "@svc/platform"
+import { toWebHandler, serve } from "@svc/platform"
 import { Client, get, TestDatabase } from "@svc/platform/testing"
-import { ListingsApi } from "@svc/schema"
 import { Duration, Effect, Layer, Option, Redacted, Result } from "effect"
 import { type HttpClient, HttpServer } from "effect/http"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { ApiHandlers, ImagesRoute } from "../src/http.ts"
 import { ImageCacher, ImageStore } from "../src/Images.ts"
 import { ListingsConfig } from "../src/ListingsConfig.ts"
 import { type FeedRecord, normalize } from "../src/Normalize.ts"
 import { OfferStore } from "../src/OfferStore.ts"
-import { RpcRoute } from "../src/rpc.ts"
-import { makeServices } from "../src/Service.ts"
+import { makeServices, routes } from "../src/Service.ts"
 import { type SourceConfig, Sources } from "../src/Sources.ts"
 
 export const ADMIN_TOKEN = "test-admin-token"
@@ -77,11 +74,8 @@ export const services = (options: StackOptions = {}) =>
     ...(options.httpClient === undefined ? [] : [options.httpClient as Layer.Layer<HttpClient.HttpClient>])
   )
 
-export const allRoutes = Layer.mergeAll(
-  apiRoutes({ api: ListingsApi, handlers: ApiHandlers, openapi: true }),
-  ImagesRoute,
-  RpcRoute
-)
+/** The service's routes (all but `/ready`), as it serves them. */
+export const allRoutes = routes
 
 
 /** A real server on 127.0.0.1:<random> serving every route, over the given services. */

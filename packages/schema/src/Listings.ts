@@ -251,13 +251,57 @@ export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth, { provides: 
   { security: { bearer: HttpApiSecurity.bearer }, error: [Unauthorized, ServiceUnavailable], requiredForClient: true }
 ) {}
 
+/**
+ * In the document, how GET /offers and GET /offers/:id answer (one rule, `sendJsonAnswer` in
+ * `@svc/listings` http.ts): an ETag to revalidate with (304), gzip when the client takes it.
+ */
+const revalidated = OpenApi.annotations({
+  transform: (operation) => {
+    const header = (description: string, required = true) => ({ description, required, schema: { type: "string" } })
+    const headers = {
+      ETag: header("A hash of the JSON answered; the weak form W/\"…\" with gzip. Either form revalidates"),
+      "Cache-Control": header("no-cache: keep the answer and revalidate it with If-None-Match"),
+      Vary: header("Accept-Encoding")
+    }
+    return {
+      ...operation,
+      parameters: [
+        ...(operation["parameters"] ?? []),
+        {
+          name: "If-None-Match",
+          in: "header",
+          required: false,
+          description: "An ETag this route answered (strong or weak), a list of them, or *: 304 without a body while the answer is the same",
+          schema: { type: "string" }
+        },
+        {
+          name: "Accept-Encoding",
+          in: "header",
+          required: false,
+          description: "gzip (or x-gzip, or *) with a q-value above 0: an answer of 1 KiB or more is sent gzip",
+          schema: { type: "string" }
+        }
+      ],
+      responses: {
+        ...operation["responses"],
+        "200": {
+          ...operation["responses"]?.["200"],
+          headers: { ...headers, "Content-Encoding": header("gzip, when the answer is compressed", false) }
+        },
+        "304": { description: "Not Modified: If-None-Match named this answer's ETag", headers }
+      }
+    }
+  }
+})
+
 export class OffersGroup extends HttpApiGroup.make("offers").add(
-  HttpApiEndpoint.get("list", "/offers", { query: OffersQuery, success: OffersResponse, error: [ResultTooLarge, InvalidRequest] }),
+  HttpApiEndpoint.get("list", "/offers", { query: OffersQuery, success: OffersResponse, error: [ResultTooLarge, InvalidRequest] })
+    .annotateMerge(revalidated),
   HttpApiEndpoint.get("byId", "/offers/:id", {
     params: { id: IdParam },
     success: CarOffer,
     error: OfferNotFound
-  })
+  }).annotateMerge(revalidated)
 ).annotateMerge(OpenApi.annotations({ title: "Offers" })) {}
 
 export class SourcesGroup extends HttpApiGroup.make("sources").add(
@@ -306,7 +350,7 @@ export class ListingsApi extends HttpApi.make("listings")
   .annotateMerge(ApiConventions)
   .annotateMerge(OpenApi.annotations({
     title: "svc listings",
-    description: "Car listings aggregated from partner feeds. GET /images/{key} streams cached offer images."
+    description: "Car listings aggregated from partner feeds, with their cached images (GET /images/{key})."
   }))
 {}
 

@@ -1,0 +1,105 @@
+/**
+ * `GET /openapi.json` as listings serves it: valid by `@readme/openapi-parser` (OpenAPI 3.1 schema and
+ * semantics, as the queue's document is checked), and it documents every route the server answers:
+ * the routes the service's router is given (`served`, what `Service.layer` serves, recorded as they
+ * are added) are exactly the document's operations — the image route, /ready, /rpc and the document
+ * itself included. The conditional answers of /offers and /offers/{id} (ETag, 304) are described.
+ */
+import { validate } from "@readme/openapi-parser"
+import { assert, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { served } from "../src/Service.ts"
+import { Client, get, services, socketClient, TestDatabase } from "./support.ts"
+
+const stack = services().pipe(Layer.provideMerge(TestDatabase.layer()))
+
+/** The router the routes' layers see, noting each route (method and path) on its way in. */
+const recordingRouter = (noted: Array<string>) =>
+  Layer.effect(
+    HttpRouter.HttpRouter,
+    Effect.gen(function*() {
+      const wrap = (router: HttpRouter.HttpRouter, prefix: string | undefined): HttpRouter.HttpRouter => {
+        const addAll: HttpRouter.HttpRouter["addAll"] = (routes) => {
+          for (const route of routes) {
+            const path = prefix === undefined ? route.path : HttpRouter.prefixPath(route.path, prefix)
+            noted.push(`${route.method.toLowerCase()} ${path}`)
+          }
+          return router.addAll(routes)
+        }
+        return HttpRouter.HttpRouter.of({
+          ...router,
+          prefixed: (next) => wrap(router.prefixed(next), prefix === undefined ? next : HttpRouter.prefixPath(next, prefix)),
+          addAll,
+          add: (method, path, handler, options) => addAll([HttpRouter.route(method, path, handler, options)])
+        })
+      }
+      return wrap(yield* HttpRouter.make, undefined)
+    })
+  )
+
+/** Every route the server's router holds, as `method /path/{param}`. */
+const routerRoutes = Effect.gen(function*() {
+  const noted: Array<string> = []
+  // built over the test's services; what is left of its requirements are the router's request
+  // markers (`Request<"Error", …>`), types only
+  const app = served.pipe(Layer.provide([recordingRouter(noted), HttpServer.layerServices]))
+  yield* Layer.build(app as unknown as Layer.Layer<never, never, Layer.Success<typeof stack>>)
+  return noted.map((route) => route.replace(/:(\w+)/g, "{$1}"))
+})
+
+layer(
+  Layer.mergeAll(socketClient(stack), stack) as Layer.Layer<Client | Layer.Success<typeof stack>, unknown>,
+  { excludeTestServices: true, timeout: 60_000 }
+)("the listings OpenAPI document", (it) => {
+  it.effect("is valid and has every route the server answers, and none it does not", () =>
+    Effect.gen(function*() {
+      const { status, body: document } = yield* get("/openapi.json")
+      assert.strictEqual(status, 200)
+      assert.strictEqual(document.info.title, "svc listings")
+      // The parser dereferences in place: it gets a copy.
+      const result = yield* Effect.promise(() => validate(structuredClone(document)))
+      assert.deepStrictEqual(result, { valid: true, warnings: [], specification: "OpenAPI" })
+
+      const operations = Object.entries<Record<string, unknown>>(document.paths).flatMap(([path, item]) =>
+        Object.keys(item).map((method) => `${method} ${path}`)
+      )
+      const routes = yield* Effect.scoped(routerRoutes)
+      assert.sameMembers(operations, routes)
+      // what the router holds, spelt out: a new route must be added here and to the document
+      assert.sameMembers(routes, [
+        "get /health",
+        "get /ready",
+        "get /offers",
+        "get /offers/{id}",
+        "get /sources",
+        "get /import-services",
+        "post /admin/ingest",
+        "get /images/{key}",
+        "post /rpc",
+        "get /openapi.json"
+      ])
+    }))
+
+  it.effect("the image route: the image, a redirect to the original, 304, 404; /offers revalidate", () =>
+    Effect.gen(function*() {
+      const { body: document } = yield* get("/openapi.json")
+      const image = document.paths["/images/{key}"].get
+      assert.sameMembers(Object.keys(image.responses), ["200", "302", "304", "404"])
+      assert.includeMembers(Object.keys(image.responses["200"].content), ["image/jpeg", "image/png", "image/webp"])
+      assert.includeMembers(Object.keys(image.responses["200"].headers), ["etag", "cache-control"])
+      assert.property(image.responses["302"].headers, "location")
+      assert.deepStrictEqual(image.security, [])
+      assert.deepInclude(image.parameters, { name: "key", in: "path", required: true, schema: image.parameters[0].schema })
+      const rpc = document.paths["/rpc"].post
+      assert.deepStrictEqual(rpc.security, [{ bearer: [] }])
+      assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "503"])
+      assert.sameMembers(Object.keys(document.paths["/ready"].get.responses), ["200", "503"])
+      for (const path of ["/offers", "/offers/{id}"]) {
+        const operation = document.paths[path].get
+        assert.property(operation.responses, "304", path)
+        assert.property(operation.responses["200"].headers, "ETag", path)
+        assert.include(operation.parameters.map((parameter: any) => parameter.name), "If-None-Match", path)
+      }
+    }))
+})
