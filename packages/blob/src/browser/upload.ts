@@ -7,7 +7,8 @@
  *
  * 1. a PUT that fails with no status and no bytes sent was blocked before sending (a CORS preflight
  *    refusal in practice): `request_failed` saying the bucket must allow PUT and the signed headers from
- *    this origin; not retried (it would fail the same way);
+ *    this origin; not retried (it would fail the same way) — unless a PUT of the same upload reached
+ *    storage already, or the browser is offline: then it is no answer (rule 3);
  * 2. a 403 on a freshly issued URL is `signature_mismatch`; a 401/403 on an older URL is taken for an
  *    expired signature: the route re-signs (`resume` message) and the PUT is sent again;
  * 3. transient failures (no answer after bytes went out, 408, 429, 5xx) are retried with a jittered,

@@ -11,7 +11,7 @@ import { BlobError } from "../../shared/BlobError.ts"
 import type { CompletedPart, PresignedPart } from "../../shared/protocol.ts"
 import type { MultipartPlan, SinglePlan } from "./begin.ts"
 import { Expired, type Failure, isTransient, Renewed, sendAgainIfRenewed } from "./failures.ts"
-import { classifyPut, xhrPut } from "./put.ts"
+import { classifyPut, reachedStorage, xhrPut } from "./put.ts"
 import { renewPartUrls, renewUploadUrl, type ResumeRecord } from "./resume.ts"
 import type { UploadSession } from "./session.ts"
 
@@ -39,7 +39,8 @@ export const putWholeFile = (session: UploadSession, plan: SinglePlan): Effect.E
       }, session.stallTimeout)
       progress.inFlight.set(0, 0)
       const fresh = Date.now() - issuedAt < session.freshFor && Date.now() < expiresAt
-      const failure = classifyPut(outcome, { fresh, headers, what })
+      const failure = classifyPut(outcome, { fresh, headers, what, storageReached: session.storage.reached })
+      if (reachedStorage(outcome)) session.storage.reached = true
       if (failure === undefined) return "stored" as const
       // a retry after an unseen success meets its own object: let complete check it
       if (BlobError.is(failure, "already_exists") && unknownOutcome) return "maybe-stored" as const
@@ -125,7 +126,8 @@ export const putParts = (session: UploadSession, plan: MultipartPlan, record: Re
         }, session.stallTimeout)
         progress.inFlight.delete(part.partNumber)
         const fresh = Date.now() - signed.issuedAt < session.freshFor && Date.now() < signed.expiresAt
-        const failure = classifyPut(outcome, { fresh, headers: {}, what })
+        const failure = classifyPut(outcome, { fresh, headers: {}, what, storageReached: session.storage.reached })
+        if (reachedStorage(outcome)) session.storage.reached = true
         if (failure === undefined) {
           if (outcome.etag === null || outcome.etag === "") {
             return yield* new BlobError("request_failed", {

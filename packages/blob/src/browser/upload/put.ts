@@ -96,14 +96,36 @@ const safeText = (xhr: XhrLike) => {
 
 const storageCode = (body: string) => /<Code>([^<]+)<\/Code>/.exec(body)?.[1]
 
+/** Whether the browser says it has no network (`navigator.onLine` false); unknown counts as online. */
+const offline = () => (globalThis as { readonly navigator?: { readonly onLine?: unknown } }).navigator?.onLine === false
+
+/**
+ * Whether this outcome shows that storage lets this page PUT: it answered, or took bytes (with upload
+ * progress listened to, the browser sends a body only after a CORS preflight passed). Once one PUT of an
+ * upload did, a later one that ends unanswered and unsent was cut off (storage stopped, the network
+ * dropped), not blocked by CORS rules, which do not change under an upload.
+ */
+export const reachedStorage = (outcome: PutOutcome): boolean => outcome.status !== 0 || outcome.sent > 0
+
 /** Storage's answer to a PUT, by the spec's browser rules (see the module comment of `../upload.ts`). */
 export const classifyPut = (
   outcome: PutOutcome,
-  context: { readonly fresh: boolean; readonly headers: Readonly<Record<string, string>>; readonly what: string }
+  context: {
+    readonly fresh: boolean
+    readonly headers: Readonly<Record<string, string>>
+    readonly what: string
+    /** an earlier PUT of this upload reached storage (`reachedStorage`) */
+    readonly storageReached: boolean
+  }
 ): Failure | undefined => {
   const { status } = outcome
   if (status >= 200 && status < 300) return undefined
-  if (status === 0) return outcome.sent === 0 && !outcome.stalled ? corsRefusal(context.headers) : new Transient(0)
+  if (status === 0) {
+    // rule 1, blocked before sending, is a CORS refusal in practice; not when storage took this upload's
+    // PUTs already, nor while the browser is offline: then it is no answer, retried like one
+    const blocked = outcome.sent === 0 && !outcome.stalled && !context.storageReached && !offline()
+    return blocked ? corsRefusal(context.headers) : new Transient(0)
+  }
   const code = storageCode(outcome.body)
   if (status === 401 || status === 403) {
     if (!context.fresh) return new Expired()

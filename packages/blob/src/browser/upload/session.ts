@@ -33,6 +33,11 @@ export interface UploadSession {
   readonly total: number
   readonly withRetries: WithRetries
   readonly progress: Progress
+  /**
+   * `reached`: a PUT of this upload reached storage (it answered, or took bytes), so its CORS rules let
+   * this page PUT: a later PUT ending unanswered and unsent is no answer, not the CORS refusal
+   */
+  readonly storage: { reached: boolean }
 }
 
 /**
@@ -134,7 +139,8 @@ export const openSession = (file: UploadFile, options: UploadOptions): UploadSes
     contentType: options.contentType ?? (file.type === "" ? "application/octet-stream" : file.type),
     total: file.size,
     withRetries: retryTransient(retries, retryDelay, () => progress.partsLanded > 0),
-    progress
+    progress,
+    storage: { reached: false }
   }
 }
 

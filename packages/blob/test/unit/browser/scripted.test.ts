@@ -186,6 +186,48 @@ describe("upload: the browser rules of the spec", () => {
     assert.strictEqual(route.calls.length, 1) // never completed
   })
 
+  it("1. not once storage took bytes of the upload: a PUT that then ends unanswered and unsent is retried (a store gone, a network dropped)", async () => {
+    // the single PUT: the first attempt is cut after bytes went out, the retry's connection is refused
+    // (radosgw stopped), the third lands: storage took this page's PUT, so its CORS rules allow it
+    const route = scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
+    const storage = scriptedStorage((put): PutScript =>
+      put.attempt === 1 ? { drop: true, sent: 3 } : put.attempt === 2 ? { drop: true, sent: 0 } : { status: 200, etag: "\"e\"" }
+    )
+    const result = await upload(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, ...fast })
+    assert.strictEqual(result.size, 5)
+    assert.strictEqual(storage.puts.length, 3)
+    // a multipart upload: part 1 landed, part 2 meets the refused connection until its retries run out
+    const size = 2 * MiB
+    const parts = scriptedRoute((body) => body.type === "begin" ? multipartBegin(size, MiB) : completed(size))
+    const gone = scriptedStorage((put): PutScript => put.url.includes("part1") ? { status: 200, etag: "\"e\"" } : { drop: true, sent: 0 })
+    const e = await failure(upload(fileOf(size), { route: "/u", fetch: parts.fetch, XMLHttpRequest: gone.Xhr, concurrency: 1, retries: 2, ...fast })) as BlobError
+    assert.strictEqual(e.code, "request_failed")
+    assert.strictEqual(e.message, `The upload of part 2 failed after 3 attempts (last status none: no answer) (${RETRY_HINT.charAt(0).toLowerCase()}${RETRY_HINT.slice(1)})`)
+    assert.strictEqual(e.hint, RETRY_HINT)
+    assert.strictEqual(gone.puts.filter((p) => p.url.includes("part2")).length, 3)
+  })
+
+  it("1. not while the browser is offline (navigator.onLine false): retried as no answer", async () => {
+    let online = false
+    const route = scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
+    // offline for the first PUT (the first this upload sends: nothing reached storage yet), back for the retry
+    const storage = scriptedStorage((put): PutScript => {
+      if (put.attempt === 1) return { drop: true, sent: 0 }
+      online = true
+      return { status: 200, etag: "\"e\"" }
+    })
+    const navigator = Object.getOwnPropertyDescriptor(globalThis, "navigator")
+    Object.defineProperty(globalThis, "navigator", { configurable: true, value: { get onLine() { return online } } })
+    try {
+      const result = await upload(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, ...fast })
+      assert.strictEqual(result.size, 5)
+      assert.strictEqual(storage.puts.length, 2)
+    } finally {
+      if (navigator === undefined) delete (globalThis as { navigator?: unknown }).navigator
+      else Object.defineProperty(globalThis, "navigator", navigator)
+    }
+  })
+
   it("2a. a 403 on a freshly issued URL is signature_mismatch, with its built-in hint", async () => {
     const route = scriptedRoute((body) => body.type === "begin" ? singleBegin() : completed(5))
     const storage = scriptedStorage(() => ({ status: 403, body: "<Error><Code>SignatureDoesNotMatch</Code></Error>" }))
