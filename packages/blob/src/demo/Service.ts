@@ -1,6 +1,6 @@
 /**
  * The uploads demo (`svc start uploads`): a React page (drop zone, per-file progress, cancel, the error's
- * message and hint) and the upload route behind it, storing into a bucket of the local radosgw.
+ * message, which carries its hint) and the upload route behind it, storing into a bucket of the local radosgw.
  *
  * - `GET /` the page, `GET /app.js` its bundle (esbuild, built in memory when the layer starts),
  *   `POST /api/upload/:route` the upload route (`files`: content-type allowlist, size cap, multipart above
@@ -68,7 +68,6 @@ const PAGE = `<!doctype html>
   .upload progress { width: 12rem; vertical-align: middle; }
   .status { color: #555; }
   .error { color: #a00; margin-top: .3rem; }
-  .error-hint { color: #555; font-size: .9em; }
   .path { font-family: monospace; color: #060; }
 </style>
 </head>

@@ -1,7 +1,7 @@
 /**
  * The uploads demo page: a drop zone (and a file picker), one row per file with its progress, a cancel
- * button, and — when it fails — the error's code, message and hint. Bundled by esbuild (`bundle.ts`) from
- * `@svc/blob/react` only: what a real page would ship.
+ * button, and — when it fails — the error's code and message (which carries its hint). Bundled by
+ * esbuild (`bundle.ts`) from `@svc/blob/react` only: what a real page would ship.
  *
  * `window.svcBlob` exposes the client for scripted runs (the browser tests and the benchmark).
  */
@@ -25,8 +25,8 @@ const Row = ({ record }: { readonly record: UploadRecord }) => (
     {record.result !== undefined && <div className="path">{record.result.path}</div>}
     {record.error !== undefined && (
       <div className="error" role="alert">
+        {/* the message ends with the hint, when there is one (spec 3B message rule 1): shown once */}
         <code className="error-code">{record.error.code}</code> <span className="error-message">{record.error.message}</span>
-        {record.error.hint !== undefined && <div className="error-hint">{record.error.hint}</div>}
       </div>
     )}
   </li>
