@@ -62,7 +62,7 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("README exa
       "packages/queue/src/promise/QueueClient.ts",
       "packages/queue/src/promise/Arguments.ts",
       "packages/queue/src/promise/QueueError.ts",
-      "packages/queue/src/promise/cappedBody.ts",
+      "packages/queue/src/CappedBody.ts",
       "packages/queue/src/Signing.ts",
       "packages/queue/src/PublishHeaders.ts",
       "packages/platform/src/ServiceTarget.ts",

@@ -12,9 +12,9 @@
  * ```
  */
 import { serviceTargetProblem } from "@svc/platform/ServiceTarget"
+import { answerTooLargeMessage, DEFAULT_MAX_ANSWER_BYTES, maxAnswerBytesProblem, readCappedBody } from "../CappedBody.ts"
 import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "../PublishHeaders.ts"
 import { BATCH_MESSAGE, bodyProblem, headerProblem, PUBLISH, SCHEDULE, type Shapes, shapeProblem } from "./Arguments.ts"
-import { readCappedBody } from "./cappedBody.ts"
 import { QueueError } from "./QueueError.ts"
 import type {
   BatchMessage,
@@ -52,13 +52,6 @@ export interface QueueClientOptions {
 
 const DEFAULT_TIMEOUT_MS = 60_000
 const MAX_TIMEOUT_MS = 2 ** 31 - 1
-/**
- * Above the largest answer a queue with default settings gives: a DLQ page of 100 entries, each with a
- * body and a last response body of up to `QUEUE_MAX_MESSAGE_BYTES` (1 MiB) sent base64 (1.33 MiB), is
- * about 270 MiB. A cap of a few MiB would refuse such pages; no cap read whatever a server sent (an
- * endless body until `timeoutMs`, gigabytes on a fast link) into memory.
- */
-const DEFAULT_MAX_ANSWER_BYTES = 320 * 1024 * 1024
 
 type Query = Readonly<Record<string, string | number | Date | undefined>>
 
@@ -184,9 +177,8 @@ export class QueueClient {
       throw new TypeError(`QueueClient: timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${timeoutMs}`)
     }
     const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES
-    if (!Number.isSafeInteger(maxAnswerBytes) || maxAnswerBytes < 1) {
-      throw new TypeError(`QueueClient: maxAnswerBytes must be a whole number of bytes from 1, got ${JSON.stringify(maxAnswerBytes) ?? typeof maxAnswerBytes}`)
-    }
+    const capProblem = maxAnswerBytesProblem(maxAnswerBytes)
+    if (capProblem !== undefined) throw new TypeError(`QueueClient: ${capProblem}`)
     this.#baseUrl = `${url.origin}${url.pathname}`.replace(/\/+$/, "")
     this.#token = options.token
     this.#timeoutMs = timeoutMs
@@ -234,7 +226,7 @@ export class QueueClient {
       throw new QueueError({
         status: response.status,
         code: "request_failed",
-        message: `The answer from ${this.#baseUrl} is larger than ${this.#maxAnswerBytes} bytes, the most this client reads (maxAnswerBytes)`
+        message: answerTooLargeMessage(this.#baseUrl, this.#maxAnswerBytes)
       })
     }
     // as response.text() decodes: UTF-8, a bad sequence replaced

@@ -10,8 +10,8 @@
  *   handler, Hono's `c.req.raw`, Deno, Bun, Cloudflare Workers).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
+import { readCappedBody } from "../CappedBody.ts"
 import { clockToleranceProblem, type SignatureClaims } from "../Signing.ts"
-import { readCappedBody } from "./cappedBody.ts"
 import { Receiver, SignatureError, type SigningKeyPair } from "./Receiver.ts"
 
 /** The keys (or a `Receiver` holding them) and what else to check. */
