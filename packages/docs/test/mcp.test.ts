@@ -488,6 +488,57 @@ describe("svc mcp over stdio, a line that is not a message", () => {
     }
   }, 60_000)
 
+  it("bytes that are not UTF-8 are -32700 with the request's id, as POST /mcp refuses them, not read as U+FFFD", async () => {
+    const child = spawn(process.execPath, [bin, "mcp", "--transport", "stdio"], {
+      env: { ...process.env, DOCS_API_URL: "http://127.0.0.1:9" },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    try {
+      const answers: Array<any> = []
+      let pending = ""
+      child.stdout.on("data", (chunk: Buffer) => {
+        pending += chunk.toString("utf8")
+        const lines = pending.split("\n")
+        pending = lines.pop()!
+        answers.push(...lines.filter((line) => line !== "").map((line) => JSON.parse(line)))
+      })
+      const call = (id: number, libraryName: Buffer) =>
+        Buffer.concat([
+          Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"resolve-library-id","arguments":{"libraryName":"`),
+          libraryName,
+          Buffer.from(`","query":"q"}}}\n`)
+        ])
+      // 0xff is no UTF-8 byte; ED A0 80 is a surrogate half written as bytes; C0 80 an overlong NUL.
+      // Each was read as U+FFFD and searched for ("No indexed library matches \"����\"").
+      child.stdin.write(call(1, Buffer.from([0x65, 0x66, 0xff])))
+      child.stdin.write(call(2, Buffer.from([0xed, 0xa0, 0x80])))
+      child.stdin.write(call(3, Buffer.from([0xc0, 0x80])))
+      // a line cut in two writes in the middle of a character is still one character
+      const emoji = call(4, Buffer.from("🎉"))
+      const cut = emoji.indexOf(0xf0) + 2
+      child.stdin.write(emoji.subarray(0, cut))
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      child.stdin.write(emoji.subarray(cut))
+      // CRLF ends a line as LF does
+      child.stdin.write('{"jsonrpc":"2.0","id":5,"method":"ping"}\r\n')
+      const deadline = Date.now() + 30_000
+      while (answers.length < 5 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      const byId = (id: unknown) => answers.filter((answer) => answer.id === id)
+      for (const id of [1, 2, 3]) {
+        assert.deepStrictEqual(byId(id).map((answer) => answer.error), [{
+          code: -32700,
+          message: "Parse error: the line is not valid UTF-8: a JSON body must be UTF-8 (RFC 8259)"
+        }], JSON.stringify(answers))
+      }
+      // the emoji reached the tool whole: it answered (the API is unreachable here), no parse error
+      assert.strictEqual(byId(4).length, 1, JSON.stringify(answers))
+      assert.isUndefined(byId(4)[0].error, JSON.stringify(answers))
+      assert.deepStrictEqual(byId(5).map((answer) => answer.result), [{}])
+    } finally {
+      child.kill()
+    }
+  }, 60_000)
+
   it("a question cut in the middle of an emoji is refused at once to the SDK's client, not left to its timeout", async () => {
     const client = new McpClient({ name: "stdio-surrogate", version: "1" })
     await client.connect(

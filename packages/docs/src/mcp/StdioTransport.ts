@@ -4,8 +4,8 @@
  * wrote a bad line waits for ever; JSON-RPC 2.0 answers it. Each line the client writes is judged first,
  * as `POST /mcp` judges a body (`JsonRpc.ts`):
  *
- * - not JSON, or JSON the suite refuses in every body (an unpaired surrogate, a key given twice, arrays
- *   and objects nested past 32 levels: `JsonBody`): `-32700 Parse error`;
+ * - bytes that are not UTF-8, not JSON, or JSON the suite refuses in every body (an unpaired surrogate,
+ *   a key given twice, arrays and objects nested past 32 levels: `JsonBody`): `-32700 Parse error`;
  * - JSON that is not JSON-RPC: `-32600 Invalid Request`; a `tools/call` the tools cannot take:
  *   `-32602 Invalid params`;
  * - each with the request's id when the line is a request whose id can be read (`JsonRpc.requestId`),
@@ -27,7 +27,6 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { JsonBody } from "@svc/platform"
 import { Result } from "effect"
-import { createInterface } from "node:readline"
 import { PassThrough, type Readable, type Writable } from "node:stream"
 import * as JsonRpc from "./JsonRpc.ts"
 
@@ -46,19 +45,18 @@ export class StdioTransport extends StdioServerTransport {
     const passed = new PassThrough()
     super(passed, output)
     this.finished = new Promise((resolve) => this.onFinished = resolve)
-    const lines = createInterface({ input, crlfDelay: Infinity })
-    lines.on("line", (line) => {
-      if (line.trim() === "") return
-      const judged = judge(line)
+    const onLine = (bytes: Uint8Array) => {
+      const judged = judge(bytes)
+      if (judged === undefined) return
       if ("message" in judged) {
         this.note(judged.message)
-        passed.write(`${line}\n`)
+        passed.write(`${judged.line}\n`)
       } else {
         const { code, id, message } = judged.refusal
         void this.send({ jsonrpc: "2.0", id, error: { code, message } } as JSONRPCMessage)
       }
-    })
-    lines.on("close", () => {
+    }
+    splitLines(input, onLine, () => {
       passed.end()
       this.inputEnded = true
       this.finishWhenAnswered()
@@ -94,8 +92,51 @@ export class StdioTransport extends StdioServerTransport {
 
 type Refusal = { readonly code: number; readonly message: string; readonly id: string | number | null }
 
-/** The line as one message the SDK may have, or why it is not one, in JSON-RPC's terms. */
-const judge = (line: string): { readonly refusal: Refusal } | { readonly message: Message } => {
+/**
+ * Calls `onLine` with the bytes of each line of `input` (ended by LF, a CR before it dropped; the last
+ * one also without), then `onEnd`. Lines are cut as bytes and decoded one by one, strictly (`judge`):
+ * readline decoded the stream leniently, so bytes that are not UTF-8 reached the tools as U+FFFD
+ * where `POST /mcp` refuses them (an outside sweep).
+ */
+const splitLines = (input: Readable, onLine: (bytes: Uint8Array) => void, onEnd: () => void) => {
+  let pending: Array<Buffer> = []
+  input.on("data", (chunk: Buffer | string) => {
+    let bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk
+    for (let at = bytes.indexOf(0x0a); at !== -1; at = bytes.indexOf(0x0a)) {
+      pending.push(bytes.subarray(0, at))
+      const line = pending.length === 1 ? pending[0]! : Buffer.concat(pending)
+      pending = []
+      onLine(line.at(-1) === 0x0d ? line.subarray(0, -1) : line)
+      bytes = bytes.subarray(at + 1)
+    }
+    if (bytes.length > 0) pending.push(bytes)
+  })
+  let ended = false
+  const end = () => {
+    if (ended) return
+    ended = true
+    if (pending.length > 0) onLine(Buffer.concat(pending))
+    pending = []
+    onEnd()
+  }
+  input.on("end", end)
+  input.on("close", end)
+}
+
+/**
+ * The line as one message the SDK may have (and its text), why it is not one in JSON-RPC's terms, or
+ * undefined for a blank line.
+ */
+const judge = (bytes: Uint8Array): { readonly refusal: Refusal } | { readonly message: Message; readonly line: string } | undefined => {
+  const decoded = JsonBody.decodeText(bytes)
+  if (Result.isFailure(decoded)) {
+    // the request's id, when it can be read whole from the text a lenient decoder makes of the line
+    const id = JsonRpc.requestId(plainJson(new TextDecoder().decode(bytes)))
+    const intact = typeof id === "string" && id.includes("\ufffd") ? null : id
+    return { refusal: { code: -32700, message: `Parse error: the line ${decoded.failure.problem}`, id: intact } }
+  }
+  const line = decoded.success
+  if (line.trim() === "") return undefined
   // by the suite's rules for JSON bodies, as `POST /mcp` reads one: an unpaired surrogate, a key
   // given twice or a nesting past 32 levels is refused here too (stdio took them before)
   const parsed = JsonBody.parseText(line, "a JSON-RPC message (a JSON object)")
@@ -111,7 +152,7 @@ const judge = (line: string): { readonly refusal: Refusal } | { readonly message
     return { refusal: { code: -32600, message: "Invalid Request: a batch; over stdio, write one message a line", id: null } }
   }
   const refusal = JsonRpc.refusalOf(message)
-  return refusal === undefined ? { message: message as Message } : { refusal: { ...refusal, id: refusal.id ?? JsonRpc.requestId(message) } }
+  return refusal === undefined ? { message: message as Message, line } : { refusal: { ...refusal, id: refusal.id ?? JsonRpc.requestId(message) } }
 }
 
 /** The line as `JSON.parse` reads it, without the suite's rules; undefined when it is not JSON at all. */
