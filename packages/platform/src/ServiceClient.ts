@@ -33,12 +33,19 @@ const messageOf = (text: string): string | undefined => {
   return trimmed === "" ? undefined : trimmed.length > 200 ? `${trimmed.slice(0, 197)}...` : trimmed
 }
 
-/** A fetch client sending `Authorization: Bearer <token>`, failing on an error status with the server's message. */
-export const bearerHttpClient = (token: Redacted.Redacted<string>): Layer.Layer<HttpClient.HttpClient> =>
+/**
+ * A fetch client sending `Authorization: Bearer <token>`, failing on an error status with the server's
+ * message. `transformClient` wraps the fetch client beneath that, so what it does to an answer (the
+ * queue's cap on answer size) holds for the error body read here as well.
+ */
+export const bearerHttpClient = (
+  token: Redacted.Redacted<string>,
+  options?: { readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined }
+): Layer.Layer<HttpClient.HttpClient> =>
   Layer.effect(
     HttpClient.HttpClient,
-    Effect.map(HttpClient.HttpClient, (client) =>
-      client.pipe(
+    Effect.map(HttpClient.HttpClient, (fetchClient) =>
+      (options?.transformClient?.(fetchClient) ?? fetchClient).pipe(
         HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(token))),
         HttpClient.transformResponse(Effect.flatMap((response) =>
           response.status < 400

@@ -23,11 +23,17 @@ import {
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
+import { AnswerTooLarge, capAnswers, checkMaxAnswerBytes, DEFAULT_MAX_ANSWER_BYTES } from "./AnswerCap.ts"
 import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "./PublishHeaders.ts"
 
+export { AnswerTooLarge } from "./AnswerCap.ts"
 export { type CallbackOptions, type PublishOptions, publishHeaders } from "./PublishHeaders.ts"
 
-/** A publish the queue refused (or could not be reached for): the `{code, message}` of its answer. */
+/**
+ * A publish the queue refused (or could not be reached for): the `{code, message}` of its answer. An
+ * answer over `maxAnswerBytes` is `request_failed` with that answer's status and the message of
+ * {@link AnswerTooLarge}, as the Promise client words it.
+ */
 export class PublishFailed extends Schema.TaggedError<PublishFailed>()("PublishFailed", {
   status: Schema.Number,
   code: Schema.String,
@@ -64,6 +70,16 @@ export const batchElement = (options: BatchMessageOptions): BatchElement => {
   }
 }
 
+/** What {@link QueueClient} `make` and `layer` take. */
+export interface QueueClientOptions {
+  /** Where the queue listens, e.g. `http://localhost:8788`. */
+  readonly baseUrl: string
+  /** `QUEUE_TOKEN`, sent as `Authorization: Bearer <token>`. */
+  readonly token: string | Redacted.Redacted<string>
+  /** The largest answer read, in bytes (default 320 MiB); a larger one is refused unread past that. */
+  readonly maxAnswerBytes?: number | undefined
+}
+
 export class QueueClient extends Context.Service<QueueClient, {
   readonly publish: (options: PublishOptions) => Effect.Effect<PublishResult, PublishFailed>
   /** Creates (or with `scheduleId` replaces) a schedule; the rest of the schedule routes are `api.schedules`. */
@@ -76,15 +92,23 @@ export class QueueClient extends Context.Service<QueueClient, {
    * what `publish` answers for message *i*.
    */
   readonly batch: (messages: ReadonlyArray<BatchMessageOptions>) => Effect.Effect<BatchResult, PublishFailed>
-  readonly api: HttpApiClient.ForApi<typeof QueueApi>
+  /** Every `QueueApi` endpoint; an answer over `maxAnswerBytes` fails with {@link AnswerTooLarge}. */
+  readonly api: HttpApiClient.ForApi<typeof QueueApi, AnswerTooLarge>
 }>()("@svc/queue/QueueClient") {
-  /** A client of the queue at `baseUrl` with `token` (QUEUE_TOKEN); needs an `HttpClient`. */
-  static readonly make = (options: { readonly baseUrl: string; readonly token: string | Redacted.Redacted<string> }) =>
+  /**
+   * A client of the queue at `baseUrl` with `token` (QUEUE_TOKEN); needs an `HttpClient`. Every answer
+   * is read whole before it is decoded, and one larger than `maxAnswerBytes` (default 320 MiB, the
+   * Promise client's) is refused unread past that; a `maxAnswerBytes` that is not a whole number from 1
+   * is a defect.
+   */
+  static readonly make = (options: QueueClientOptions) =>
     Effect.gen(function*() {
       const token = typeof options.token === "string" ? Redacted.make(options.token) : options.token
       const baseUrl = options.baseUrl.replace(/\/+$/, "")
-      const http = yield* HttpClient.HttpClient
-      const api = yield* HttpApiClient.make(QueueApi, { baseUrl }).pipe(
+      const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES
+      yield* checkMaxAnswerBytes("QueueClient", maxAnswerBytes)
+      const http = capAnswers({ baseUrl, maxAnswerBytes })(yield* HttpClient.HttpClient)
+      const api = yield* HttpApiClient.makeWith(QueueApi, { httpClient: http, baseUrl }).pipe(
         Effect.provide(HttpApiMiddleware.layerClient(QueueAuth, ({ next, request }) =>
           next(HttpClientRequest.bearerToken(request, Redacted.value(token)))))
       )
@@ -105,11 +129,16 @@ export class QueueClient extends Context.Service<QueueClient, {
             body: json
           })
         })
-      /** Anything but the queue's refusal (no answer, an undecodable one) as a `PublishFailed` of status 0. */
+      /**
+       * Anything but the queue's refusal (no answer, an undecodable one) as a `PublishFailed` of status 0;
+       * an answer over the cap with its status and the cap's message.
+       */
       const failedAs = (what: string) => <A, E>(effect: Effect.Effect<A, E>) =>
         effect.pipe(Effect.catch((error) =>
           error instanceof PublishFailed
             ? Effect.fail(error)
+            : error instanceof AnswerTooLarge
+            ? Effect.fail(new PublishFailed({ status: error.status, code: "request_failed", message: error.message }))
             : Effect.fail(
               new PublishFailed({ status: 0, code: "request_failed", message: `${what}: ${String((error as { message?: unknown }).message ?? error)}` })
             )
@@ -167,6 +196,6 @@ export class QueueClient extends Context.Service<QueueClient, {
     })
 
   /** {@link make} as a layer, on `fetch`. */
-  static readonly layer = (options: { readonly baseUrl: string; readonly token: string | Redacted.Redacted<string> }) =>
+  static readonly layer = (options: QueueClientOptions) =>
     Layer.effect(QueueClient, QueueClient.make(options)).pipe(Layer.provide(FetchHttpClient.layer))
 }
