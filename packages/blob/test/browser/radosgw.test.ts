@@ -1,9 +1,9 @@
 /**
  * The browser client against the real upload route and radosgw, in Node: XHR is a thin shim over fetch
  * (Node has no XMLHttpRequest), everything else is real — presigned URLs that really expire, storage's
- * own 403 for them, the route's resume message, ListParts. Two paths no scripted test can prove:
- * an expired URL re-signed and sent again, and a failed multipart upload resumed with only the missing
- * part.
+ * own 403 for them, the route's resume message, ListParts. Paths no scripted test can prove: an
+ * expired URL re-signed and sent again, an upload outlasting its completion token completed with a
+ * renewed one, and a failed multipart upload resumed with only the missing part.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -18,9 +18,13 @@ const MiB = 1024 * 1024
 
 /**
  * XMLHttpRequest over fetch. `before(url, n)` runs before the n-th PUT (1-based) and may delay it, or
- * answer it with a status without sending anything.
+ * answer it with a status without sending anything; `after(url, n)` runs once storage answered it, before
+ * the page hears of it (a slow upload: the URL was valid when the PUT started).
  */
-const fetchXhr = (before: (url: string, n: number) => Promise<number | undefined> = async () => undefined) => {
+const fetchXhr = (
+  before: (url: string, n: number) => Promise<number | undefined> = async () => undefined,
+  after: (url: string, n: number) => Promise<void> = async () => undefined
+) => {
   let count = 0
   const sent: Array<string> = []
   class FetchXhr implements XhrLike {
@@ -55,6 +59,7 @@ const fetchXhr = (before: (url: string, n: number) => Promise<number | undefined
         }
         sent.push(this.url)
         const response = await fetch(this.url, { method: "PUT", headers: this.headers, body, signal: this.controller.signal })
+        await after(this.url, n)
         this.upload.onprogress?.({ loaded: body.size })
         this.answer = response.headers
         this.responseText = await response.text()
@@ -100,6 +105,38 @@ layer(TestObjectStorage, { excludeTestServices: true })("browser client on rados
       assert.strictEqual(xhr.sent.length, 2)
       assert.strictEqual(result.size, bytes.length)
       assert.strictEqual(new TextDecoder().decode(yield* bucket.getBytes("late.txt")), "expired once\n")
+    }))
+
+  it.effect("an upload that outlasts its completion token (the route's expiresIn): the bytes land, the token is renewed (resume), then complete", () =>
+    Effect.gen(function*() {
+      const bucket = yield* freshBucket("outlast")
+      yield* bucket.configureCors()
+      const completed: Array<string> = []
+      const route = routeFetch({
+        bucket,
+        onBeforeUpload: () => true,
+        onUploadComplete: ({ path }) => void completed.push(path),
+        expiresIn: 1,
+        multipartThreshold: "6MB",
+        partSize: "5MB"
+      })
+      // every PUT starts at once (its URL valid) and is answered 1.5 s later: the token (1 s) has expired
+      const slow = () => fetchXhr(undefined, () => new Promise((resolve) => setTimeout(resolve, 1500)))
+      const options = { route: "/api/upload", fetch: route.fetch, freshFor: 1000, resume: false, retryDelay: { base: 1 } } as const
+      const small = new TextEncoder().encode("a slow single PUT\n")
+      const single = slow()
+      const one = yield* Effect.promise(() => upload(new File([small], "slow.txt", { type: "text/plain" }), { ...options, XMLHttpRequest: single.Xhr }))
+      assert.deepStrictEqual(route.calls, ["begin", "complete", "resume", "complete"])
+      assert.strictEqual(single.sent.length, 1) // the bytes went once
+      assert.strictEqual(new TextDecoder().decode(yield* bucket.getBytes(one.path)), "a slow single PUT\n")
+
+      const bytes = pattern(7 * MiB)
+      const parts = slow()
+      const two = yield* Effect.promise(() => upload(new File([bytes], "slow.bin"), { ...options, XMLHttpRequest: parts.Xhr }))
+      assert.deepStrictEqual(route.calls.slice(4), ["begin", "complete", "resume", "complete"])
+      assert.strictEqual(parts.sent.length, 2)
+      assert.isTrue(Buffer.from(yield* bucket.getBytes(two.path)).equals(Buffer.from(bytes)))
+      assert.deepStrictEqual(completed, ["slow.txt", "slow.bin"])
     }))
 
   it.effect("a multipart upload that failed on one part resumes with only that part (ListParts) and lands intact", () =>

@@ -348,6 +348,58 @@ describe("upload: the browser rules of the spec", () => {
   })
 })
 
+describe("upload: a completion token that expired while the bytes went out", () => {
+  const expired = () => Response.json(new BlobError("forbidden", { message: "The completion token has expired" }).toJSON(), { status: 403 })
+
+  it("complete refused (forbidden): the token is renewed once (resume) and complete sent again with it", async () => {
+    const route = scriptedRoute((body) => {
+      if (body.type === "begin") return singleBegin()
+      if (body.type === "resume") return { ...singleBegin({ completionToken: "token-2" }), type: "resume" }
+      return body.completionToken === "token-1" ? expired() : completed(5)
+    })
+    const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+    const result = await upload(fileOf(5), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, ...fast })
+    assert.strictEqual(result.size, 5)
+    assert.deepStrictEqual(route.calls.map((c) => c.type), ["begin", "complete", "resume", "complete"])
+    assert.deepStrictEqual(route.calls[2], { type: "resume", completionToken: "token-1" })
+    assert.strictEqual(route.calls[3]!.completionToken, "token-2")
+    assert.strictEqual(storage.puts.length, 1) // the bytes went once
+  })
+
+  it("a multipart upload renews with no parts to sign, and completes with the same etags", async () => {
+    const size = 2 * MiB
+    const route = scriptedRoute((body) => {
+      if (body.type === "begin") return multipartBegin(size, MiB)
+      if (body.type === "resume") {
+        const plan = multipartBegin(size, MiB, "2")
+        return { ...plan, type: "resume", completionToken: "token-2", multipart: { ...plan.multipart, parts: [] } }
+      }
+      return body.completionToken === "token-1" ? expired() : completed(size)
+    })
+    const storage = scriptedStorage((put) => ({ status: 200, etag: `"etag-${/part(\d+)/.exec(put.url)![1]}"` }))
+    await upload(fileOf(size), { route: "/u", fetch: route.fetch, XMLHttpRequest: storage.Xhr, ...fast })
+    assert.deepStrictEqual(route.calls.map((c) => c.type), ["begin", "complete", "resume", "complete"])
+    assert.deepStrictEqual(route.calls[2], { type: "resume", completionToken: "token-1", parts: [] })
+    assert.deepStrictEqual(route.calls[3], { type: "complete", completionToken: "token-2", parts: route.calls[1]!.parts })
+    assert.strictEqual(storage.puts.length, 2)
+  })
+
+  it("a token resume refuses too is the complete's own refusal; a renewed token refused again is not renewed again", async () => {
+    const storage = scriptedStorage(() => ({ status: 200, etag: "\"e\"" }))
+    const refusing = scriptedRoute((body) => body.type === "begin" ? singleBegin() : expired())
+    const e = await failure(upload(fileOf(5), { route: "/u", fetch: refusing.fetch, XMLHttpRequest: storage.Xhr, ...fast })) as BlobError
+    assert.strictEqual(e.code, "forbidden")
+    assert.strictEqual(e.message, "The completion token has expired")
+    assert.deepStrictEqual(refusing.calls.map((c) => c.type), ["begin", "complete", "resume"])
+    const again = scriptedRoute((body) =>
+      body.type === "begin" ? singleBegin() : body.type === "resume" ? { ...singleBegin({ completionToken: "token-2" }), type: "resume" } : expired()
+    )
+    const twice = await failure(upload(fileOf(5), { route: "/u", fetch: again.fetch, XMLHttpRequest: storage.Xhr, ...fast })) as BlobError
+    assert.strictEqual(twice.code, "forbidden")
+    assert.deepStrictEqual(again.calls.map((c) => c.type), ["begin", "complete", "resume", "complete"])
+  })
+})
+
 describe("upload: resuming a multipart upload", () => {
   it("the same file picked again sends only the parts storage does not hold, then completes with all", async () => {
     const size = 3 * MiB
