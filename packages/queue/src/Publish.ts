@@ -152,6 +152,21 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   "upgrade"
 ])
 
+/**
+ * Headers every delivery (and callback) gets from the queue itself (`Worker.ts`): a forwarded one was
+ * replaced without a word (`Svc-Message-Id`, `Svc-Retried`, `Svc-Signature`) or, where the message
+ * has none of its own, sent as if the queue had set it (`Svc-Topic-Name` on a message to no group,
+ * `Svc-Schedule-Id` on one no schedule made). Not forwarded either; other `Svc-` names are (a
+ * destination that is itself a queue reads its settings from them).
+ */
+export const DELIVERY_HEADERS: ReadonlySet<string> = new Set([
+  "svc-message-id",
+  "svc-retried",
+  "svc-signature",
+  "svc-topic-name",
+  "svc-schedule-id"
+])
+
 const describeChar = (text: string, index: number): string => {
   const code = text.codePointAt(index)!
   const hex = `U+${code.toString(16).toUpperCase().padStart(4, "0")}`
@@ -390,7 +405,11 @@ export const parsePublish = (
     for (const [key, source] of config) {
       if (!key.startsWith(prefix)) continue
       const name = key.slice(prefix.length)
-      const why = name === "" ? "does not name a header to forward" : headerProblem(name, source.value)
+      const why = name === ""
+        ? "does not name a header to forward"
+        : DELIVERY_HEADERS.has(name)
+        ? `header ${name} is set by the queue itself and cannot be forwarded`
+        : headerProblem(name, source.value)
       if (why !== undefined) problem(source, why)
       else out[name] = source.value
     }

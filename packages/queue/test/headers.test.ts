@@ -125,6 +125,36 @@ describe("header rules", () => {
     ])
   })
 
+  it("a header every delivery gets from the queue itself cannot be forwarded: 400 naming it", () => {
+    // Svc-Message-Id, Svc-Retried and Svc-Signature were silently replaced by the queue's own; a
+    // forwarded Svc-Topic-Name or Svc-Schedule-Id reached the destination as if the queue had set it
+    // (a message to no group arrived with "Svc-Topic-Name: forged") — outside hostile-input sweep
+    const { issues } = parsePublish({
+      headers: {
+        "svc-forward-svc-topic-name": "forged",
+        "svc-forward-svc-signature": "forged",
+        "svc-callback": "https://example.com/cb",
+        "svc-callback-forward-svc-message-id": "forged",
+        "svc-failure-callback": "https://example.com/fcb",
+        "svc-failure-callback-forward-svc-retried": "9"
+      },
+      query: [["svc-forward-Svc-Schedule-Id", "forged"]],
+      defaults: { "Svc-Callback-Forward-Svc-Signature": "forged" }
+    }, settings)
+    assert.deepStrictEqual(issues.map((issue) => `${issue.in}:${issue.parameter}: ${issue.problem}`).sort(), [
+      "body:headers.Svc-Callback-Forward-Svc-Signature: header svc-signature is set by the queue itself and cannot be forwarded",
+      "header:Svc-Callback-Forward-Svc-Message-Id: header svc-message-id is set by the queue itself and cannot be forwarded",
+      "header:Svc-Failure-Callback-Forward-Svc-Retried: header svc-retried is set by the queue itself and cannot be forwarded",
+      "header:Svc-Forward-Svc-Signature: header svc-signature is set by the queue itself and cannot be forwarded",
+      "header:Svc-Forward-Svc-Topic-Name: header svc-topic-name is set by the queue itself and cannot be forwarded",
+      "query:svc-forward-Svc-Schedule-Id: header svc-schedule-id is set by the queue itself and cannot be forwarded"
+    ])
+    // other Svc- headers still travel (a destination that is itself a queue takes its settings so)
+    const chained = parsePublish({ headers: { "svc-forward-svc-retries": "2" }, query: [] }, settings)
+    assert.deepStrictEqual(chained.issues, [])
+    assert.strictEqual(chained.settings.delivery.headers["svc-retries"], "2")
+  })
+
   it.effect("anything thrown while a request is built or sent is a failed attempt with the reason, not a dead fiber", () =>
     Effect.gen(function*() {
       const message = { id: "m1", url: "https://example.com/x" }
