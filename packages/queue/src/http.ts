@@ -361,8 +361,12 @@ const KeysHandlers = HttpApiBuilder.group(QueueApi, "keys", Effect.fn(function*(
     .handle("get", () => keys.get)
     .handle("rotate", ({ request }) =>
       Effect.gen(function*() {
-        // a body that could hold options (`{"dryRun":true}`) or is not JSON at all rotated all the same
-        const body = (yield* Effect.orElseSucceed(request.text, () => "x")).trim()
+        // a body that could hold options (`{"dryRun":true}`) or is not JSON at all rotated all the same;
+        // read under the cap of every queue request (11 MiB of blanks was read whole, then rotated)
+        const bytes = yield* readCapped(request, MAX_JSON_BODY_BYTES, () => new RequestTooLarge({ maxBytes: MAX_JSON_BODY_BYTES })).pipe(
+          Effect.catchTag("HttpServerError", () => Effect.succeed(new TextEncoder().encode("x")))
+        )
+        const body = new TextDecoder().decode(bytes).trim()
         if (body !== "" && body !== "{}") {
           return yield* new InvalidRequest({ issues: [{ in: "body", parameter: "", problem: "POST /v2/keys/rotate takes no body (send none, or {})" }] })
         }

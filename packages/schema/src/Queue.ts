@@ -339,8 +339,8 @@ export class TopicsGroup extends HttpApiGroup.make("topics").add(
 
 export class KeysGroup extends HttpApiGroup.make("keys").add(
   HttpApiEndpoint.get("get", "/v2/keys", { success: SigningKeys }),
-  /** Takes no body (none, or `{}`): one with options it does not have is refused, nothing rotated. */
-  HttpApiEndpoint.post("rotate", "/v2/keys/rotate", { success: SigningKeys, error: InvalidRequest })
+  /** Takes no body (none, or `{}`): one with options it does not have is refused, nothing rotated; over MAX_JSON_BODY_BYTES 413, unread. */
+  HttpApiEndpoint.post("rotate", "/v2/keys/rotate", { success: SigningKeys, error: [InvalidRequest, RequestTooLarge] })
 ).middleware(QueueAuth) {}
 
 export class QueueApi extends HttpApi.make("queue")

@@ -6,6 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { MAX_JSON_BODY_BYTES } from "@svc/schema"
 import * as Crypto from "node:crypto"
 import { Messages } from "../../src/store/Messages.ts"
 import { json, withQueue } from "./webQueue.ts"
@@ -242,6 +243,11 @@ describe("QueueApi over the memory stores (no socket, no database)", () => {
           assert.strictEqual(refused.status, 400, body)
           assert.match(refused.body.message, /takes no body/, body)
         }
+        // a body of blanks trimmed to none rotated after being read whole, however large (11 MiB
+        // rotated): held to the cap of every other queue request, 413 unread, nothing rotated
+        const blanks = yield* call("/v2/keys/rotate", { method: "POST", body: " ".repeat(MAX_JSON_BODY_BYTES + 1) })
+        assert.strictEqual(blanks.status, 413, JSON.stringify(blanks.body))
+        assert.strictEqual(blanks.body.code, "request_too_large")
         assert.deepStrictEqual((yield* call("/v2/keys")).body, keys)
         const rotated = yield* call("/v2/keys/rotate", { method: "POST" })
         assert.strictEqual(rotated.status, 200)
