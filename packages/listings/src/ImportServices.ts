@@ -1,14 +1,23 @@
 /**
  * GET /import-services: the directory of import and logistics companies (`listings.import_services`,
- * seeded by migration 0006). `region` is case-insensitive equality; no region lists every company.
+ * seeded by migration 0006). `region` compares as GET /offers' `regions` does (SearchWords.filterKey:
+ * case, accents and punctuation do not count); no region lists every company.
  */
 import { atDatabaseBoundary } from "@svc/platform"
 import { ImportService } from "@svc/schema"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { filterKeyOf } from "./OfferAnswers.ts"
+import { filterKey } from "./SearchWords.ts"
 
 const byRegionThenName = (a: ImportService, b: ImportService) =>
   a.region < b.region ? -1 : a.region > b.region ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+
+/** The companies of `region` (SearchWords.filterKey equality), or all when it is undefined or blank. */
+const inRegion = (region: string | undefined) => (services: ReadonlyArray<ImportService>): Array<ImportService> => {
+  const wanted = filterKeyOf(region)
+  return services.filter((service) => wanted === undefined || filterKey(service.region) === wanted)
+}
 
 export class ImportServices extends Context.Service<ImportServices, {
   /** The companies of `region` (all when undefined or blank), by region, then name. */
@@ -18,17 +27,17 @@ export class ImportServices extends Context.Service<ImportServices, {
     ImportServices,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const find = SqlSchema.findAll({
-        Request: Schema.String,
+      // a few dozen companies (seeded by migration): read whole, the region matched here by the filter rule
+      const all = SqlSchema.findAll({
+        Request: Schema.Void,
         Result: ImportService,
-        execute: (region) =>
+        execute: () =>
           sql`
             SELECT id, name, region, city, services, website, phone, email, description
             FROM listings.import_services
-            ${region ? sql`WHERE lower(region) = ${region.toLowerCase()}` : sql``}
             ORDER BY region, name`
       })
-      return ImportServices.of({ list: (region) => atDatabaseBoundary(find(region?.trim() ?? "")) })
+      return ImportServices.of({ list: (region) => atDatabaseBoundary(Effect.map(all(), inRegion(region))) })
     })
   )
 
@@ -39,9 +48,7 @@ export class ImportServices extends Context.Service<ImportServices, {
       ImportServices.of({
         list: (region) =>
           Effect.sync(() => {
-            const wanted = region?.trim().toLowerCase() ?? ""
-            return services.filter((service) => wanted === "" || service.region.toLowerCase() === wanted)
-              .sort(byRegionThenName)
+            return inRegion(region)(services).sort(byRegionThenName)
           })
       })
     )

@@ -9,7 +9,7 @@ import { Result } from "effect"
 // one-shot hashes: no Hash object per call (three or four per record)
 import { hash } from "node:crypto"
 import { dedupKey } from "./Dedup.ts"
-import { searchDocument } from "./SearchWords.ts"
+import { filterKey, searchDocument } from "./SearchWords.ts"
 
 /** A record with our field names and whatever values the feed had. */
 export type FeedRecord = Readonly<Record<string, unknown>>
@@ -44,8 +44,34 @@ export interface OfferRow {
   readonly dedup_key: string
   /** the words free-text search matches (title, make, model), as `tsvector` text: see SearchWords */
   readonly search: string
+  /** a hash of every field above (not of the filter keys below: see {@link normalize}) */
   readonly content_hash: string
+  /** the filter keys of make, model, fuel, transmission and region (`filterKey` in SearchWords) */
+  readonly make_key: string
+  readonly model_key: string
+  readonly fuel_key: string
+  readonly transmission_key: string
+  readonly region_key: string
 }
+
+/** The columns holding filter keys, and the field each is the key of. */
+export const FILTER_KEYS = {
+  make_key: "make",
+  model_key: "model",
+  fuel_key: "fuel",
+  transmission_key: "transmission",
+  region_key: "region"
+} as const
+export type FilterKeyColumn = keyof typeof FILTER_KEYS
+
+/** An offer's filter keys (SearchWords.filterKey of each filtered field). */
+export const filterKeysOf = (row: { readonly [K in (typeof FILTER_KEYS)[FilterKeyColumn]]: string }): Pick<OfferRow, FilterKeyColumn> => ({
+  make_key: filterKey(row.make),
+  model_key: filterKey(row.model),
+  fuel_key: filterKey(row.fuel),
+  transmission_key: filterKey(row.transmission),
+  region_key: filterKey(row.region)
+})
 
 /** An image URL a feed gave for an offer, and its key. */
 export interface FeedImage {
@@ -187,8 +213,10 @@ export const normalize = (sourceId: string, record: FeedRecord): Result.Result<N
     if (thumbnailUrl !== null && thumbnailIndex === -1) {
       images.push({ offerId: id, key: imageKey(thumbnailUrl), url: thumbnailUrl })
     }
-    // one object, hashed before its hash is set (the hash covers every other field)
-    const row: { -readonly [K in keyof OfferRow]: OfferRow[K] } = {
+    // one object, hashed before its hash is set (the hash covers every other field but the filter
+    // keys, added after: they are derived, and a migration computes them for stored offers, so an
+    // unchanged offer is not rewritten — and re-dated, when its feed gives no updatedAt — for them)
+    const row: Omit<{ -readonly [K in keyof OfferRow]: OfferRow[K] }, FilterKeyColumn> = {
       id,
       source_id: sourceId,
       native_id: nativeId,
@@ -219,7 +247,7 @@ export const normalize = (sourceId: string, record: FeedRecord): Result.Result<N
     row.dedup_key = dedupKey(row)
     row.search = searchDocument(`${row.title} ${row.make} ${row.model}`)
     row.content_hash = hash("sha1", JSON.stringify(row), "base64")
-    return Result.succeed({ row, images })
+    return Result.succeed({ row: { ...row, ...filterKeysOf(row) }, images })
   } catch (error) {
     if (error instanceof Reject) return Result.fail(error.reason)
     throw error

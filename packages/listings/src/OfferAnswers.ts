@@ -7,6 +7,7 @@
 import { type CarOffer, Currency, type OfferSort, type OffersResponse } from "@svc/schema"
 import { Schema } from "effect"
 import { hash } from "node:crypto"
+import { filterKey } from "./SearchWords.ts"
 
 export interface OfferSearch {
   readonly query?: string | undefined
@@ -83,8 +84,16 @@ export const offerColumns = Object.keys(OfferDbRow.fields).join(", ")
 export const splitList = (value: string | undefined): Array<string> =>
   value === undefined ? [] : value.split(",").map((item) => item.trim().toLowerCase()).filter((item) => item !== "")
 
-/** `make`/`model` filters: whitespace collapsed, "" for none. */
-export const cleanName = (value: string | undefined): string => value?.replace(/\s+/g, " ").trim() ?? ""
+/**
+ * The key a `make`/`model` filter compares by (SearchWords.filterKey: case, accents and punctuation do
+ * not count), or undefined when there is no filter (absent or blank).
+ */
+export const filterKeyOf = (value: string | undefined): string | undefined =>
+  value === undefined || value.trim() === "" ? undefined : filterKey(value)
+
+/** The keys a comma-separated list filter (`fuelTypes`, `transmissions`, `regions`) compares by, blanks dropped. */
+export const filterKeyList = (value: string | undefined): Array<string> =>
+  value === undefined ? [] : value.split(",").filter((item) => item.trim() !== "").map(filterKey)
 
 /** The warning for requested source ids no source has (lowercased ids), or none. */
 export const unknownSourcesWarning = (

@@ -105,7 +105,7 @@ export class OfferStore extends Context.Service<OfferStore, {
         const changedRows = unchanged.size === 0 ? rows : rows.filter((row) => !unchanged.has(row.id))
         const changedImages = unchanged.size === 0 ? images : images.filter((image) => !unchanged.has(image.offerId))
         const of = <K extends keyof OfferRow>(key: K) => changedRows.map((row) => row[key])
-        // Parameters by name: 27 arrays by position would be one slip away from a silent swap.
+        // Parameters by name: 32 arrays by position would be one slip away from a silent swap.
         const { written } = yield* SqlSchema.findOne({
           Request: Schema.Void,
           Result: Written,
@@ -124,7 +124,10 @@ export class OfferStore extends Context.Service<OfferStore, {
             longitudes => ${column(float8, of("longitude"))}, image_lists => ${column(jsonb, of("images"))},
             thumbnails => ${text(of("thumbnail"))}, update_times => ${column(timestamptz, of("updated_at"))},
             expiry_times => ${column(timestamptz, of("expires_at"))}, dedup_keys => ${text(of("dedup_key"))},
-            search_documents => ${text(of("search"))}, content_hashes => ${text(of("content_hash"))}
+            search_documents => ${text(of("search"))}, content_hashes => ${text(of("content_hash"))},
+            make_keys => ${text(of("make_key"))}, model_keys => ${text(of("model_key"))},
+            fuel_keys => ${text(of("fuel_key"))}, transmission_keys => ${text(of("transmission_key"))},
+            region_keys => ${text(of("region_key"))}
           ) AS written`
         })().pipe(oneRow)
         return written

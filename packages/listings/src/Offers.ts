@@ -25,7 +25,8 @@ import { ranksAboveSql } from "./Dedup.ts"
 import { ListingsConfig } from "./ListingsConfig.ts"
 import {
   answerOf,
-  cleanName,
+  filterKeyList,
+  filterKeyOf,
   ignoredParametersWarning,
   offerColumns,
   OfferDbRow,
@@ -128,24 +129,25 @@ export class Offers extends Context.Service<Offers, {
           // the words as made (SearchWords), not parsed again: they match the documents' words exactly
           where.push(sql`search @@ ${tsquery}::tsquery`)
         }
-        const make = cleanName(search.make)
-        if (make) where.push(sql`lower(make) = ${make.toLowerCase()}`)
-        const model = cleanName(search.model)
-        if (model) where.push(sql`lower(model) = ${model.toLowerCase()}`)
+        // the filters compare keys (SearchWords.filterKey): "skoda" finds "Škoda"; `make_key` is indexed
+        const make = filterKeyOf(search.make)
+        if (make !== undefined) where.push(sql`make_key = ${make}`)
+        const model = filterKeyOf(search.model)
+        if (model !== undefined) where.push(sql`model_key = ${model}`)
         if (search.minYear !== undefined) where.push(sql`year >= ${search.minYear}`)
         if (search.maxYear !== undefined) where.push(sql`year <= ${search.maxYear}`)
         if (search.maxMileageKm !== undefined) where.push(sql`mileage <= ${search.maxMileageKm}`)
         for (
           const [column, value] of [
-            ["fuel", search.fuelTypes],
-            ["transmission", search.transmissions],
-            ["region", search.regions]
+            ["fuel_key", search.fuelTypes],
+            ["transmission_key", search.transmissions],
+            ["region_key", search.regions]
           ] as const
         ) {
-          const list = splitList(value)
+          const list = filterKeyList(value)
           if (list.length > 0) {
             keyClosed = false
-            where.push(sql`lower(${sql(column)}) IN ${sql.in(list)}`)
+            where.push(sql`${sql(column)} IN ${sql.in(list)}`)
           }
         }
         const warnings: Array<string> = []

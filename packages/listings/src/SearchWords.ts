@@ -57,3 +57,19 @@ export const toPrefixQuery = (text: string): string | null => {
   if (words.some((word) => word.length > MAX_WORD)) return null
   return words.map((word) => `${word}:*`).join(" & ")
 }
+
+/**
+ * The key a text filter compares by (`make`, `model`, `fuelTypes`, `transmissions`, `regions` of GET
+ * /offers and `region` of GET /import-services), made by this one function for the request's value and
+ * for the offer's (at ingest, stored as `make_key`, `model_key`, … and indexed for `make`): case,
+ * accents and the punctuation or spacing between words do not count, so what a phone keyboard gives
+ * finds what the feed wrote. "Škoda" -> "skoda", "Citroën" -> "citroen", " Mercedes-Benz" ->
+ * "mercedes benz", "ŚLĄSKIE" -> "slaskie". The answer keeps the offer's own spelling.
+ *
+ * It folds the lower-cased text, so two values equal in lower case always have one key: the
+ * de-duplication key (Dedup.ts) compares make and model in lower case, and a make or model filter may
+ * then be answered from the ingest's `dedup_winner` flags (every offer of a dedup key has its keys).
+ * A change here needs a migration that computes every stored offer's keys again (as 0015 did first):
+ * the content hash does not cover them, so an ingest rewrites no unchanged offer for it.
+ */
+export const filterKey = (text: string): string => searchWords(text.toLowerCase()).join(" ")

@@ -104,7 +104,7 @@ const contractTests = (it: LayerIt) => {
       }
     }))
 
-  it.effect("GET /import-services, all or by region (case-insensitive)", () =>
+  it.effect("GET /import-services, all or by region (case- and accent-insensitive)", () =>
     Effect.gen(function*() {
       const all = yield* get("/import-services")
       assert.strictEqual(all.status, 200)
@@ -115,6 +115,11 @@ const contractTests = (it: LayerIt) => {
       assert.deepStrictEqual(Object.keys(germany.body.services[0]).sort(), [
         "city", "description", "email", "id", "name", "phone", "region", "services", "website"
       ])
+      // the filter rule of GET /offers: accents and case do not count (the directory writes "lodzkie")
+      const lodz = yield* get(`/import-services?region=${encodeURIComponent("Łódzkie")}`)
+      assert.deepStrictEqual(lodz.body.services.map((service: any) => service.id), ["ld-lodz-auto-hub"])
+      const silesia = yield* get(`/import-services?region=${encodeURIComponent("ŚLĄSKIE")}`)
+      assert.strictEqual(silesia.body.services.length, 2)
       const none = yield* get("/import-services?region=atlantis")
       assert.deepStrictEqual(none.body, { services: [] })
     }))

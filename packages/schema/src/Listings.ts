@@ -103,9 +103,9 @@ const Year = BoundedInt({ minimum: 0, maximum: 9999 })
 export const OffersQuery = {
   /** Free text over title, make and model: accent- and case-insensitive, word prefixes match. */
   query: Schema.optional(SearchTextParam),
-  /** Case-insensitive equality. */
+  /** Equality where case, accents and punctuation do not count ("skoda" finds "Škoda"). */
   make: Schema.optional(NameParam),
-  /** Case-insensitive equality. */
+  /** As `make`. */
   model: Schema.optional(NameParam),
   /** Accepted, not applied: the client filters by price after currency conversion. */
   minPrice: Schema.optional(BoundedNumber({ minimum: 0, maximum: MAX_PRICE })),
@@ -114,7 +114,7 @@ export const OffersQuery = {
   minYear: Schema.optional(Year),
   maxYear: Schema.optional(Year),
   maxMileageKm: Schema.optional(BoundedNumber({ minimum: 0, maximum: INT4_MAX })),
-  /** Comma-separated, case-insensitive membership. */
+  /** Comma-separated; each compares as `make` does. */
   fuelTypes: Schema.optional(ListParam()),
   transmissions: Schema.optional(ListParam()),
   regions: Schema.optional(ListParam()),

@@ -8,7 +8,8 @@ import { Effect } from "effect"
 import { compareWinners } from "../Dedup.ts"
 import {
   answerOf,
-  cleanName,
+  filterKeyList,
+  filterKeyOf,
   ignoredParametersWarning,
   type OfferDbRow,
   type OfferSearch,
@@ -54,11 +55,11 @@ export const makeMemoryOffers = (tables: MemoryTables, knownSources: ReadonlyArr
     Effect.gen(function*() {
       const tsquery = search.query === undefined ? "" : toPrefixQuery(search.query)
       const words = tsquery === null || tsquery === "" ? [] : tsquery.split(" & ").map((word) => word.slice(0, -2))
-      const make = cleanName(search.make).toLowerCase()
-      const model = cleanName(search.model).toLowerCase()
-      const fuels = splitList(search.fuelTypes)
-      const transmissions = splitList(search.transmissions)
-      const regions = splitList(search.regions)
+      const make = filterKeyOf(search.make)
+      const model = filterKeyOf(search.model)
+      const fuels = filterKeyList(search.fuelTypes)
+      const transmissions = filterKeyList(search.transmissions)
+      const regions = filterKeyList(search.regions)
       const sourceIds = splitList(search.sources)
       const warning = sourceIds.length === 0 ? undefined : unknownSourcesWarning(sourceIds, knownSources)
       const { maxMileageKm, maxYear, minYear } = search
@@ -66,14 +67,14 @@ export const makeMemoryOffers = (tables: MemoryTables, knownSources: ReadonlyArr
         removedAt === null &&
         tsquery !== null &&
         (words.length === 0 || matchesWords(row.search.split(" "), words)) &&
-        (make === "" || row.make.toLowerCase() === make) &&
-        (model === "" || row.model.toLowerCase() === model) &&
+        (make === undefined || row.make_key === make) &&
+        (model === undefined || row.model_key === model) &&
         (minYear === undefined || (row.year !== null && row.year >= minYear)) &&
         (maxYear === undefined || (row.year !== null && row.year <= maxYear)) &&
         (maxMileageKm === undefined || (row.mileage !== null && row.mileage <= maxMileageKm)) &&
-        (fuels.length === 0 || fuels.includes(row.fuel.toLowerCase())) &&
-        (transmissions.length === 0 || transmissions.includes(row.transmission.toLowerCase())) &&
-        (regions.length === 0 || regions.includes(row.region.toLowerCase())) &&
+        (fuels.length === 0 || fuels.includes(row.fuel_key)) &&
+        (transmissions.length === 0 || transmissions.includes(row.transmission_key)) &&
+        (regions.length === 0 || regions.includes(row.region_key)) &&
         (sourceIds.length === 0 || sourceIds.includes(row.source_id))
       )
       let shown = matches

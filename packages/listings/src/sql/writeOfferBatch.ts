@@ -8,8 +8,9 @@
  * One array per column (the rows of the batch, ids unique within it); returns how many offers were
  * inserted or changed. A later change that adds or changes a column of offers changes this text.
  *
- * Migration 0014 applies this text (`CREATE OR REPLACE`); a change here needs a new migration that
- * applies it again (see the README, "SQL functions").
+ * Migrations 0014 and 0015 apply this text (`CREATE OR REPLACE`); a change here needs a new migration
+ * that applies it again (see the README, "SQL functions"). A change of its arguments drops the old
+ * signature first (0015: `CREATE OR REPLACE` with other arguments makes a second function).
  */
 import { lockWritersSql, winnerOrderSql } from "../Dedup.ts"
 
@@ -20,7 +21,8 @@ export const writeOfferBatch = `
       currencies text[], fuels text[], transmissions text[], regions text[], original_urls text[],
       years integer[], mileages integer[], powers integer[], locations text[], latitudes float8[],
       longitudes float8[], image_lists jsonb[], thumbnails text[], update_times timestamptz[],
-      expiry_times timestamptz[], dedup_keys text[], search_documents text[], content_hashes text[]
+      expiry_times timestamptz[], dedup_keys text[], search_documents text[], content_hashes text[],
+      make_keys text[], model_keys text[], fuel_keys text[], transmission_keys text[], region_keys text[]
     ) RETURNS integer LANGUAGE plpgsql AS $$
     DECLARE
       written integer;
@@ -49,10 +51,12 @@ export const writeOfferBatch = `
           stored.id IS NULL OR stored.content_hash <> input.content_hash OR stored.removed_at IS NOT NULL AS changed
         FROM unnest(ids, native_ids, titles, makes, models, prices, currencies, fuels, transmissions, regions,
           original_urls, years, mileages, powers, locations, latitudes, longitudes, image_lists, thumbnails,
-          update_times, expiry_times, dedup_keys, search_documents, content_hashes)
+          update_times, expiry_times, dedup_keys, search_documents, content_hashes, make_keys, model_keys,
+          fuel_keys, transmission_keys, region_keys)
           AS input(id, native_id, title, make, model, price, currency, fuel, transmission, region,
             original_url, year, mileage, power, location, latitude, longitude, images, thumbnail,
-            updated_at, expires_at, dedup_key, search, content_hash)
+            updated_at, expires_at, dedup_key, search, content_hash, make_key, model_key, fuel_key,
+            transmission_key, region_key)
         -- one primary-key probe per row (LIMIT 1 keeps it so, whatever the planner thinks of the batch)
         LEFT JOIN LATERAL (
           SELECT o.id, o.dedup_key, o.content_hash, o.removed_at FROM listings.offers o WHERE o.id = input.id LIMIT 1
@@ -66,6 +70,8 @@ export const writeOfferBatch = `
           location = c.location, latitude = c.latitude, longitude = c.longitude, images = c.images,
           thumbnail = c.thumbnail, updated_at = coalesce(c.updated_at, now()), expires_at = c.expires_at,
           dedup_key = c.dedup_key, search = c.search::tsvector, content_hash = c.content_hash,
+          make_key = c.make_key, model_key = c.model_key, fuel_key = c.fuel_key,
+          transmission_key = c.transmission_key, region_key = c.region_key,
           dedup_winner = c.batch_best AND NOT c.contested, removed_at = NULL
         FROM candidate c
         WHERE c.is_stored AND c.changed AND o.id = c.id
@@ -73,11 +79,13 @@ export const writeOfferBatch = `
       inserted AS (
         INSERT INTO listings.offers (id, source_id, native_id, title, make, model, price, currency, fuel,
           transmission, region, original_url, year, mileage, power, location, latitude, longitude, images,
-          thumbnail, updated_at, expires_at, dedup_key, search, content_hash, dedup_winner)
+          thumbnail, updated_at, expires_at, dedup_key, search, content_hash, make_key, model_key, fuel_key,
+          transmission_key, region_key, dedup_winner)
         SELECT c.id, source, c.native_id, c.title, c.make, c.model, c.price, c.currency, c.fuel,
           c.transmission, c.region, c.original_url, c.year, c.mileage, c.power, c.location, c.latitude,
           c.longitude, c.images, c.thumbnail, coalesce(c.updated_at, now()), c.expires_at, c.dedup_key,
-          c.search::tsvector, c.content_hash, c.batch_best AND NOT c.contested
+          c.search::tsvector, c.content_hash, c.make_key, c.model_key, c.fuel_key, c.transmission_key,
+          c.region_key, c.batch_best AND NOT c.contested
         FROM candidate c
         WHERE NOT c.is_stored
       )

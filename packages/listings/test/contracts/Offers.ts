@@ -1,8 +1,8 @@
 /**
  * The contract of `Offers` (the reads GET /offers serves), run against `layerMemory`
  * (test/unit/Offers.test.ts) and Postgres (test/Offers.contract.test.ts): filters (free-text word
- * prefixes with folded accents, make/model, year and mileage bounds that unknown values never
- * match, list filters, sources with the unknown-id warning), the sorts with unknown values last,
+ * prefixes with folded accents, make/model and list filters by one key (case, accents and
+ * punctuation do not count), year and mileage bounds that unknown values never match, sources with the unknown-id warning), the sorts with unknown values last,
  * paging with the full count, and `complete`'s 5,000 boundary (5,000 answered in full, 5,001 is
  * ResultTooLarge, never a cut answer). Each test builds a fresh layer.
  */
@@ -53,6 +53,36 @@ export const offersContract = (name: string, layer: Layer.Layer<OfferStore | Off
         assert.deepStrictEqual(yield* shown({ make: "mercedes-benz", model: "c   KLASSE" }), ["alpha:merc"])
         assert.deepStrictEqual(yield* shown({ model: "GOLF" }), ["beta:golf"])
         assert.deepStrictEqual(yield* shown({ make: "merc" }), [], "no prefix match")
+      }))
+
+    test("make, model and list filters: case, accents and punctuation do not count; the feed's spelling is answered", () =>
+      Effect.gen(function*() {
+        yield* write("alpha", [
+          record({ nativeId: "citroen", make: "Citroën", model: "C4 Cactus", fuel: "Électrique", transmission: "Automatyczna", region: "Śląskie", updatedAt: new Date(minute(3)).toISOString() }),
+          record({ nativeId: "skoda", make: "ŠKODA", model: "Octavia", fuel: "diesel", region: "Île-de-France", updatedAt: new Date(minute(2)).toISOString() }),
+          record({ nativeId: "merc", make: "Mercedes-Benz", model: "C-Klasse", region: "Łódzkie", updatedAt: new Date(minute(1)).toISOString() })
+        ])
+        // what a phone keyboard gives: no háček, no diaeresis, any case
+        assert.deepStrictEqual(yield* shown({ make: "Citroen" }), ["alpha:citroen"])
+        assert.deepStrictEqual(yield* shown({ make: "CITROËN" }), ["alpha:citroen"])
+        assert.deepStrictEqual(yield* shown({ make: "skoda" }), ["alpha:skoda"])
+        assert.deepStrictEqual(yield* shown({ make: "Škoda" }), ["alpha:skoda"])
+        assert.deepStrictEqual(yield* shown({ make: "mercedes benz" }), ["alpha:merc"])
+        assert.deepStrictEqual(yield* shown({ make: "mercedes-benz", model: "c klasse" }), ["alpha:merc"])
+        assert.deepStrictEqual(yield* shown({ make: "citroen", model: "c4-cactus" }), ["alpha:citroen"])
+        assert.deepStrictEqual(yield* shown({ make: "citro" }), [], "still equality, no prefix match")
+        assert.deepStrictEqual(yield* shown({ make: "skoda", dedup: false }), ["alpha:skoda"])
+        // the list filters share the rule (one key function)
+        assert.deepStrictEqual(yield* shown({ fuelTypes: "electrique, lpg" }), ["alpha:citroen"])
+        assert.deepStrictEqual(yield* shown({ transmissions: "automatyczna" }), ["alpha:citroen"])
+        assert.deepStrictEqual(yield* shown({ regions: "slaskie,lodzkie" }), ["alpha:citroen", "alpha:merc"])
+        assert.deepStrictEqual(yield* shown({ regions: "ile de france", make: "Skoda" }), ["alpha:skoda"])
+        // the answer keeps what the feed wrote
+        const [citroen] = (yield* answer({ make: "citroen" })).offers
+        assert.deepStrictEqual(
+          [citroen!.make, citroen!.model, citroen!.fuel, citroen!.transmission, citroen!.region],
+          ["Citroën", "C4 Cactus", "Électrique", "Automatyczna", "Śląskie"]
+        )
       }))
 
     test("year and mileage bounds; unknown values never match them", () =>

@@ -1,6 +1,6 @@
-/** The words of free-text search: one splitting for documents and queries. */
+/** The words of free-text search: one splitting for documents and queries; the filters' key. */
 import { assert, describe, it } from "@effect/vitest"
-import { searchDocument, searchWords, toPrefixQuery } from "../../src/SearchWords.ts"
+import { filterKey, searchDocument, searchWords, toPrefixQuery } from "../../src/SearchWords.ts"
 
 describe("search words", () => {
   it("folds case and accents, also letters NFKD leaves whole, and splits at anything but letters and digits", () => {
@@ -26,5 +26,22 @@ describe("search words", () => {
     // folding lengthens a word: NFKD makes six letters of U+3316 (キロメートル)
     assert.strictEqual(toPrefixQuery("\u3316".repeat(33))?.length, 198 + 2)
     assert.strictEqual(toPrefixQuery("\u3316".repeat(34)), null)
+  })
+
+  it("a filter key: case, accents and punctuation between words do not count; one key per lower-cased value", () => {
+    for (const [text, key] of [
+      ["Škoda", "skoda"],
+      ["ŠKODA", "skoda"],
+      ["Citroën", "citroen"],
+      [" Mercedes-Benz ", "mercedes benz"],
+      ["mercedes  benz", "mercedes benz"],
+      ["Śląskie", "slaskie"],
+      ["Île-de-France", "ile de france"],
+      ["C4 Cactus", "c4 cactus"],
+      ["Łódzkie", "lodzkie"],
+      ["-", ""]
+    ] as const) assert.strictEqual(filterKey(text), key, text)
+    // what the de-duplication key relies on: values equal in lower case have one key
+    for (const text of ["İstanbul", "ΟΔΟΣ", "Straße", "K\u212a"]) assert.strictEqual(filterKey(text), filterKey(text.toLowerCase()), text)
   })
 })
