@@ -266,6 +266,18 @@ describe("CORS: browser clients at an allowed origin", () => {
       assert.strictEqual(plain.status, 204)
       assert.notProperty(plain.headers, "access-control-allow-origin")
       assert.notProperty(plain.headers, "access-control-allow-methods")
+      // OPTIONS lists the methods in Allow, as on every other route of the suite and as the 405 does
+      // (the MCP routes answered it without one) — outside hostile-input sweep
+      assert.strictEqual(plain.headers["allow"], "POST, OPTIONS")
+      assert.strictEqual(answer.headers["allow"], "POST, OPTIONS")
+      const refused = yield* exactRequest(port, { method: "PUT" })
+      assert.strictEqual(refused.headers["allow"], plain.headers["allow"])
+      for (const path of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"]) {
+        const metadata = yield* exactRequest(port, { method: "OPTIONS", path })
+        assert.strictEqual(metadata.status, 204)
+        assert.strictEqual(metadata.headers["allow"], "GET, HEAD, OPTIONS", path)
+        assert.strictEqual((yield* exactRequest(port, { method: "PUT", path })).headers["allow"], "GET, HEAD, OPTIONS", path)
+      }
     }).pipe(Effect.scoped))
 
   it.effect("answers to an allowed origin carry the grant and expose the MCP headers, errors too; no Origin, no grant", () =>

@@ -254,6 +254,9 @@ export const CORS_EXPOSED_HEADERS = ["mcp-session-id", "mcp-protocol-version", "
 /** The methods of `/mcp` a browser may use: POST, and GET and DELETE so that it can read their 405. */
 const MCP_METHODS = "POST, GET, DELETE"
 
+/** The methods `/mcp` serves (its `Allow`): GET and DELETE are 405s, granted to a preflight only for MCP clients that try them. */
+const MCP_ALLOW = "POST, OPTIONS"
+
 /** How long a browser may keep a preflight's answer: 2 hours, the most Chromium keeps one. */
 const CORS_MAX_AGE_SECONDS = 7200
 
@@ -283,15 +286,17 @@ const withCors = <E, R>(policy: OriginPolicy, handler: Effect.Effect<HttpServerR
   })
 
 /**
- * `OPTIONS`: 204. A CORS preflight (`Access-Control-Request-Method`) from an allowed origin also gets
+ * `OPTIONS`: 204, with `Allow` naming the route's methods (`allow`, as its 405 does and as `OPTIONS`
+ * does on every route of the suite; without it when the route answers every method). A CORS preflight
+ * (`Access-Control-Request-Method`) from an allowed origin also gets
  * the methods, the request headers ({@link CORS_ALLOWED_HEADERS}), a max-age, and, when it asks for it
  * (Chromium's Private Network Access: a public page calling a server on this machine or network),
  * `Access-Control-Allow-Private-Network`. The origin itself is granted by {@link withCors}.
  */
-const preflight = (policy: OriginPolicy, methods: string) =>
+const preflight = (policy: OriginPolicy, methods: string, allow?: string) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const headers: Record<string, string> = {}
+    const headers: Record<string, string> = allow === undefined ? {} : { allow }
     if (grantable(policy, request.headers["origin"]) && request.headers["access-control-request-method"] !== undefined) {
       headers["access-control-allow-methods"] = methods
       headers["access-control-allow-headers"] = CORS_ALLOWED_HEADERS.join(", ")
@@ -489,7 +494,7 @@ const readable = (text: string, batch: boolean): string => {
  */
 const methodNotAllowed = Effect.succeed(
   jsonRpcError(405, -32000, "Method not allowed: this server is stateless, send JSON-RPC with POST /mcp", {
-    allow: "POST, OPTIONS"
+    allow: MCP_ALLOW
   })
 )
 
@@ -546,12 +551,12 @@ export const routes = Layer.unwrap(Effect.gen(function*() {
   return Layer.mergeAll(
     // one route for every method, so that no method reaches the router's generic 405 (whose `Allow`
     // would list GET and DELETE, routed only to be refused here)
-    HttpRouter.add("*", "/mcp", mcp(byMethod({ POST: handlePost(config), OPTIONS: preflight(policy, MCP_METHODS) }))),
+    HttpRouter.add("*", "/mcp", mcp(byMethod({ POST: handlePost(config), OPTIONS: preflight(policy, MCP_METHODS, MCP_ALLOW) }))),
     HttpRouter.add("GET", "/ping", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok", message: "pong" }))),
     // the metadata is not Host-checked (above); a browser client at an allowed origin may read it
     ...(["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] as const).flatMap((path) => [
       HttpRouter.add("GET", path, withCors(policy, metadata)),
-      HttpRouter.add("OPTIONS", path, withCors(policy, preflight(policy, "GET")))
+      HttpRouter.add("OPTIONS", path, withCors(policy, preflight(policy, "GET", "GET, HEAD, OPTIONS")))
     ]),
     HttpRouter.add("*", "/mcp/oauth", mcp(oauthOrPreflight))
   )
