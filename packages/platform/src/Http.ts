@@ -313,6 +313,28 @@ const clientErrorAnswer = (
       ]
     case "HPE_INVALID_METHOD":
       return [400, "invalid_request", "The request method is not an HTTP method this server knows"]
+    // The faults a client can fix, named (all of them read "could not be parsed as HTTP" before: a
+    // query sent unencoded, `?make=Škoda` as curl sends it, left nothing to go on)
+    case "HPE_INVALID_URL":
+      return [
+        400,
+        "invalid_request",
+        "The request target holds a character a URL cannot carry (a space, a control character or a byte over 0x7F): percent-encode it as UTF-8"
+      ]
+    case "HPE_INVALID_HEADER_TOKEN":
+      return [
+        400,
+        "invalid_request",
+        "A header holds a character HTTP does not allow (a control character such as NUL, CR or LF in a value, a space or separator in a name)"
+      ]
+    case "HPE_INVALID_TRANSFER_ENCODING":
+    case "HPE_UNEXPECTED_CONTENT_LENGTH":
+      return [400, "invalid_request", "The body's length is given twice (Content-Length twice, or beside Transfer-Encoding): send one"]
+    case "HPE_INVALID_CHUNK_SIZE":
+    case "HPE_INVALID_CHUNK_EXTENSIONS":
+      return [400, "invalid_request", "The chunked body is malformed (Transfer-Encoding: chunked)"]
+    case "HPE_INVALID_VERSION":
+      return [400, "invalid_request", "The request line is not HTTP/1.1 (nor 1.0), or does not end with CRLF"]
     default:
       return [400, "invalid_request", "The request could not be parsed as HTTP"]
   }

@@ -432,6 +432,32 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       assert.include(unknown, "not an HTTP method this server knows")
     }))
 
+  it.effect("what node's parser refuses is a 400 naming the fault, not 'could not be parsed as HTTP'", () =>
+    Effect.gen(function*() {
+      // what each said before: "The request could not be parsed as HTTP", which left a client that sent
+      // `?make=Škoda` unencoded (curl does) or a header with a NUL nothing to go on — outside hostile-input sweep
+      const cases: ReadonlyArray<readonly [string, string]> = [
+        ["GET /offers?make=\xc5\xa0koda HTTP/1.1\r\nHost: x\r\n\r\n", "The request target holds a character a URL cannot carry"],
+        ["GET /offers/\x01 HTTP/1.1\r\nHost: x\r\n\r\n", "The request target holds a character a URL cannot carry"],
+        ["GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n", "A header holds a character HTTP does not allow"],
+        ["GET /health HTTP/1.1\r\nHost: x\r\nX A: b\r\n\r\n", "A header holds a character HTTP does not allow"],
+        [
+          "POST /offers HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+          "The body's length is given twice"
+        ],
+        ["POST /offers HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nab", "The body's length is given twice"],
+        ["POST /offers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "The chunked body is malformed"],
+        ["GET /health HTTP/9.9\r\nHost: x\r\n\r\n", "HTTP/1.1"]
+      ]
+      for (const [raw, message] of cases) {
+        const answer = yield* exchange(raw)
+        assert.match(answer, /^HTTP\/1\.1 400 /, JSON.stringify(raw))
+        assert.match(answer, /content-type: application\/json/i)
+        assert.include(answer, `"code":"invalid_request"`)
+        assert.include(answer, message, JSON.stringify(raw))
+      }
+    }))
+
   it.effect("a transfer coding besides chunked is 415 naming it (node removed the chunking only: the route read an empty body)", () =>
     Effect.gen(function*() {
       const body = Zlib.gzipSync(JSON.stringify({ title: "x", year: 2000 })).toString("latin1")
