@@ -328,11 +328,21 @@ const clientErrorAnswer = (
         "A header holds a character HTTP does not allow (a control character such as NUL, CR or LF in a value, a space or separator in a name)"
       ]
     case "HPE_INVALID_TRANSFER_ENCODING":
+      return [
+        400,
+        "invalid_request",
+        "Transfer-Encoding is not one this server reads: chunked, given once and last, never beside Content-Length"
+      ]
+    case "HPE_INVALID_CONTENT_LENGTH":
+      return [400, "invalid_request", "Content-Length is not a whole number of bytes, or is sent beside Transfer-Encoding: send one of them"]
     case "HPE_UNEXPECTED_CONTENT_LENGTH":
-      return [400, "invalid_request", "The body's length is given twice (Content-Length twice, or beside Transfer-Encoding): send one"]
+      return [400, "invalid_request", "Content-Length is given twice: send it once"]
     case "HPE_INVALID_CHUNK_SIZE":
     case "HPE_INVALID_CHUNK_EXTENSIONS":
       return [400, "invalid_request", "The chunked body is malformed (Transfer-Encoding: chunked)"]
+    case "HPE_CR_EXPECTED":
+    case "HPE_LF_EXPECTED":
+      return [400, "invalid_request", "A line of the request (its request line, a header or a chunk's size) does not end with CRLF"]
     case "HPE_INVALID_VERSION":
       return [400, "invalid_request", "The request line is not HTTP/1.1 (nor 1.0), or does not end with CRLF"]
     default:

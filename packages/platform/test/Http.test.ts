@@ -443,10 +443,17 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
         ["GET /health HTTP/1.1\r\nHost: x\r\nX A: b\r\n\r\n", "A header holds a character HTTP does not allow"],
         [
           "POST /offers HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-          "The body's length is given twice"
+          "Transfer-Encoding is not one this server reads"
         ],
-        ["POST /offers HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nab", "The body's length is given twice"],
+        [
+          "POST /offers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n0\r\n\r\n",
+          "or is sent beside Transfer-Encoding"
+        ],
+        ["POST /offers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", "Transfer-Encoding is not one this server reads"],
+        ["POST /offers HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", "Content-Length is not a whole number of bytes"],
+        ["POST /offers HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nab", "Content-Length is given twice"],
         ["POST /offers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "The chunked body is malformed"],
+        ["POST /offers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\n{}\n0\n\n", "does not end with CRLF"],
         ["GET /health HTTP/9.9\r\nHost: x\r\n\r\n", "HTTP/1.1"]
       ]
       for (const [raw, message] of cases) {
