@@ -137,9 +137,15 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in process
     it.effect(`a body over ${MAX_RPC_BODY_BYTES / 1024 / 1024} MiB is 413 (it was a 200 carrying effect's buffer error)`, () =>
       Effect.gen(function*() {
         const before = counted
-        const { status } = yield* (yield* Client).post(`${count(1)}\n`.padEnd(MAX_RPC_BODY_BYTES + 1, " ") + "\n")
+        const { status, text } = yield* (yield* Client).post(`${count(1)}\n`.padEnd(MAX_RPC_BODY_BYTES + 1, " ") + "\n")
         assert.strictEqual(status, 413)
         assert.strictEqual(counted, before)
+        // the cap named, as every other 413 of the suite names its own (it said only "Payload Too Large")
+        assert.deepStrictEqual(JSON.parse(text), {
+          code: "payload_too_large",
+          message: `The RPC body is larger than ${MAX_RPC_BODY_BYTES} bytes (16 MiB), the most one call may send`,
+          maxBytes: MAX_RPC_BODY_BYTES
+        })
       }))
   })
 }
