@@ -183,6 +183,27 @@ layer(stack)("website sources", (it) => {
       assert.notInclude(again, "Widget.make")
     }))
 
+  it.effect("a start URL that redirects (/docs → /docs/) is crawled from where it landed: its relative links read there, stored once", () =>
+    Effect.gen(function*() {
+      // what most servers do with a folder's URL without its slash; the page's links are relative to
+      // /docs/, and were read against /docs (→ /guide.html, outside the crawl): only the start page was
+      // indexed, under docs.md, and again as docs/index.md when a link led back to it
+      const site = yield* siteServer({
+        "/docs": { location: "/docs/" },
+        "/docs/": {
+          body: page("Docs", `<h1>Docs</h1>${prose("The start page of a folder that redirects.")}<a href="guide.html">Guide</a> <a href="./">Home</a>`)
+        },
+        "/docs/guide.html": { body: page("Guide", `<h1>Guide</h1>${prose("Linked relatively from the start page.")}<a href="deep/1.html">1</a>`) },
+        "/docs/deep/1.html": { body: page("One", `<h1>One</h1>${prose("Two links away from the start page.")}<a href="2.html">2</a>`) },
+        "/docs/deep/2.html": { body: page("Two", `<h1>Two</h1>${prose("Three links away from the start page.")}`) }
+      })
+      const indexer = yield* Indexer
+      const outcome = yield* indexer.add(`${site.base}/docs`).pipe(allowed)
+      const paths = [...new Set((yield* snippetsOf(outcome.libraryId)).map((s) => s.source_path))].sort()
+      assert.deepStrictEqual(paths, ["docs/deep/1.md", "docs/deep/2.md", "docs/guide.md", "docs/index.md"])
+      assert.strictEqual(site.requested.filter((p) => p === "/docs/").length, 1, "the start page is fetched once")
+    }))
+
   it.effect("a page nested too deep, a bad character reference or percent-escape skip that page or decode safely, never fail the site", () =>
     Effect.gen(function*() {
       const site = yield* siteServer({

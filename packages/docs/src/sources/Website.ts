@@ -8,7 +8,8 @@
  *    (`> summary`), and its links to pages of the same origin are fetched (Markdown as it is, HTML
  *    converted), no further. An `llms-full.txt` is the documentation itself.
  * 2. **Else a crawl** of the pages under the path: breadth first from the URL, same origin, links
- *    whose path starts with the URL's folder (`https://host/docs/intro` → `/docs/`), at most
+ *    whose path starts with the URL's folder (`https://host/docs/intro` → `/docs/`; the folder of
+ *    where the start page landed when it redirects within the origin), at most
  *    `DOCS_CRAWL_MAX_PAGES` pages (200) and `DOCS_CRAWL_MAX_DEPTH` links away (3), `DOCS_CRAWL_CONCURRENCY`
  *    requests at a time (2). HTML pages are converted to Markdown (Html.ts); Markdown and text
  *    pages are kept as they are; anything else is skipped.
@@ -237,9 +238,14 @@ export const make = Effect.gen(function*() {
       }
       title = document.title
       description = document.description
-      const seen = new Set<string>([keyOf(start)])
+      // Where the start page landed (`/docs` redirects to `/docs/`): its links are relative to that
+      // URL and the crawl stays in its folder. Read against the URL as added, `guide.html` on the page
+      // at /docs/ was /guide.html, outside the crawl, and the start page was stored twice.
+      const landed = first.success.url
+      const folder = crawlPrefix(landed)
+      const seen = new Set<string>([keyOf(start), keyOf(landed)])
       const inScope = (url: URL) =>
-        url.origin === start.origin && url.pathname.startsWith(prefix) && !NOT_A_PAGE.test(url.pathname) && allowed(url)
+        url.origin === start.origin && url.pathname.startsWith(folder) && !NOT_A_PAGE.test(url.pathname) && allowed(url)
       const enqueueLinks = (links: ReadonlyArray<string>, base: URL, next: Array<URL>) => {
         for (const href of links) {
           const url = linkTarget(href, base)
@@ -248,10 +254,10 @@ export const make = Effect.gen(function*() {
           next.push(url)
         }
       }
-      if (document.markdown.trim() !== "") pages.push({ file: pageFile(start), markdown: document.markdown })
+      if (document.markdown.trim() !== "") pages.push({ file: pageFile(landed), markdown: document.markdown })
       let requested = 1
       let level: Array<URL> = []
-      if (settings.maxDepth > 0) enqueueLinks(document.links, start, level)
+      if (settings.maxDepth > 0) enqueueLinks(document.links, landed, level)
       for (let depth = 1; depth <= settings.maxDepth && level.length > 0 && requested < settings.maxPages; depth++) {
         const batch = level.sort((a, b) => a.href.localeCompare(b.href)).slice(0, settings.maxPages - requested)
         requested += batch.length
