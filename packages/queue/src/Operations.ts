@@ -13,7 +13,7 @@ import * as Crypto from "node:crypto"
 import { refusal } from "./Destinations.ts"
 import * as Pages from "./Pages.ts"
 import type { DeliverySettings, PublishInput, PublishSettings } from "./Publish.ts"
-import { checkUrl, lowercaseHeaders, parsePublish } from "./Publish.ts"
+import { checkUrl, lowercaseHeaders, parsePublish, urlLengthProblem } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
 import { Groups } from "./store/Groups.ts"
@@ -128,7 +128,9 @@ export const checkPublish = Effect.fnUntraced(function*(request: Omit<PublishReq
       if (passThrough.length > 0) {
         url.search = (url.search === "" ? "" : `${url.search.slice(1)}&`) + passThrough.join("&")
       }
-      targets = [{ url: url.toString() }]
+      const tooLong = urlLengthProblem(url.toString())
+      if (tooLong !== undefined) destinationIssue(tooLong)
+      else targets = [{ url: url.toString() }]
     }
   } else if (TOPIC_NAME_PATTERN.test(request.destination)) {
     const topic = yield* Groups.use((groups) => groups.get(request.destination))

@@ -7,7 +7,7 @@
  * Precedence, lowest first: the group's default headers, the request headers, the query parameters.
  */
 import type { CallbackSettings, DefaultHeaders, RequestIssue } from "@svc/schema"
-import { FLOW_CONTROL_KEY_PATTERN, parseDuration } from "@svc/schema"
+import { FLOW_CONTROL_KEY_PATTERN, MAX_URL_LENGTH, parseDuration } from "@svc/schema"
 import { Duration } from "effect"
 import { connectionOptions, HOP_BY_HOP } from "./HopByHop.ts"
 import type { QueueSettings } from "./QueueConfig.ts"
@@ -264,6 +264,15 @@ export const canonicalHeaderName = (name: string): string =>
   name.split("-").map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("-")
 
 /** An absolute http(s) URL (a destination, a callback, a group endpoint), or a problem. */
+/**
+ * Why a URL the queue would store (a destination, with the query it passes on, or a callback) is too
+ * long: over {@link MAX_URL_LENGTH}, the bound of every other URL the queue takes (a batch element's
+ * destination, the RPC's, an endpoint's, `filter.url`). The publish path and the callback headers took
+ * any length the 16 KiB head allowed, and such a message could not be selected by its URL.
+ */
+export const urlLengthProblem = (url: string): string | undefined =>
+  url.length > MAX_URL_LENGTH ? `is ${url.length} characters long, more than a URL may be here (${MAX_URL_LENGTH})` : undefined
+
 export const checkUrl = (text: string): { readonly url: string } | { readonly problem: string } => {
   let parsed: URL
   try {
@@ -279,7 +288,9 @@ export const checkUrl = (text: string): { readonly url: string } | { readonly pr
   if (parsed.href.includes("#")) return { problem: "a #fragment is never sent with a request: give the URL without it" }
   // Nothing listens on port 0 (connecting to it fails at once): every attempt would fail, then the DLQ.
   if (parsed.port === "0") return { problem: "port 0 is not a port to deliver to: give one from 1 to 65535, or none" }
-  return { url: parsed.toString() }
+  const url = parsed.toString()
+  const tooLong = urlLengthProblem(url)
+  return tooLong === undefined ? { url } : { problem: tooLong }
 }
 
 export interface PublishInput {

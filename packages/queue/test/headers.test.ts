@@ -14,7 +14,7 @@ import fc from "fast-check"
 import * as Http from "node:http"
 import { Resolver } from "../src/Destinations.ts"
 import { CHECK_CONCURRENCY, MAX_GROUP_ENDPOINTS } from "../src/Operations.ts"
-import { headerProblem, headerSyntaxProblem, parsePublish } from "../src/Publish.ts"
+import { checkUrl, headerProblem, headerSyntaxProblem, parsePublish } from "../src/Publish.ts"
 import type { QueueSettings } from "../src/QueueConfig.ts"
 import type { DeliveryOutcome } from "../src/Delivery.ts"
 import { failedOnDefect, requestProblem } from "../src/Worker.ts"
@@ -155,6 +155,24 @@ describe("header rules", () => {
     assert.strictEqual(chained.settings.delivery.headers["svc-retries"], "2")
   })
 
+  it("a destination or callback URL is at most 2,048 characters, as a batch element's, the RPC's and a filter's", () => {
+    // the publish path and the callback headers took any length the 16 KiB head allowed: such a
+    // message could not be selected by filter.url (2,048 at most) and the same publish over the RPC or
+    // in a batch was refused — outside hostile-input sweep
+    const at = (length: number) => `https://example.com/${"a".repeat(length - "https://example.com/".length)}`
+    assert.deepStrictEqual(checkUrl(at(2048)), { url: at(2048) })
+    assert.deepStrictEqual(checkUrl(at(2049)), { problem: "is 2049 characters long, more than a URL may be here (2048)" })
+    const { issues } = parsePublish({
+      headers: { "svc-callback": at(3000), "svc-failure-callback": at(2048) },
+      query: []
+    }, settings)
+    assert.deepStrictEqual(issues, [{
+      in: "header",
+      parameter: "Svc-Callback",
+      problem: "is 3000 characters long, more than a URL may be here (2048)"
+    }])
+  })
+
   it.effect("anything thrown while a request is built or sent is a failed attempt with the reason, not a dead fiber", () =>
     Effect.gen(function*() {
       const message = { id: "m1", url: "https://example.com/x" }
@@ -214,6 +232,22 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("publish an
       assert.strictEqual(received!.headers["x-a"], "caf\xe9")
       assert.strictEqual(received!.headers["x-t"], "a\tb")
       assert.strictEqual(received!.headers["x-e"], "")
+    }))
+
+  it.effect("a destination over 2,048 characters, with the query it passes on, is a 400 naming it, nothing stored", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const before = yield* countMessages
+      const path = `${dest.baseUrl}/long`
+      const long = yield* publish(`${path}/${"a".repeat(2100)}`)
+      assert.strictEqual(long.status, 400, JSON.stringify(long.body))
+      assert.deepStrictEqual(long.body.issues.map((i: any) => `${i.in}:${i.parameter}`), ["path:destination"])
+      assert.match(long.body.issues[0].problem, /more than a URL may be here \(2048\)/)
+      // the destination's own query, passed on as sent, counts
+      const query = yield* publish(path, { query: `q=${"a".repeat(2100)}` })
+      assert.strictEqual(query.status, 400, JSON.stringify(query.body))
+      assert.match(query.body.issues[0].problem, /more than a URL may be here \(2048\)/)
+      assert.strictEqual(yield* countMessages, before)
     }))
 
   it.effect("the internal RPC's Publish, whose headers are any strings, is held to the same rules", () =>
