@@ -13,7 +13,7 @@ import { Cause, Context, Deferred, Effect, Layer, Schema, type Scope } from "eff
 import * as path from "node:path"
 import { IndexStore, type LibraryListing, type UnfinishedVersion } from "./IndexStore.ts"
 import { type ResolveOptions, Sources } from "./sources/Sources.ts"
-import type { IndexFailed, ResolvedSource } from "./sources/Source.ts"
+import { checkVersionedId, type IndexFailed, type ResolvedSource } from "./sources/Source.ts"
 
 export class UnknownLibrary extends Schema.TaggedError<UnknownLibrary>()("UnknownLibrary", {
   libraryId: Schema.String,
@@ -78,7 +78,7 @@ export class Indexer extends Context.Service<Indexer, {
       const store = yield* IndexStore
 
       const resolve = Effect.fn("Indexer.resolve")(function*(source: string, options: IndexOptions = {}) {
-        return yield* sources.resolve(source, options)
+        return yield* checkVersionedId(yield* sources.resolve(source, options))
       })
 
       const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean) {

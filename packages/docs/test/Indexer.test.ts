@@ -130,6 +130,19 @@ layer(stack)("Indexer", (it) => {
       }
       assert.strictEqual(yield* failure(indexer.add(greeter, { id: "/acme/v", version: "1.0\u001b[31m" })), "invalid_source")
       assert.strictEqual(yield* failure(indexer.add(greeter, { id: "/acme/v", version: ".." })), "invalid_source")
+      // a version is asked for as /owner/repo/version, which the API, MCP and the RPC take up to 300
+      // characters: owner, repo and version at 100 each (303) were stored, then never reachable by that id
+      // (400 "must be at most 300 characters long") — outside hostile-input sweep
+      const longest = { id: `/${"o".repeat(100)}/${"r".repeat(100)}`, version: "v".repeat(100) }
+      const unreachable = yield* Effect.flip(indexer.add(greeter, longest))
+      assert.strictEqual(unreachable.category, "invalid_source")
+      assert.strictEqual(
+        unreachable.message,
+        `${longest.id}/${longest.version} is 303 characters long, more than a library id may be (300): give a shorter id or version`
+      )
+      assert.isUndefined((yield* indexer.list).find((library) => library.id === longest.id))
+      const fits = { id: `/${"o".repeat(100)}/${"r".repeat(98)}`, version: "v".repeat(99) }
+      assert.strictEqual(yield* failure(indexer.add(greeter, fits)), "succeeded")
       const empty = yield* docsFolder({ "src/index.js": "module.exports = 1" })
       assert.strictEqual(yield* failure(indexer.add(empty, { id: "/me/empty" })), "no_documents")
       const listed = (yield* indexer.list).find((library) => library.id === "/me/empty")!

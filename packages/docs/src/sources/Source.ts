@@ -7,7 +7,7 @@
  * what a `package.json` tells about a library (folder and npm sources read it; git for the title).
  */
 import { Settings } from "@svc/platform"
-import { LibraryIdPattern, type SourceKind } from "@svc/schema"
+import { LibraryIdPattern, MAX_ID_LENGTH, type SourceKind } from "@svc/schema"
 import { Effect, FileSystem, Option, Path, Schema, type Scope } from "effect"
 import type { Snippet } from "../Splitter.ts"
 
@@ -118,6 +118,23 @@ export const checkLibraryId = (libraryId: string): Effect.Effect<string, IndexFa
     : Effect.fail(invalidSource(
       `${JSON.stringify(libraryId.slice(0, 200))} is not a library id like /owner/repo (two parts of at most ${MAX_ID_PART} characters, no control characters, not . or ..)`
     ))
+
+/**
+ * Refuses a library version whose id with its version, `/owner/repo/version` (how the API, MCP and the
+ * RPC ask for one version), is over {@link MAX_ID_LENGTH} characters: each part may have
+ * {@link MAX_ID_PART}, and three at their longest (303) were stored, then answered 400 "must be at most
+ * 300 characters long" whenever that version was asked for.
+ */
+export const checkVersionedId = <S extends { readonly libraryId: string; readonly version: string }>(
+  source: S
+): Effect.Effect<S, IndexFailed> => {
+  const id = `${source.libraryId}/${source.version}`
+  return id.length <= MAX_ID_LENGTH
+    ? Effect.succeed(source)
+    : Effect.fail(invalidSource(
+      `${id} is ${id.length} characters long, more than a library id may be (${MAX_ID_LENGTH}): give a shorter id or version`
+    ))
+}
 
 /** Refuses a version label with spaces, slashes or control characters, `.`/`..`, or over {@link MAX_ID_PART} characters. */
 export const checkVersion = (version: string): Effect.Effect<string, IndexFailed> =>
