@@ -204,6 +204,47 @@ layer(stack)("website sources", (it) => {
       assert.strictEqual(site.requested.filter((p) => p === "/docs/").length, 1, "the start page is fetched once")
     }))
 
+  it.effect("a redirect is judged where it lands: never to a path robots.txt disallows, nor stored outside the crawl's folder or twice", () =>
+    Effect.gen(function*() {
+      const site = yield* siteServer({
+        "/robots.txt": { type: "text/plain", body: "User-agent: *\nDisallow: /docs/private/\n" },
+        "/docs/": {
+          body: page(
+            "Docs",
+            `<h1>Docs</h1>${prose("A site with redirects.")}<a href="moved.html">Moved</a> <a href="out.html">Out</a> ` +
+              `<a href="again.html">Again</a> <a href="guide.html">Guide</a>`
+          )
+        },
+        "/docs/moved.html": { location: "/docs/private/secret.html" },
+        "/docs/private/secret.html": { body: page("Secret", `<h1>Secret</h1>${prose("Disallowed by robots.txt, never to be fetched.")}`) },
+        "/docs/out.html": { location: "/about.html" },
+        "/about.html": { body: page("About", `<h1>About</h1>${prose("Outside the crawl's folder.")}`) },
+        "/docs/again.html": { location: "/docs/guide.html" },
+        "/docs/guide.html": { body: page("Guide", `<h1>Guide</h1>${prose("Reached by a link and by a redirect.")}`) },
+        "/llms/": { body: page("Llms", prose("Not used: the llms.txt is.")) },
+        "/llms/llms.txt": { type: "text/plain", body: "# Llms\n\n- [Ok](/llms/ok.md)\n- [Hidden](/llms/hop.md)\n" },
+        "/llms/ok.md": { type: "text/markdown", body: "# Ok\n\nA page the llms.txt links, fetched and indexed as it is, long enough to be kept." },
+        "/llms/hop.md": { location: "/docs/private/llms.md" },
+        "/docs/private/llms.md": { type: "text/markdown", body: "# Hidden\n\nDisallowed by robots.txt, reached by a redirect." }
+      })
+      const indexer = yield* Indexer
+      const outcome = yield* indexer.add(`${site.base}/docs/`).pipe(allowed)
+      const snippets = yield* snippetsOf(outcome.libraryId)
+      assert.deepStrictEqual([...new Set(snippets.map((s) => s.source_path))].sort(), ["docs/guide.md", "docs/index.md"])
+      assert.notInclude(site.requested, "/docs/private/secret.html", "robots.txt disallows where the redirect leads")
+
+      const llms = yield* indexer.add(`${site.base}/llms/`).pipe(allowed)
+      assert.deepStrictEqual([...new Set((yield* snippetsOf(llms.libraryId)).map((s) => s.source_path))], ["llms/ok.md"])
+      assert.notInclude(site.requested, "/docs/private/llms.md")
+
+      // an added URL whose redirect robots.txt disallows fails as the URL itself would
+      site.set({ "/start/": { location: "/docs/private/secret.html" } })
+      const refused = yield* failureOf(indexer.add(`${site.base}/start/`).pipe(allowed))
+      assert.strictEqual(refused.category, "source_not_allowed")
+      assert.strictEqual(refused.message, `robots.txt of ${site.base} disallows ${site.base}/docs/private/secret.html (where ${site.base}/start/ redirects)`)
+      assert.notInclude(site.requested, "/docs/private/secret.html")
+    }))
+
   it.effect("a page nested too deep, a bad character reference or percent-escape skip that page or decode safely, never fail the site", () =>
     Effect.gen(function*() {
       const site = yield* siteServer({

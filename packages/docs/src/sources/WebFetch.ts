@@ -4,7 +4,8 @@
  * addresses refused on the address actually connected to, unless `DOCS_ALLOW_PRIVATE=true`).
  *
  * - **Redirects** are followed only within the first request's origin (at most 5); a redirect to
- *   another origin is not followed (the page is skipped; for the URL that was added, the add fails).
+ *   another origin, or to a URL robots.txt disallows, is not followed (the page is skipped; for the
+ *   URL that was added, the add fails).
  * - **Bodies** are read up to a cap (a bigger one is not read at all); a request that takes longer
  *   than `DOCS_CRAWL_TIMEOUT` (default 30 seconds) is abandoned.
  * - **robots.txt** of the origin is read once (`robots-parser`); a path it disallows for the
@@ -50,7 +51,7 @@ export interface Fetched {
 /** Why a request gave nothing usable: refused by the guard, redirected away, too big, failed. */
 export interface NotFetched {
   readonly _tag: "NotFetched"
-  readonly reason: "refused" | "redirected_away" | "too_big" | "failed"
+  readonly reason: "refused" | "redirected_away" | "disallowed" | "too_big" | "failed"
   readonly message: string
 }
 
@@ -132,8 +133,11 @@ export const makeFetcher = Effect.fnUntraced(function*(settings: WebSettings) {
       })
     )
 
-  /** GET `url`, following redirects within its origin; `cap` bytes at most. */
-  const get = Effect.fnUntraced(function*(url: URL, cap: number) {
+  /**
+   * GET `url`, following redirects within its origin; `cap` bytes at most. `allowed` (the origin's
+   * robots.txt) is asked of every URL a redirect leads to: a hop it disallows is never requested.
+   */
+  const get = Effect.fnUntraced(function*(url: URL, cap: number, allowed?: (url: URL) => boolean) {
     let current = url
     for (let hop = 0;; hop++) {
       const answer = yield* once(current, cap)
@@ -141,6 +145,11 @@ export const makeFetcher = Effect.fnUntraced(function*(settings: WebSettings) {
       if (answer.redirect.origin !== url.origin) {
         return yield* Effect.fail(
           notFetched("redirected_away", `${current.href} redirects to another origin (${answer.redirect.origin}), not followed`)
+        )
+      }
+      if (allowed !== undefined && !allowed(answer.redirect)) {
+        return yield* Effect.fail(
+          notFetched("disallowed", `robots.txt of ${url.origin} disallows ${answer.redirect.href} (where ${url.href} redirects)`)
         )
       }
       if (hop >= MAX_REDIRECTS) return yield* Effect.fail(notFetched("failed", `${url.href}: more than ${MAX_REDIRECTS} redirects`))
@@ -170,7 +179,11 @@ export const robotsOf = Effect.fnUntraced(function*(fetcher: Fetcher, origin: UR
 /** The source's failure for a URL the source was given and that could not be read. */
 export const startFailed = (notFetchedReason: NotFetched): IndexFailed =>
   new IndexFailed({
-    category: notFetchedReason.reason === "refused" ? "source_not_allowed" : notFetchedReason.reason === "too_big" ? "read_failed" : "source_not_found",
+    category: notFetchedReason.reason === "refused" || notFetchedReason.reason === "disallowed"
+      ? "source_not_allowed"
+      : notFetchedReason.reason === "too_big"
+      ? "read_failed"
+      : "source_not_found",
     message: notFetchedReason.message
   })
 

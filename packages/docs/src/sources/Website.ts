@@ -144,7 +144,7 @@ export const make = Effect.gen(function*() {
     for (const candidate of candidates) {
       if (!allowed(candidate)) continue
       const full = candidate.pathname.endsWith("llms-full.txt")
-      const answer = yield* fetcher.get(candidate, full ? MAX_FULL_BYTES : MAX_PAGE_BYTES)
+      const answer = yield* fetcher.get(candidate, full ? MAX_FULL_BYTES : MAX_PAGE_BYTES, allowed)
       if (answer._tag === "Success" && answer.success.status === 200 && looksLikeLlmsTxt(answer.success.contentType, answer.success.body)) {
         return { url: candidate, full, body: answer.success.body }
       }
@@ -216,7 +216,7 @@ export const make = Effect.gen(function*() {
         return [url]
       }).slice(0, settings.maxPages)
       const read = yield* Effect.forEach(targets, (url) =>
-        fetcher.get(url, MAX_PAGE_BYTES).pipe(
+        fetcher.get(url, MAX_PAGE_BYTES, allowed).pipe(
           Effect.flatMap((answer) => answer._tag === "Success" ? readDocument(converter, answer.success) : Effect.undefined),
           Effect.map((document) => document === undefined || document.markdown.trim() === "" ? undefined : { file: pageFile(url), markdown: document.markdown })
         ), { concurrency: settings.concurrency })
@@ -224,7 +224,7 @@ export const make = Effect.gen(function*() {
       // An llms.txt without readable links is documentation of its own.
       if (pages.length === 0) pages.push({ file: "llms.md", markdown: llms.body })
     } else {
-      const first = yield* fetcher.get(start, MAX_PAGE_BYTES)
+      const first = yield* fetcher.get(start, MAX_PAGE_BYTES, allowed)
       if (first._tag === "Failure") return yield* startFailed(first.failure)
       if (first.success.status !== 200) {
         return yield* new IndexFailed({ category: "source_not_found", message: `${start.href} answered HTTP ${first.success.status}` })
@@ -244,6 +244,8 @@ export const make = Effect.gen(function*() {
       const landed = first.success.url
       const folder = crawlPrefix(landed)
       const seen = new Set<string>([keyOf(start), keyOf(landed)])
+      /** The pages read, by the URL each landed at. */
+      const landedAt = new Set<string>([keyOf(landed)])
       const inScope = (url: URL) =>
         url.origin === start.origin && url.pathname.startsWith(folder) && !NOT_A_PAGE.test(url.pathname) && allowed(url)
       const enqueueLinks = (links: ReadonlyArray<string>, base: URL, next: Array<URL>) => {
@@ -262,7 +264,7 @@ export const make = Effect.gen(function*() {
         const batch = level.sort((a, b) => a.href.localeCompare(b.href)).slice(0, settings.maxPages - requested)
         requested += batch.length
         const read = yield* Effect.forEach(batch, (url) =>
-          fetcher.get(url, MAX_PAGE_BYTES).pipe(
+          fetcher.get(url, MAX_PAGE_BYTES, allowed).pipe(
             Effect.flatMap((answer) =>
             answer._tag === "Success"
               ? Effect.map(readDocument(converter, answer.success), (document) => ({ url: answer.success.url, document }))
@@ -272,6 +274,12 @@ export const make = Effect.gen(function*() {
         const next: Array<URL> = []
         for (const page of read) {
           if (page === undefined || page.document === undefined) continue
+          // a page reached through a redirect counts where it landed: outside the crawl's folder, or
+          // a page already read (linked too, or the target of another redirect), it is not stored again
+          const at = keyOf(page.url)
+          if (landedAt.has(at) || !inScope(page.url)) continue
+          landedAt.add(at)
+          seen.add(at)
           if (page.document.markdown.trim() !== "") pages.push({ file: pageFile(page.url), markdown: page.document.markdown })
           if (depth < settings.maxDepth) enqueueLinks(page.document.links, page.url, next)
         }
