@@ -1,6 +1,9 @@
-/** The status server of `svc start all`: `GET /health`, `GET /ready` and `GET /services` on `SVC_PORT` (8786). */
-import { apiRoutes, Host, Readiness, serve } from "@svc/platform"
-import { SuiteApi } from "@svc/schema"
+/**
+ * The status server of `svc start all`: `GET /health`, `GET /ready`, `GET /services` and
+ * `GET /openapi.json` on `SVC_PORT` (8786).
+ */
+import { apiRoutes, Host, openApiRoute, Readiness, serve } from "@svc/platform"
+import { SuiteApi, suiteOpenApi } from "@svc/schema"
 import { Config, Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -59,6 +62,30 @@ const readyRoute = (services: ReadonlyArray<StatusService>) =>
   }))
 
 /**
+ * Every route of the status server: `SuiteApi`'s (`/health`, `/services`), `GET /ready` and
+ * `GET /openapi.json`, whose document (`suiteOpenApi` in @svc/schema) lists each of them
+ * (`test/suiteOpenApi.test.ts` compares the two).
+ */
+export const routes = (services: ReadonlyArray<StatusService>) =>
+  Layer.mergeAll(
+    apiRoutes({
+      api: SuiteApi,
+      handlers: Layer.mergeAll(
+        HttpApiBuilder.group(
+          SuiteApi,
+          "health",
+          (handlers) => handlers.handle("health", () => Effect.succeed({ status: "ok" as const }))
+        ),
+        HttpApiBuilder.group(SuiteApi, "suite", (handlers) =>
+          handlers.handle("services", () =>
+            Effect.succeed({ services: services.map(({ name, description }) => ({ name, description })) })))
+      )
+    }),
+    openApiRoute(suiteOpenApi),
+    readyRoute(services)
+  )
+
+/**
  * The status server. It listens at once, beside the services (a taken `SVC_PORT` fails the start at
  * once, as any service's taken port does), and attaches its routes only once `whenRunning` is done
  * (every service built): until then every request is answered 503 `The server is starting or
@@ -72,23 +99,7 @@ export const layer = (
 ) =>
   serve(
     Layer.flatMap(Layer.effectDiscard(whenRunning), () =>
-      Layer.merge(
-        apiRoutes({
-          api: SuiteApi,
-          openapi: true,
-          handlers: Layer.mergeAll(
-            HttpApiBuilder.group(
-              SuiteApi,
-              "health",
-              (handlers) => handlers.handle("health", () => Effect.succeed({ status: "ok" as const }))
-            ),
-            HttpApiBuilder.group(SuiteApi, "suite", (handlers) =>
-              handlers.handle("services", () =>
-                Effect.succeed({ services: services.map(({ name, description }) => ({ name, description })) })))
-          )
-        }),
-        readyRoute(services)
-      ).pipe(
+      routes(services).pipe(
         Layer.tap(() => Effect.logInfo(`Every service is up: ${services.map(({ name }) => name).join(", ")}`))
       )),
     { name: "suite", ...Server }

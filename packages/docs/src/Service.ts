@@ -1,5 +1,5 @@
 /**
- * The docs service assembled: REST API v2 (and /openapi.json) on `DOCS_PORT` (default 8789). Needs only
+ * The docs service assembled: REST API v2 (and /openapi.json, /ready, /rpc) on `DOCS_PORT` (default 8789). Needs only
  * the database (`Database | PgClient | SqlClient`), so `svc start` can run it next to other services.
  * Indexing and API keys are managed by the `svc docs` commands against the same database; an empty
  * index is first filled with the suite's own dependencies' docs in the background, and versions an earlier
@@ -12,7 +12,7 @@ import { Config, Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys.ts"
 import { DocsAuthLive } from "./Auth.ts"
 import * as DefaultLibraries from "./DefaultLibraries.ts"
-import { ApiHandlers } from "./http.ts"
+import { ApiHandlers, OpenApiRoute } from "./http.ts"
 import { Indexer } from "./Indexer.ts"
 import * as Refresher from "./Refresher.ts"
 import { RefreshStore } from "./RefreshStore.ts"
@@ -25,14 +25,24 @@ import { WebSettings } from "./sources/WebFetch.ts"
 export const ServicesLive = Layer.mergeAll(Search.layer, ApiKeys.layer, Indexer.layer)
 
 /**
- * Every route of the service: the REST API v2 and the operators' RPC at /rpc; needs `Search`,
- * `ApiKeys` and `Indexer`. The rate limiter (in `DocsAuthLive`) is built with the routes, so each
- * server counts on its own.
+ * Every route of the service but `/ready` (which needs the database at build): the REST API v2, its
+ * OpenAPI document and the operators' RPC at /rpc; needs `Search`, `ApiKeys` and `Indexer`. The rate
+ * limiter (in `DocsAuthLive`) is built with the routes, so each server counts on its own.
  */
 export const routes = Layer.mergeAll(
-  apiRoutes({ api: DocsApi, handlers: ApiHandlers, openapi: true }).pipe(Layer.provide(DocsAuthLive)),
+  apiRoutes({ api: DocsApi, handlers: ApiHandlers }).pipe(Layer.provide(DocsAuthLive)),
+  OpenApiRoute,
   RpcRoute
 )
+
+/** `GET /ready`: the database answers (platform Readiness.ts). */
+export const ReadyRoute = Readiness.route(Effect.all([Readiness.database]))
+
+/**
+ * What the server serves: every route. Each is in the OpenAPI document;
+ * `test/openapiDocument.test.ts` compares these routes with the document.
+ */
+export const served = Layer.merge(routes, ReadyRoute)
 
 export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 
@@ -54,8 +64,7 @@ export const MAX_HEAD_BYTES = (MAX_QUESTION_LENGTH + MAX_TOPIC_LENGTH + MAX_ID_L
 const SourceSettingsChecked = Layer.effectDiscard(Effect.all([WebSettings, GitSettings, maxSnippets]))
 
 export const layer = withBackground(
-  // `GET /ready`: the database answers (platform Readiness.ts)
-  serve(Layer.merge(routes, Readiness.route(Effect.all([Readiness.database]))), { name: "docs-api", port: Port, portVariable: "DOCS_PORT", maxHeadBytes: MAX_HEAD_BYTES }),
+  serve(served, { name: "docs-api", port: Port, portVariable: "DOCS_PORT", maxHeadBytes: MAX_HEAD_BYTES }),
   Layer.mergeAll(
     DefaultLibraries.layer,
     // with DOCS_REFRESH_INTERVAL: the scheduled refresh of git and npm sources, one pass per database

@@ -6,7 +6,8 @@
  * `DocsAuth` (Auth.ts) runs before them: it refuses wrong keys, applies the rate limits and provides
  * the caller, whose team settings (if any) restrict what search and context may see.
  */
-import { type Caller, DocsApi, DocsCaller, type LibraryIndexing, settingsActive, type TeamSettings } from "@svc/schema"
+import { openApiRoute } from "@svc/platform"
+import { type Caller, DocsApi, DocsCaller, docsOpenApi, type LibraryIndexing, settingsActive, type TeamSettings } from "@svc/schema"
 import { Effect, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -96,3 +97,9 @@ const ContextHandlers = HttpApiBuilder.group(
 
 /** The API's handlers; they need `Search`. */
 export const ApiHandlers = Layer.mergeAll(HealthHandlers, LibsHandlers, ContextHandlers)
+
+/**
+ * `GET /openapi.json`: `DocsApi`'s document with the routes served outside it (/ready, /rpc, the
+ * document itself) merged in (`DocsOpenApi.ts` in @svc/schema, where such a route is documented).
+ */
+export const OpenApiRoute = openApiRoute(docsOpenApi)

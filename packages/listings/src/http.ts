@@ -1,7 +1,7 @@
 /**
  * HTTP: the `ListingsApi` handlers, and GET /images/:key (a raw route: it streams bytes).
  */
-import { OutboundGuard } from "@svc/platform"
+import { OutboundGuard, openApiRoute } from "@svc/platform"
 import {
   ImageNotFound,
   INGEST_QUERY_PARAMETERS,
@@ -207,10 +207,7 @@ const AdminHandlers = HttpApiBuilder.group(
  * `GET /openapi.json`: `ListingsApi`'s document with the routes served outside it (the images, /ready,
  * /rpc, the document itself) merged in (`ListingsOpenApi.ts` in @svc/schema). Made once.
  */
-export const OpenApiRoute = Layer.unwrap(Effect.sync(() => {
-  const document = listingsOpenApi()
-  return HttpRouter.add("GET", "/openapi.json", Effect.sync(() => HttpServerResponse.jsonUnsafe(document)))
-}))
+export const OpenApiRoute = openApiRoute(listingsOpenApi)
 
 /** The API's handlers; they need Offers, SourceHealthLookup, ImportServices, Ingest. */
 export const ApiHandlers = Layer.mergeAll(

@@ -1,52 +1,17 @@
 /**
  * `GET /openapi.json` as listings serves it: valid by `@readme/openapi-parser` (OpenAPI 3.1 schema and
- * semantics, as the queue's document is checked), and it documents every route the server answers:
- * the routes the service's router is given (`served`, what `Service.layer` serves, recorded as they
- * are added) are exactly the document's operations — the image route, /ready, /rpc and the document
- * itself included. The conditional answers of /offers and /offers/{id} (ETag, 304) are described.
+ * semantics), and it documents every route the server answers: the routes the service's router is
+ * given (`served`, what `Service.layer` serves, recorded as they are added: `servedRoutes` in
+ * @svc/platform/testing, the suite's one check) are exactly the document's operations — the image
+ * route, /ready, /rpc and the document itself included. The conditional answers of /offers and /offers/{id} (ETag, 304) are described.
  */
-import { validate } from "@readme/openapi-parser"
 import { assert, layer } from "@effect/vitest"
+import { assertDocumentsRoutes, servedRoutes } from "@svc/platform/testing"
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
 import { served } from "../src/Service.ts"
 import { Client, get, services, socketClient, TestDatabase } from "./support.ts"
 
 const stack = services().pipe(Layer.provideMerge(TestDatabase.layer()))
-
-/** The router the routes' layers see, noting each route (method and path) on its way in. */
-const recordingRouter = (noted: Array<string>) =>
-  Layer.effect(
-    HttpRouter.HttpRouter,
-    Effect.gen(function*() {
-      const wrap = (router: HttpRouter.HttpRouter, prefix: string | undefined): HttpRouter.HttpRouter => {
-        const addAll: HttpRouter.HttpRouter["addAll"] = (routes) => {
-          for (const route of routes) {
-            const path = prefix === undefined ? route.path : HttpRouter.prefixPath(route.path, prefix)
-            noted.push(`${route.method.toLowerCase()} ${path}`)
-          }
-          return router.addAll(routes)
-        }
-        return HttpRouter.HttpRouter.of({
-          ...router,
-          prefixed: (next) => wrap(router.prefixed(next), prefix === undefined ? next : HttpRouter.prefixPath(next, prefix)),
-          addAll,
-          add: (method, path, handler, options) => addAll([HttpRouter.route(method, path, handler, options)])
-        })
-      }
-      return wrap(yield* HttpRouter.make, undefined)
-    })
-  )
-
-/** Every route the server's router holds, as `method /path/{param}`. */
-const routerRoutes = Effect.gen(function*() {
-  const noted: Array<string> = []
-  // built over the test's services; what is left of its requirements are the router's request
-  // markers (`Request<"Error", …>`), types only
-  const app = served.pipe(Layer.provide([recordingRouter(noted), HttpServer.layerServices]))
-  yield* Layer.build(app as unknown as Layer.Layer<never, never, Layer.Success<typeof stack>>)
-  return noted.map((route) => route.replace(/:(\w+)/g, "{$1}"))
-})
 
 layer(
   Layer.mergeAll(socketClient(stack), stack) as Layer.Layer<Client | Layer.Success<typeof stack>, unknown>,
@@ -57,15 +22,8 @@ layer(
       const { status, body: document } = yield* get("/openapi.json")
       assert.strictEqual(status, 200)
       assert.strictEqual(document.info.title, "svc listings")
-      // The parser dereferences in place: it gets a copy.
-      const result = yield* Effect.promise(() => validate(structuredClone(document)))
-      assert.deepStrictEqual(result, { valid: true, warnings: [], specification: "OpenAPI" })
-
-      const operations = Object.entries<Record<string, unknown>>(document.paths).flatMap(([path, item]) =>
-        Object.keys(item).map((method) => `${method} ${path}`)
-      )
-      const routes = yield* Effect.scoped(routerRoutes)
-      assert.sameMembers(operations, routes)
+      const routes = yield* Effect.scoped(servedRoutes(served))
+      yield* assertDocumentsRoutes(document, routes)
       // what the router holds, spelt out: a new route must be added here and to the document
       assert.sameMembers(routes, [
         "get /health",

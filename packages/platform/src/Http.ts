@@ -3,13 +3,13 @@
  *
  * ```ts
  * // packages/listings/src/main.ts
- * const ListingsServer = serveApi({
- *   name: "listings",
- *   api: ListingsApi,                 // from @svc/schema, annotated with ApiConventions
- *   handlers: ListingsHandlers,       // HttpApiBuilder.group(...) layers, their services provided
- *   port: Config.Port("LISTINGS_PORT").pipe(Config.withDefault(8787)),
- *   openapi: true
- * })
+ * const ListingsServer = serve(
+ *   Layer.merge(
+ *     apiRoutes({ api: ListingsApi, handlers: ListingsHandlers }), // handlers: HttpApiBuilder.group(...) layers
+ *     openApiRoute(listingsOpenApi)   // the API's document, with the routes served outside it (@svc/schema)
+ *   ),
+ *   { name: "listings", port: Config.Port("LISTINGS_PORT").pipe(Config.withDefault(8787)) }
+ * )
  * ListingsServer.pipe(Layer.provide(Database.layer), runServer)
  *
  * // tests, without a socket
@@ -53,7 +53,7 @@ import {
   UrlParams
 } from "effect/http"
 import { HttpApiBuilder, HttpApiError } from "effect/http-api"
-import type { HttpApi, HttpApiGroup } from "effect/http-api"
+import type { HttpApi, HttpApiGroup, OpenApi } from "effect/http-api"
 import type * as Types from "effect/Types"
 import * as NodeHttp from "node:http"
 import type { Duplex } from "node:stream"
@@ -89,21 +89,30 @@ export interface ApiRoutesOptions<Id extends string, Groups extends HttpApiGroup
   readonly api: HttpApi.HttpApi<Id, Groups>
   /** The `HttpApiBuilder.group(api, ...)` layers, merged. */
   readonly handlers: Layer.Layer<A, E, R>
-  /** Serve the OpenAPI document at `/openapi.json`. */
-  readonly openapi?: boolean | undefined
 }
 
 /**
  * The routes of an `HttpApi`: its endpoints, implemented by `handlers` (the `HttpApiBuilder.group`
- * layers, their own services already provided), and `GET /openapi.json` when `openapi` is set.
- * A group without handlers stays a requirement of the layer, so it is a compile error at launch.
+ * layers, their own services already provided). A group without handlers stays a requirement of the
+ * layer, so it is a compile error at launch. Its OpenAPI document is served by {@link openApiRoute},
+ * not by effect's `openapiPath`: that one documents the `HttpApi` alone, while every server answers
+ * routes outside it (`/ready` at least).
  */
 export const apiRoutes = <Id extends string, Groups extends HttpApiGroup.Constraint, A, E, R>(
   options: ApiRoutesOptions<Id, Groups, A, E, R>
-) =>
-  HttpApiBuilder.layer(options.api, options.openapi ? { openapiPath: "/openapi.json" } : undefined).pipe(
-    Layer.provide(options.handlers)
-  )
+) => HttpApiBuilder.layer(options.api).pipe(Layer.provide(options.handlers))
+
+/**
+ * `GET /openapi.json`: the document `make` gives (made once, when the routes are built). Every
+ * server of the suite serves its document so, made by `openApiDocument` in `@svc/schema`
+ * (OpenApiDocument.ts): the server's `HttpApi` with the routes it serves outside it, so that the
+ * document lists every route the server answers and none it does not.
+ */
+export const openApiRoute = (make: () => OpenApi.OpenAPISpec): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
+  Layer.unwrap(Effect.sync(() => {
+    const document = make()
+    return HttpRouter.add("GET", "/openapi.json", Effect.sync(() => HttpServerResponse.jsonUnsafe(document)))
+  }))
 
 // -----------------------------------------------------------------------------
 // Servers

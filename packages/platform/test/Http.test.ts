@@ -2,13 +2,13 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { ApiConventions, ApiError, InvalidRequest, MAX_ISSUES, ServiceUnavailable } from "@svc/schema"
 import { Context, type Duration, Effect, Layer, Logger, References, Schedule, Schema } from "effect"
 import { FetchHttpClient, HttpServer } from "effect/http"
-import { HttpApi, HttpApiBuilder, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApi, HttpApiBuilder, HttpApiClient, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { SqlError } from "effect/sql"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Net from "node:net"
 import * as Path from "node:path"
 import * as Zlib from "node:zlib"
-import { apiRoutes, serveApi, toWebHandler } from "../src/Http.ts"
+import { apiRoutes, openApiRoute, serve, serveApi, toWebHandler } from "../src/Http.ts"
 import { databaseDown } from "../src/testing/databaseDown.ts"
 
 // -----------------------------------------------------------------------------
@@ -91,7 +91,10 @@ class Client extends Context.Service<Client, {
   readonly baseUrl: string | undefined
 }>()("test/Client") {}
 
-const SocketServer = serveApi({ name: "test", api: TestApi, handlers: Handlers, port: 0, host: "127.0.0.1", openapi: true })
+/** The API and its document (`openApiRoute`, as every server serves one). */
+const TestRoutes = Layer.merge(apiRoutes({ api: TestApi, handlers: Handlers }), openApiRoute(() => OpenApi.fromApi(TestApi)))
+
+const SocketServer = serve(TestRoutes, { name: "test", port: 0, host: "127.0.0.1" })
 
 const SocketClient = Layer.effect(
   Client,
@@ -106,7 +109,7 @@ const InProcessClient = Layer.effect(
   Client,
   Effect.gen(function*() {
     const { handler } = yield* Effect.acquireRelease(
-      Effect.sync(() => toWebHandler(apiRoutes({ api: TestApi, handlers: Handlers, openapi: true }))),
+      Effect.sync(() => toWebHandler(TestRoutes)),
       ({ dispose }) => Effect.promise(dispose)
     )
     return {

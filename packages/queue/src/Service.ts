@@ -21,10 +21,17 @@ export const WorkerIfEnabled = Layer.unwrap(
   Effect.map(QueueConfig, (settings) => settings.worker ? Layer.merge(Worker.layer, Scheduler.layer) : Layer.empty)
 )
 
+/**
+ * What the server serves: every route (the HTTP API, the raw routes, /openapi.json, /rpc and
+ * `GET /ready`, the database probed). Each is in the OpenAPI document (`QueueOpenApi.ts` in
+ * @svc/schema); `test/unit/openapi.test.ts` compares these routes with the document.
+ */
+export const served = Layer.mergeAll(routes, RpcRoute, Readiness.route(Effect.all([Readiness.database])))
+
 /** HTTP and worker on the given (or configured) port, with the stores and `QueueConfig` built by the caller. */
 export const layerNoDeps = (options?: { readonly port?: number | Config.Config<number>; readonly host?: string }) =>
   withBackground(
-    serve(Layer.mergeAll(routes, RpcRoute, Readiness.route(Effect.all([Readiness.database]))), {
+    serve(served, {
       name: "queue",
       port: options?.port ?? Port,
       portVariable: "QUEUE_PORT",

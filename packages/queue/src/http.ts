@@ -18,7 +18,7 @@ import {
   RequestTooLarge
 } from "@svc/schema"
 import type { RequestIssue } from "@svc/schema"
-import { apiRoutes, BearerAuth, JsonBody } from "@svc/platform"
+import { apiRoutes, BearerAuth, JsonBody, openApiRoute } from "@svc/platform"
 import { ByteSize, Effect, Layer, Option, Result, Schema } from "effect"
 import { HttpIncomingMessage, HttpMethod, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -414,10 +414,11 @@ const HealthHandlers = HttpApiBuilder.group(QueueApi, "health", (handlers) =>
   handlers.handle("health", () => Effect.succeed({ status: "ok" as const })))
 
 /**
- * `GET /openapi.json`: `QueueApi`'s document with the raw routes above merged in (`QueueOpenApi.ts`
- * in `@svc/schema`, where a raw route is documented; effect caches the generated parts).
+ * `GET /openapi.json`: `QueueApi`'s document with the routes served outside it merged in (the raw
+ * routes above, /ready, /rpc, the document itself: `QueueOpenApi.ts` in `@svc/schema`, where such a
+ * route is documented). Made once.
  */
-export const OpenApiRoute = HttpRouter.add("GET", "/openapi.json", Effect.sync(() => HttpServerResponse.jsonUnsafe(queueOpenApi())))
+export const OpenApiRoute = openApiRoute(queueOpenApi)
 
 /** Every route of the queue; needs the stores (`Stores.layer` or `Stores.layerMemory`) and `QueueConfig`. */
 export const routes = Layer.mergeAll(

@@ -41,8 +41,8 @@ export const NotReady = Schema.Struct({
 /**
  * `GET /ready` (HEAD too) for an OpenAPI document. Every server of the suite answers it (platform
  * `Readiness.ts`); a service that serves its own route (`Readiness.route`) documents it by adding
- * this group to a document-only `HttpApi`, as listings does (an `HttpApi` it implements would
- * route `/ready` a second time).
+ * this group to its document-only `HttpApi` (`OpenApiDocument.ts`), as listings, the queue and
+ * docs-api do (an `HttpApi` it implements would route `/ready` a second time).
  */
 export class ReadinessGroup extends HttpApiGroup.make("readiness").add(
   HttpApiEndpoint.get("ready", "/ready", { success: ReadinessRecord, error: NotReady })

@@ -11,15 +11,15 @@
  * - `GET /openapi.json`: this document.
  *
  * A route listings serves outside `ListingsApi` is documented by adding its endpoint to
- * {@link ListingsRawRoutesApi}: that is the one place (routes added to `ListingsApi` itself are in the
+ * {@link ListingsRawRoutesApi} (merged by `OpenApiDocument.ts`, the suite's one rule): that is the one place (routes added to `ListingsApi` itself are in the
  * document already). `test/openapi.test.ts` in `@svc/listings` compares the routes the service's
  * router holds with the document's operations.
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { InvalidRequest } from "./Errors.ts"
 import { ReadinessGroup } from "./Health.ts"
-import { AdminAuth, ImageNotFound, ListingsApi } from "./Listings.ts"
+import { AdminAuth, ImageNotFound, ListingsApi, ListingsRpcs } from "./Listings.ts"
+import { DocumentGroup, internalRpcEndpoint, openApiDocument } from "./OpenApiDocument.ts"
 
 /** The content types a cached image may have (the only ones the cacher stores). */
 export const CACHED_IMAGE_TYPES = ["image/jpeg", "image/png", "image/webp", "image/gif", "image/avif"] as const
@@ -72,52 +72,25 @@ export class ImagesGroup extends HttpApiGroup.make("images").add(
   }))
 ).annotateMerge(OpenApi.annotations({ title: "Images" })) {}
 
-/** One line of an RPC body or answer (effect RPC's NDJSON protocol). */
-const RpcLine = Schema.Record(Schema.String, Schema.Unknown).annotate({
-  description: "One message of effect's RPC protocol per line"
-})
-
-export class InternalRpcGroup extends HttpApiGroup.make("internal").add(
-  HttpApiEndpoint.post("rpc", "/rpc", {
-    payload: HttpApiSchema.StreamNdjson({ schema: RpcLine }).annotate({
-      description: "Request messages, one JSON object a line ({\"_tag\":\"Request\",\"id\",\"tag\",\"payload\",\"headers\"}), " +
-        "checked whole before any runs; at most 16 MiB"
-    }),
-    success: HttpApiSchema.StreamNdjson({ schema: RpcLine }).annotate({
-      description: "Exit and Chunk messages, one JSON object a line"
-    }),
-    error: InvalidRequest
-  }).annotateMerge(OpenApi.annotations({
-    summary: "Internal RPC (ListingsRpcs)",
-    description: "Not for apps: the admin surface `svc listings ingest` uses, as effect's RpcClient over HTTP with NDJSON. " +
-      "Procedures: TriggerIngest {sources?: string[], wait: boolean} streams Run, Progress and Finished events; " +
-      "SourceHealth answers the GET /sources record. Behind ADMIN_TOKEN like POST /admin/ingest."
-  }))
+export class ListingsInternalRpcGroup extends HttpApiGroup.make("internal").add(
+  internalRpcEndpoint({
+    name: "ListingsRpcs",
+    rpcs: ListingsRpcs,
+    description: "Not for apps: the admin surface `svc listings ingest` uses. Behind ADMIN_TOKEN like POST /admin/ingest. " +
+      "TriggerIngest {sources?: string[], wait: boolean} streams Run, Progress and Finished events; " +
+      "SourceHealth answers the GET /sources record."
+  })
 ).middleware(AdminAuth).annotateMerge(OpenApi.annotations({ title: "Internal" })) {}
-
-export class DocumentGroup extends HttpApiGroup.make("document").add(
-  HttpApiEndpoint.get("openapi", "/openapi.json", {
-    success: Schema.Record(Schema.String, Schema.Unknown).annotate({ description: "This document (OpenAPI 3.1)" })
-  }).annotateMerge(OpenApi.annotations({ summary: "This OpenAPI document" }))
-) {}
 
 /** Only for its OpenAPI document (see the module comment). */
 export const ListingsRawRoutesApi = HttpApi.make("listingsRawRoutes")
   .add(ImagesGroup)
   .add(ReadinessGroup)
-  .add(InternalRpcGroup)
+  .add(ListingsInternalRpcGroup)
   .add(DocumentGroup)
 
 /**
  * The listings document: `ListingsApi`'s (its title, description, routes and schemas) with the
  * routes of {@link ListingsRawRoutesApi} merged in.
  */
-export const listingsOpenApi = (): OpenApi.OpenAPISpec => {
-  const spec = OpenApi.fromApi(ListingsApi)
-  const raw = OpenApi.fromApi(ListingsRawRoutesApi)
-  for (const [path, item] of Object.entries(raw.paths)) spec.paths[path] = { ...spec.paths[path], ...item }
-  spec.components.schemas = { ...raw.components.schemas, ...spec.components.schemas }
-  spec.components.securitySchemes = { ...raw.components.securitySchemes, ...spec.components.securitySchemes }
-  spec.tags = [...spec.tags, ...raw.tags.filter((tag) => !spec.tags.some((known) => known.name === tag.name))]
-  return spec
-}
+export const listingsOpenApi = (): OpenApi.OpenAPISpec => openApiDocument(ListingsApi, ListingsRawRoutesApi)

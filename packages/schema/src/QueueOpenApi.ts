@@ -1,19 +1,27 @@
 /**
- * The queue's OpenAPI document (`GET /openapi.json`): `QueueApi`'s, plus the raw routes —
- * `POST /v2/publish/<destination>`, `POST /v2/schedules/<destination>`,
- * `POST /v2/enqueue/<queue>/<destination>` — described as `HttpApi` endpoints **for the document
- * only**. `@svc/queue` serves those by hand (`http.ts`: the destination is a URL with slashes, the
- * configuration open-ended header families, the body any bytes), so nothing here is implemented
- * or decoded.
+ * The queue's OpenAPI document (`GET /openapi.json`): `QueueApi`'s, plus every route the queue
+ * serves outside it, described as `HttpApi` endpoints **for the document only** (nothing here is
+ * implemented or decoded):
+ *
+ * - the raw routes `POST /v2/publish/<destination>`, `POST /v2/batch`,
+ *   `POST /v2/schedules/<destination>`, `POST /v2/enqueue/<queue>/<destination>`, which `@svc/queue`
+ *   serves by hand (`http.ts`: the destination is a URL with slashes, the configuration open-ended
+ *   header families, the body any bytes);
+ * - `GET /ready`: readiness, the platform's route (`Readiness.route`, the database probed);
+ * - `POST /rpc`: the internal RPC group `QueueRpcs` (NDJSON, behind QUEUE_TOKEN);
+ * - `GET /openapi.json`: this document.
  *
  * A route the queue serves outside `QueueApi` is documented by adding its endpoint to
- * {@link QueueRawRoutesGroup}: that is the one place (routes added to `QueueApi` itself are in the
- * document already).
+ * {@link QueueRawRoutesApi} (merged by `OpenApiDocument.ts`, the suite's one rule): that is the one
+ * place (routes added to `QueueApi` itself are in the document already). `test/unit/openapi.test.ts`
+ * in `@svc/queue` compares the routes the server's router holds with the document's operations.
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { InvalidRequest } from "./Errors.ts"
-import { BatchResult, MessageTooLarge, PublishResult, QueueApi, QueueAuth } from "./Queue.ts"
+import { ReadinessGroup } from "./Health.ts"
+import { DocumentGroup, internalRpcEndpoint, openApiDocument } from "./OpenApiDocument.ts"
+import { BatchResult, MessageTooLarge, PublishResult, QueueApi, QueueAuth, QueueRpcs } from "./Queue.ts"
 import { BatchRequest, BatchTooLarge } from "./QueueBatch.ts"
 import { CreatedSchedule } from "./QueueSchedules.ts"
 
@@ -136,19 +144,25 @@ export class QueueRawRoutesGroup extends HttpApiGroup.make("publish").add(
   ))
 ) {}
 
+export class QueueInternalRpcGroup extends HttpApiGroup.make("internal").add(
+  internalRpcEndpoint({
+    name: "QueueRpcs",
+    rpcs: QueueRpcs,
+    description: "What `svc queue` and the suite's services call (`@svc/queue` RpcClient.ts): the HTTP API's operations " +
+      "as procedures, behind QUEUE_TOKEN like every queue route; a call without it is refused, its body read only " +
+      "up to 64 KiB."
+  })
+).middleware(QueueAuth).annotateMerge(OpenApi.annotations({ title: "Internal" })) {}
+
 /** Only for its OpenAPI document (see the module comment). */
-export const QueueRawRoutesApi = HttpApi.make("queueRawRoutes").add(QueueRawRoutesGroup.middleware(QueueAuth))
+export const QueueRawRoutesApi = HttpApi.make("queueRawRoutes")
+  .add(QueueRawRoutesGroup.middleware(QueueAuth))
+  .add(ReadinessGroup)
+  .add(QueueInternalRpcGroup)
+  .add(DocumentGroup)
 
 /**
- * The queue's document: `QueueApi`'s (its title, description, routes and schemas) with the raw
- * routes' paths and schemas merged in.
+ * The queue's document: `QueueApi`'s (its title, description, routes and schemas) with the routes
+ * of {@link QueueRawRoutesApi} merged in.
  */
-export const queueOpenApi = (): OpenApi.OpenAPISpec => {
-  const spec = OpenApi.fromApi(QueueApi)
-  const raw = OpenApi.fromApi(QueueRawRoutesApi)
-  for (const [path, item] of Object.entries(raw.paths)) spec.paths[path] = { ...spec.paths[path], ...item }
-  spec.components.schemas = { ...raw.components.schemas, ...spec.components.schemas }
-  spec.components.securitySchemes = { ...raw.components.securitySchemes, ...spec.components.securitySchemes }
-  spec.tags = [...spec.tags, ...raw.tags.filter((tag) => !spec.tags.some((known) => known.name === tag.name))]
-  return spec
-}
+export const queueOpenApi = (): OpenApi.OpenAPISpec => openApiDocument(QueueApi, QueueRawRoutesApi)

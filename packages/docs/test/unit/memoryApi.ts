@@ -8,7 +8,7 @@ import { Effect, Layer } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { ApiKeys } from "../../src/ApiKeys.ts"
 import { DocsAuthLive } from "../../src/Auth.ts"
-import { ApiHandlers } from "../../src/http.ts"
+import { ApiHandlers, OpenApiRoute } from "../../src/http.ts"
 import { IndexStore } from "../../src/IndexStore.ts"
 import { DocsClient } from "../../src/mcp/DocsClient.ts"
 import { Search } from "../../src/Search.ts"
@@ -25,7 +25,7 @@ export const memoryApi = Effect.gen(function*() {
   const { handler } = yield* Effect.acquireRelease(
     Effect.sync(() =>
       toWebHandler(
-        apiRoutes({ api: DocsApi, handlers: ApiHandlers, openapi: true }).pipe(
+        Layer.merge(apiRoutes({ api: DocsApi, handlers: ApiHandlers }), OpenApiRoute).pipe(
           Layer.provide(DocsAuthLive),
           Layer.provide(Layer.succeedContext(services))
         )

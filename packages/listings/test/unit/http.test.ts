@@ -80,7 +80,7 @@ const api = Effect.gen(function*() {
   const { handler } = yield* Effect.acquireRelease(
     Effect.sync(() =>
       toWebHandler(
-        apiRoutes({ api: ListingsApi, handlers: ApiHandlers, openapi: true }).pipe(Layer.provide(Layer.succeedContext(services)))
+        apiRoutes({ api: ListingsApi, handlers: ApiHandlers }).pipe(Layer.provide(Layer.succeedContext(services)))
       )
     ),
     ({ dispose }) => Effect.promise(dispose)
