@@ -76,6 +76,15 @@ const snippetsOf = (libraryId: string) =>
       WHERE v.library_id = ${libraryId} ORDER BY s.ordinal`
   })
 
+const sourceUrlsOf = (libraryId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ source_url: string | null }>`
+      SELECT s.source_url FROM docs.snippets s JOIN docs.versions v ON v.generation_id = s.generation_id
+      WHERE v.library_id = ${libraryId} ORDER BY s.ordinal`
+    return rows.map((row) => row.source_url)
+  })
+
 layer(stack)("OpenAPI sources", (it) => {
   it.effect("a YAML file: one snippet per operation, parameters resolved, the request example", () =>
     Effect.gen(function*() {
@@ -93,6 +102,9 @@ layer(stack)("OpenAPI sources", (it) => {
       assert.include(getPet!.description, "`GET /pets/{petId}`")
       assert.include(getPet!.description, "- `petId` (path, integer (int64), required): The pet's id")
       assert.include(getPet!.description, "- `fields` (query, array of string): Fields to return")
+
+      // its Source: line is the file's absolute path, as a folder's files have (was `petstore.yaml#getPet`)
+      assert.deepStrictEqual(yield* sourceUrlsOf(outcome.libraryId), [`${dir}/petstore.yaml`, `${dir}/petstore.yaml`, `${dir}/petstore.yaml`])
 
       assert.strictEqual(deletePet!.title, "DELETE /pets/{petId}")
       assert.strictEqual(deletePet!.source_path, "petstore.yaml#DELETE /pets/{petId}")
@@ -126,6 +138,8 @@ layer(stack)("OpenAPI sources", (it) => {
       assert.deepStrictEqual([outcome.libraryId, outcome.version, outcome.snippets], ["/acme/tiny", "2", 1])
       assert.strictEqual((yield* indexer.list).find((library) => library.id === "/acme/tiny")!.title, "Tiny API", "--title wins")
       assert.strictEqual((yield* snippetsOf("/acme/tiny"))[0]!.title, "Ping the server")
+      // its Source: line is the document's URL, which an agent can open (was `openapi.json#GET /ping`)
+      assert.strictEqual((yield* sourceUrlsOf("/acme/tiny"))[0], `${site.base}/api/openapi.json`)
 
       site.set({ "/api/openapi.json": { type: "application/json", body: spec("Check the server is up") } })
       yield* indexer.refresh("/acme/tiny").pipe(allowed)

@@ -245,6 +245,46 @@ layer(stack)("website sources", (it) => {
       assert.notInclude(site.requested, "/docs/private/secret.html")
     }))
 
+  it.effect("each page's Source: line is the URL it was read from, an agent can open it (was the stored file's relative path)", () =>
+    Effect.gen(function*() {
+      const site = yield* siteServer({
+        "/site": { location: "/site/" },
+        "/site/": { body: page("Site", `<h1>Site</h1>${prose("The start page of the site.")}<a href="a%20b.html?x=1">A</a> <a href="moved">M</a>`) },
+        "/site/a%20b.html?x=1": { body: page("A", `<h1>A</h1>${prose("A page with a space and a query in its URL.")}`) },
+        "/site/moved": { location: "/site/landed.html" },
+        "/site/landed.html": { body: page("Landed", `<h1>Landed</h1>${prose("Reached through a redirect.")}`) },
+        "/kit/llms.txt": { type: "text/plain", body: "# Kit\n\n- [Start](start.md)\n" },
+        "/kit/start.md": { type: "text/markdown", body: "# Start\n\nStart with the kit by reading this page, long enough to be a snippet." },
+        "/full/llms-full.txt": { type: "text/plain", body: "# Full\n\n## All\n\nThe whole documentation in one file, long enough to be a snippet." }
+      })
+      const sourcesOf = (libraryId: string) =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const rows = yield* sql<{ source_path: string; source_url: string | null }>`
+            SELECT s.source_path, s.source_url FROM docs.snippets s JOIN docs.versions v ON v.generation_id = s.generation_id
+            WHERE v.library_id = ${libraryId} ORDER BY s.source_path`
+          return rows.map((row) => [row.source_path, row.source_url])
+        })
+      const indexer = yield* Indexer
+      const crawled = yield* indexer.add(`${site.base}/site`).pipe(allowed)
+      assert.deepStrictEqual(yield* sourcesOf(crawled.libraryId), [
+        ["site/a_b_x_1.md", `${site.base}/site/a%20b.html?x=1`],
+        ["site/index.md", `${site.base}/site/`],
+        ["site/landed.md", `${site.base}/site/landed.html`]
+      ])
+      const llms = yield* indexer.add(`${site.base}/kit/`).pipe(allowed)
+      assert.deepStrictEqual(yield* sourcesOf(llms.libraryId), [["kit/start.md", `${site.base}/kit/start.md`]])
+      const full = yield* indexer.add(`${site.base}/full/`).pipe(allowed)
+      assert.deepStrictEqual(yield* sourcesOf(full.libraryId), [["llms-full/part-001.md", `${site.base}/full/llms-full.txt`]])
+
+      // the text answer shows it, and counts it in the snippet's tokens
+      const sql = yield* SqlClient.SqlClient
+      const [row] = yield* sql<{ tokens: number; body: string; title: string }>`
+        SELECT s.tokens, s.body, s.title FROM docs.snippets s JOIN docs.versions v ON v.generation_id = s.generation_id
+        WHERE v.library_id = ${llms.libraryId}`
+      assert.strictEqual(row!.tokens, Math.ceil(`### ${row!.title}\n\nSource: ${site.base}/kit/start.md\n\n${row!.body}\n\n${"-".repeat(40)}\n\n`.length / 4))
+    }))
+
   it.effect("a page nested too deep, a bad character reference or percent-escape skip that page or decode safely, never fail the site", () =>
     Effect.gen(function*() {
       const site = yield* siteServer({

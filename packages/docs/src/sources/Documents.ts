@@ -12,7 +12,7 @@ import { Effect, FileSystem, Path } from "effect"
 import { formatOf, MIN_CODE_CHARS, MIN_PROSE_CHARS, type Snippet, split } from "../Splitter.ts"
 import { isUnder } from "./RepoConfig.ts"
 import { IndexFailed, maxSnippets, type ResolvedSource, tooManySnippets } from "./Source.ts"
-import { withSourceLinks } from "./SourceLinks.ts"
+import { withSourceLinks, withSourceUrl } from "./SourceLinks.ts"
 
 /** Files bigger than this are generated or vendored, not documentation. */
 export const MAX_FILE_BYTES = 1_000_000
@@ -81,7 +81,10 @@ export const make = Effect.gen(function*() {
       const content = yield* fs.readFileString(full).pipe(
         Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot read ${full}: ${error.message}` }))
       )
-      const found = withSourceLinks(split(content, file), content, source.linkBase)
+      const pageUrl = source.pageUrls?.get(file)
+      const found = pageUrl === undefined
+        ? withSourceLinks(split(content, file), content, source.linkBase)
+        : withSourceUrl(split(content, file), pageUrl)
       snippets.push(...found)
       if (snippets.length > max) return yield* tooManySnippets(source.location, max)
       filesRead++

@@ -7,7 +7,8 @@
  * description, and the parameters (path-level ones included, `$ref`s within the document resolved:
  * name, where, type, required, description); its code is the request: `METHOD /path`, and the request
  * body's example when the document gives one (`example`, the first of `examples`, or the schema's
- * `example`; none is invented). Source path: `<file name>#<operationId or METHOD /path>`.
+ * `example`; none is invented). Source path: `<file name>#<operationId or METHOD /path>`; `Source:` line
+ * the document's URL, or the file's absolute path.
  *
  * Library id `--id`, else `/openapi/<title as a slug>`; version `--version`, else `info.version`;
  * title and description `--title`/`--description`, else from `info` (its description's first
@@ -18,6 +19,7 @@ import { Duration, Effect, FileSystem, Path } from "effect"
 import { makeBoundedThread } from "./BoundedThread.ts"
 import { type DocumentReading, MAX_OPERATIONS, type readDocument } from "./OpenApiDocument.ts"
 import { checkLibraryId, checkVersion, IndexFailed, invalidSource, maxSnippets, type Source, type SourceOptions, tooManySnippets } from "./Source.ts"
+import { withSourceUrl } from "./SourceLinks.ts"
 import { makeFetcher, startFailed, webSettings } from "./WebFetch.ts"
 
 /** Documents bigger than this are refused (the biggest public API descriptions are a few MB). */
@@ -107,7 +109,8 @@ export const make = Effect.gen(function*() {
       version,
       title: options.title ?? info.title,
       description: options.description ?? (info.description ?? "").trim().split(/\n\s*\n/)[0]!.slice(0, 500),
-      snippets
+      // an agent opens the document itself: its URL, or the file's absolute path
+      snippets: withSourceUrl(snippets, loaded.location)
     }
   })
 

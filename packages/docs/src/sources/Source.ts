@@ -62,6 +62,11 @@ export interface ResolvedSource {
    */
   readonly linkBase?: string | undefined
   /**
+   * A web source's files (relative paths in `root`) by the URL each was read from: their snippets'
+   * `Source:` line, which `linkBase` cannot give (a page's file name is not its URL).
+   */
+  readonly pageUrls?: ReadonlyMap<string, string> | undefined
+  /**
    * Snippets the source made itself (an OpenAPI document: one per operation), read instead of the
    * folder's documents; `root` is then only where they came from.
    */

@@ -7,6 +7,8 @@
  * - After a file is split, {@link withSourceLinks} finds each snippet's first line in the file and sets
  *   `sourceUrl` (`<base><path>#L<line>`; a folder: `<base><path>`, no line: a path with `:12` is not a
  *   file a tool can open), its `tokens` counting the longer `Source:` line.
+ * - A web page (website, llms.txt) links to the URL it was read from, an OpenAPI document's operations
+ *   to the document (its URL, or a file's absolute path): {@link withSourceUrl}.
  *
  * Hosts with a known web layout only: GitHub and Codeberg/Gitea-likes are not guessed; GitHub,
  * GitLab (`/-/blob/`) and Bitbucket (`/src/`, `#lines-`). Anything else keeps the relative path.
@@ -106,3 +108,10 @@ export const withSourceLinks = (
     return { ...linked, tokens: tokensOf(linked) }
   })
 }
+
+/** The snippets of one file with `sourceUrl` set to `url` (a web page's, an OpenAPI document's), their tokens counting it. */
+export const withSourceUrl = (snippets: ReadonlyArray<Snippet>, url: string): ReadonlyArray<Snippet> =>
+  snippets.map((snippet) => {
+    const linked = { ...snippet, sourceUrl: url }
+    return { ...linked, tokens: tokensOf(linked) }
+  })

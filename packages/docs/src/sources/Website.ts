@@ -25,7 +25,7 @@
  * (`https://docs.acme.dev/widgets/` → `/docs.acme.dev/widgets`; `docs` at the root); version
  * `--version`, else `latest`; title and description `--title`/`--description`, else the llms.txt's
  * (`# H1`, `> summary`), else the start page's `<title>` and meta description. A snippet's source
- * path is the page's path on the site.
+ * path is the page's path on the site; its `Source:` line the URL the page was read from.
  */
 import { Effect, FileSystem, Path } from "effect"
 import { looksLikeLlmsTxt, parseLlmsTxt } from "./LlmsTxt.ts"
@@ -96,6 +96,8 @@ const keyOf = (url: URL) => {
 interface Page {
   readonly file: string
   readonly markdown: string
+  /** Where it was read from (after redirects): its snippets' `Source:` line. */
+  readonly url: string
 }
 
 /**
@@ -153,12 +155,14 @@ export const make = Effect.gen(function*() {
   })
 
   /** An llms-full.txt as files of about {@link FULL_PART_BYTES}, cut before a heading. */
-  const fullParts = (body: string): Array<Page> => {
+  const fullParts = (body: string, url: string): Array<Page> => {
     const parts: Array<Page> = []
     let current: Array<string> = []
     let size = 0
     const flush = () => {
-      if (current.length > 0) parts.push({ file: `llms-full/part-${String(parts.length + 1).padStart(3, "0")}.md`, markdown: current.join("\n") })
+      if (current.length > 0) {
+        parts.push({ file: `llms-full/part-${String(parts.length + 1).padStart(3, "0")}.md`, markdown: current.join("\n"), url })
+      }
       current = []
       size = 0
     }
@@ -202,7 +206,7 @@ export const make = Effect.gen(function*() {
     const llms = yield* findLlms(fetcher, llmsCandidates, allowed)
 
     if (llms !== undefined && llms.full) {
-      pages.push(...fullParts(llms.body))
+      pages.push(...fullParts(llms.body, llms.url.href))
       title = parseLlmsTxt(llms.body).title
     } else if (llms !== undefined) {
       const parsed = parseLlmsTxt(llms.body)
@@ -217,12 +221,18 @@ export const make = Effect.gen(function*() {
       }).slice(0, settings.maxPages)
       const read = yield* Effect.forEach(targets, (url) =>
         fetcher.get(url, MAX_PAGE_BYTES, allowed).pipe(
-          Effect.flatMap((answer) => answer._tag === "Success" ? readDocument(converter, answer.success) : Effect.undefined),
-          Effect.map((document) => document === undefined || document.markdown.trim() === "" ? undefined : { file: pageFile(url), markdown: document.markdown })
+          Effect.flatMap((answer) =>
+            answer._tag === "Success"
+              ? Effect.map(readDocument(converter, answer.success), (document) =>
+                document === undefined || document.markdown.trim() === ""
+                  ? undefined
+                  : { file: pageFile(url), markdown: document.markdown, url: answer.success.url.href })
+              : Effect.undefined
+          )
         ), { concurrency: settings.concurrency })
       pages.push(...read.filter((page): page is Page => page !== undefined))
       // An llms.txt without readable links is documentation of its own.
-      if (pages.length === 0) pages.push({ file: "llms.md", markdown: llms.body })
+      if (pages.length === 0) pages.push({ file: "llms.md", markdown: llms.body, url: llms.url.href })
     } else {
       const first = yield* fetcher.get(start, MAX_PAGE_BYTES, allowed)
       if (first._tag === "Failure") return yield* startFailed(first.failure)
@@ -256,7 +266,7 @@ export const make = Effect.gen(function*() {
           next.push(url)
         }
       }
-      if (document.markdown.trim() !== "") pages.push({ file: pageFile(landed), markdown: document.markdown })
+      if (document.markdown.trim() !== "") pages.push({ file: pageFile(landed), markdown: document.markdown, url: landed.href })
       let requested = 1
       let level: Array<URL> = []
       if (settings.maxDepth > 0) enqueueLinks(document.links, landed, level)
@@ -280,7 +290,9 @@ export const make = Effect.gen(function*() {
           if (landedAt.has(at) || !inScope(page.url)) continue
           landedAt.add(at)
           seen.add(at)
-          if (page.document.markdown.trim() !== "") pages.push({ file: pageFile(page.url), markdown: page.document.markdown })
+          if (page.document.markdown.trim() !== "") {
+            pages.push({ file: pageFile(page.url), markdown: page.document.markdown, url: page.url.href })
+          }
           if (depth < settings.maxDepth) enqueueLinks(page.document.links, page.url, next)
         }
         level = next
@@ -290,11 +302,11 @@ export const make = Effect.gen(function*() {
     const dir = yield* fs.makeTempDirectoryScoped({ prefix: "svc-docs-web-" }).pipe(
       Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot create a temporary folder for ${start.href}: ${error.message}` }))
     )
-    const written = new Set<string>()
+    const written = new Map<string, string>()
     for (const page of pages) {
       let file = page.file
       for (let n = 2; written.has(file); n++) file = page.file.replace(/\.md$/, `-${n}.md`)
-      written.add(file)
+      written.set(file, page.url)
       yield* fs.makeDirectory(path.dirname(path.join(dir, file)), { recursive: true }).pipe(
         Effect.andThen(fs.writeFileString(path.join(dir, file), page.markdown)),
         Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot store a page of ${start.href}: ${error.message}` }))
@@ -308,7 +320,8 @@ export const make = Effect.gen(function*() {
       version,
       // the operator's --title / --description first
       title: options.title ?? (title || start.hostname),
-      description: options.description ?? description
+      description: options.description ?? description,
+      pageUrls: written
     }
   })
 
