@@ -424,6 +424,14 @@ do_start() {
       log "port clash, retrying with other ports"
       continue
     fi
+    # a pinned port taken after the probe above: two instances started at once (svc start all) both
+    # found it free, and the second's daemon failed with Ceph's words only
+    if [ -n "$MON_PORT_FIXED$RGW_PORT_FIXED" ] &&
+      grep -qsiE 'address already in use|unable to bind|failed to bind' "$LOGDIR"/*; then
+      local pinned=${MON_PORT_FIXED:+MON_PORT=$MON_PORT_FIXED}
+      [ -n "$RGW_PORT_FIXED" ] && pinned="${pinned:+$pinned or }RGW_PORT=$RGW_PORT_FIXED"
+      die "$pinned is in use: a fixed port serves one instance (svc start all runs one for listings and one for uploads); unset it for a free port"
+    fi
     log "giving up; logs are in $LOGDIR"
     exit 1
   done

@@ -373,6 +373,26 @@ describe("two processes on one folder", () => {
       }
     }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 120_000)
 
+  it.live.skipIf(radosgwOnly)("two instances started at once on one fixed MON_PORT: one runs, the other is refused naming the variable, not in Ceph's words", () =>
+    Effect.gen(function*() {
+      const port = String(yield* Effect.promise(() =>
+        new Promise<number>((resolve) => {
+          const probe = Net.createServer()
+          probe.listen(0, "127.0.0.1", () => {
+            const { port } = probe.address() as Net.AddressInfo
+            probe.close(() => resolve(port))
+          })
+        })
+      ))
+      const dirs = [yield* tempDir("svc-test-s3-pinned-a-"), yield* tempDir("svc-test-s3-pinned-b-")]
+      for (const dir of dirs) yield* Effect.addFinalizer(() => Effect.ignore(runObjectStorageScript("stop", dir)))
+      // both probe the port free before either binds it (svc start all starts listings' and uploads' at once)
+      const results = yield* Effect.all(dirs.map((dir) => runObjectStorageScript("start", dir, { env: { MON_PORT: port } })), { concurrency: 2 })
+      assert.sameMembers(results.map((result) => result.exitCode), [0, 1], results.map((result) => result.stderr).join("\n"))
+      const refused = results.find((result) => result.exitCode === 1)!
+      assert.include(refused.stderr, `error: MON_PORT=${port} is in use: a fixed port serves one instance`)
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 180_000)
+
   it.live.skipIf(radosgwOnly)("two starts on one folder at the same moment: one starts the instance, the other waits and shares it", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-test-s3-race-")
