@@ -64,6 +64,17 @@ const RpcLine = Schema.Record(Schema.String, Schema.Unknown).annotate({
   description: "One message of effect's RPC protocol per line"
 })
 
+/** A body over 16 MiB (platform `RpcHttp.ts`), refused before the rest of it is read. */
+const RpcBodyTooLarge = Schema.Struct({
+  code: Schema.Literal("payload_too_large"),
+  message: Schema.String,
+  maxBytes: Schema.Int
+}).annotate({
+  identifier: "RpcBodyTooLarge",
+  description: "The body is over 16 MiB, the most one call may send",
+  httpApiStatus: 413
+})
+
 /**
  * `POST /rpc`, a service's internal RPC (effect's `RpcClient` over HTTP, NDJSON; platform
  * `RpcHttp.ts`), for a group whose token middleware the service adds:
@@ -86,7 +97,7 @@ export const internalRpcEndpoint = (options: {
     success: HttpApiSchema.StreamNdjson({ schema: RpcLine }).annotate({
       description: "Exit and Chunk messages, one JSON object a line"
     }),
-    error: InvalidRequest
+    error: [InvalidRequest, RpcBodyTooLarge]
   }).annotateMerge(OpenApi.annotations({
     summary: `Internal RPC (${options.name})`,
     description: `${options.description} Procedures: ${[...options.rpcs.requests.keys()].join(", ")}.`

@@ -117,7 +117,7 @@ describe("the queue's OpenAPI document", () => {
       assert.sameMembers(Object.keys(spec.paths["/ready"].get.responses), ["200", "503"])
       const rpc = spec.paths["/rpc"].post
       assert.deepStrictEqual(rpc.security, [{ bearer: [] }])
-      assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "503"])
+      assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "413", "503"])
       assert.match(rpc.description, /Procedures: Publish, GetMessage, .*DeleteDlqEntries\./)
       assert.deepStrictEqual(spec.paths["/openapi.json"].get.security, [])
     }))
