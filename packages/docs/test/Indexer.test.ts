@@ -79,6 +79,49 @@ layer(stack)("Indexer", (it) => {
       assert.deepStrictEqual([outcome.libraryId, outcome.version, outcome.files, outcome.snippets], ["/me/thing", "2.0", 1, 1])
     }))
 
+  it.effect("a binary file named .md is skipped, not indexed as garbage; UTF-16 with a byte order mark is read as text", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const dir = yield* docsFolder({
+        "README.md": "# Mixed\n\nA folder whose docs sit beside binary files that carry a documentation extension.\n",
+        "docs/latin1.md": "placeholder"
+      })
+      const random = Buffer.alloc(200_000)
+      for (let i = 0; i < random.length; i++) random[i] = (i * 2654435761 + (i >> 3) * 40503) % 251
+      yield* Effect.promise(async () => {
+        const { writeFile } = await import("node:fs/promises")
+        // random bytes (an image, an archive, a build artefact someone named .md): 51 snippets of mojibake before
+        await writeFile(path.join(dir, "docs/blob.md"), random)
+        await writeFile(path.join(dir, "docs/screenshot.txt"), Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), random.subarray(0, 5000)]))
+        // what Windows tools write: UTF-16 with its byte order mark (read before as "\ufffd\ufffd# U T F 1 6", no heading)
+        await writeFile(
+          path.join(dir, "docs/utf16.md"),
+          Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("# Wide page\n\nThis page was saved as UTF-16 little endian by an editor on Windows.\n", "utf16le")])
+        )
+        // Latin-1 prose is text with a few bytes that are not UTF-8: still read
+        await writeFile(path.join(dir, "docs/latin1.md"), Buffer.from("# Caf\xe9 guide\n\nThis page was saved as Latin-1 and names the caf\xe9 where the team meets.\n", "latin1"))
+        // a symbolic link is not followed (it may lead out of the folder)
+        const { symlink } = await import("node:fs/promises")
+        await symlink(path.join(greeter, "README.md"), path.join(dir, "docs/linked.md"))
+      })
+      const progress: Array<IndexProgress> = []
+      const outcome = yield* indexer.add(dir, { id: "/acme/mixed", onProgress: (event) => Effect.sync(() => progress.push(event)) })
+      const sql = yield* SqlClient.SqlClient
+      const snippets = yield* sql<{ source_path: string; title: string; body: string }>`
+        SELECT s.source_path, s.title, s.body FROM docs.snippets s JOIN docs.versions v ON v.generation_id = s.generation_id
+        WHERE v.library_id = '/acme/mixed' ORDER BY s.ordinal`
+      assert.deepStrictEqual([...new Set(snippets.map((s) => s.source_path))], ["README.md", "docs/latin1.md", "docs/utf16.md"])
+      assert.strictEqual(outcome.files, 3)
+      const wide = snippets.find((s) => s.source_path === "docs/utf16.md")!
+      assert.strictEqual(wide.title, "Wide page")
+      assert.strictEqual(wide.body, "This page was saved as UTF-16 little endian by an editor on Windows.")
+      assert.isTrue(snippets.some((s) => s.body.includes("names the caf\ufffd where")))
+      assert.deepStrictEqual(
+        progress.filter((event) => event._tag === "FileRead").map((event) => event.path),
+        ["README.md", "docs/latin1.md", "docs/utf16.md"]
+      )
+    }))
+
   it.effect("npm packages: id from the repository field, version from package.json", () =>
     Effect.gen(function*() {
       const indexer = yield* Indexer

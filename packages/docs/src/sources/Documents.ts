@@ -2,9 +2,10 @@
  * The documents of a resolved source: the documentation files under its folder, read and split into
  * snippets (Splitter.ts), the same for every kind of source.
  *
- * Read: `.md`, `.mdx`, `.markdown`, `.rst`, `.txt`. Skipped: `node_modules`, `.git` and every hidden
- * folder, `dist`, `build`, `coverage`; files over 1 MB; licence, changelog, notice and code-of-conduct
- * files. The root README comes first (it opens a version's snippets). A `svc.json` at the root narrows
+ * Read: `.md`, `.mdx`, `.markdown`, `.rst`, `.txt`, as UTF-8 (UTF-16 with a byte order mark as such).
+ * Skipped: `node_modules`, `.git` and every hidden folder, `dist`, `build`, `coverage`; files over 1 MB;
+ * binary files (see {@link decodeText}); licence, changelog, notice and code-of-conduct files; each file
+ * skipped for its size or content is logged (`Skipped docs/logo.md: …`). The root README comes first (it opens a version's snippets). A `svc.json` at the root narrows
  * the files to its `folders` and leaves out its `exclude` (RepoConfig.ts). Reading stops with a failure
  * past `DOCS_MAX_SNIPPETS` snippets (Source.ts).
  */
@@ -20,6 +21,26 @@ export const MAX_FILE_BYTES = 1_000_000
 const SKIPPED_DIRECTORIES = new Set(["node_modules", ".git", "dist", "build", "coverage"])
 /** Legal text and release notes match every question and answer none. */
 const SKIPPED_FILES = /^(licen[cs]e|copying|changelog|history|notice|code_of_conduct)([.-]|$)/i
+
+/** How much of a file's start is looked at to tell text from binary content (git looks at 8,000 bytes). */
+const SNIFF_CHARS = 8000
+/** Characters that text does not hold: C0 controls but tab, line feed, vertical tab, form feed and carriage return; DEL; U+FFFD (a byte that is not UTF-8). */
+const NOT_TEXT = /[\u0000-\u0008\u000e-\u001f\u007f\ufffd]/g
+
+/**
+ * A file's text: UTF-16 when it starts with that byte order mark (what Windows editors write), else
+ * UTF-8 (its byte order mark dropped; a byte that is not UTF-8 becomes U+FFFD, so Latin-1 prose still
+ * reads). Undefined for binary content: more than a tenth of its first {@link SNIFF_CHARS} characters
+ * are control characters or bytes that are not UTF-8 — an image, archive or build artefact named `.md`
+ * was read as tens of snippets of mojibake, while a document with a stray NUL (dropped later, Sources.ts)
+ * is still text.
+ */
+export const decodeText = (bytes: Uint8Array): string | undefined => {
+  const encoding = bytes[0] === 0xff && bytes[1] === 0xfe ? "utf-16le" : bytes[0] === 0xfe && bytes[1] === 0xff ? "utf-16be" : "utf-8"
+  const text = new TextDecoder(encoding).decode(bytes)
+  const start = text.slice(0, SNIFF_CHARS)
+  return (start.match(NOT_TEXT)?.length ?? 0) > start.length / 10 ? undefined : text
+}
 
 /** One file read: its path relative to the root, its snippets, and how far the reading is. */
 export interface FileRead {
@@ -77,10 +98,18 @@ export const make = Effect.gen(function*() {
     for (const file of files) {
       const full = path.join(source.root, file)
       const size = yield* fs.stat(full).pipe(Effect.map((info) => Number(info.size)), Effect.orElseSucceed(() => Infinity))
-      if (size > MAX_FILE_BYTES) continue
-      const content = yield* fs.readFileString(full).pipe(
+      if (size > MAX_FILE_BYTES) {
+        yield* Effect.logWarning(`Skipped ${file}: ${Number.isFinite(size) ? "over 1 MB" : "cannot be read"}`)
+        continue
+      }
+      const bytes = yield* fs.readFile(full).pipe(
         Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot read ${full}: ${error.message}` }))
       )
+      const content = decodeText(bytes)
+      if (content === undefined) {
+        yield* Effect.logWarning(`Skipped ${file}: binary content, not text`)
+        continue
+      }
       const pageUrl = source.pageUrls?.get(file)
       const found = pageUrl === undefined
         ? withSourceLinks(split(content, file), content, source.linkBase)
