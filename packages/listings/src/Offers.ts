@@ -37,7 +37,7 @@ import {
   unknownSourcesWarning
 } from "./OfferAnswers.ts"
 import { Remembered } from "./Remembered.ts"
-import { toPrefixQuery } from "./SearchWords.ts"
+import { queryWarning, toPrefixQuery } from "./SearchWords.ts"
 import { Sources } from "./Sources.ts"
 import { ListingsMemory } from "./memory/ListingsMemory.ts"
 import { makeMemoryOffers } from "./memory/offers.ts"
@@ -158,8 +158,9 @@ export class Offers extends Context.Service<Offers, {
           if (warning !== undefined) warnings.push(warning)
           where.push(sql`source_id IN ${sql.in(sourceIds)}`)
         }
-        const ignored = ignoredParametersWarning(search.ignoredParameters)
-        if (ignored !== undefined) warnings.push(ignored)
+        for (const warning of [queryWarning(search.query), ignoredParametersWarning(search.ignoredParameters)]) {
+          if (warning !== undefined) warnings.push(warning)
+        }
         const dedup = search.dedup ?? true
         if (dedup && keyClosed) where.push(sql`dedup_winner`)
         const filter = sql.and(where)

@@ -59,6 +59,18 @@ export const toPrefixQuery = (text: string): string | null => {
 }
 
 /**
+ * What a request's `query` did not search, said in the answer's `warnings`: text with no word (only
+ * punctuation, "%" or "___") filters nothing, and words past the first {@link MAX_QUERY_WORDS} are not
+ * searched. Both used to pass without a word: `?query=%` answered every offer as if it had matched.
+ */
+export const queryWarning = (text: string | undefined): string | undefined => {
+  if (text === undefined || text.trim() === "") return undefined
+  const count = searchWords(text).length
+  if (count === 0) return `The query ${JSON.stringify(text.slice(0, 100))} has no letters or digits to search for: it filters nothing`
+  return count > MAX_QUERY_WORDS ? `Only the first ${MAX_QUERY_WORDS} words of the query are searched` : undefined
+}
+
+/**
  * The key a text filter compares by (`make`, `model`, `fuelTypes`, `transmissions`, `regions` of GET
  * /offers and `region` of GET /import-services), made by this one function for the request's value and
  * for the offer's (at ingest, stored as `make_key`, `model_key`, … and indexed for `make`): case,

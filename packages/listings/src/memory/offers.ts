@@ -17,7 +17,7 @@ import {
   toOffer,
   unknownSourcesWarning
 } from "../OfferAnswers.ts"
-import { toPrefixQuery } from "../SearchWords.ts"
+import { queryWarning, toPrefixQuery } from "../SearchWords.ts"
 import type { MemoryOffer, MemoryTables } from "./ListingsMemory.ts"
 
 const asDbRow = (offer: MemoryOffer): OfferDbRow => ({
@@ -87,8 +87,8 @@ export const makeMemoryOffers = (tables: MemoryTables, knownSources: ReadonlyArr
         shown = [...best.values()]
       }
       shown.sort(orderOf(search.sort ?? "NEWEST"))
-      const ignored = ignoredParametersWarning(search.ignoredParameters)
-      const warnings = [warning, ignored].filter((text) => text !== undefined)
+      const warnings = [warning, queryWarning(search.query), ignoredParametersWarning(search.ignoredParameters)]
+        .filter((text) => text !== undefined)
       if (search.complete === true) {
         if (shown.length > COMPLETE_LIMIT) return yield* new ResultTooLarge({ limit: COMPLETE_LIMIT })
         return answerOf(shown.map((offer) => offerOf(asDbRow(offer))), shown.length, warnings)

@@ -44,6 +44,13 @@ export const offersContract = (name: string, layer: Layer.Layer<OfferStore | Off
         assert.deepStrictEqual(yield* shown({ query: "skoda golf" }), [])
         assert.deepStrictEqual(yield* shown({ query: "x".repeat(201) }), [], "a word no document holds")
         assert.deepStrictEqual(yield* shown({ query: " ,. " }), ["alpha:merc", "beta:golf", "alpha:nodata", "alpha:skoda"], "no words: no condition")
+        // ... and the answer says so (`?query=%` answered every offer as if each had matched)
+        assert.deepStrictEqual((yield* answer({ query: "%" })).warnings, [`The query "%" has no letters or digits to search for: it filters nothing`])
+        assert.deepStrictEqual((yield* answer({ query: "   " })).warnings, null, "a blank query is no query")
+        const long = yield* answer({ query: `${"merc ".repeat(16)}tdi` })
+        assert.deepStrictEqual(long.warnings, ["Only the first 16 words of the query are searched"])
+        assert.deepStrictEqual(long.offers.map((offer) => offer.id), ["alpha:merc"], "the 17th word (tdi) not searched")
+        assert.deepStrictEqual((yield* answer({ query: "merc" })).warnings, null)
       }))
 
     test("make and model: case-insensitive equality, whitespace collapsed", () =>
