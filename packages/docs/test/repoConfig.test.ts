@@ -61,6 +61,20 @@ layer(stack)("svc.json", (it) => {
       assert.strictEqual(again.title, "widgets-pkg", "package.json's name again without a title in svc.json")
     }))
 
+  it.effect("an empty folders list reads every folder, as Context7 reads context7.json's (its default), not none", () =>
+    Effect.gen(function*() {
+      // a context7.json copied as svc.json usually carries "folders": [] (Context7: "all"); it read
+      // no file at all and failed "No documentation found in …", which never named svc.json
+      const dir = yield* docsFolder({
+        "README.md": page("Readme"),
+        "docs/guide.md": page("Guide"),
+        "docs/internal.md": page("Internal"),
+        "svc.json": JSON.stringify({ folders: [], exclude: ["docs/internal.md"] })
+      })
+      const outcome = yield* (yield* Indexer).add(dir, { id: "/acme/all-folders" })
+      assert.strictEqual(outcome.files, 2)
+    }))
+
   it.effect("a bad svc.json fails the add naming the field; nothing is stored", () =>
     Effect.gen(function*() {
       const indexer = yield* Indexer

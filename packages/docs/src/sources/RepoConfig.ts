@@ -15,7 +15,7 @@
  * - `title`, `description`: the library's, instead of package.json's or the README's (an operator's
  *   `--title`/`--description` still win);
  * - `folders`: only the files under these folders (or these files) are read, paths relative to the
- *   root; each must exist;
+ *   root; each must exist; an empty list reads every folder (Context7's default);
  * - `exclude`: folders or files (relative paths) never read, also inside `folders`;
  * - `rules`: rules for agents using the library, stored with it (`svc docs list` shows them).
  *

@@ -83,7 +83,8 @@ export class Sources extends Context.Service<Sources, {
           ...resolved,
           ...(title === undefined || chosen.title !== undefined ? {} : { title }),
           ...(description === undefined || chosen.description !== undefined ? {} : { description }),
-          ...(folders === undefined ? {} : { include: folders }),
+          // an empty list reads every folder, as Context7 reads context7.json's (it is its default)
+          ...(folders === undefined || folders.length === 0 ? {} : { include: folders }),
           ...(exclude === undefined ? {} : { exclude }),
           ...(rules === undefined ? {} : { rules })
         }
