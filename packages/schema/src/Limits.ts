@@ -128,10 +128,15 @@ export const ListParam = (options?: { readonly maxItems?: number; readonly maxIt
  * needs more). The range is checked first: `99999999999999999999` is beyond 2^53, where an integer check
  * alone (safe integers) calls it "not an integer"; the caller sent an integer too large.
  */
-export const BoundedInt = (options: { readonly minimum: number; readonly maximum: number }) =>
+export const BoundedInt = (options: {
+  readonly minimum: number
+  readonly maximum: number
+  /** The range the message tells, where a handler narrows it ("0 to 200"); default `minimum to maximum`. */
+  readonly told?: string
+}) =>
   Schema.Number.check(
-    Schema.isBetween(options, {
-      message: `is out of range: must be an integer from ${options.minimum} to ${options.maximum}`
+    Schema.isBetween({ minimum: options.minimum, maximum: options.maximum }, {
+      message: `is out of range: must be an integer from ${options.told ?? `${options.minimum} to ${options.maximum}`}`
     }).abort(),
     Schema.isInt()
   )

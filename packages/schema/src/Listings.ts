@@ -17,8 +17,8 @@ import {
   BoundedInt,
   BoundedNumber,
   IdParam,
-  Int4,
   INT4_MAX,
+  INT4_MIN,
   ListParam,
   MAX_LIST_ITEMS,
   NameParam,
@@ -128,11 +128,12 @@ export const OffersQuery = {
   complete: Schema.optional(Schema.Boolean),
   /**
    * Default 50, 0-200 (checked by the handler); ignored when complete=true, where any integer passes
-   * (a client may always send its page size). Not an integer is a 400 either way.
+   * (a client may always send its page size). Not an integer is a 400 either way, and one beyond int4
+   * (`1e309`) tells the range a page takes, not int4's.
    */
-  limit: Schema.optional(Int4),
+  limit: Schema.optional(BoundedInt({ minimum: INT4_MIN, maximum: INT4_MAX, told: `0 to ${MAX_PAGE_SIZE}` })),
   /** Default 0, from 0 (checked by the handler); ignored when complete=true, as `limit`. */
-  offset: Schema.optional(Int4)
+  offset: Schema.optional(BoundedInt({ minimum: INT4_MIN, maximum: INT4_MAX, told: `0 to ${INT4_MAX}` }))
 }
 
 export const OffersResponse = Schema.Struct({

@@ -168,6 +168,13 @@ describe("listings HTTP handlers (memory layers)", () => {
       assert.strictEqual(outside.status, 400)
       assert.deepStrictEqual(outside.body.issues.map((issue: { parameter: string }) => issue.parameter), ["limit", "offset"])
       assert.strictEqual((yield* get("/offers?complete=true&limit=201&offset=-1")).status, 200)
+      // beyond int4 too, the problem tells the range a page takes (it told int4's, -2147483648 to 2147483647)
+      const huge = yield* get("/offers?limit=1e309&offset=-1e12")
+      assert.strictEqual(huge.status, 400)
+      assert.deepStrictEqual(huge.body.issues.map((issue: { problem: string }) => issue.problem), [
+        "is out of range: must be an integer from 0 to 200",
+        "is out of range: must be an integer from 0 to 2147483647"
+      ])
     }))
 
   test("GET /offers/:id answers the CarOffer; an unknown id is 404 offer_not_found", () =>
