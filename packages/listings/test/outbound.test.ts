@@ -5,7 +5,7 @@
  *   `pageOrigins`, and even then without the credential); a redirect to another origin drops the
  *   credential (JSON and CSV);
  * - images with `LISTINGS_ALLOW_PRIVATE=false`: a table of disguised loopback URLs (and redirects to
- *   them) is refused, nothing fetched, nothing stored, GET /images/<key> redirects to the original;
+ *   them) is refused, nothing fetched, nothing stored, GET /images/<key> answers 404, never a redirect to it;
  * - mock sources' demo images are never fetched.
  */
 import { assert, layer } from "@effect/vitest"
