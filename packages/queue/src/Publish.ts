@@ -263,7 +263,6 @@ export const lowercaseHeaders = <V>(
 export const canonicalHeaderName = (name: string): string =>
   name.split("-").map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("-")
 
-/** An absolute http(s) URL (a destination, a callback, a group endpoint), or a problem. */
 /**
  * Why a URL the queue would store (a destination, with the query it passes on, or a callback) is too
  * long: over {@link MAX_URL_LENGTH}, the bound of every other URL the queue takes (a batch element's
@@ -273,6 +272,7 @@ export const canonicalHeaderName = (name: string): string =>
 export const urlLengthProblem = (url: string): string | undefined =>
   url.length > MAX_URL_LENGTH ? `is ${url.length} characters long, more than a URL may be here (${MAX_URL_LENGTH})` : undefined
 
+/** An absolute http(s) URL (a destination, a callback, a group endpoint), or a problem. */
 export const checkUrl = (text: string): { readonly url: string } | { readonly problem: string } => {
   let parsed: URL
   try {
