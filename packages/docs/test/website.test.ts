@@ -285,6 +285,32 @@ layer(stack)("website sources", (it) => {
       assert.strictEqual(row!.tokens, Math.ceil(`### ${row!.title}\n\nSource: ${site.base}/kit/start.md\n\n${row!.body}\n\n${"-".repeat(40)}\n\n`.length / 4))
     }))
 
+  it.effect("an llms-full.txt gives the library's description from its > summary, as an llms.txt does", () =>
+    Effect.gen(function*() {
+      const site = yield* siteServer({
+        "/guide/llms-full.txt": {
+          type: "text/plain",
+          body: "# Guide\n\n> Everything about the guide, in one file.\n\n## Start\n\nThe whole documentation of the guide in one single file, all of it.\n"
+        }
+      })
+      const outcome = yield* (yield* Indexer).add(`${site.base}/guide/`).pipe(allowed)
+      assert.deepStrictEqual(yield* libraryRow(outcome.libraryId), {
+        title: "Guide",
+        description: "Everything about the guide, in one file.",
+        source_kind: "website",
+        source_location: `${site.base}/guide/`
+      })
+      // a blockquote further down belongs to a page, it is not the summary
+      site.set({
+        "/quotes/llms-full.txt": {
+          type: "text/plain",
+          body: "# Quotes\n\n## Warnings\n\n> Never run this in production, a page of the documentation says.\n\nMore text of the page.\n"
+        }
+      })
+      const quotes = yield* (yield* Indexer).add(`${site.base}/quotes/`).pipe(allowed)
+      assert.strictEqual((yield* libraryRow(quotes.libraryId))!.description, "")
+    }))
+
   it.effect("a page nested too deep, a bad character reference or percent-escape skip that page or decode safely, never fail the site", () =>
     Effect.gen(function*() {
       const site = yield* siteServer({

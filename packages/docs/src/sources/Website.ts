@@ -207,7 +207,12 @@ export const make = Effect.gen(function*() {
 
     if (llms !== undefined && llms.full) {
       pages.push(...fullParts(llms.body, llms.url.href))
+      // the same format as an llms.txt at its top: `# Title`, then `> summary` before the next heading
+      // (a blockquote further down is one of the pages')
+      const head = /^#\s+\S[^\n]*\n((?:(?!#{1,6}\s)[^\n]*\n?)*)/m.exec(llms.body.slice(0, 100_000))
+      const parsed = parseLlmsTxt(head?.[0] ?? "")
       title = parseLlmsTxt(llms.body).title
+      description = parsed.summary
     } else if (llms !== undefined) {
       const parsed = parseLlmsTxt(llms.body)
       title = parsed.title
