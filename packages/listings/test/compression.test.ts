@@ -8,38 +8,14 @@
 import { assert, layer } from "@effect/vitest"
 import { OffersResponse } from "@svc/schema"
 import { Effect, Layer, Schema } from "effect"
-import * as Http from "node:http"
 import * as Zlib from "node:zlib"
 import { acceptsGzip } from "../src/http.ts"
-import { Client, record, seed, services, socketClient, TestDatabase } from "./support.ts"
+import { type Client, raw, record, seed, services, socketClient, TestDatabase } from "./support.ts"
 
 const stack = services().pipe(Layer.provideMerge(TestDatabase.layer()))
 const Seeded = Layer.effectDiscard(seed("alpha", Array.from({ length: 20 }, (_, i) => record({ nativeId: `g${i}` }))))
 const TestLayer = Layer.provideMerge(Seeded, socketClient(stack).pipe(Layer.provideMerge(stack))) as Layer.Layer<Client, unknown>
 
-interface Raw {
-  readonly status: number
-  readonly headers: Http.IncomingHttpHeaders
-  readonly bytes: Buffer
-}
-
-/** A request as sent, the answer as received (no decoding). */
-const raw = (path: string, headers: Record<string, string> = {}, method = "GET") =>
-  Effect.gen(function*() {
-    const { baseUrl } = yield* Client
-    return yield* Effect.promise(() =>
-      new Promise<Raw>((resolve, reject) => {
-        const request = Http.request(baseUrl + path, { method, headers }, (response) => {
-          const chunks: Array<Buffer> = []
-          response.on("data", (chunk: Buffer) => chunks.push(chunk))
-          response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, bytes: Buffer.concat(chunks) }))
-          response.on("error", reject)
-        })
-        request.on("error", reject)
-        request.end()
-      })
-    )
-  })
 
 layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("GET /offers compression", (it) => {
   it.effect("gzip for a client that takes it: the same JSON, a weak ETag, Vary; both tags revalidate", () =>

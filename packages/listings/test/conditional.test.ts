@@ -8,9 +8,8 @@
 import { assert, layer } from "@effect/vitest"
 import { CarOffer } from "@svc/schema"
 import { Effect, Layer, Schema } from "effect"
-import * as Http from "node:http"
 import * as Zlib from "node:zlib"
-import { ADMIN_TOKEN, Client, httpServer, services, socketClient, TestDatabase } from "./support.ts"
+import { ADMIN_TOKEN, Client, httpServer, raw, services, socketClient, TestDatabase } from "./support.ts"
 
 /** The feed's offers; a test changes them and ingests again. */
 const feed = {
@@ -32,29 +31,6 @@ const FeedServer = Layer.unwrap(Effect.gen(function*() {
 const stack = FeedServer.pipe(Layer.provideMerge(TestDatabase.layer()))
 const TestLayer = socketClient(stack) as Layer.Layer<Client, unknown>
 
-interface Raw {
-  readonly status: number
-  readonly headers: Http.IncomingHttpHeaders
-  readonly bytes: Buffer
-}
-
-/** A request as sent, the answer as received (no decoding). */
-const raw = (path: string, headers: Record<string, string> = {}, method = "GET") =>
-  Effect.gen(function*() {
-    const { baseUrl } = yield* Client
-    return yield* Effect.promise(() =>
-      new Promise<Raw>((resolve, reject) => {
-        const request = Http.request(baseUrl + path, { method, headers }, (response) => {
-          const chunks: Array<Buffer> = []
-          response.on("data", (chunk: Buffer) => chunks.push(chunk))
-          response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, bytes: Buffer.concat(chunks) }))
-          response.on("error", reject)
-        })
-        request.on("error", reject)
-        request.end()
-      })
-    )
-  })
 
 const ingest = Effect.gen(function*() {
   const answer = yield* raw("/admin/ingest?wait=true", { authorization: `Bearer ${ADMIN_TOKEN}` }, "POST")

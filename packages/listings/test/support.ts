@@ -125,6 +125,30 @@ export const httpServer = (handler: Http.RequestListener) =>
       )
   ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`))
 
+export interface Raw {
+  readonly status: number
+  readonly headers: Http.IncomingHttpHeaders
+  readonly bytes: Buffer
+}
+
+/** A request as sent, the answer as received (no decoding). */
+export const raw = (path: string, headers: Record<string, string> = {}, method = "GET") =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* Client
+    return yield* Effect.promise(() =>
+      new Promise<Raw>((resolve, reject) => {
+        const request = Http.request(baseUrl + path, { method, headers }, (response) => {
+          const chunks: Array<Buffer> = []
+          response.on("data", (chunk: Buffer) => chunks.push(chunk))
+          response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, bytes: Buffer.concat(chunks) }))
+          response.on("error", reject)
+        })
+        request.on("error", reject)
+        request.end()
+      })
+    )
+  })
+
 export { TestDatabase }
 
 export { Client, get }
