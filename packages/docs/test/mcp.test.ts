@@ -429,22 +429,30 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
     }))
 })
 
+/**
+ * `svc mcp --transport stdio` written to line by line, and what it answers, parsed as it comes. No API
+ * is reached (DOCS_API_URL is a closed port): initialize and the refusals are the server's own.
+ */
+const rawStdio = () => {
+  const child = spawn(process.execPath, [bin, "mcp", "--transport", "stdio"], {
+    env: { ...process.env, DOCS_API_URL: "http://127.0.0.1:9" },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  const answers: Array<any> = []
+  let pending = ""
+  child.stdout.on("data", (chunk: Buffer) => {
+    pending += chunk.toString("utf8")
+    const lines = pending.split("\n")
+    pending = lines.pop()!
+    answers.push(...lines.filter((line) => line !== "").map((line) => JSON.parse(line)))
+  })
+  return { child, answers }
+}
+
 describe("svc mcp over stdio, a line that is not a message", () => {
   it("is answered in JSON-RPC's terms, and the session goes on", async () => {
-    const child = spawn(process.execPath, [bin, "mcp", "--transport", "stdio"], {
-      // no API is reached: initialize and the refusals are the server's own
-      env: { ...process.env, DOCS_API_URL: "http://127.0.0.1:9" },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
+    const { answers, child } = rawStdio()
     try {
-      const answers: Array<any> = []
-      let pending = ""
-      child.stdout.on("data", (chunk: Buffer) => {
-        pending += chunk.toString("utf8")
-        const lines = pending.split("\n")
-        pending = lines.pop()!
-        answers.push(...lines.filter((line) => line !== "").map((line) => JSON.parse(line)))
-      })
       const initialize = { jsonrpc: "2.0", id: 9, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }
       child.stdin.write(
         [
@@ -489,19 +497,8 @@ describe("svc mcp over stdio, a line that is not a message", () => {
   }, 60_000)
 
   it("bytes that are not UTF-8 are -32700 with the request's id, as POST /mcp refuses them, not read as U+FFFD", async () => {
-    const child = spawn(process.execPath, [bin, "mcp", "--transport", "stdio"], {
-      env: { ...process.env, DOCS_API_URL: "http://127.0.0.1:9" },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
+    const { answers, child } = rawStdio()
     try {
-      const answers: Array<any> = []
-      let pending = ""
-      child.stdout.on("data", (chunk: Buffer) => {
-        pending += chunk.toString("utf8")
-        const lines = pending.split("\n")
-        pending = lines.pop()!
-        answers.push(...lines.filter((line) => line !== "").map((line) => JSON.parse(line)))
-      })
       const call = (id: number, libraryName: Buffer) =>
         Buffer.concat([
           Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"resolve-library-id","arguments":{"libraryName":"`),
