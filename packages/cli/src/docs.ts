@@ -108,14 +108,15 @@ const optional = <A>(option: Option.Option<A>) => Option.getOrUndefined(option)
 /**
  * A relative source path as the caller meant it: `npm run svc` runs in the repository's root, and npm
  * names the folder it was called from in `INIT_CWD` (`cd docs && npm run svc -- docs add ./guide` read
- * `<root>/guide`). Only a path that exists there is taken from there; anything else (npm:, a URL, a git
- * address) goes on as given.
+ * `<root>/guide`). A path that exists there is taken from there, and so is one that says it is relative
+ * (`./`, `../`) whether it exists or not (`./missing` was reported as `<root>/missing does not exist`);
+ * anything else (npm:, a URL, a git address) goes on as given.
  */
 const fromCaller = (source: string): string => {
   const caller = process.env.INIT_CWD
   if (caller === undefined || caller === "" || path.isAbsolute(source)) return source
   const there = path.resolve(caller, source)
-  return fs.existsSync(there) ? there : source
+  return fs.existsSync(there) || /^\.\.?([\\/]|$)/.test(source) ? there : source
 }
 
 const add = Command.make(

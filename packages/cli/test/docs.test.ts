@@ -79,6 +79,10 @@ describe("svc docs", () => {
       const relative = yield* run(["docs", "add", "greeter", "--id", "/acme/relative"], { ...env, INIT_CWD: path.dirname(greeter) })
       assert.strictEqual(relative.code, 0, relative.output)
       assert.include(relative.output, `Indexing /acme/relative 1.2.0 from ${greeter}\n`)
+      // a ./ path that is not there is named where the caller looked, not in the repository's root
+      const missing = yield* run(["docs", "add", "./no-such-docs"], { ...env, INIT_CWD: path.dirname(greeter) })
+      assert.strictEqual(missing.code, 1)
+      assert.include(missing.output, `svc: ${path.join(path.dirname(greeter), "no-such-docs")} does not exist\n`)
       // a title (from the operator or a package.json) is listed with its control characters escaped, never raw
       const colour = yield* run(["docs", "add", greeter, "--id", "/acme/colour", "--title", "\u001b[31mred"], env)
       assert.strictEqual(colour.code, 0, colour.output)
