@@ -123,7 +123,11 @@ const add = Command.make(
   "add",
   {
     source: Argument.String("source").pipe(
-      Argument.withDescription("A folder (a git working tree is a folder), a git URL or bare repository path (cloned; #<branch or tag> optional), or npm:<package> installed in node_modules")
+      Argument.withDescription(
+        "A folder (a git working tree is a folder), a git URL or bare repository path (cloned; #<branch or tag> optional), " +
+          "npm:<package> installed in node_modules, a website (http/https: its llms.txt if it has one, else a crawl of the pages under the URL) " +
+          "or an OpenAPI 3 document (a .json/.yaml/.yml URL or file)"
+      )
     ),
     id: Flag.String("id").pipe(Flag.withDescription("Library id /owner/repo (default: from package.json repository; for git, from the URL)"), Flag.optional),
     version: Flag.String("version").pipe(Flag.withDescription("Version (default: package.json version, else latest; for git, the tag at HEAD, else the short commit hash)"), Flag.optional),
@@ -181,12 +185,16 @@ const add = Command.make(
     yield* printLine(describeOutcome(outcome))
   })
 ).pipe(
-  Command.withDescription("Index a library's documentation (.md, .mdx, .rst, .txt) and make it the default version"),
+  Command.withDescription(
+    "Index a library's documentation (.md, .mdx, .rst, .txt files of a folder, git repository or npm package; a website; an OpenAPI document) and make it the default version"
+  ),
   Command.withExamples([
     { command: "svc docs add ./docs --id /acme/widgets --version 2.1.0 --trust 8", description: "A local folder, trusted above the default 5" },
     { command: "svc docs add npm:effect", description: "An installed npm package (id from its repository field)" },
     { command: "svc docs add ./handbook --id /acme/handbook --title \"Acme handbook\" --description \"How we build and ship\"", description: "A folder with its own title and description (default: its README's first heading and paragraph)" },
-    { command: "svc docs add git@github.com:acme/widgets.git#v2.1.0", description: "A git repository, cloned at a tag (credentials in a URL are never stored)" }
+    { command: "svc docs add git@github.com:acme/widgets.git#v2.1.0", description: "A git repository, cloned at a tag (credentials in a URL are never stored)" },
+    { command: "svc docs add https://docs.acme.dev/widgets/", description: "A website: its llms.txt if it has one, else the pages under the URL (DOCS_CRAWL_* bound the crawl)" },
+    { command: "svc docs add ./api/openapi.yaml", description: "An OpenAPI 3 document (a file or an http(s) URL): one snippet per operation" }
   ])
 )
 
@@ -222,7 +230,7 @@ const list = Command.make(
         return yield* (yield* Indexer).list
       }))
     if (json) return yield* printJson(libraries)
-    if (libraries.length === 0) return yield* printLine("No libraries yet: add one with svc docs add <folder|git URL|npm:package>")
+    if (libraries.length === 0) return yield* printLine("No libraries yet: add one with svc docs add <folder|git URL|npm:package|website|OpenAPI document>")
     yield* Effect.forEach(libraries.flatMap(describeLibrary), (line) => printLine(line), { discard: true })
   })
 ).pipe(Command.withDescription("List indexed libraries with their versions, states and sizes"))

@@ -34,6 +34,17 @@ describe("svc", () => {
       assert.include(run.output(), "migrate")
     }))
 
+  it.live("docs add --help names every kind of source it reads, websites and OpenAPI documents included", () =>
+    Effect.gen(function*() {
+      // the help named folders, git and npm only: a user coming from docs-mcp-server could not tell
+      // that a documentation site (or its llms.txt) and an OpenAPI document are sources too
+      const run = svc(["docs", "add", "--help"], {})
+      assert.strictEqual(yield* finished(run), 0)
+      for (const kind of ["folder", "git URL", "npm:<package>", "website", "llms.txt", "OpenAPI"]) assert.include(run.output(), kind)
+      assert.include(run.output(), "svc docs add https://docs.acme.dev/widgets/")
+      assert.include(run.output(), "svc docs add ./api/openapi.yaml")
+    }))
+
   it.live("start all: comes up with /health, stops cleanly on Ctrl-C, and finds its data on the next start", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-cli-")
