@@ -44,6 +44,10 @@ const withIndexer = <A, E extends { readonly message: string }>(effect: Effect.E
 
 const describeProgress = (progress: IndexProgress): string => {
   switch (progress._tag) {
+    case "Cloning":
+      return `Cloning ${progress.url}`
+    case "Fetched":
+      return `  fetched [${progress.pages}, at most ${progress.maxPages}] ${progress.url}`
     case "Started":
       return `Indexing ${progress.libraryId} ${progress.version} from ${progress.root}`
     case "FileRead":

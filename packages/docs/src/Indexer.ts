@@ -13,7 +13,7 @@ import { Cause, Context, Deferred, Effect, Layer, Schema, type Scope } from "eff
 import * as path from "node:path"
 import { IndexStore, type LibraryListing, type UnfinishedVersion } from "./IndexStore.ts"
 import { type ResolveOptions, Sources } from "./sources/Sources.ts"
-import { checkVersionedId, type IndexFailed, type ResolvedSource } from "./sources/Source.ts"
+import { checkVersionedId, type FetchProgress, type IndexFailed, type ResolvedSource } from "./sources/Source.ts"
 
 export class UnknownLibrary extends Schema.TaggedError<UnknownLibrary>()("UnknownLibrary", {
   libraryId: Schema.String,
@@ -22,6 +22,8 @@ export class UnknownLibrary extends Schema.TaggedError<UnknownLibrary>()("Unknow
 
 /** Progress of one run, for the CLI's lines. */
 export type IndexProgress =
+  /** While the source resolves: a clone begins, a web page is fetched (sources/Source.ts). */
+  | FetchProgress
   /** `root`: the folder read; for a git or web source its URL (without credentials), the copy being temporary. */
   | { readonly _tag: "Started"; readonly libraryId: string; readonly version: string; readonly root: string }
   | { readonly _tag: "FileRead"; readonly path: string; readonly snippets: number; readonly filesRead: number; readonly totalFiles: number }
@@ -78,7 +80,8 @@ export class Indexer extends Context.Service<Indexer, {
       const store = yield* IndexStore
 
       const resolve = Effect.fn("Indexer.resolve")(function*(source: string, options: IndexOptions = {}) {
-        return yield* checkVersionedId(yield* sources.resolve(source, options))
+        // a clone or a crawl may take minutes: its steps are reported as they happen
+        return yield* checkVersionedId(yield* sources.resolve(source, { ...options, onFetch: options.onProgress }))
       })
 
       const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean) {

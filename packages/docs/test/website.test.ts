@@ -7,7 +7,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Logger, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
-import { Indexer } from "../src/Indexer.ts"
+import { type IndexProgress, Indexer } from "../src/Indexer.ts"
 import { htmlToMarkdown, MAX_NESTING } from "../src/sources/Html.ts"
 import { looksLikeLlmsTxt, parseLlmsTxt } from "../src/sources/LlmsTxt.ts"
 import type { IndexFailed } from "../src/sources/Source.ts"
@@ -309,6 +309,34 @@ layer(stack)("website sources", (it) => {
       })
       const quotes = yield* (yield* Indexer).add(`${site.base}/quotes/`).pipe(allowed)
       assert.strictEqual((yield* libraryRow(quotes.libraryId))!.description, "")
+    }))
+
+  it.effect("a crawl or an llms.txt reports each page as it is fetched, before the files are read (it was silent for the whole crawl)", () =>
+    Effect.gen(function*() {
+      const site = yield* siteServer({
+        "/docs/": { body: page("Docs", `<h1>Docs</h1>${prose("The start page.")}<a href="a.html">A</a> <a href="b.html">B</a> <a href="gone.html">G</a>`) },
+        "/docs/a.html": { body: page("A", `<h1>A</h1>${prose("Page A.")}`) },
+        "/docs/b.html": { body: page("B", `<h1>B</h1>${prose("Page B.")}`) },
+        "/kit/llms.txt": { type: "text/plain", body: "# Kit\n\n- [Start](start.md)\n" },
+        "/kit/start.md": { type: "text/markdown", body: "# Start\n\nStart with the kit by reading this page, long enough to be a snippet." }
+      })
+      const indexer = yield* Indexer
+      const progress: Array<IndexProgress> = []
+      const onProgress = (event: IndexProgress) => Effect.sync(() => progress.push(event))
+      yield* indexer.add(`${site.base}/docs/`, { onProgress }).pipe(withSettings({ DOCS_ALLOW_PRIVATE: "true", DOCS_CRAWL_CONCURRENCY: "1" }))
+      const started = progress.findIndex((event) => event._tag === "Started")
+      assert.deepStrictEqual(progress.slice(0, started), [
+        { _tag: "Fetched", url: `${site.base}/docs/`, pages: 1, maxPages: 200 },
+        { _tag: "Fetched", url: `${site.base}/docs/a.html`, pages: 2, maxPages: 200 },
+        { _tag: "Fetched", url: `${site.base}/docs/b.html`, pages: 3, maxPages: 200 }
+      ], "a page that is not there (404) is not counted")
+
+      progress.length = 0
+      yield* indexer.add(`${site.base}/kit/`, { onProgress }).pipe(allowed)
+      assert.deepStrictEqual(progress.filter((event) => event._tag === "Fetched"), [
+        { _tag: "Fetched", url: `${site.base}/kit/llms.txt`, pages: 1, maxPages: 200 },
+        { _tag: "Fetched", url: `${site.base}/kit/start.md`, pages: 2, maxPages: 200 }
+      ])
     }))
 
   it.effect("a page nested too deep, a bad character reference or percent-escape skip that page or decode safely, never fail the site", () =>

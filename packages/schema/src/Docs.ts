@@ -314,6 +314,10 @@ export class DocsApi extends HttpApi.make("docs")
 
 /** What an indexing run reports as it goes, then its outcome (`Done`). */
 export const IndexEvent = Schema.Union([
+  /** A git source's clone begins (it may take minutes): its URL without credentials. */
+  Schema.TaggedStruct("Cloning", { url: Schema.String }),
+  /** A website's page (or llms.txt) fetched: its URL, how many so far, and the cap (DOCS_CRAWL_MAX_PAGES). */
+  Schema.TaggedStruct("Fetched", { url: Schema.String, pages: Schema.Finite, maxPages: Schema.Finite }),
   Schema.TaggedStruct("Started", { libraryId: Schema.String, version: Schema.String, root: Schema.String }),
   Schema.TaggedStruct("FileRead", {
     path: Schema.String,

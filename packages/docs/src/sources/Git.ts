@@ -273,7 +273,7 @@ export const make = Effect.gen(function*() {
     )
 
   /** Clones into a temporary folder (removed when the scope closes); the checkout and its version. */
-  const clone = Effect.fnUntraced(function*(git: GitSource, version: string | undefined) {
+  const clone = Effect.fnUntraced(function*(git: GitSource, version: string | undefined, onFetch: SourceOptions["onFetch"]) {
     const cloneFailed = (message: string) => new IndexFailed({ category: "clone_failed", message: redact(message, git.url) })
     const settings = yield* GitSettings.pipe(
       Effect.mapError((error) => cloneFailed(`git settings (DOCS_GIT, DOCS_GIT_CLONE_TIMEOUT): ${error.message}`))
@@ -290,6 +290,7 @@ export const make = Effect.gen(function*() {
         (reason) => cloneFailed(`${reason}: cannot clone ${git.location}`)
       )
     const network = yield* networkOptions(git.url, git.location, settings)
+    if (onFetch !== undefined) yield* onFetch({ _tag: "Cloning", url: git.location })
     const cloned = yield* git_([
       ...network,
       "clone", "--quiet", "--depth", "1", ...(git.ref === undefined ? [] : ["--branch", git.ref]), "--", git.url, checkout
@@ -321,7 +322,7 @@ export const make = Effect.gen(function*() {
     }
     yield* checkLibraryId(libraryId)
     if (options.version !== undefined) yield* checkVersion(options.version)
-    const { commit, root, version } = yield* clone(git, options.version)
+    const { commit, root, version } = yield* clone(git, options.version, options.onFetch)
     const pkg = yield* readPackageJson(root).pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(Path.Path, path))
     const described = yield* describedSource(pkg, { kind: "git", location: git.location, root, libraryId, version }, options).pipe(
       Effect.provideService(FileSystem.FileSystem, fs),

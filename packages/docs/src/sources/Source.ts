@@ -79,8 +79,18 @@ export interface ResolvedSource {
   readonly rules?: ReadonlyArray<string> | undefined
 }
 
+/**
+ * What a source reports while it resolves, before its files are read: a clone or a crawl may take
+ * minutes (`Cloning`: the URL without credentials; `Fetched`: each web page, counted, with the cap).
+ */
+export type FetchProgress =
+  | { readonly _tag: "Cloning"; readonly url: string }
+  | { readonly _tag: "Fetched"; readonly url: string; readonly pages: number; readonly maxPages: number }
+
 /** What the operator chose instead of what the source says. */
 export interface SourceOptions {
+  /** Told of a clone or each page fetched while the source resolves (Indexer.ts passes its progress). */
+  readonly onFetch?: ((progress: FetchProgress) => Effect.Effect<void>) | undefined
   /** `/owner/repo`, instead of the one derived from the source. */
   readonly id?: string | undefined
   /** Instead of package.json's version (or `latest`); for git, instead of the tag at HEAD or the commit. */

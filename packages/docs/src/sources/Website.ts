@@ -188,6 +188,12 @@ export const make = Effect.gen(function*() {
     const version = yield* checkVersion(options.version ?? "latest")
     const settings = yield* webSettings
     const fetcher = yield* makeFetcher(settings)
+    // each document fetched is reported as it comes (a crawl of DOCS_CRAWL_MAX_PAGES may take minutes)
+    let fetched = 0
+    const reportFetched = (fetchedFrom: Fetched) =>
+      options.onFetch === undefined || fetchedFrom.status !== 200
+        ? Effect.void
+        : Effect.suspend(() => options.onFetch!({ _tag: "Fetched", url: fetchedFrom.url.href, pages: ++fetched, maxPages: settings.maxPages }))
     const converter = yield* makePageConverter(settings.pageTimeLimit)
     const allowed = yield* robotsOf(fetcher, start)
     if (!allowed(start)) {
@@ -204,6 +210,7 @@ export const make = Effect.gen(function*() {
     let title = ""
     let description = ""
     const llms = yield* findLlms(fetcher, llmsCandidates, allowed)
+    if (llms !== undefined) yield* reportFetched({ url: llms.url, status: 200, contentType: "", body: "" })
 
     if (llms !== undefined && llms.full) {
       pages.push(...fullParts(llms.body, llms.url.href))
@@ -226,6 +233,7 @@ export const make = Effect.gen(function*() {
       }).slice(0, settings.maxPages)
       const read = yield* Effect.forEach(targets, (url) =>
         fetcher.get(url, MAX_PAGE_BYTES, allowed).pipe(
+          Effect.tap((answer) => answer._tag === "Success" ? reportFetched(answer.success) : Effect.void),
           Effect.flatMap((answer) =>
             answer._tag === "Success"
               ? Effect.map(readDocument(converter, answer.success), (document) =>
@@ -244,6 +252,7 @@ export const make = Effect.gen(function*() {
       if (first.success.status !== 200) {
         return yield* new IndexFailed({ category: "source_not_found", message: `${start.href} answered HTTP ${first.success.status}` })
       }
+      yield* reportFetched(first.success)
       const document = yield* readDocument(converter, first.success)
       if (document === undefined) {
         return yield* new IndexFailed({
@@ -280,6 +289,7 @@ export const make = Effect.gen(function*() {
         requested += batch.length
         const read = yield* Effect.forEach(batch, (url) =>
           fetcher.get(url, MAX_PAGE_BYTES, allowed).pipe(
+            Effect.tap((answer) => answer._tag === "Success" ? reportFetched(answer.success) : Effect.void),
             Effect.flatMap((answer) =>
             answer._tag === "Success"
               ? Effect.map(readDocument(converter, answer.success), (document) => ({ url: answer.success.url, document }))
