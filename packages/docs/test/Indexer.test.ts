@@ -2,6 +2,7 @@
  * Indexing on a real database: the committed fixture folder, installed npm packages, what is skipped,
  * failures with their category, refresh, remove and the generation switch.
  */
+import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Result } from "effect"
 import { SqlClient } from "effect/sql"
@@ -9,6 +10,7 @@ import * as path from "node:path"
 import { type IndexProgress, Indexer } from "../src/Indexer.ts"
 import { repositoryId } from "../src/sources/Source.ts"
 import { Search } from "../src/Search.ts"
+import * as Documents from "../src/sources/Documents.ts"
 import { docsFolder, fixtures, stack } from "./support.ts"
 
 const greeter = path.join(fixtures, "greeter")
@@ -194,6 +196,18 @@ layer(stack)("Indexer", (it) => {
       const terse = yield* docsFolder({ "README.md": "# Terse\n\nShort.\n", "docs/a.md": "## A\n\nAlso short.\n" })
       const message = yield* Effect.map(Effect.result(indexer.add(terse, { id: "/me/terse" })), (result) => Result.isFailure(result) ? result.failure.message : "")
       assert.strictEqual(message, `No documentation found in ${terse}: 2 files read, every section too short to be a snippet (prose under 60 characters and code under 8 are left out)`)
+      // an npm package is named as it was asked for: over the RPC the caller is not told the server's folders
+      const collect = yield* Documents.make.pipe(Effect.provide(NodeServices.layer))
+      const quiet = yield* Effect.flip(collect({
+        kind: "npm",
+        location: "npm:quiet",
+        root: empty,
+        libraryId: "/npm/quiet",
+        title: "quiet",
+        description: "",
+        version: "1.0.0"
+      }))
+      assert.strictEqual(quiet.message, "No documentation found in npm:quiet (.md, .mdx, .rst, .txt outside node_modules and .git)")
     }))
 
   it.effect("an add of a new version takes over once ready: readers keep the old one while it runs, and after it fails", () =>

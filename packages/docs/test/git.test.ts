@@ -294,6 +294,22 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
       assert.notInclude(JSON.stringify(yield* indexer.list), "secret")
     }))
 
+  it.effect("a repository without documentation is no_documents naming its URL, not the clone's temporary folder", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const repo = yield* makeRepository("acme", "nodocs")
+      yield* Effect.promise(() => fs.rm(path.join(repo.work, "docs"), { recursive: true }))
+      yield* repo.commit({ "README.md": "# x\n\nToo short.\n", "index.js": "module.exports = 1\n" }, "no docs")
+      const terse = yield* failureOf(indexer.add(`file://${repo.bare}`, { id: "/acme/nodocs" }))
+      assert.strictEqual(terse.category, "no_documents")
+      // it named /tmp/svc-docs-git-XXXXXX/checkout, a folder removed before the message was read (and,
+      // over the RPC, a path of the server's)
+      assert.strictEqual(
+        terse.message,
+        `No documentation found in file://${repo.bare}: 1 file read, every section too short to be a snippet (prose under 60 characters and code under 8 are left out)`
+      )
+    }))
+
   it.effect("a repository that does not exist is clone_failed with git's reason; nothing is stored", () =>
     Effect.gen(function*() {
       const indexer = yield* Indexer

@@ -9,7 +9,7 @@
  * the files to its `folders` and leaves out its `exclude` (RepoConfig.ts). Reading stops with a failure
  * past `DOCS_MAX_SNIPPETS` snippets (Source.ts).
  */
-import { Effect, FileSystem, Path } from "effect"
+import { Effect, FileSystem, Path, type PlatformError } from "effect"
 import { formatOf, MIN_CODE_CHARS, MIN_PROSE_CHARS, type Snippet, split } from "../Splitter.ts"
 import { isUnder } from "./RepoConfig.ts"
 import { IndexFailed, maxSnippets, type ResolvedSource, tooManySnippets } from "./Source.ts"
@@ -54,11 +54,30 @@ export const make = Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
 
+  /**
+   * Where a file or folder of a source is, as a message names it: a folder's own path; for any other
+   * source its location (`npm:he`, the git or web URL) and the path inside it — the folder read is a
+   * temporary clone or copy, or over the RPC the server's node_modules, which the caller is not told.
+   */
+  const shown = (source: ResolvedSource, relative: string) =>
+    source.kind === "folder"
+      ? path.join(source.root, relative)
+      : relative === ""
+      ? source.location
+      : `${relative} of ${source.location}`
+
+  /** A file system failure as a message: the path only where {@link shown} would show it. */
+  const failure = (source: ResolvedSource, error: PlatformError.PlatformError) =>
+    source.kind === "folder" ? error.message : error.reason._tag
+
   /** Documentation files under `root`, relative and sorted (deterministic snippet order). */
-  const listFiles = (root: string) => {
+  const listFiles = (source: ResolvedSource) => {
+    const root = source.root
     const walk = (relative: string): Effect.Effect<ReadonlyArray<string>, IndexFailed> =>
       fs.readDirectoryEntries(path.join(root, relative)).pipe(
-        Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot list ${path.join(root, relative)}: ${error.message}` })),
+        Effect.mapError((error) =>
+          new IndexFailed({ category: "read_failed", message: `Cannot list ${shown(source, relative)}: ${failure(source, error)}` })
+        ),
         Effect.flatMap((entries) =>
           Effect.forEach(
             [...entries].sort((a, b) => a.name.localeCompare(b.name)),
@@ -88,7 +107,7 @@ export const make = Effect.gen(function*() {
     onFile?: ((file: FileRead) => Effect.Effect<void>) | undefined
   ) {
     // `svc.json`'s folders and exclusions (RepoConfig.ts)
-    const files = (yield* listFiles(source.root)).filter((file) =>
+    const files = (yield* listFiles(source)).filter((file) =>
       (source.include === undefined || source.include.some((entry) => isUnder(file, entry))) &&
       !(source.exclude ?? []).some((entry) => isUnder(file, entry))
     )
@@ -103,7 +122,7 @@ export const make = Effect.gen(function*() {
         continue
       }
       const bytes = yield* fs.readFile(full).pipe(
-        Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot read ${full}: ${error.message}` }))
+        Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot read ${shown(source, file)}: ${failure(source, error)}` }))
       )
       const content = decodeText(bytes)
       if (content === undefined) {
@@ -123,8 +142,8 @@ export const make = Effect.gen(function*() {
       return yield* new IndexFailed({
         category: "no_documents",
         message: filesRead === 0
-          ? `No documentation found in ${source.root} (.md, .mdx, .rst, .txt outside node_modules and .git)`
-          : `No documentation found in ${source.root}: ${filesRead} file${filesRead === 1 ? "" : "s"} read, every section too short ` +
+          ? `No documentation found in ${shown(source, "")} (.md, .mdx, .rst, .txt outside node_modules and .git)`
+          : `No documentation found in ${shown(source, "")}: ${filesRead} file${filesRead === 1 ? "" : "s"} read, every section too short ` +
             `to be a snippet (prose under ${MIN_PROSE_CHARS} characters and code under ${MIN_CODE_CHARS} are left out)`
       })
     }
