@@ -124,6 +124,23 @@ layer(stack)("Indexer", (it) => {
       )
     }))
 
+  it.effect("a source's own title and description are bounded (200 and 1,000 characters), as an operator's are", () =>
+    Effect.gen(function*() {
+      // a package.json (or an llms.txt, a page's <title>) is the source's text: a 200,000-character name
+      // and a 550 kB description were stored whole, and every search listing the library (and
+      // resolve-library-id's text) carried them: 750 kB for one result
+      const dir = yield* docsFolder({
+        "package.json": JSON.stringify({ name: "n".repeat(5000), description: "big description words ".repeat(25_000), version: "1.0.0" }),
+        "README.md": "# Big meta\n\nA folder whose package.json carries a huge name and description for the test.\n"
+      })
+      yield* (yield* Indexer).add(dir, { id: "/acme/bigmeta" })
+      const sql = yield* SqlClient.SqlClient
+      const [row] = yield* sql<{ title: string; description: string }>`SELECT title, description FROM docs.libraries WHERE id = '/acme/bigmeta'`
+      assert.strictEqual(row!.title, `${"n".repeat(199)}…`)
+      assert.isAtMost(row!.description.length, 1000)
+      assert.match(row!.description, /^big description words big [a-z ]*[a-z]…$/, "cut at a word")
+    }))
+
   it.effect("npm packages: id from the repository field, version from package.json", () =>
     Effect.gen(function*() {
       const indexer = yield* Indexer

@@ -35,7 +35,7 @@ const plainText = (text: string): string =>
     .replace(/[`*_]/g, "").replace(/\s+/g, " ").trim()
 
 /** At most `max` characters, cut at a word with "…". */
-const clip = (text: string, max: number): string =>
+export const clip = (text: string, max: number): string =>
   text.length <= max ? text : `${text.slice(0, max - 1).replace(/\s+\S*$/, "")}…`
 
 const MARKDOWN = /\.(md|mdx|markdown)$/i

@@ -5,6 +5,7 @@
  * documents into snippets (Documents.ts). Nothing here touches the index.
  */
 import { NodeServices } from "@effect/platform-node"
+import { MAX_NAME_LENGTH } from "@svc/schema"
 import { Context, Effect, FileSystem, Layer, Option, Path, type Scope } from "effect"
 import type { Snippet } from "../Splitter.ts"
 import * as Documents from "./Documents.ts"
@@ -24,6 +25,16 @@ import * as Website from "./Website.ts"
  * `svc.json`, the owners' own file, is refused instead (RepoConfig.ts).
  */
 const storable = (text: string): string => text.replaceAll("\u0000", "").toWellFormed()
+
+/**
+ * The longest title and description a source gives its library (package.json, llms.txt, a page's
+ * `<title>` and meta description, an OpenAPI `info`): an operator's `--title` may be as long as the
+ * title (MAX_NAME_LENGTH), an `svc.json` description as long as the description. Longer text is cut
+ * at a word with "…": a 550 kB package.json description was stored whole and sent with every search
+ * result listing the library.
+ */
+export const MAX_SOURCE_TITLE = MAX_NAME_LENGTH
+export const MAX_SOURCE_DESCRIPTION = 1000
 
 /** The URL schemes some source reads (Website, OpenApi, Git). */
 const URL_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "git", "ssh", "file", "git+http", "git+https", "git+ssh", "git+file"])
@@ -117,7 +128,11 @@ export class Sources extends Context.Service<Sources, {
           return yield* folder.resolve(trimmed, options)
         })
         const resolved = yield* configured(found, options)
-        return { ...resolved, title: storable(resolved.title), description: storable(resolved.description) }
+        return {
+          ...resolved,
+          title: Folder.clip(storable(resolved.title), MAX_SOURCE_TITLE),
+          description: Folder.clip(storable(resolved.description), MAX_SOURCE_DESCRIPTION)
+        }
       })
 
       /** The documents of a resolved source; a source that carries its snippets (a website, an OpenAPI document) gives them. */
