@@ -339,6 +339,31 @@ layer(stack)("website sources", (it) => {
       ])
     }))
 
+  it.effect("a page in another character encoding (Content-Type charset, else <meta charset>) is read in it, not as UTF-8", () =>
+    Effect.gen(function*() {
+      // every byte that is not UTF-8 became U+FFFD: "Caf\ufffd", "\ufffd\ufffd\ufffd\ufffd" for a Japanese title
+      const site = yield* siteServer({
+        "/enc/": {
+          type: "text/html; charset=ISO-8859-1",
+          body: Buffer.from(page("Caf\xe9 docs", `<h1>Caf\xe9 cr\xe8me</h1>${prose("Le caf\xe9 cr\xe8me se sert chaud, d\xe8s le matin.")}<a href="sjis.html">J</a>`), "latin1")
+        },
+        "/enc/sjis.html": {
+          type: "text/html",
+          body: Buffer.concat([
+            Buffer.from(`<!doctype html><html><head><meta charset="shift_jis"><title>SJIS</title></head><body><main><h1>`),
+            new Uint8Array([0x93, 0xfa, 0x96, 0x7b, 0x8c, 0xea]), // 日本語
+            Buffer.from(`</h1>${prose("A page whose encoding only its meta element names.")}</main></body></html>`)
+          ])
+        }
+      })
+      const outcome = yield* (yield* Indexer).add(`${site.base}/enc/`).pipe(allowed)
+      assert.strictEqual((yield* libraryRow(outcome.libraryId))!.title, "Caf\u00e9 docs")
+      const snippets = yield* snippetsOf(outcome.libraryId)
+      assert.isTrue(snippets.some((s) => s.title === "Caf\u00e9 cr\u00e8me" && s.body.includes("Le caf\u00e9 cr\u00e8me se sert chaud, d\u00e8s le matin.")))
+      assert.isTrue(snippets.some((s) => s.title === "\u65e5\u672c\u8a9e"), JSON.stringify(snippets.map((s) => s.title)))
+      assert.notInclude(JSON.stringify(snippets), "\ufffd")
+    }))
+
   it.effect("a page nested too deep, a bad character reference or percent-escape skip that page or decode safely, never fail the site", () =>
     Effect.gen(function*() {
       const site = yield* siteServer({

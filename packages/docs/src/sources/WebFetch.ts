@@ -57,6 +57,38 @@ export interface NotFetched {
 
 const notFetched = (reason: NotFetched["reason"], message: string): NotFetched => ({ _tag: "NotFetched", reason, message })
 
+/** A TextDecoder for `label` (a charset name), or undefined when there is no such encoding. */
+const decoderFor = (label: string | undefined): TextDecoder | undefined => {
+  if (label === undefined) return undefined
+  try {
+    return new TextDecoder(label.trim().replace(/^["']|["']$/g, ""))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A body's text in its character encoding: the Content-Type's `charset`, else for HTML a `<meta
+ * charset>` (or `http-equiv` Content-Type) in its first 1,024 bytes, as a browser's prescan finds it;
+ * else UTF-8. A byte order mark wins, as in a browser. Read as UTF-8 whatever it was, a Latin-1 or
+ * Shift_JIS page came out with U+FFFD for every letter that is not ASCII.
+ */
+export const decodeBody = (bytes: Uint8Array, contentType: string): string => {
+  const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf
+    ? "utf-8"
+    : bytes[0] === 0xff && bytes[1] === 0xfe
+    ? "utf-16le"
+    : bytes[0] === 0xfe && bytes[1] === 0xff
+    ? "utf-16be"
+    : undefined
+  const declared = /;\s*charset\s*=\s*("[^"]*"|[^;\s]+)/i.exec(contentType)?.[1]
+  const sniffed = declared === undefined && /html/i.test(contentType || "html")
+    ? /<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)/i.exec(Buffer.from(bytes.subarray(0, 1024)).toString("latin1"))?.[1]
+    : undefined
+  const decoder = decoderFor(bom) ?? decoderFor(declared) ?? decoderFor(sniffed) ?? new TextDecoder("utf-8")
+  return decoder.decode(bytes)
+}
+
 const readCapped = async (response: Response, cap: number): Promise<string | undefined> => {
   const declared = Number(response.headers.get("content-length") ?? "NaN")
   if (declared > cap) {
@@ -77,7 +109,7 @@ const readCapped = async (response: Response, cap: number): Promise<string | und
     }
     chunks.push(value)
   }
-  return Buffer.concat(chunks).toString("utf8")
+  return decodeBody(Buffer.concat(chunks), response.headers.get("content-type") ?? "")
 }
 
 /** Settings read, failing as the source's failure when one is malformed. */

@@ -8,7 +8,8 @@ import * as http from "node:http"
 export interface Route {
   readonly status?: number
   readonly type?: string
-  readonly body?: string
+  /** Text is sent as UTF-8; bytes as they are (a page in another character encoding). */
+  readonly body?: string | Uint8Array
   /** A redirect (302) to this URL. */
   readonly location?: string
 }
