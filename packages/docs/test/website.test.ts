@@ -364,6 +364,28 @@ layer(stack)("website sources", (it) => {
       assert.notInclude(JSON.stringify(snippets), "\ufffd")
     }))
 
+  it.effect("a page's links and images are made absolute against its URL: an agent reading a snippet can follow them", () =>
+    Effect.gen(function*() {
+      // `[Config](config.html)` in an answer pointed nowhere an agent could go (docs-mcp-server makes them absolute too)
+      const site = yield* siteServer({
+        "/abs/guide/": {
+          body: page(
+            "Guide",
+            `<h1>Guide</h1><p>Read <a href="config.html">the configuration</a>, <a href="../api/#make" title="API">make</a>, ` +
+              `<a href="#top">this page's top</a> and <a href="https://example.invalid/x">elsewhere</a>; see ` +
+              `<img src="img/flow.png" alt="the flow">. This paragraph is long enough to be kept as a snippet of its own page.</p>`
+          )
+        }
+      })
+      const outcome = yield* (yield* Indexer).add(`${site.base}/abs/guide/`).pipe(allowed)
+      const body = (yield* snippetsOf(outcome.libraryId)).map((s) => s.body).join("\n")
+      assert.include(body, `[the configuration](${site.base}/abs/guide/config.html)`)
+      assert.include(body, `[make](${site.base}/abs/api/#make "API")`)
+      assert.include(body, `[this page's top](${site.base}/abs/guide/#top)`)
+      assert.include(body, "[elsewhere](https://example.invalid/x)")
+      assert.include(body, `![the flow](${site.base}/abs/guide/img/flow.png)`)
+    }))
+
   it.effect("a page nested too deep, a bad character reference or percent-escape skip that page or decode safely, never fail the site", () =>
     Effect.gen(function*() {
       const site = yield* siteServer({

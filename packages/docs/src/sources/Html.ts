@@ -175,7 +175,28 @@ const textOf = (fragment: string): string => decodeEntities(fragment.replace(/<[
  * deeper than {@link MAX_NESTING} elements is not converted: its `markdown` is "" and `skipped` says
  * why (its title, description and links are still read).
  */
-export const htmlToMarkdown = (html: string): HtmlPage => {
+/**
+ * `target` (an `href` or `src` as written) resolved against the page's URL, when it gives an http(s)
+ * URL; else as written (`mailto:`, a malformed one).
+ */
+const absolute = (target: string, base: string | undefined): string => {
+  if (base === undefined) return target
+  const url = URL.parse(target, base)
+  return url !== null && (url.protocol === "http:" || url.protocol === "https:") ? url.href : target
+}
+
+/** An attribute as Markdown shows it in a link's title: one line. */
+const titleOf = (node: HTMLElement): string => {
+  const title = (node.getAttribute("title") ?? "").replace(/(\n+\s*)+/g, "\n").trim()
+  return title === "" ? "" : ` "${title.replace(/"/g, '\\"')}"`
+}
+
+/**
+ * `html` as Markdown. With `base`, the page's URL, its links and images are made absolute (as
+ * docs-mcp-server makes them): `[the configuration](config.html)` in an answer pointed nowhere an
+ * agent could follow.
+ */
+export const htmlToMarkdown = (html: string, base?: string): HtmlPage => {
   // Links in the navigation are how a crawl finds pages, so they are collected before it is dropped.
   const scan = scanTags(html)
   const inRange = (of: { start: number; end: number }) => of.start !== -1 && of.end >= of.start
@@ -202,6 +223,25 @@ export const htmlToMarkdown = (html: string): HtmlPage => {
       return `\n\n${fence}${language}\n${text.replace(/\n$/, "")}\n${fence}\n\n`
     }
   })
+  if (base !== undefined) {
+    // turndown's own inline link and image rules, with the target resolved
+    service.addRule("absoluteLink", {
+      filter: (node) => node.nodeName === "A" && (node.getAttribute("href") ?? "") !== "",
+      replacement: (content, node) => {
+        const element = node as HTMLElement
+        const href = absolute(element.getAttribute("href")!, base).replace(/([()])/g, "\\$1")
+        return `[${content}](${href}${titleOf(element)})`
+      }
+    })
+    service.addRule("absoluteImage", {
+      filter: (node) => node.nodeName === "IMG" && (node.getAttribute("src") ?? "") !== "",
+      replacement: (_content, node) => {
+        const element = node as HTMLElement
+        const alt = (element.getAttribute("alt") ?? "").replace(/(\n+\s*)+/g, "\n").trim()
+        return `![${alt}](${absolute(element.getAttribute("src")!, base)}${titleOf(element)})`
+      }
+    })
+  }
   const markdown = service.turndown(main).replace(/\n{3,}/g, "\n\n").trim()
   return { title, description, markdown, links: scan.links }
 }

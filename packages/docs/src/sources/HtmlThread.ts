@@ -2,4 +2,4 @@
 import { answerInThread } from "./BoundedThread.ts"
 import { htmlToMarkdown } from "./Html.ts"
 
-answerInThread(htmlToMarkdown)
+answerInThread((page: { readonly html: string; readonly base?: string | undefined }) => htmlToMarkdown(page.html, page.base))

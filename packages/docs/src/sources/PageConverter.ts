@@ -20,14 +20,19 @@ const skippedPage = (reason: string): HtmlPage => ({ title: "", description: "",
 
 export interface PageConverter {
   /** The page as Markdown; a page that could not be converted in time or at all has `skipped`, the reason. */
-  readonly convert: (html: string) => Effect.Effect<HtmlPage>
+  readonly convert: (html: string, base?: string) => Effect.Effect<HtmlPage>
 }
 
 /** A converter living as long as the scope (its thread is ended with it). */
 export const makePageConverter = Effect.fnUntraced(function*(timeLimit: Duration.Duration) {
-  const thread = yield* makeBoundedThread<string, HtmlPage>({ module: THREAD, timeLimit, heapMb: THREAD_HEAP_MB })
-  const convert = (html: string): Effect.Effect<HtmlPage> =>
-    Effect.map(thread.run(html), (outcome) => {
+  const thread = yield* makeBoundedThread<{ readonly html: string; readonly base?: string | undefined }, HtmlPage>({
+    module: THREAD,
+    timeLimit,
+    heapMb: THREAD_HEAP_MB
+  })
+  /** `base`, the page's URL: its links and images made absolute against it (Html.ts). */
+  const convert = (html: string, base?: string): Effect.Effect<HtmlPage> =>
+    Effect.map(thread.run({ html, base }), (outcome) => {
       switch (outcome._tag) {
         case "Done":
           return outcome.result

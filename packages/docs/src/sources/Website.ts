@@ -109,7 +109,7 @@ const asDocument = (converter: PageConverter, fetched: Fetched): Effect.Effect<D
   if (fetched.status !== 200) return Effect.undefined
   const type = fetched.contentType.toLowerCase()
   const isHtml = /html/.test(type) || (type === "" && /^\s*<(!doctype|html)/i.test(fetched.body))
-  if (isHtml) return converter.convert(fetched.body)
+  if (isHtml) return converter.convert(fetched.body, fetched.url.href)
   if (/^text\/(markdown|x-markdown|plain)/.test(type) || (type === "" && /\.(md|mdx|markdown|txt)$/i.test(fetched.url.pathname))) {
     return Effect.succeed({ markdown: fetched.body, title: "", description: "", links: [], skipped: undefined })
   }
