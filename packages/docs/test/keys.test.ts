@@ -175,8 +175,16 @@ layer(socketClient.pipe(Layer.provideMerge(Seeded), Layer.provideMerge(stack)), 
     it.effect("/openapi.json documents the three key headers (optional) and the 401 and 429 answers", () =>
       Effect.gen(function*() {
         const { body } = yield* get("/openapi.json")
-        assert.deepStrictEqual(Object.keys(body.components.securitySchemes).sort(), ["apiKey", "bearer", "svcApiKey"])
+        // the three a client may send its key in, and the operators' DOCS_ADMIN_TOKEN (POST /rpc only)
+        assert.deepStrictEqual(Object.keys(body.components.securitySchemes).sort(), ["adminToken", "apiKey", "bearer", "svcApiKey"])
         assert.strictEqual(body.components.securitySchemes.svcApiKey.name, "X-Svc-API-Key")
+        assert.deepStrictEqual(
+          Object.entries<any>(body.paths).flatMap(([path, item]) =>
+            Object.values<any>(item).some((operation) => (operation.security ?? []).some((scheme: object) => "adminToken" in scheme)) ? [path] : []
+          ),
+          ["/rpc"],
+          "the admin token is asked on /rpc alone"
+        )
         for (const path of ["/api/v2/libs/search", "/api/v2/context"]) {
           const operation = body.paths[path].get
           assert.deepStrictEqual(operation.security[0], {}, "anonymous allowed")
