@@ -30,6 +30,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { questions } from "./docs-questions.ts"
 import { entryHolds, evaluate } from "./docs-evaluate.ts"
+import { hostSpeed } from "./hostSpeed.ts"
 import { fmt, httpGet as getVia, load, statementRecorder } from "./support.ts"
 
 const LIBRARIES = Number(process.env.BENCH_LIBRARIES ?? 10_000)
@@ -164,6 +165,7 @@ const program = Effect.gen(function*() {
   if (QUALITY_ONLY) return
 
   // --- 2. speed ------------------------------------------------------------------------------------
+  console.log(`\n${yield* Effect.promise(hostSpeed)}`)
   const corpus = path.join(dir, "synthetic")
   yield* Effect.promise(async () => {
     for (let i = 0; i < LIBRARIES; i++) {

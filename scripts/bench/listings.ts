@@ -31,6 +31,7 @@ import * as path from "node:path"
 import pg from "pg"
 import { demoRecords } from "../../packages/listings/src/adapters/Mock.ts"
 import { fmt, httpGet as getVia, load, type RecordedStatement, statementRecorder } from "./support.ts"
+import { hostSpeed } from "./hostSpeed.ts"
 
 const argValue = (flag: string) => {
   const index = process.argv.indexOf(flag)
@@ -74,7 +75,7 @@ const program = Effect.gen(function*() {
     }),
     (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
   )
-  console.log(`bench:listings: ${N.toLocaleString("en-US")} offers, ${CONNECTIONS} connections, ${os.cpus().length} cores`)
+  console.log(`bench:listings: ${N.toLocaleString("en-US")} offers, ${CONNECTIONS} connections, ${os.cpus().length} cores; ${yield* Effect.promise(hostSpeed)}`)
   const cluster = yield* EmbeddedPostgres.start({ dataDir: path.join(dir, "data") })
   const url = cluster.url("postgres")
 

@@ -35,6 +35,7 @@ import { percentile } from "./support.ts"
 import { PgClient } from "@effect/sql-pg"
 import { Reactivity } from "effect/reactivity"
 import { benchBatch } from "./queueBatch.ts"
+import { hostSpeed } from "./hostSpeed.ts"
 import { destination, postJson } from "./queueDestination.ts"
 import { healthy, sleep, startQueue, stop, TOKEN, waitUntil } from "./queueProcess.ts"
 
@@ -270,7 +271,7 @@ const main = async () => {
     const databases = [`bench_svc_${suffix}`, `bench_pgboss_${suffix}`, `bench_batch_svc_${suffix}`, `bench_batch_pgboss_${suffix}`]
     for (const name of databases) await adminSql(`CREATE DATABASE ${name}`)
 
-    console.log(`bench:queue: ${N} messages, ${PUBLISHERS} concurrent publishers, ${os.cpus().length} cores`)
+    console.log(`bench:queue: ${N} messages, ${PUBLISHERS} concurrent publishers, ${os.cpus().length} cores; ${await hostSpeed()}`)
     const dest = await destination()
     const svc = !runs("svc") ? undefined : await benchSvc(databaseUrl(`bench_svc_${suffix}`), dest)
     if (svc) report("svc", svc)
