@@ -78,11 +78,13 @@ export const queryWarning = (text: string | undefined): string | undefined => {
  * finds what the feed wrote. "Škoda" -> "skoda", "Citroën" -> "citroen", " Mercedes-Benz" ->
  * "mercedes benz", "ŚLĄSKIE" -> "slaskie". The answer keeps the offer's own spelling.
  *
- * It folds the lower-cased text, so two values equal in lower case always have one key: the
- * de-duplication key (Dedup.ts) compares make and model in lower case, and a make or model filter may
- * then be answered from the ingest's `dedup_winner` flags (every offer of a dedup key has its keys).
- * A change here needs a migration that computes every stored offer's keys again (as 0015 did first):
- * the content hash does not cover them, so an ingest rewrites no unchanged offer for it.
+ * It folds the lower-cased text, so two values equal in lower case always have one key. The
+ * de-duplication key (Dedup.ts) compares make and model by this key too (since migration 0016), so
+ * "Škoda" and "Skoda" offers of one car are one offer, and a make or model filter may be answered from
+ * the ingest's `dedup_winner` flags (every offer of a dedup key has the same make and model keys).
+ * A change here needs a migration that computes every stored offer's keys again (as 0015 did first:
+ * the content hash does not cover them, so an ingest rewrites no unchanged offer for it) and then
+ * their dedup keys and winners (0016's `rekeyDedup`).
  */
 export const filterKey = (text: string): string => {
   const known = filterKeys.get(text)

@@ -2,14 +2,16 @@
  * The ingest-maintained `dedup_winner` flags against their definition: after every batch and every
  * expiry, each dedup key with listed offers has exactly one winner, the most recently updated (then
  * the lowest id), and nothing else is flagged. Batches are random but seeded, over a small space of
- * keys and timestamps so that duplicates, ties, key changes, removals and revivals all happen.
+ * keys and timestamps so that duplicates, ties, key changes, removals and revivals all happen. The
+ * key's TypeScript and SQL twins agree; and one car that two feeds spell two ways ("Škoda"/"Skoda",
+ * "Mercedes-Benz"/"Mercedes Benz") is one offer of GET /offers over a socket, both with dedup=false.
  */
-import { assert, layer } from "@effect/vitest"
+import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { winnerOrderSql } from "../src/Dedup.ts"
+import { dedupKeySql, winnerOrderSql } from "../src/Dedup.ts"
 import { OfferStore } from "../src/OfferStore.ts"
-import { record, seed, services, TestDatabase } from "./support.ts"
+import { type Client, get, record, seed, services, socketClient, TestDatabase } from "./support.ts"
 
 const stack = services().pipe(Layer.provideMerge(TestDatabase.layer())) as Layer.Layer<OfferStore | SqlClient.SqlClient, unknown>
 
@@ -126,4 +128,66 @@ layer(stack, { excludeTestServices: true, timeout: 120_000 })("dedup winners", (
       // the sources did share keys
       assert.isAbove(contested!.n, 3)
     }))
+
+  it.effect("the key's SQL twin computes from a stored row the key the ingest wrote", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const spellings = [
+        ["Škoda", "Octavia Combi"], ["SKODA", "octavia-combi"], [" Mercedes-Benz ", "C 200"], ["Mercedes  Benz", "C200"],
+        ["Citroën", "C4 Picasso"], ["ŁADA", "Niva 4x4"], ["Alfa_Romeo", "Giulia|Veloce"], ["BMW", "3er (F30)"]
+      ]
+      yield* seed("gamma", spellings.map(([make, model], i) =>
+        record({ nativeId: `t${i}`, make, model, year: i % 2 === 0 ? null : 2020, mileage: i % 3 === 0 ? null : 1_000 * i, price: 9_999.5 + i })))
+      const rows = yield* sql<{ readonly id: string; readonly stored: string; readonly computed: string }>`
+        SELECT id, dedup_key AS stored, ${sql.literal(dedupKeySql)} AS computed FROM listings.offers WHERE source_id = 'gamma'`
+      assert.strictEqual(rows.length, spellings.length)
+      for (const row of rows) assert.strictEqual(row.computed, row.stored, row.id)
+      const keys = new Set(rows.map((row) => row.stored.split("|").slice(0, 2).join("|")))
+      // Škoda/SKODA and the two Mercedes fold to one make and model each ("c 200" and "c200" stay two)
+      assert.deepStrictEqual([...keys].sort(), [
+        "alfa romeo|giulia veloce", "bmw|3er f30", "citroen|c4 picasso", "lada|niva 4x4", "mercedes benz|c 200",
+        "mercedes benz|c200", "skoda|octavia combi"
+      ])
+    }))
+})
+
+// One car offered by two feeds, spelt two ways; the beta offers are the newer.
+const T0 = Date.UTC(2025, 5, 1)
+const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString()
+const car = { year: 2019, mileage: 80_000, price: 100_000, currency: "PLN" }
+const twoSpellings = Layer.effectDiscard(Effect.andThen(
+  seed("alpha", [
+    record({ ...car, nativeId: "skoda", title: "Škoda Octavia", make: "Škoda", model: "Octavia", region: "slaskie", updatedAt: at(10) }),
+    record({ ...car, nativeId: "merc", title: "Mercedes-Benz C 200", make: "Mercedes-Benz", model: "C 200", region: "slaskie", updatedAt: at(10) })
+  ]),
+  seed("beta", [
+    record({ ...car, nativeId: "skoda", title: "Skoda Octavia", make: "Skoda", model: "Octavia", region: "germany", updatedAt: at(20) }),
+    record({ ...car, nativeId: "merc", title: "Mercedes Benz C 200", make: "Mercedes Benz", model: "C 200", region: "germany", updatedAt: at(20) })
+  ])
+))
+const httpStack = services().pipe(Layer.provideMerge(TestDatabase.layer()))
+const ids = (body: any): Array<string> => body.offers.map((offer: any) => offer.id)
+
+describe("dedup across spellings, over HTTP", () => {
+  layer(socketClient(Layer.mergeAll(httpStack, twoSpellings.pipe(Layer.provide(httpStack)))) as Layer.Layer<Client, unknown>, {
+    excludeTestServices: true
+  })("GET /offers", (it) => {
+    it.effect("shows one offer per car however the feeds spell make and model; dedup=false shows both", () =>
+      Effect.gen(function*() {
+        const deduplicated = (yield* get("/offers")).body
+        assert.deepStrictEqual(ids(deduplicated), ["beta:merc", "beta:skoda"])
+        assert.strictEqual(deduplicated.count, 2)
+        // both read paths: the winner flag (make) and the matching duplicates (free text, region)
+        assert.deepStrictEqual(ids((yield* get("/offers?make=skoda")).body), ["beta:skoda"])
+        assert.deepStrictEqual(ids((yield* get(`/offers?make=${encodeURIComponent("Škoda")}&complete=true`)).body), ["beta:skoda"])
+        assert.deepStrictEqual(ids((yield* get("/offers?query=octavia")).body), ["beta:skoda"])
+        assert.deepStrictEqual(ids((yield* get("/offers?make=mercedes-benz&regions=slaskie")).body), ["alpha:merc"])
+        const all = (yield* get("/offers?dedup=false")).body
+        assert.deepStrictEqual(ids(all), ["beta:merc", "beta:skoda", "alpha:merc", "alpha:skoda"])
+        assert.strictEqual(all.count, 4)
+        assert.deepStrictEqual(ids((yield* get("/offers?make=skoda&dedup=false")).body), ["beta:skoda", "alpha:skoda"])
+        // the offers keep their own spelling
+        assert.deepStrictEqual(all.offers.map((offer: any) => offer.make), ["Mercedes Benz", "Skoda", "Mercedes-Benz", "Škoda"])
+      }))
+  })
 })

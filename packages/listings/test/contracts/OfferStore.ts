@@ -65,6 +65,31 @@ export const offerStoreContract = (name: string, layer: Layer.Layer<OfferStore |
         yield* bothPaths(["alpha:a"])
       }))
 
+    test("one car spelt two ways by two feeds is one offer: make and model compare as the filters do", () =>
+      Effect.gen(function*() {
+        yield* write("alpha", [
+          twin("skoda", 10, { make: "Škoda" }),
+          twin("merc", 10, { make: "Mercedes-Benz", model: "C-Klasse" }),
+          twin("citroen", 30, { make: "Citroën", model: "C4 Picasso", price: 20_000 })
+        ])
+        yield* write("beta", [
+          twin("skoda", 20, { make: "Skoda" }),
+          twin("merc", 5, { make: "Mercedes Benz", model: "C Klasse" }),
+          twin("citroen", 30, { make: "CITROEN", model: "c4 picasso", price: 20_000 })
+        ])
+        yield* bothPaths(["beta:skoda"])
+        // newest first: the Citroëns tie (the lower id wins), the Mercedes of alpha is the newer
+        assert.deepStrictEqual(yield* shown({ sort: "NEWEST" }), ["alpha:citroen", "beta:skoda", "alpha:merc"])
+        assert.deepStrictEqual(yield* shown({ make: "mercedes benz", regions: "mazowieckie" }), ["alpha:merc"])
+        assert.deepStrictEqual((yield* shown({ make: "skoda", dedup: false })).sort(), ["alpha:skoda", "beta:skoda"])
+        assert.deepStrictEqual((yield* shown({ sort: "NEWEST", dedup: false })).sort(), [
+          "alpha:citroen", "alpha:merc", "alpha:skoda", "beta:citroen", "beta:merc", "beta:skoda"
+        ])
+        // each answer keeps the offer's own spelling
+        const offers = yield* Effect.flatMap(Offers, (o) => o.search({ make: "skoda" }))
+        assert.deepStrictEqual(decodeAnswer(offers).offers.map((offer) => offer.make), ["Skoda"])
+      }))
+
     test("an edit that makes the winner older promotes the next; a new key stands alone", () =>
       Effect.gen(function*() {
         yield* write("alpha", [twin("one", 10)])
