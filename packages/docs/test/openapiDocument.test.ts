@@ -39,7 +39,7 @@ layer(socketClient.pipe(Layer.provideMerge(stack)), { timeout: 60_000 })("the do
       assert.include(document.components.securitySchemes.adminToken, { type: "http", scheme: "Bearer" })
       assert.match(document.components.securitySchemes.adminToken.description, /DOCS_ADMIN_TOKEN/)
       assert.match(document.components.securitySchemes.bearer.description, /API key/)
-      assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "413", "503"])
+      assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "413", "415", "503"])
       assert.match(rpc.description, /Procedures: AddLibrary, Refresh, Remove, List\./)
       assert.sameMembers(Object.keys(document.paths["/ready"].get.responses), ["200", "503"])
       for (const path of ["/health", "/ready", "/openapi.json"]) {

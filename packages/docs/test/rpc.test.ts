@@ -1,7 +1,8 @@
 /**
  * Folder sources over the docs RPC (`svc docs add` with `DOCS_URL`): only under `DOCS_SOURCE_ROOTS`,
  * real paths compared (symlinks resolved), none by default; the server's own `/etc` is never indexed.
- * The local indexer (no RPC) is unaffected. A real docs-api on a socket, the real RPC client.
+ * The local indexer (no RPC) is unaffected. A body declared in a charset other than UTF-8 is 415 and
+ * adds nothing. A real docs-api on a socket, the real RPC client.
  */
 import { assert, layer } from "@effect/vitest"
 import { tempDir } from "@svc/platform/testing"
@@ -114,6 +115,36 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
       assert.deepStrictEqual(listed.find((library) => library.id === "/acme/gadgets")?.rules, ["Charge a gadget before use"])
       assert.deepStrictEqual(listed.find((library) => library.id === "/acme/widgets")?.rules, [])
       assert.notInclude(ids, "/evil/secret")
+    }).pipe(Effect.scoped))
+
+  it.effect("a body declared in a charset other than UTF-8 is 415 naming it and adds nothing; charset=utf-8 (any case, quoted) as before", () =>
+    Effect.gen(function*() {
+      const { api, ops } = yield* remote({})
+      const line = (id: string) =>
+        `${JSON.stringify({ _tag: "Request", id: "1", tag: "AddLibrary", payload: { source: "npm:he", id }, headers: [] })}\n`
+      const post = (body: string | Uint8Array, charset: string) =>
+        api.fetch("/rpc", {
+          method: "POST",
+          body: body as BodyInit,
+          headers: { authorization: `Bearer ${TOKEN}`, "content-type": `application/ndjson; charset=${charset}` }
+        }).pipe(Effect.flatMap((response) => Effect.promise(async () => ({ status: response.status, text: await response.text() }))))
+      // the line in UTF-16LE with a byte order mark, as a client that meant its charset sends it
+      const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(line("/charset/refused"), "utf16le")])
+      for (const charset of ["utf-16", "iso-8859-1", "shift_jis"]) {
+        const refused = yield* post(utf16, charset)
+        assert.strictEqual(refused.status, 415, refused.text)
+        const body = JSON.parse(refused.text)
+        assert.strictEqual(body.code, "unsupported_media_type")
+        assert.include(body.message, `charset "${charset}" is not supported: send the JSON body as UTF-8`)
+      }
+      assert.isFalse((yield* ops.list).some((library) => library.id === "/charset/refused"))
+      for (const [charset, id] of [["UTF-8", "/charset/upper"], ["\"utf-8\"", "/charset/quoted"]] as const) {
+        const read = yield* post(line(id), charset)
+        assert.strictEqual(read.status, 200, read.text)
+        assert.include(read.text, "\"Exit\"", charset)
+      }
+      const ids = (yield* ops.list).map((library) => library.id)
+      assert.includeMembers(ids, ["/charset/upper", "/charset/quoted"])
     }).pipe(Effect.scoped))
 
   it.effect("the local indexer (svc docs add without DOCS_URL) reads any folder, roots or not", () =>

@@ -51,7 +51,7 @@ layer(
       assert.deepInclude(image.parameters, { name: "key", in: "path", required: true, schema: image.parameters[0].schema })
       const rpc = document.paths["/rpc"].post
       assert.deepStrictEqual(rpc.security, [{ bearer: [] }])
-      assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "413", "503"])
+      assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "413", "415", "503"])
       assert.sameMembers(Object.keys(document.paths["/ready"].get.responses), ["200", "503"])
       for (const path of ["/offers", "/offers/{id}"]) {
         const operation = document.paths[path].get

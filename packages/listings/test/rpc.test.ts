@@ -1,6 +1,7 @@
 /**
  * The internal RPC at POST /rpc over a real socket: TriggerIngest (with and without wait) and
- * SourceHealth with the admin token; a wrong or missing token is refused before any run starts.
+ * SourceHealth with the admin token; a wrong or missing token is refused before any run starts, and so
+ * is a body declared in a charset other than UTF-8 (415).
  */
 import { assert, layer } from "@effect/vitest"
 import { type IngestEvent, ListingsRpcs } from "@svc/schema"
@@ -147,5 +148,38 @@ layer(TestLayer, { excludeTestServices: true })("rpc", (it) => {
       assert.strictEqual(feedRequests, before, "no feed was read")
       const [{ n: runsAfter }] = (yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM listings.ingest_runs`) as any
       assert.strictEqual(runsAfter, runsBefore)
+    }))
+
+  it.effect("a body declared in a charset other than UTF-8 is 415 naming it and starts nothing; charset=utf-8 (any case, quoted) as before", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const runs = Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM listings.ingest_runs`, (rows) => rows[0]!.n)
+      const before = feedRequests
+      const runsBefore = yield* runs
+      const line = `${JSON.stringify({ _tag: "Request", id: "1", tag: "TriggerIngest", payload: { sources: ["rpcfeed"], wait: true }, headers: [] })}\n`
+      const post = (body: string | Uint8Array, charset: string) =>
+        get("/rpc", {
+          method: "POST",
+          headers: { "content-type": `application/ndjson; charset=${charset}`, authorization: `Bearer ${ADMIN_TOKEN}` },
+          body: body as BodyInit
+        })
+      // the line in UTF-16LE with a byte order mark, as a client that meant its charset sends it
+      const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(line, "utf16le")])
+      for (const charset of ["utf-16", "iso-8859-1", "shift_jis"]) {
+        const refused = yield* post(utf16, charset)
+        assert.strictEqual(refused.status, 415, refused.text)
+        assert.strictEqual(refused.body.code, "unsupported_media_type")
+        assert.include(refused.body.message, `charset "${charset}" is not supported: send the JSON body as UTF-8`)
+      }
+      yield* Effect.sleep("100 millis")
+      assert.strictEqual(feedRequests, before, "no feed was read")
+      assert.strictEqual(yield* runs, runsBefore)
+      // UTF-8, by any spelling: read, and the run waited for
+      for (const charset of ["UTF-8", "\"utf-8\""]) {
+        const read = yield* post(line, charset)
+        assert.strictEqual(read.status, 200, read.text)
+        assert.include(read.text, "\"Finished\"", charset)
+      }
+      assert.strictEqual(yield* runs, runsBefore + 2)
     }))
 })

@@ -11,6 +11,10 @@
  *   Postgres (and a batch's text body) would hold U+FFFD instead;
  * - arrays and objects nest at most {@link MAX_DEPTH} levels deep;
  * - no object has a key twice (`JSON.parse` would keep the last one, silently).
+ *
+ * Before any of that, the body's `Content-Type` may not name another charset ({@link charsetProblem}):
+ * a UTF-16 body was read as UTF-8 and refused "not valid UTF-8" (or "not valid JSON"), naming
+ * the bytes, not the label. Each server refuses it 415 in its own error shape, before reading the body.
  */
 import type { RequestIssue } from "@svc/schema"
 import { Result } from "effect"
@@ -156,6 +160,55 @@ const duplicateKey = (text: string): RequestIssue | undefined => {
   }
   return undefined
 }
+
+// -----------------------------------------------------------------------------
+// The charset of a JSON body
+// -----------------------------------------------------------------------------
+
+/**
+ * The `charset` values a JSON body may be declared with (compared lowercased): UTF-8, which RFC 8259
+ * §8.1 requires of JSON between systems (`application/json` defines no charset parameter, so none is
+ * needed), under its IANA name and the common alias `utf8`; and US-ASCII (`us-ascii`, `ascii`), a
+ * subset of UTF-8: an ASCII body is a UTF-8 body, and a byte above 0x7F under that label is read as
+ * UTF-8, so refused (400, not UTF-8) unless it is UTF-8.
+ */
+export const ACCEPTED_CHARSETS: ReadonlySet<string> = new Set(["utf-8", "utf8", "us-ascii", "ascii"])
+
+/** One `; name=value` parameter of a media type; the value a quoted string (with `\` escapes) or a bare run up to the next `;`. */
+const PARAMETER = /;[ \t]*([^;=]*?)[ \t]*(?:=[ \t]*("(?:[^"\\]|\\.)*"|[^;]*))?(?=;|$)/gs
+
+/** A parameter value as meant: unquoted and unescaped when quoted, a stray quote dropped, trimmed. */
+const parameterValue = (raw: string): string => {
+  const value = raw.trim()
+  if (value.length >= 2 && value.startsWith("\"") && value.endsWith("\"")) return value.slice(1, -1).replace(/\\(.)/gs, "$1")
+  return value.replace(/^"|"$/g, "").trim()
+}
+
+/**
+ * Why a JSON body sent with this `Content-Type` is refused before it is read, or none: a `charset`
+ * parameter (its name in any case, its value bare or quoted, in any case) that is not in
+ * {@link ACCEPTED_CHARSETS}, an empty one included. No `Content-Type`, or one without a charset, is
+ * read as UTF-8. The media type itself is the route's to judge. The answer is a 415 (Unsupported Media
+ * Type) in the server's error shape, with this sentence as its message.
+ */
+export const charsetProblem = (contentType: string | null | undefined): string | undefined => {
+  if (contentType === null || contentType === undefined) return undefined
+  const start = contentType.indexOf(";")
+  if (start === -1) return undefined
+  for (const [, name = "", value] of contentType.slice(start).matchAll(PARAMETER)) {
+    if (name.toLowerCase() !== "charset") continue
+    const charset = parameterValue(value ?? "")
+    if (ACCEPTED_CHARSETS.has(charset.toLowerCase())) continue
+    const shown = charset.length > 50 ? `${charset.slice(0, 50)}…` : charset
+    return `Content-Type charset ${JSON.stringify(shown)} is not supported: send the JSON body as UTF-8 ` +
+      "(charset=utf-8, or no charset; RFC 8259)"
+  }
+  return undefined
+}
+
+// -----------------------------------------------------------------------------
+// Parsing
+// -----------------------------------------------------------------------------
 
 /**
  * A JSON body parsed, or the issue that refuses it: empty, not UTF-8, not JSON, a string that

@@ -17,8 +17,11 @@
  * (an outside sweep, on all three services). The body is bounded ({@link MAX_RPC_BODY_BYTES}) and
  * every caller holds the admin token, so what the buffer holds is bounded by what that caller sent,
  * plus the progress events of a streamed procedure its caller reads slowly.
+ *
+ * A body whose `Content-Type` names a charset other than UTF-8 is refused 415 before it is read
+ * (`JsonBody.charsetProblem`): its lines are JSON, which is UTF-8 (RFC 8259).
  */
-import { InvalidRequest, type RequestIssue } from "@svc/schema"
+import { InvalidRequest, type RequestIssue, UnsupportedMediaType } from "@svc/schema"
 import { ByteSize, Context, Effect, Exit, Result, Schema } from "effect"
 import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { RpcGroup } from "effect/rpc"
@@ -129,6 +132,8 @@ export const rpcHttpEffect = <Rpcs extends Rpc.Any>(group: RpcGroup.RpcGroup<Rpc
   Effect.map(RpcServer.toHttpEffect(group, { streamBufferSize: "unbounded" }), (serve) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
+      const charset = JsonBody.charsetProblem(request.headers["content-type"])
+      if (charset !== undefined) return yield* new UnsupportedMediaType({ message: charset })
       // read (and kept by the request) once, here: the server below reads the same bytes
       const body = yield* request.arrayBuffer.pipe(
         Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_RPC_BODY_BYTES)),

@@ -31,18 +31,22 @@ const Routes = HttpRouter.use((router) =>
 
 class Client extends Context.Service<Client, {
   readonly baseUrl: string | undefined
-  readonly post: (body: string | Uint8Array) => Effect.Effect<{ readonly status: number; readonly text: string }>
+  readonly post: (body: string | Uint8Array, contentType?: string) => Effect.Effect<{ readonly status: number; readonly text: string }>
 }>()("test/RpcHttpClient") {}
 
 const answer = (response: Response) => Effect.promise(async () => ({ status: response.status, text: await response.text() }))
-const init = (body: string | Uint8Array): RequestInit => ({ method: "POST", body: body as BodyInit, headers: { "content-type": "application/ndjson" } })
+const init = (body: string | Uint8Array, contentType = "application/ndjson"): RequestInit => ({
+  method: "POST",
+  body: body as BodyInit,
+  headers: { "content-type": contentType }
+})
 
 const SocketClient = Layer.effect(
   Client,
   Effect.gen(function*() {
     const { address } = yield* HttpServer.HttpServer
     const baseUrl = `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`
-    return { baseUrl, post: (body) => Effect.flatMap(Effect.promise(() => fetch(`${baseUrl}/rpc`, init(body))), answer) }
+    return { baseUrl, post: (body, type) => Effect.flatMap(Effect.promise(() => fetch(`${baseUrl}/rpc`, init(body, type))), answer) }
   })
 ).pipe(Layer.provide(serve(Routes, { name: "rpc-test", port: 0, host: "127.0.0.1" })))
 
@@ -56,7 +60,7 @@ const InProcessClient = Layer.effect(
     const { handler } = yield* Effect.acquireRelease(Effect.sync(() => toWebHandler(InProcessRoutes)), ({ dispose }) => Effect.promise(dispose))
     return {
       baseUrl: undefined,
-      post: (body) => Effect.flatMap(Effect.promise(() => handler(new Request("http://localhost/rpc", init(body)))), answer)
+      post: (body, type) => Effect.flatMap(Effect.promise(() => handler(new Request("http://localhost/rpc", init(body, type)))), answer)
     }
   })
 )
@@ -133,6 +137,27 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in process
         refused(`${count(1)}\n${count(2, "x" as never)}\n`, "line 2 payload.by", /Expected .*number|int/i),
         refused(`${JSON.stringify({ _tag: "Request", id: 1, tag: "Count", payload: {}, headers: [] })}\n`, "line 1 payload.note", /missing/)
       ]))
+
+    it.effect("a body declared in a charset other than UTF-8 is 415 naming it, none of it run; charset=utf-8 (any case, quoted) or none as before", () =>
+      Effect.gen(function*() {
+        const client = yield* Client
+        const before = counted
+        // the lines in UTF-16LE with a byte order mark, as a client that meant its charset sends them
+        const utf16 = new Uint8Array(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`${count(1)}\n`, "utf16le")]))
+        for (const [charset, named] of [["utf-16", "utf-16"], ["UTF-16LE", "UTF-16LE"], ["\"iso-8859-1\"", "iso-8859-1"], ["Shift_JIS", "Shift_JIS"]]) {
+          const { status, text } = yield* client.post(utf16, `application/ndjson; charset=${charset}`)
+          assert.strictEqual(status, 415, text)
+          const body = JSON.parse(text) as { code: string; message: string }
+          assert.strictEqual(body.code, "unsupported_media_type")
+          assert.include(body.message, `charset "${named}" is not supported: send the JSON body as UTF-8`)
+        }
+        assert.strictEqual(counted, before, "a refused body ran none of its requests")
+        for (const type of ["application/ndjson; charset=UTF-8", "application/ndjson; charset=\"utf-8\"", "application/ndjson; charset=utf8", "application/ndjson"]) {
+          const { status, text } = yield* client.post(`${count(1)}\n`, type)
+          assert.strictEqual(status, 200, `${type}: ${text}`)
+        }
+        assert.strictEqual(counted, before + 4)
+      }))
 
     it.effect(`a body over ${MAX_RPC_BODY_BYTES / 1024 / 1024} MiB is 413 (it was a 200 carrying effect's buffer error)`, () =>
       Effect.gen(function*() {

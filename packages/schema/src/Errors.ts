@@ -204,6 +204,16 @@ export class Unauthorized extends ApiError<Unauthorized>()("Unauthorized", {
   message: "Missing or invalid credentials"
 }) {}
 
+/**
+ * 415: a request body the route cannot read as sent: a JSON body whose `Content-Type` names a charset
+ * other than UTF-8 (`@svc/platform` `JsonBody.charsetProblem` words the message), or a media type the
+ * route does not take. Refused before the body is read.
+ */
+export class UnsupportedMediaType extends ApiError<UnsupportedMediaType>()("UnsupportedMediaType", {
+  status: 415,
+  message: "The request body's Content-Type is not supported: send application/json in UTF-8"
+}) {}
+
 /** 503: a dependency is down, the route is disabled by configuration, or the server is shutting down. */
 export class ServiceUnavailable extends ApiError<ServiceUnavailable>()("ServiceUnavailable", {
   status: 503,

@@ -13,7 +13,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { InvalidRequest } from "./Errors.ts"
+import { InvalidRequest, UnsupportedMediaType } from "./Errors.ts"
 
 /**
  * The document of `api` with the routes of `documentOnly` merged in: its title, description and
@@ -92,12 +92,12 @@ export const internalRpcEndpoint = (options: {
   HttpApiEndpoint.post("rpc", "/rpc", {
     payload: HttpApiSchema.StreamNdjson({ schema: RpcLine }).annotate({
       description: "Request messages, one JSON object a line ({\"_tag\":\"Request\",\"id\",\"tag\",\"payload\",\"headers\"}), " +
-        "checked whole before any runs; at most 16 MiB"
+        "checked whole before any runs; at most 16 MiB; UTF-8 (a Content-Type charset other than UTF-8 is 415, unread)"
     }),
     success: HttpApiSchema.StreamNdjson({ schema: RpcLine }).annotate({
       description: "Exit and Chunk messages, one JSON object a line"
     }),
-    error: [InvalidRequest, RpcBodyTooLarge]
+    error: [InvalidRequest, RpcBodyTooLarge, UnsupportedMediaType]
   }).annotateMerge(OpenApi.annotations({
     summary: `Internal RPC (${options.name})`,
     description: `${options.description} Procedures: ${[...options.rpcs.requests.keys()].join(", ")}.`
