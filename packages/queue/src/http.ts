@@ -15,7 +15,8 @@ import {
   QueueAuth,
   QueueJsonBody,
   queueOpenApi,
-  RequestTooLarge
+  RequestTooLarge,
+  UnsupportedMediaType
 } from "@svc/schema"
 import type { RequestIssue } from "@svc/schema"
 import { apiRoutes, BearerAuth, JsonBody, openApiRoute } from "@svc/platform"
@@ -54,10 +55,11 @@ export const QueueAuthLive = Layer.effect(
 // -----------------------------------------------------------------------------
 
 /**
- * `QueueJsonBody`: a `QueueApi` endpoint's JSON body passes `JsonBody.parse` (the rules of
- * `POST /v2/batch`) and is a JSON object before effect decodes it. The body read here is the one
- * the payload decoder reads (node's request caches it). "Expected" in the payload's own words:
- * its `RequestObject` message ("expected a JSON object with messageIds, filter or both").
+ * `QueueJsonBody`: a `QueueApi` endpoint's JSON body is declared UTF-8 (`JsonBody.charsetProblem`: 415
+ * unread otherwise), passes `JsonBody.parse` (the rules of `POST /v2/batch`) and is a JSON object
+ * before effect decodes it. The body read here is the one the payload decoder reads (node's request
+ * caches it). "Expected" in the payload's own words: its `RequestObject` message ("expected a JSON
+ * object with messageIds, filter or both").
  */
 export const QueueJsonBodyLive = Layer.succeed(
   QueueJsonBody,
@@ -68,6 +70,8 @@ export const QueueJsonBodyLive = Layer.succeed(
       const payload = endpoint.payload.get(contentType)
       // No JSON payload here: effect answers (no body to read, or 415 for another content type).
       if (!HttpMethod.hasBody(request.method) || payload?.encoding._tag !== "Json") return yield* httpEffect
+      const charset = JsonBody.charsetProblem(request.headers["content-type"])
+      if (charset !== undefined) return yield* new UnsupportedMediaType({ message: charset })
       const message = payload.schemas[0]?.ast.annotations?.message
       const expected = typeof message === "string" ? message.replace(/^expected /, "") : "a JSON object"
       const bytes = yield* readCapped(request, MAX_JSON_BODY_BYTES, () => new RequestTooLarge({ maxBytes: MAX_JSON_BODY_BYTES })).pipe(
@@ -233,14 +237,12 @@ export const BatchRoute = HttpRouter.add(
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const settings = yield* QueueConfig
     yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? splitTarget(request.url).token)
-    // JSON, or no Content-Type at all (read as JSON), as the API's other JSON bodies
+    // JSON, or no Content-Type at all (read as JSON), as the API's other JSON bodies; in UTF-8
     const mediaType = request.headers["content-type"]?.split(";")[0]!.trim().toLowerCase()
-    if (mediaType !== undefined && mediaType !== "" && mediaType !== "application/json") {
-      return HttpServerResponse.text(
-        `Content-Type ${JSON.stringify(mediaType.slice(0, 100))} is not supported: send application/json`,
-        { status: 415 }
-      )
-    }
+    const unsupported = mediaType !== undefined && mediaType !== "" && mediaType !== "application/json"
+      ? `Content-Type ${JSON.stringify(mediaType.slice(0, 100))} is not supported: send application/json`
+      : JsonBody.charsetProblem(request.headers["content-type"])
+    if (unsupported !== undefined) return yield* new UnsupportedMediaType({ message: unsupported })
     const bytes = yield* readCapped(request, settings.maxBatchBytes, () => new BatchTooLarge({ maxBytes: settings.maxBatchBytes }))
     const expected = "a JSON array of messages ({\"destination\", \"body\", \"headers\"})"
     const parsed = JsonBody.parse(bytes, expected)

@@ -56,6 +56,61 @@ layer(queueLayer({ worker: false }), { timeout: 120_000, excludeTestServices: tr
       assert.deepStrictEqual((yield* call("/v2/queues")).body.queues, [])
     }))
 
+  it.effect("a body declared in a charset other than UTF-8 is 415 naming it at every JSON route and the RPC, unread; charset=utf-8 as before", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const before = yield* countMessages
+      const routes: ReadonlyArray<readonly [string, string, string]> = [
+        ["POST", "/v2/batch", `[{"destination":"${dest.baseUrl}/cs","headers":{"Svc-Delay":"1d"}}]`],
+        ["DELETE", "/v2/messages", `{"filter":{"url":"${dest.baseUrl}/none","fromDate":0}}`],
+        ["POST", "/v2/dlq/retry", `{"filter":{"url":"${dest.baseUrl}/none"}}`],
+        ["DELETE", "/v2/dlq", `{"filter":{"url":"${dest.baseUrl}/none"}}`],
+        ["POST", "/v2/topics/cs/endpoints", `{"endpoints":[{"name":"n","url":"${dest.baseUrl}/e"}]}`],
+        ["PATCH", "/v2/topics/cs", `{"headers":{"X-A":"1"}}`],
+        // its last endpoint removed, the group goes
+        ["DELETE", "/v2/topics/cs/endpoints", `{"endpoints":[{"name":"n"}]}`],
+        ["POST", "/v2/queues", `{"queueName":"cs"}`],
+        // the internal RPC: one Publish request a line (NDJSON)
+        ["POST", "/rpc", `${JSON.stringify({ _tag: "Request", id: "1", tag: "Publish", payload: { destination: `${dest.baseUrl}/cs`, headers: { "Svc-Delay": "1d" } }, headers: [] })}\n`]
+      ]
+      for (const [method, path, text] of routes) {
+        const type = path === "/rpc" ? "application/ndjson" : "application/json"
+        // the body in UTF-16LE with a byte order mark, as a client that meant its charset sends it
+        const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, "utf16le")])
+        for (const [charset, named] of [["utf-16", "utf-16"], ["\"UTF-16\"", "UTF-16"], ["iso-8859-1", "iso-8859-1"], ["shift_jis", "shift_jis"]]) {
+          const answer = yield* call(path, { method, headers: { "content-type": `${type}; charset=${charset}` }, body: utf16 })
+          const what = `${method} ${path} with charset=${charset}`
+          assert.strictEqual(answer.status, 415, `${what}: ${JSON.stringify(answer.body)}`)
+          assert.strictEqual(answer.body.code, "unsupported_media_type", what)
+          assert.strictEqual(
+            answer.body.message,
+            `Content-Type charset "${named}" is not supported: send the JSON body as UTF-8 (charset=utf-8, or no charset; RFC 8259)`,
+            what
+          )
+        }
+      }
+      // nothing stored or changed
+      assert.strictEqual(yield* countMessages, before)
+      assert.strictEqual((yield* call("/v2/topics/cs")).status, 404)
+      assert.deepStrictEqual((yield* call("/v2/queues")).body.queues, [])
+      // without the token the 401 comes first, naming nothing of the body
+      const anonymous = yield* call("/v2/batch", { method: "POST", headers: { "content-type": "application/json; charset=utf-16" }, body: "[]", token: null })
+      assert.strictEqual(anonymous.status, 401)
+
+      // UTF-8 by any of its spellings is read as before
+      for (const charset of ["UTF-8", "\"utf-8\"", "utf8"]) {
+        for (const [method, path, text] of routes) {
+          const type = path === "/rpc" ? "application/ndjson" : "application/json"
+          const answer = yield* call(path, { method, headers: { "content-type": `${type}; charset=${charset}` }, body: text })
+          assert.isBelow(answer.status, 300, `${method} ${path} with charset=${charset}: ${JSON.stringify(answer.body)}`)
+        }
+      }
+      // a batch and an RPC publish per spelling
+      assert.strictEqual(yield* countMessages, before + 6)
+      // the queue made goes: other tests of this file expect none
+      assert.strictEqual((yield* call("/v2/queues/cs", { method: "DELETE" })).status, 204)
+    }))
+
   it.effect("a string with an unpaired surrogate is refused naming its field; a pair is stored as sent", () =>
     Effect.gen(function*() {
       const dest = yield* Destination

@@ -11,7 +11,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
-import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized } from "./Errors.ts"
+import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized, UnsupportedMediaType } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 import { RpcDefects } from "./RpcDefects.ts"
 import { BoundedInt, IdParam, Int4, NameParam, RequestString, UrlParam } from "./Limits.ts"
@@ -220,14 +220,15 @@ export class RequestTooLarge extends ApiError<RequestTooLarge>()("RequestTooLarg
 }) {}
 
 /**
- * Every JSON body of `QueueApi` is read by the queue's rules (`@svc/queue` JsonBody.ts) before its
- * payload is decoded: at most {@link MAX_JSON_BODY_BYTES} (413 beyond), UTF-8, well-formed strings, a
- * JSON object; a 400 naming the problem otherwise. Put inside `QueueAuth` (added before it), so a
- * request without the token learns nothing of its body.
+ * Every JSON body of `QueueApi` is read by the suite's rules (`@svc/platform` JsonBody.ts) before its
+ * payload is decoded: a `Content-Type` charset other than UTF-8 is 415, unread; at most
+ * {@link MAX_JSON_BODY_BYTES} (413 beyond), UTF-8, well-formed strings, a JSON object; a 400 naming
+ * the problem otherwise. Put inside `QueueAuth` (added before it), so a request without the token
+ * learns nothing of its body.
  */
 export class QueueJsonBody extends HttpApiMiddleware.Service<QueueJsonBody, { provides: never; requires: never }>()(
   "@svc/schema/Queue/QueueJsonBody",
-  { error: [InvalidRequest, RequestTooLarge] }
+  { error: [InvalidRequest, RequestTooLarge, UnsupportedMediaType] }
 ) {}
 
 export class MessagesGroup extends HttpApiGroup.make("messages").add(

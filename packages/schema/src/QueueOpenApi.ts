@@ -18,7 +18,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { InvalidRequest } from "./Errors.ts"
+import { InvalidRequest, UnsupportedMediaType } from "./Errors.ts"
 import { ReadinessGroup } from "./Health.ts"
 import { DocumentGroup, internalRpcEndpoint, openApiDocument } from "./OpenApiDocument.ts"
 import { BatchResult, MessageTooLarge, PublishResult, QueueApi, QueueAuth, QueueRpcs } from "./Queue.ts"
@@ -119,12 +119,13 @@ export class QueueRawRoutesGroup extends HttpApiGroup.make("publish").add(
   HttpApiEndpoint.post("batch", "/v2/batch", {
     payload: BatchRequest,
     success: BatchResult.pipe(HttpApiSchema.status(201)),
-    error: [InvalidRequest, BatchTooLarge, MessageTooLarge]
+    error: [InvalidRequest, BatchTooLarge, MessageTooLarge, UnsupportedMediaType]
   }).annotateMerge(OpenApi.annotations({
     summary: "Publish many messages in one request",
     description: "All or nothing, in one transaction: a bad element refuses the whole batch (400 naming each element " +
       "by index) and nothing is stored. Element i of the answer is what POST /v2/publish answers for element i. " +
-      "At most QUEUE_MAX_BATCH_MESSAGES elements and QUEUE_MAX_BATCH_BYTES bytes."
+      "At most QUEUE_MAX_BATCH_MESSAGES elements and QUEUE_MAX_BATCH_BYTES bytes. A Content-Type other than " +
+      "application/json, or a charset other than UTF-8, is 415 before the body is read."
   })),
   HttpApiEndpoint.post("createSchedule", "/v2/schedules/:destination", {
     params: { destination },

@@ -117,7 +117,7 @@ describe("the queue's OpenAPI document", () => {
       assert.sameMembers(Object.keys(spec.paths["/ready"].get.responses), ["200", "503"])
       const rpc = spec.paths["/rpc"].post
       assert.deepStrictEqual(rpc.security, [{ bearer: [] }])
-      assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "413", "503"])
+      assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "413", "415", "503"])
       assert.match(rpc.description, /Procedures: Publish, GetMessage, .*DeleteDlqEntries\./)
       assert.deepStrictEqual(spec.paths["/openapi.json"].get.security, [])
     }))
@@ -150,5 +150,9 @@ describe("the queue's OpenAPI document", () => {
       assert.deepInclude(cron, { in: "header", required: true })
       const enqueue = spec.paths["/v2/enqueue/{queue}/{destination}"].post
       assert.deepStrictEqual(enqueue.responses["201"], publish.responses["201"])
+      // a JSON body is refused 415 for another media type or a charset other than UTF-8: the batch and every
+      // QueueApi route with a JSON body (QueueJsonBody) say so
+      assert.includeMembers(Object.keys(spec.paths["/v2/batch"].post.responses), ["201", "400", "401", "413", "415"])
+      assert.includeMembers(Object.keys(spec.paths["/v2/queues"].post.responses), ["200", "400", "413", "415"])
     }))
 })
