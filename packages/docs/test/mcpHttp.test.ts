@@ -62,6 +62,32 @@ describe("POST /mcp: headers are checked before the body", () => {
       assert.deepStrictEqual([withCharset.status, withCharset.body.result], [200, {}])
     }).pipe(Effect.scoped))
 
+  it.effect("a body declared in a charset other than UTF-8 is 415 -32000 naming it, before the body is read; UTF-8 by any spelling as before", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp({ MCP_MAX_BODY_BYTES: "1024" })
+      const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
+      // the message in UTF-16LE with a byte order mark, as a client that meant its charset sends it (it was -32700 "not valid UTF-8")
+      const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(ping, "utf16le")])
+      for (const [charset, named] of [["utf-16", "utf-16"], ["\"UTF-16LE\"", "UTF-16LE"], ["iso-8859-1", "iso-8859-1"], ["Shift_JIS", "Shift_JIS"]]) {
+        const refused = yield* post(port, utf16, { "content-type": `application/json; charset=${charset}` })
+        assert.strictEqual(refused.status, 415, refused.text)
+        assert.deepStrictEqual(refused.body, {
+          jsonrpc: "2.0",
+          error: {
+            code: -32000,
+            message: `Unsupported Media Type: Content-Type charset "${named}" is not supported: send the JSON body as UTF-8 (charset=utf-8, or no charset; RFC 8259)`
+          },
+          id: null
+        })
+      }
+      // a header, so judged before a declared length over the cap
+      assert.strictEqual((yield* post(port, "x".repeat(2048), { "content-type": "application/json; charset=utf-16" })).status, 415)
+      for (const type of ["application/json; charset=UTF-8", "application/json; charset=\"utf-8\"", "application/json;charset=utf8"]) {
+        const read = yield* post(port, ping, { "content-type": type })
+        assert.deepStrictEqual([read.status, read.body.result], [200, {}], type)
+      }
+    }).pipe(Effect.scoped))
+
   it.effect("an empty body is -32700 saying the body is empty", () =>
     Effect.gen(function*() {
       const port = yield* startMcp()

@@ -17,7 +17,8 @@
  *   Host-checked) is granted to allowed origins the same way; `/ping` is not.
  * - `POST /mcp` checks its headers before reading the body: `Accept` must list `application/json` and
  *   `text/event-stream` (MCP), a range that covers them such as `*\/*` counts (406 otherwise), then
- *   `Content-Type` must be `application/json` (415), then the length (413, below); only then is the
+ *   `Content-Type` must be `application/json` with no charset but UTF-8 (415, as the SDK's transport
+ *   answers a wrong type: JSON-RPC `-32000`), then the length (413, below); only then is the
  *   body read, and judged: empty or not JSON `-32700`, not JSON-RPC `-32600` (400).
  * - The body is capped at `MCP_MAX_BODY_BYTES` (default 1 MiB): a `Content-Length` over it is 413
  *   before anything is read; a chunked body is read up to the cap and refused (413) the moment it
@@ -381,6 +382,9 @@ const headerRefusal = (
       }; send Content-Type: application/json`
     )
   }
+  // JSON is UTF-8 (RFC 8259): a body declared otherwise was read as UTF-8 and refused as a parse error
+  const charset = JsonBody.charsetProblem(contentType)
+  if (charset !== undefined) return jsonRpcError(415, -32000, `Unsupported Media Type: ${charset}`)
   // a declared length over the cap: refused before a byte is read
   const length = headers["content-length"]
   if (length !== undefined && /^\d+$/.test(length.trim()) && Number(length) > maxBodyBytes) return tooLarge(maxBodyBytes)
