@@ -25,13 +25,18 @@ export const UPLOAD_MEDIA_TYPE = "application/json"
  * The refusal of a request whose `Content-Type` is not JSON: 415 (`request_failed`, the only code whose
  * status is the thrower's), naming the type it got and the one expected. A request without a
  * `Content-Type` is read as JSON, as effect's HttpApi (the queue's and the other services' JSON routes)
- * reads it. Parameters (`; charset=utf-8`) and case do not matter.
+ * reads it. Case does not matter, nor parameters but `charset`: one other than UTF-8 (`charset=utf-16`)
+ * is refused the same way, naming it (the suite's rule, `JsonBody.charsetProblem`), where the body was
+ * read as UTF-8 and refused as "not valid UTF-8".
  */
 export const unsupportedMediaType = (request: Request): BlobError | undefined => {
   const header = request.headers.get("content-type")
   if (header === null) return undefined
   const mediaType = header.toLowerCase().split(";")[0]!.trim()
-  if (mediaType === UPLOAD_MEDIA_TYPE) return undefined
+  if (mediaType === UPLOAD_MEDIA_TYPE) {
+    const charset = JsonBody.charsetProblem(header)
+    return charset === undefined ? undefined : new BlobError("request_failed", { status: 415, message: charset })
+  }
   const shown = mediaType === "" ? "(empty)" : mediaType.length > 100 ? `${mediaType.slice(0, 100)}…` : mediaType
   return new BlobError("request_failed", {
     status: 415,
