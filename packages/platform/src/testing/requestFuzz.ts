@@ -248,6 +248,21 @@ export const pathSegment: fc.Arbitrary<string> = fc.oneof(
   { arbitrary: rawPiece, weight: 1 }
 )
 
+/**
+ * A request body's `Content-Type`, or none (`""`): JSON, with and without a charset, the charsets a JSON
+ * route refuses with 415 (anything but UTF-8: `JsonBody.charsetProblem`), and other media types.
+ */
+export const contentType: fc.Arbitrary<string> = fc.constantFrom(
+  "application/json",
+  "application/json; charset=utf-8",
+  "application/json; charset=utf-16",
+  "application/json; charset=\"ISO-8859-1\"",
+  "text/plain",
+  "",
+  "multipart/form-data; boundary=x",
+  "application/x-www-form-urlencoded"
+)
+
 /** A request of any method at any path below one of `prefixes`, with a hostile query, body and content type. */
 export interface AnyRequest {
   /** The path and query, encoded. */
@@ -263,7 +278,7 @@ export const anyRequest = (prefixes: ReadonlyArray<string>, params: ReadonlyArra
     segments: fc.array(pathSegment, { maxLength: 3 }),
     query: queryString(params),
     body: fc.oneof(hostileString, fc.jsonValue({ maxDepth: 2 }).map((value) => JSON.stringify(value))),
-    contentType: fc.constantFrom("application/json", "text/plain", "", "multipart/form-data; boundary=x")
+    contentType
   }).map(({ body, contentType, method, prefix, query, segments }) => ({
     path: `${`${prefix}${segments.map((segment) => `/${segment}`).join("")}` || "/"}${query}`,
     init: {
