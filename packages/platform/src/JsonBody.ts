@@ -174,6 +174,10 @@ const duplicateKey = (text: string): RequestIssue | undefined => {
  */
 export const ACCEPTED_CHARSETS: ReadonlySet<string> = new Set(["utf-8", "utf8", "us-ascii", "ascii"])
 
+/*
+ * The parameters are read here, leniently, and not with the `content-type` package: it throws on what
+ * clients send sloppily and every route accepts today ("application/json; foo", ";;charset=utf-8").
+ */
 /** One `; name=value` parameter of a media type; the value a quoted string (with `\` escapes) or a bare run up to the next `;`. */
 const PARAMETER = /;[ \t]*([^;=]*?)[ \t]*(?:=[ \t]*("(?:[^"\\]|\\.)*"|[^;]*))?(?=;|$)/gs
 
