@@ -10,6 +10,7 @@
 import {
   type ApiKeyRecord,
   ApiKeys,
+  describeCrawl,
   DocsRpcClient,
   type IndexOutcome,
   type IndexProgress,
@@ -48,6 +49,9 @@ const describeProgress = (progress: IndexProgress): string => {
       return `Cloning ${progress.url}`
     case "Fetched":
       return `  fetched [${progress.pages}, at most ${progress.maxPages}] ${progress.url}`
+    case "Crawled":
+      // `Read 57 pages; skipped 5 (3 not found, …)`, or `Stopped after 10m (DOCS_CRAWL_DEADLINE): …`
+      return describeCrawl(progress)
     case "Started":
       return `Indexing ${progress.libraryId} ${progress.version} from ${progress.root}`
     case "FileRead":

@@ -4,13 +4,14 @@
  * another origin, llms.txt and llms-full.txt, and the outbound guard without the setting.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Logger, Result } from "effect"
+import { IndexEvent } from "@svc/schema"
+import { ConfigProvider, Effect, Fiber, Logger, Result, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { type IndexProgress, Indexer } from "../src/Indexer.ts"
 import { htmlToMarkdown, MAX_NESTING } from "../src/sources/Html.ts"
 import { looksLikeLlmsTxt, parseLlmsTxt } from "../src/sources/LlmsTxt.ts"
-import type { IndexFailed } from "../src/sources/Source.ts"
+import { describeCrawl, type IndexFailed } from "../src/sources/Source.ts"
 import { crawlPrefix, isGitHttpUrl, pageFile, websiteLibraryId } from "../src/sources/Website.ts"
 import { stack } from "./support.ts"
 import { page, siteServer } from "./web/SiteServer.ts"
@@ -40,6 +41,15 @@ const libraryRow = (id: string) =>
       SELECT title, description, source_kind, source_location FROM docs.libraries WHERE id = ${id}`
     return rows[0]
   })
+
+/** Every log line of `effect` with its level (`Warn`, `Info`, …). */
+const captureLogs = () => {
+  const logged: Array<{ readonly level: string; readonly message: string }> = []
+  const capture = Effect.provide(Logger.layer([
+    Logger.make((options) => logged.push({ level: options.logLevel, message: String((options.message as ReadonlyArray<unknown>)[0]) }))
+  ]))
+  return { logged, capture }
+}
 
 const prose = (words: string) => `<p>${words} This paragraph is long enough to be kept as a snippet of its own page.</p>`
 
@@ -328,14 +338,17 @@ layer(stack)("website sources", (it) => {
       assert.deepStrictEqual(progress.slice(0, started), [
         { _tag: "Fetched", url: `${site.base}/docs/`, pages: 1, maxPages: 200 },
         { _tag: "Fetched", url: `${site.base}/docs/a.html`, pages: 2, maxPages: 200 },
-        { _tag: "Fetched", url: `${site.base}/docs/b.html`, pages: 3, maxPages: 200 }
+        { _tag: "Fetched", url: `${site.base}/docs/b.html`, pages: 3, maxPages: 200 },
+        // then the crawl's summary: the page that is not there is skipped, and said so
+        { _tag: "Crawled", pages: 3, maxPages: 200, skipped: [{ reason: "not_found", pages: 1 }], stoppedAfter: null }
       ], "a page that is not there (404) is not counted")
 
       progress.length = 0
       yield* indexer.add(`${site.base}/kit/`, { onProgress }).pipe(allowed)
-      assert.deepStrictEqual(progress.filter((event) => event._tag === "Fetched"), [
+      assert.deepStrictEqual(progress.filter((event) => event._tag === "Fetched" || event._tag === "Crawled"), [
         { _tag: "Fetched", url: `${site.base}/kit/llms.txt`, pages: 1, maxPages: 200 },
-        { _tag: "Fetched", url: `${site.base}/kit/start.md`, pages: 2, maxPages: 200 }
+        { _tag: "Fetched", url: `${site.base}/kit/start.md`, pages: 2, maxPages: 200 },
+        { _tag: "Crawled", pages: 1, maxPages: 1, skipped: [], stoppedAfter: null }
       ])
     }))
 
@@ -406,6 +419,7 @@ layer(stack)("website sources", (it) => {
       const paths = [...new Set((yield* snippetsOf(outcome.libraryId)).map((s) => s.source_path))].sort()
       assert.deepStrictEqual(paths, ["odd/beyond.md", "odd/ent2/a_b.md", "odd/good.md", "odd/index.md", "odd/pct/bad_E0_A4_A.md"])
       assert.include(logged, `Skipped ${site.base}/odd/deep.html: nested deeper than ${MAX_NESTING} elements`)
+      assert.include(logged, `${site.base}/odd/: Read 5 pages; skipped 1 (1 not converted)`)
       assert.strictEqual((yield* libraryRow(outcome.libraryId))!.title, "Odd \uFFFD docs")
 
       // a refresh of the ready site stays ready
@@ -443,6 +457,168 @@ layer(stack)("website sources", (it) => {
       assert.strictEqual(refused.category, "invalid_source")
       assert.include(refused.message, `must be longer than 0 at ["DOCS_CRAWL_PAGE_TIME_LIMIT"]`)
     }).pipe(TestClock.withLive))
+
+  it.effect("a crawl sums up the pages it skipped, by reason, in the log and the progress (they were skipped without a word)", () =>
+    Effect.gen(function*() {
+      const other = yield* siteServer({ "/x": { body: page("Elsewhere", prose("Another origin.")) } })
+      const site = yield* siteServer({
+        "/sk/": {
+          body: page(
+            "Skips",
+            `<h1>Skips</h1>${prose("A site with every kind of page that gives nothing.")}` +
+              ["a.html", "away", "broken.html", "data.bin", "gone.html", "missing.html", "moved", "zz-slow.html"]
+                .map((href) => `<a href="${href}">${href}</a>`).join(" ")
+          )
+        },
+        "/sk/a.html": { body: page("A", `<h1>A</h1>${prose("The one good page.")}`) },
+        "/sk/broken.html": { status: 500, body: "oops" },
+        "/sk/data.bin": { type: "application/octet-stream", body: "0101" },
+        "/sk/gone.html": { status: 410, body: "gone" },
+        "/sk/moved": { location: "/outside.html" },
+        "/outside.html": { body: page("Outside", prose("Outside the crawl's folder.")) },
+        "/sk/zz-slow.html": { hold: true }
+      })
+      site.set({ "/sk/away": { location: `${other.base}/x` } })
+      const progress: Array<IndexProgress> = []
+      const { capture, logged } = captureLogs()
+      const fiber = yield* (yield* Indexer).add(`${site.base}/sk/`, { onProgress: (event) => Effect.sync(() => progress.push(event)) }).pipe(
+        // one page at a time: when the held page is asked for, every other one is done
+        withSettings({ DOCS_ALLOW_PRIVATE: "true", DOCS_CRAWL_CONCURRENCY: "1", DOCS_CRAWL_DEADLINE: "1 hour" }),
+        capture,
+        Effect.forkChild
+      )
+      // the held page's DOCS_CRAWL_TIMEOUT (30 s of the test clock) runs from its request: the clock is
+      // moved on until the crawl gives it up (the server sees its connection closed)
+      yield* site.requestOf("/sk/zz-slow.html")
+      while (!site.abandoned("/sk/zz-slow.html")) {
+        yield* TestClock.adjust("30 seconds")
+        yield* TestClock.withLive(Effect.sleep("10 millis"))
+      }
+      const outcome = yield* Fiber.join(fiber)
+      assert.strictEqual(outcome.files, 2)
+
+      const summary = progress.find((event) => event._tag === "Crawled")
+      assert.deepStrictEqual(summary, {
+        _tag: "Crawled",
+        pages: 2,
+        maxPages: 200,
+        skipped: [
+          { reason: "not_found", pages: 2 },
+          { reason: "http_error", pages: 1 },
+          { reason: "timed_out", pages: 1 },
+          { reason: "redirected_away", pages: 2 },
+          { reason: "not_a_page", pages: 1 }
+        ],
+        stoppedAfter: null
+      })
+      const line = "Read 2 pages; skipped 7 (2 not found, 1 HTTP error, 1 timed out, 2 redirected away, 1 not HTML or Markdown)"
+      assert.strictEqual(describeCrawl(summary!), line)
+      assert.deepInclude(logged, { level: "Info", message: `${site.base}/sk/: ${line}` })
+      // each page skipped is logged at info with its reason, never as a warning
+      for (
+        const [path, why] of [
+          ["missing.html", "HTTP 404"],
+          ["gone.html", "HTTP 410"],
+          ["broken.html", "HTTP 500"],
+          ["data.bin", "not HTML, Markdown or text (application/octet-stream)"],
+          ["moved", `redirects to ${site.base}/outside.html, outside the crawl`],
+          ["zz-slow.html", `Cannot fetch ${site.base}/sk/zz-slow.html: no answer within 30s (DOCS_CRAWL_TIMEOUT)`]
+        ]
+      ) {
+        assert.deepInclude(logged, { level: "Info", message: `Skipped ${site.base}/sk/${path}: ${why}` })
+      }
+      assert.isTrue(logged.some((entry) => entry.level === "Info" && entry.message.startsWith(`Skipped ${site.base}/sk/away: `)))
+      assert.deepStrictEqual(logged.filter((entry) => entry.level === "Warn"), [])
+    }))
+
+  it.effect("DOCS_CRAWL_DEADLINE stops a crawl or an llms.txt's pages: what was read is indexed, nothing more is requested, and it says so", () =>
+    Effect.gen(function*() {
+      const site = yield* siteServer({
+        "/dl/": {
+          body: page("Deadline", `<h1>Deadline</h1>${prose("The start page of a slow site.")}<a href="a.html">A</a> <a href="b.html">B</a> <a href="c.html">C</a>`)
+        },
+        "/dl/a.html": { body: page("A", `<h1>A</h1>${prose("Read before the deadline.")}`) },
+        // held until the deadline has passed: the test clock is moved on only once it is asked for
+        "/dl/b.html": { hold: true },
+        "/dl/c.html": { body: page("C", `<h1>C</h1>${prose("Never requested: its turn comes after the deadline.")}`) },
+        "/kit/llms.txt": { type: "text/plain", body: "# Kit\n\n- [One](one.md)\n- [Two](two.md)\n- [Three](three.md)\n" },
+        "/kit/one.md": { type: "text/markdown", body: "# One\n\nThe first page of the kit, read before the deadline, long enough." },
+        "/kit/two.md": { hold: true },
+        "/kit/three.md": { type: "text/markdown", body: "# Three\n\nNever requested: its turn comes after the deadline passed." }
+      })
+      const indexer = yield* Indexer
+      const progress: Array<IndexProgress> = []
+      const onProgress = (event: IndexProgress) => Effect.sync(() => progress.push(event))
+      const { capture, logged } = captureLogs()
+      // one page at a time, and a request timeout longer than the deadline: only the deadline stops the held page
+      const settings = withSettings({
+        DOCS_ALLOW_PRIVATE: "true",
+        DOCS_CRAWL_CONCURRENCY: "1",
+        DOCS_CRAWL_DEADLINE: "1 minute",
+        DOCS_CRAWL_TIMEOUT: "1 hour"
+      })
+
+      const crawl = yield* indexer.add(`${site.base}/dl/`, { onProgress }).pipe(settings, capture, Effect.forkChild)
+      yield* site.requestOf("/dl/b.html")
+      yield* TestClock.adjust("1 minute")
+      const crawled = yield* Fiber.join(crawl)
+      assert.deepStrictEqual([...new Set((yield* snippetsOf(crawled.libraryId)).map((s) => s.source_path))].sort(), ["dl/a.md", "dl/index.md"])
+      assert.notInclude(site.requested, "/dl/c.html")
+      const summary = progress.find((event) => event._tag === "Crawled")
+      assert.deepStrictEqual(summary, { _tag: "Crawled", pages: 2, maxPages: 200, skipped: [], stoppedAfter: "1m" })
+      const line = "Stopped after 1m (DOCS_CRAWL_DEADLINE): 2 of at most 200 pages read; raise DOCS_CRAWL_DEADLINE to read more"
+      assert.strictEqual(describeCrawl(summary!), line)
+      assert.deepInclude(logged, { level: "Warn", message: `${site.base}/dl/: ${line}` })
+      // the event as the docs RPC carries it to `svc docs add` with DOCS_URL
+      assert.deepStrictEqual(Schema.decodeUnknownSync(IndexEvent)(Schema.encodeSync(IndexEvent)(summary!)), summary)
+      assert.isTrue(progress.findIndex((event) => event._tag === "Crawled") < progress.findIndex((event) => event._tag === "Started"))
+
+      progress.length = 0
+      const llms = yield* indexer.add(`${site.base}/kit/`, { onProgress }).pipe(settings, capture, Effect.forkChild)
+      yield* site.requestOf("/kit/two.md")
+      yield* TestClock.adjust("1 minute")
+      const read = yield* Fiber.join(llms)
+      assert.deepStrictEqual([...new Set((yield* snippetsOf(read.libraryId)).map((s) => s.source_path))], ["kit/one.md"])
+      assert.notInclude(site.requested, "/kit/three.md")
+      assert.deepStrictEqual(progress.find((event) => event._tag === "Crawled"), {
+        _tag: "Crawled",
+        pages: 1,
+        maxPages: 3,
+        skipped: [],
+        stoppedAfter: "1m"
+      })
+    }))
+
+  it.effect("DOCS_CRAWL_DEADLINE with nothing read fails the add read_failed, naming the setting; nothing is stored", () =>
+    Effect.gen(function*() {
+      const site = yield* siteServer({
+        "/never/": { hold: true },
+        "/toc/llms.txt": { type: "text/plain", body: "# Toc\n\n- [Only](only.md)\n" },
+        "/toc/only.md": { hold: true }
+      })
+      const indexer = yield* Indexer
+      const settings = withSettings({ DOCS_ALLOW_PRIVATE: "true", DOCS_CRAWL_DEADLINE: "1 minute", DOCS_CRAWL_TIMEOUT: "1 hour" })
+
+      const never = yield* failureOf(indexer.add(`${site.base}/never/`)).pipe(settings, Effect.forkChild)
+      yield* site.requestOf("/never/")
+      yield* TestClock.adjust("1 minute")
+      const failure = yield* Fiber.join(never)
+      assert.strictEqual(failure.category, "read_failed")
+      assert.strictEqual(
+        failure.message,
+        `No page of ${site.base}/never/ read within 1m (DOCS_CRAWL_DEADLINE): check that the site answers, or raise DOCS_CRAWL_DEADLINE`
+      )
+
+      // an llms.txt whose pages were all cut is not indexed as documentation of its own
+      const toc = yield* failureOf(indexer.add(`${site.base}/toc/`)).pipe(settings, Effect.forkChild)
+      yield* site.requestOf("/toc/only.md")
+      yield* TestClock.adjust("1 minute")
+      assert.strictEqual((yield* Fiber.join(toc)).category, "read_failed")
+
+      const ids = (yield* indexer.list).map((library) => library.id)
+      assert.notInclude(ids, "/127.0.0.1/never")
+      assert.notInclude(ids, "/127.0.0.1/toc")
+    }))
 
   it.effect("DOCS_CRAWL_MAX_PAGES and DOCS_CRAWL_MAX_DEPTH bound the crawl", () =>
     Effect.gen(function*() {

@@ -318,6 +318,16 @@ export const IndexEvent = Schema.Union([
   Schema.TaggedStruct("Cloning", { url: Schema.String }),
   /** A website's page (or llms.txt) fetched: its URL, how many so far, and the cap (DOCS_CRAWL_MAX_PAGES). */
   Schema.TaggedStruct("Fetched", { url: Schema.String, pages: Schema.Finite, maxPages: Schema.Finite }),
+  /**
+   * A website's crawl (or llms.txt's pages) ended: pages read, the most there could be, pages skipped
+   * by reason (`not_found`, `timed_out`, …), and the deadline when DOCS_CRAWL_DEADLINE stopped it.
+   */
+  Schema.TaggedStruct("Crawled", {
+    pages: Schema.Finite,
+    maxPages: Schema.Finite,
+    skipped: Schema.Array(Schema.Struct({ reason: Schema.String, pages: Schema.Finite })),
+    stoppedAfter: Schema.NullOr(Schema.String)
+  }),
   Schema.TaggedStruct("Started", { libraryId: Schema.String, version: Schema.String, root: Schema.String }),
   Schema.TaggedStruct("FileRead", {
     path: Schema.String,

@@ -81,11 +81,72 @@ export interface ResolvedSource {
 
 /**
  * What a source reports while it resolves, before its files are read: a clone or a crawl may take
- * minutes (`Cloning`: the URL without credentials; `Fetched`: each web page, counted, with the cap).
+ * minutes (`Cloning`: the URL without credentials; `Fetched`: each web page, counted, with the cap;
+ * `Crawled`: the end of a website's crawl or llms.txt pages, see {@link CrawlSummary}).
  */
 export type FetchProgress =
   | { readonly _tag: "Cloning"; readonly url: string }
   | { readonly _tag: "Fetched"; readonly url: string; readonly pages: number; readonly maxPages: number }
+  | CrawlSummary
+
+/**
+ * The end of a website's crawl (or of an llms.txt's pages): the pages read and the most there could
+ * be, the pages skipped by reason ({@link SKIP_REASONS}' keys, in that order, only those that
+ * occurred), and, when `DOCS_CRAWL_DEADLINE` stopped it, the deadline as written (`10m`).
+ */
+export interface CrawlSummary {
+  readonly _tag: "Crawled"
+  readonly pages: number
+  readonly maxPages: number
+  readonly skipped: ReadonlyArray<{ readonly reason: string; readonly pages: number }>
+  readonly stoppedAfter: string | null
+}
+
+/** Why a page of a website was skipped, and how a summary names it (one, several). */
+export const SKIP_REASONS = {
+  /** 404 or 410 */
+  not_found: ["not found", "not found"],
+  /** any other status but 200 */
+  http_error: ["HTTP error", "HTTP errors"],
+  /** no answer within DOCS_CRAWL_TIMEOUT */
+  timed_out: ["timed out", "timed out"],
+  /** the outbound guard refused its address */
+  refused: ["refused by the outbound guard", "refused by the outbound guard"],
+  /** a redirect to another origin, or out of the crawl's folder */
+  redirected_away: ["redirected away", "redirected away"],
+  /** a redirect to a URL robots.txt disallows */
+  disallowed: ["disallowed by robots.txt", "disallowed by robots.txt"],
+  /** over 1 MB */
+  too_big: ["too big", "too big"],
+  /** no connection, a reset, too many redirects */
+  failed: ["failed", "failed"],
+  /** an answer that is not HTML, Markdown or text */
+  not_a_page: ["not HTML or Markdown", "not HTML or Markdown"],
+  /** HTML that could not be converted (PageConverter.ts, Html.ts) */
+  not_converted: ["not converted", "not converted"]
+} as const satisfies Record<string, readonly [string, string]>
+export type SkipReason = keyof typeof SKIP_REASONS
+
+const pagesWord = (count: number) => `${count} page${count === 1 ? "" : "s"}`
+
+/**
+ * A crawl's summary as a line (the log's and `svc docs add`'s):
+ * `Read 57 pages; skipped 5 (3 not found, 1 timed out, 1 not HTML or Markdown)`, and when the deadline
+ * stopped it `Stopped after 10m (DOCS_CRAWL_DEADLINE): 57 of at most 200 pages read; …; raise
+ * DOCS_CRAWL_DEADLINE to read more`.
+ */
+export const describeCrawl = (summary: CrawlSummary): string => {
+  const total = summary.skipped.reduce((sum, skip) => sum + skip.pages, 0)
+  const reasons = summary.skipped.map((skip) => {
+    const label = (SKIP_REASONS as Record<string, readonly [string, string] | undefined>)[skip.reason]
+    return `${skip.pages} ${label === undefined ? skip.reason.replaceAll("_", " ") : label[skip.pages === 1 ? 0 : 1]}`
+  })
+  const skipped = total === 0 ? "" : `; skipped ${total} (${reasons.join(", ")})`
+  return summary.stoppedAfter === null
+    ? `Read ${pagesWord(summary.pages)}${skipped}`
+    : `Stopped after ${summary.stoppedAfter} (DOCS_CRAWL_DEADLINE): ${summary.pages} of at most ${pagesWord(summary.maxPages)} read` +
+      `${skipped}; raise DOCS_CRAWL_DEADLINE to read more`
+}
 
 /** What the operator chose instead of what the source says. */
 export interface SourceOptions {

@@ -7,7 +7,8 @@
  *   another origin, or to a URL robots.txt disallows, is not followed (the page is skipped; for the
  *   URL that was added, the add fails).
  * - **Bodies** are read up to a cap (a bigger one is not read at all); a request that takes longer
- *   than `DOCS_CRAWL_TIMEOUT` (default 30 seconds) is abandoned.
+ *   than `DOCS_CRAWL_TIMEOUT` (default 30 seconds) is abandoned. (The whole crawl's bound,
+ *   `DOCS_CRAWL_DEADLINE`, is Website.ts's.)
  * - **robots.txt** of the origin is read once (`robots-parser`); a path it disallows for the
  *   `svc-docs` user agent (or `*`) is never requested. No robots.txt (or an unreadable one): all allowed.
  */
@@ -24,6 +25,7 @@ const robotsParser = robotsParserModule as unknown as typeof robotsParserModule.
 
 export const USER_AGENT = "svc-docs"
 export const ALLOW_PRIVATE_SETTING = "DOCS_ALLOW_PRIVATE"
+export const CRAWL_DEADLINE_SETTING = "DOCS_CRAWL_DEADLINE"
 
 /** The web sources' settings (documented in the package README, "Websites and llms.txt"). */
 export const WebSettings = Config.all({
@@ -33,7 +35,12 @@ export const WebSettings = Config.all({
   // a polite crawl: a few requests at a time to one site
   concurrency: Settings.intSetting("DOCS_CRAWL_CONCURRENCY", 2, { max: 16 }),
   timeout: Settings.durationSetting("DOCS_CRAWL_TIMEOUT", "30 seconds"),
-  pageTimeLimit: Settings.durationSetting("DOCS_CRAWL_PAGE_TIME_LIMIT", "10 seconds")
+  pageTimeLimit: Settings.durationSetting("DOCS_CRAWL_PAGE_TIME_LIMIT", "10 seconds"),
+  // The whole fetch of a website, llms.txt and its pages or a crawl: past it no new page is fetched
+  // and what was read is indexed. 200 pages that each take up to DOCS_CRAWL_TIMEOUT, two at a time,
+  // were ~50 minutes of one add; a real site of 200 pages reads in one or two. Ten minutes leaves a
+  // slow site five times that, and keeps an add (or a refresh over the RPC) from running for an hour.
+  deadline: Settings.durationSetting(CRAWL_DEADLINE_SETTING, "10 minutes")
 })
 export type WebSettings = typeof WebSettings extends Config.Config<infer A> ? A : never
 
@@ -48,10 +55,10 @@ export interface Fetched {
   readonly body: string
 }
 
-/** Why a request gave nothing usable: refused by the guard, redirected away, too big, failed. */
+/** Why a request gave nothing usable: refused by the guard, redirected away, too big, no answer in time, failed. */
 export interface NotFetched {
   readonly _tag: "NotFetched"
-  readonly reason: "refused" | "redirected_away" | "disallowed" | "too_big" | "failed"
+  readonly reason: "refused" | "redirected_away" | "disallowed" | "too_big" | "timed_out" | "failed"
   readonly message: string
 }
 
@@ -161,7 +168,7 @@ export const makeFetcher = Effect.fnUntraced(function*(settings: WebSettings) {
     }).pipe(
       Effect.timeoutOrElse({
         duration: settings.timeout,
-        orElse: () => Effect.fail(notFetched("failed", `Cannot fetch ${url.href}: no answer within ${Duration.format(settings.timeout)} (DOCS_CRAWL_TIMEOUT)`))
+        orElse: () => Effect.fail(notFetched("timed_out", `Cannot fetch ${url.href}: no answer within ${Duration.format(settings.timeout)} (DOCS_CRAWL_TIMEOUT)`))
       })
     )
 

@@ -14,11 +14,19 @@
  *    requests at a time (2). HTML pages are converted to Markdown (Html.ts); Markdown and text
  *    pages are kept as they are; anything else is skipped.
  *
+ * Both stop at `DOCS_CRAWL_DEADLINE` (10 minutes from the start, robots.txt and the llms probes
+ * included): no page is requested after it, those in flight are abandoned, and the pages read are
+ * indexed; none read, the add fails `read_failed`. Each ends with a summary, logged and reported to
+ * `onFetch` (`Crawled`): `Read 57 pages; skipped 5 (3 not found, 1 timed out, 1 not HTML or
+ * Markdown)`, or `Stopped after 10m (DOCS_CRAWL_DEADLINE): 57 of at most 200 pages read; …`.
+ *
  * HTML is converted in a worker thread, a page at a time, each within `DOCS_CRAWL_PAGE_TIME_LIMIT`
- * (PageConverter.ts). A page that cannot be converted (nested deeper than `MAX_NESTING` elements, not
- * converted in time, or any error converting it) is skipped with a warning in the log
- * (`Skipped <url>: <reason>`); the rest of the site is read (a page skipped for its nesting still has
- * its links followed; one abandoned in the thread has none).
+ * (PageConverter.ts). A page that gives nothing (a status other than 200, no answer, refused, not
+ * HTML or Markdown, or HTML that cannot be converted: nested deeper than `MAX_NESTING` elements, not
+ * converted in time, or any error converting it) is skipped, counted by reason and logged at info
+ * (`Skipped <url>: <reason>`; not a warning each: a big site with many broken links would flood the
+ * log); the rest of the site is read (a page skipped for its nesting still has its links followed;
+ * one abandoned in the thread has none).
  *
  * Both honour the origin's robots.txt (a disallowed URL is never requested; an added URL that is
  * disallowed fails `source_not_allowed`). Library id from `--id`, else `/<host>/<last path segment>`
@@ -27,11 +35,22 @@
  * (`# H1`, `> summary`), else the start page's `<title>` and meta description. A snippet's source
  * path is the page's path on the site; its `Source:` line the URL the page was read from.
  */
-import { Effect, FileSystem, Path } from "effect"
+import { Duration, Effect, FileSystem, Latch, Option, Path } from "effect"
 import { looksLikeLlmsTxt, parseLlmsTxt } from "./LlmsTxt.ts"
 import { makePageConverter, type PageConverter } from "./PageConverter.ts"
-import { checkLibraryId, checkVersion, IndexFailed, invalidSource, type Source, type SourceOptions } from "./Source.ts"
-import { type Fetched, type Fetcher, makeFetcher, robotsOf, startFailed, webSettings } from "./WebFetch.ts"
+import {
+  checkLibraryId,
+  checkVersion,
+  type CrawlSummary,
+  describeCrawl,
+  IndexFailed,
+  invalidSource,
+  SKIP_REASONS,
+  type SkipReason,
+  type Source,
+  type SourceOptions
+} from "./Source.ts"
+import { CRAWL_DEADLINE_SETTING, type Fetched, type Fetcher, makeFetcher, robotsOf, startFailed, webSettings } from "./WebFetch.ts"
 
 /** A page bigger than this is not read (Documents.ts reads files up to 1 MB). */
 const MAX_PAGE_BYTES = 1_000_000
@@ -101,9 +120,9 @@ interface Page {
 }
 
 /**
- * A fetched page as Markdown, with its links and metadata; undefined when it is not a page. A page
- * that cannot be converted (nested deeper than `MAX_NESTING`, or any error converting it) has
- * `skipped`, the reason, and no Markdown: it is left out, the rest of the site is read.
+ * A fetched page (answered 200) as Markdown, with its links and metadata; undefined when it is not a
+ * page. A page that cannot be converted (nested deeper than `MAX_NESTING`, or any error converting
+ * it) has `skipped`, the reason, and no Markdown: it is left out, the rest of the site is read.
  */
 const asDocument = (converter: PageConverter, fetched: Fetched): Effect.Effect<Document | undefined> => {
   if (fetched.status !== 200) return Effect.undefined
@@ -124,10 +143,13 @@ interface Document {
   readonly skipped?: string | undefined
 }
 
-/** {@link asDocument}, logging a page skipped and why (`Skipped https://host/docs/x.html: nested deeper than 256 elements`). */
-const readDocument = (converter: PageConverter, fetched: Fetched) =>
-  Effect.tap(asDocument(converter, fetched), (document) =>
-    document?.skipped === undefined ? Effect.void : Effect.logWarning(`Skipped ${fetched.url.href}: ${document.skipped}`))
+/** One page requested by a crawl or an llms.txt: read (a document, maybe one not converted), or skipped and why. */
+type PageRead =
+  | { readonly _tag: "Read"; readonly url: URL; readonly document: Document }
+  | { readonly _tag: "Skipped"; readonly reason: SkipReason }
+
+/** Why an answer that is not 200 is skipped. */
+const statusReason = (status: number): SkipReason => status === 404 || status === 410 ? "not_found" : "http_error"
 
 /** Resolves `href` against `base`, http(s) only, without its fragment; undefined otherwise. */
 const linkTarget = (href: string, base: URL): URL | undefined => {
@@ -188,6 +210,26 @@ export const make = Effect.gen(function*() {
     const version = yield* checkVersion(options.version ?? "latest")
     const settings = yield* webSettings
     const fetcher = yield* makeFetcher(settings)
+
+    // DOCS_CRAWL_DEADLINE bounds everything fetched below (robots.txt, the llms probes, the pages): it
+    // opens `expired`; a page not yet started is then not requested, one in flight (request or
+    // conversion) is abandoned, and what was read is indexed (nothing read: the add fails).
+    const expired = yield* Latch.make(false)
+    yield* Effect.sleep(settings.deadline).pipe(Effect.andThen(expired.open), Effect.forkScoped)
+    /** Whether the deadline left something unread (a page, a probe, robots.txt). */
+    let stopped = false
+    /** `effect`, unless the deadline passes before or while it runs: then none (and {@link stopped}). */
+    const beforeDeadline = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<Option.Option<A>, E> =>
+      Effect.suspend(() =>
+        expired.isOpen() ? Effect.succeedNone : Effect.raceFirst(Effect.asSome(effect), Effect.as(expired.await, Option.none<A>()))
+      ).pipe(Effect.tap((result) => Effect.sync(() => stopped ||= Option.isNone(result))))
+    const deadline = Duration.format(settings.deadline)
+    const readNothing = () =>
+      new IndexFailed({
+        category: "read_failed",
+        message: `No page of ${start.href} read within ${deadline} (${CRAWL_DEADLINE_SETTING}): check that the site answers, or raise ${CRAWL_DEADLINE_SETTING}`
+      })
+
     // each document fetched is reported as it comes (a crawl of DOCS_CRAWL_MAX_PAGES may take minutes)
     let fetched = 0
     const reportFetched = (fetchedFrom: Fetched) =>
@@ -195,7 +237,63 @@ export const make = Effect.gen(function*() {
         ? Effect.void
         : Effect.suspend(() => options.onFetch!({ _tag: "Fetched", url: fetchedFrom.url.href, pages: ++fetched, maxPages: settings.maxPages }))
     const converter = yield* makePageConverter(settings.pageTimeLimit)
-    const allowed = yield* robotsOf(fetcher, start)
+
+    // pages read and skipped (by reason), for the summary at the end; each skipped page is logged at
+    // info, not as a warning: a big site with many broken links would flood the log
+    let read = 0
+    const skipped = new Map<SkipReason, number>()
+    const skip = (url: URL, reason: SkipReason, why: string) =>
+      Effect.suspend(() => {
+        skipped.set(reason, (skipped.get(reason) ?? 0) + 1)
+        return Effect.logInfo(`Skipped ${url.href}: ${why}`)
+      })
+    /** Counts a document read (or skipped: not converted); false when it was not converted. */
+    const countDocument = (url: URL, document: Document) =>
+      document.skipped === undefined
+        ? Effect.sync(() => {
+          read++
+          return true
+        })
+        : Effect.as(skip(url, "not_converted", document.skipped), false)
+    /** Requests a page and reads it as a document; a page that gives none is skipped (counted and logged). */
+    const readPage = (url: URL): Effect.Effect<PageRead> =>
+      Effect.gen(function*() {
+        const answer = yield* fetcher.get(url, MAX_PAGE_BYTES, allowed)
+        if (answer._tag === "Failure") {
+          yield* skip(url, answer.failure.reason, answer.failure.message)
+          return { _tag: "Skipped", reason: answer.failure.reason } as const
+        }
+        const page = answer.success
+        if (page.status !== 200) {
+          yield* skip(url, statusReason(page.status), `HTTP ${page.status}`)
+          return { _tag: "Skipped", reason: statusReason(page.status) } as const
+        }
+        yield* reportFetched(page)
+        const document = yield* asDocument(converter, page)
+        if (document === undefined) {
+          yield* skip(url, "not_a_page", `not HTML, Markdown or text (${page.contentType || "no content type"})`)
+          return { _tag: "Skipped", reason: "not_a_page" } as const
+        }
+        return { _tag: "Read", url: page.url, document } as const
+      })
+    /** The summary of the pages read, logged and reported (a warning when the deadline stopped the crawl). */
+    const summarise = (maxPages: number) =>
+      Effect.gen(function*() {
+        const summary: CrawlSummary = {
+          _tag: "Crawled",
+          pages: read,
+          maxPages,
+          skipped: (Object.keys(SKIP_REASONS) as Array<SkipReason>).flatMap((reason) =>
+            skipped.has(reason) ? [{ reason, pages: skipped.get(reason)! }] : []
+          ),
+          stoppedAfter: stopped ? deadline : null
+        }
+        const line = `${start.href}: ${describeCrawl(summary)}`
+        yield* stopped ? Effect.logWarning(line) : Effect.logInfo(line)
+        if (options.onFetch !== undefined) yield* options.onFetch(summary)
+      })
+
+    const allowed = Option.getOrElse(yield* beforeDeadline(robotsOf(fetcher, start)), () => (_url: URL) => true)
     if (!allowed(start)) {
       return yield* new IndexFailed({ category: "source_not_allowed", message: `robots.txt of ${start.origin} disallows ${start.href}` })
     }
@@ -209,7 +307,7 @@ export const make = Effect.gen(function*() {
     const pages: Array<Page> = []
     let title = ""
     let description = ""
-    const llms = yield* findLlms(fetcher, llmsCandidates, allowed)
+    const llms = Option.getOrUndefined(yield* beforeDeadline(findLlms(fetcher, llmsCandidates, allowed)))
     if (llms !== undefined) yield* reportFetched({ url: llms.url, status: 200, contentType: "", body: "" })
 
     if (llms !== undefined && llms.full) {
@@ -231,41 +329,43 @@ export const make = Effect.gen(function*() {
         seen.add(url.href)
         return [url]
       }).slice(0, settings.maxPages)
-      const read = yield* Effect.forEach(targets, (url) =>
-        fetcher.get(url, MAX_PAGE_BYTES, allowed).pipe(
-          Effect.tap((answer) => answer._tag === "Success" ? reportFetched(answer.success) : Effect.void),
-          Effect.flatMap((answer) =>
-            answer._tag === "Success"
-              ? Effect.map(readDocument(converter, answer.success), (document) =>
-                document === undefined || document.markdown.trim() === ""
-                  ? undefined
-                  : { file: pageFile(url), markdown: document.markdown, url: answer.success.url.href })
-              : Effect.undefined
-          )
-        ), { concurrency: settings.concurrency })
-      pages.push(...read.filter((page): page is Page => page !== undefined))
+      const results = yield* Effect.forEach(targets, (url) => beforeDeadline(readPage(url)), { concurrency: settings.concurrency })
+      for (const [i, result] of results.entries()) {
+        if (Option.isNone(result) || result.value._tag === "Skipped") continue
+        const { document, url } = result.value
+        if ((yield* countDocument(url, document)) && document.markdown.trim() !== "") {
+          pages.push({ file: pageFile(targets[i]!), markdown: document.markdown, url: url.href })
+        }
+      }
+      yield* summarise(targets.length)
+      if (pages.length === 0 && stopped) return yield* readNothing()
       // An llms.txt without readable links is documentation of its own.
       if (pages.length === 0) pages.push({ file: "llms.md", markdown: llms.body, url: llms.url.href })
     } else {
-      const first = yield* fetcher.get(start, MAX_PAGE_BYTES, allowed)
-      if (first._tag === "Failure") return yield* startFailed(first.failure)
-      if (first.success.status !== 200) {
-        return yield* new IndexFailed({ category: "source_not_found", message: `${start.href} answered HTTP ${first.success.status}` })
-      }
-      yield* reportFetched(first.success)
-      const document = yield* readDocument(converter, first.success)
-      if (document === undefined) {
-        return yield* new IndexFailed({
-          category: "unsupported_source",
-          message: `${start.href} is not an HTML, Markdown or text page (${first.success.contentType || "no content type"})`
-        })
-      }
+      const startRead = yield* beforeDeadline(Effect.gen(function*() {
+        const first = yield* fetcher.get(start, MAX_PAGE_BYTES, allowed)
+        if (first._tag === "Failure") return yield* startFailed(first.failure)
+        if (first.success.status !== 200) {
+          return yield* new IndexFailed({ category: "source_not_found", message: `${start.href} answered HTTP ${first.success.status}` })
+        }
+        yield* reportFetched(first.success)
+        const document = yield* asDocument(converter, first.success)
+        if (document === undefined) {
+          return yield* new IndexFailed({
+            category: "unsupported_source",
+            message: `${start.href} is not an HTML, Markdown or text page (${first.success.contentType || "no content type"})`
+          })
+        }
+        return { landed: first.success.url, document }
+      }))
+      if (Option.isNone(startRead)) return yield* readNothing()
+      const { document, landed } = startRead.value
+      yield* countDocument(landed, document)
       title = document.title
       description = document.description
       // Where the start page landed (`/docs` redirects to `/docs/`): its links are relative to that
       // URL and the crawl stays in its folder. Read against the URL as added, `guide.html` on the page
       // at /docs/ was /guide.html, outside the crawl, and the start page was stored twice.
-      const landed = first.success.url
       const folder = crawlPrefix(landed)
       const seen = new Set<string>([keyOf(start), keyOf(landed)])
       /** The pages read, by the URL each landed at. */
@@ -284,34 +384,34 @@ export const make = Effect.gen(function*() {
       let requested = 1
       let level: Array<URL> = []
       if (settings.maxDepth > 0) enqueueLinks(document.links, landed, level)
-      for (let depth = 1; depth <= settings.maxDepth && level.length > 0 && requested < settings.maxPages; depth++) {
+      for (let depth = 1; depth <= settings.maxDepth && level.length > 0 && requested < settings.maxPages && !stopped; depth++) {
         const batch = level.sort((a, b) => a.href.localeCompare(b.href)).slice(0, settings.maxPages - requested)
         requested += batch.length
-        const read = yield* Effect.forEach(batch, (url) =>
-          fetcher.get(url, MAX_PAGE_BYTES, allowed).pipe(
-            Effect.tap((answer) => answer._tag === "Success" ? reportFetched(answer.success) : Effect.void),
-            Effect.flatMap((answer) =>
-            answer._tag === "Success"
-              ? Effect.map(readDocument(converter, answer.success), (document) => ({ url: answer.success.url, document }))
-              : Effect.undefined
-          )
-          ), { concurrency: settings.concurrency })
+        // each page within the deadline: past it, the pages read are kept, the rest never requested
+        const results = yield* Effect.forEach(batch, (url) => beforeDeadline(readPage(url)), { concurrency: settings.concurrency })
         const next: Array<URL> = []
-        for (const page of read) {
-          if (page === undefined || page.document === undefined) continue
+        for (const [i, result] of results.entries()) {
+          if (Option.isNone(result) || result.value._tag === "Skipped") continue
+          const page = result.value
           // a page reached through a redirect counts where it landed: outside the crawl's folder, or
           // a page already read (linked too, or the target of another redirect), it is not stored again
           const at = keyOf(page.url)
-          if (landedAt.has(at) || !inScope(page.url)) continue
+          if (landedAt.has(at)) continue
+          if (!inScope(page.url)) {
+            yield* skip(batch[i]!, "redirected_away", `redirects to ${page.url.href}, outside the crawl`)
+            continue
+          }
           landedAt.add(at)
           seen.add(at)
-          if (page.document.markdown.trim() !== "") {
+          if ((yield* countDocument(page.url, page.document)) && page.document.markdown.trim() !== "") {
             pages.push({ file: pageFile(page.url), markdown: page.document.markdown, url: page.url.href })
           }
           if (depth < settings.maxDepth) enqueueLinks(page.document.links, page.url, next)
         }
         level = next
       }
+      yield* summarise(settings.maxPages)
+      if (pages.length === 0 && stopped) return yield* readNothing()
     }
 
     const dir = yield* fs.makeTempDirectoryScoped({ prefix: "svc-docs-web-" }).pipe(

@@ -12,6 +12,11 @@ export interface Route {
   readonly body?: string | Uint8Array
   /** A redirect (302) to this URL. */
   readonly location?: string
+  /**
+   * Never answered while the server runs (the request is logged, then held): a page that takes
+   * forever, for the deadline and timeout tests, which wait for it with {@link Site.requestOf}.
+   */
+  readonly hold?: boolean
 }
 
 export interface Site {
@@ -20,20 +25,38 @@ export interface Site {
   readonly requested: Array<string>
   /** Adds or replaces routes while the server runs. */
   readonly set: (routes: Record<string, Route>) => void
+  /** Waits until `path` has been requested (at once when it was). */
+  readonly requestOf: (path: string) => Effect.Effect<void>
+  /** Whether a held request for `path` was given up by the client (its connection closed). */
+  readonly abandoned: (path: string) => boolean
 }
 
 /** Serves `routes` (path with query → answer; 404 otherwise) until the scope closes. */
 export const siteServer = (routes: Record<string, Route>) =>
   Effect.acquireRelease(
     Effect.promise(() =>
-      new Promise<Site & { readonly server: http.Server }>((resolve) => {
+      new Promise<Site & { readonly server: http.Server; readonly held: Set<http.ServerResponse> }>((resolve) => {
         const table = new Map(Object.entries(routes))
         const requested: Array<string> = []
+        const waiting = new Map<string, Array<() => void>>()
+        const held = new Set<http.ServerResponse>()
+        const abandoned = new Set<string>()
         const server = http.createServer((request, response) => {
-          requested.push(request.url ?? "")
-          const route = table.get(request.url ?? "")
+          const url = request.url ?? ""
+          requested.push(url)
+          for (const wake of waiting.get(url) ?? []) wake()
+          waiting.delete(url)
+          const route = table.get(url)
           if (route === undefined) {
             response.writeHead(404, { "content-type": "text/plain" }).end("not found")
+            return
+          }
+          if (route.hold === true) {
+            held.add(response)
+            response.on("close", () => {
+              held.delete(response)
+              abandoned.add(url)
+            })
             return
           }
           if (route.location !== undefined) {
@@ -49,12 +72,28 @@ export const siteServer = (routes: Record<string, Route>) =>
             port,
             base: `http://127.0.0.1:${port}`,
             requested,
-            set: (more) => Object.entries(more).forEach(([key, value]) => table.set(key, value))
+            set: (more) => Object.entries(more).forEach(([key, value]) => table.set(key, value)),
+            requestOf: (path) =>
+              Effect.promise(() =>
+                new Promise<void>((wake) => {
+                  if (requested.includes(path)) return wake()
+                  waiting.set(path, [...(waiting.get(path) ?? []), wake])
+                })
+              ),
+            abandoned: (path) => abandoned.has(path),
+            held
           })
         })
       })
     ),
-    (site) => Effect.promise(() => new Promise<void>((resolve) => site.server.close(() => resolve())))
+    // held requests are ended first: close() waits for every open connection
+    (site) =>
+      Effect.promise(() =>
+        new Promise<void>((resolve) => {
+          for (const response of site.held) response.destroy()
+          site.server.close(() => resolve())
+        })
+      )
   )
 
 /** An HTML page with page furniture around its content. */
