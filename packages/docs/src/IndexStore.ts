@@ -1,6 +1,6 @@
 /**
- * (About 500 lines on purpose: the index writer is one transaction story — generations, the
- * switch, refresh states, resumption — that a reader checks for atomicity top to bottom.)
+ * (About 700 lines on purpose: the index writer is one transaction story — generations, the
+ * switch, refresh states, run claims, resumption — that a reader checks for atomicity top to bottom.)
  *
  * `IndexStore`: the index writer, the one service that writes libraries, versions and snippets (and
  * reads back what the indexer needs: a library's stored source, the unfinished versions, the listing).
@@ -13,13 +13,20 @@
  *
  * Refresh states of a version: `queued` (registered, nothing read yet) → `indexing` (a run has
  * started) → `ready` | `failed`. A run that is interrupted puts its version back to `queued`.
+ *
+ * Every run holds its version's run lock (RunLocks.ts) from the moment it makes the version
+ * `indexing` ({@link IndexStore} `claim`, `startIndexing`) to its end: the state and the lock are
+ * taken in one transaction, so no other process ever sees the version `indexing` without its lock
+ * while its run lives. One whose process died leaves it `indexing` with the lock free: it is listed
+ * `queued` (`listedState`) and taken up again by a docs-api (DefaultLibraries.ts).
  */
-import { atDatabaseBoundary } from "@svc/platform"
 import { DEFAULT_TRUST_SCORE, IndexState } from "@svc/schema"
-import { Array as Arr, Clock, Context, Effect, Layer, Option, Ref, Schema } from "effect"
+import { atDatabaseBoundary, Database } from "@svc/platform"
+import { Array as Arr, Clock, Context, Effect, Layer, Option, Ref, Schema, Scope } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { MemoryIndex, type MemoryIndexState, type MemoryVersion } from "./MemoryIndex.ts"
+import { listedVersionState, MemoryIndex, type MemoryIndexState, type MemoryVersion } from "./MemoryIndex.ts"
 import { IdRow, RowId, Timestamp } from "./Rows.ts"
+import * as RunLocks from "./RunLocks.ts"
 import type { ErrorCategory, ResolvedSource } from "./sources/Source.ts"
 import type { Snippet } from "./Splitter.ts"
 import { identifierWords } from "./ranking/Identifiers.ts"
@@ -46,7 +53,39 @@ export interface UnfinishedVersion {
   /** `/owner/repo/version`. */
   readonly libraryId: string
   readonly version: string
+  /** As listed: `indexing` while a run holds the version, `queued` while it waits for one. */
   readonly state: "queued" | "indexing"
+}
+
+/**
+ * A run of the version is going on (it holds the version's run lock: RunLocks.ts), in another
+ * process or in this one: a second run's claim is refused, and nothing was changed (the Indexer waits
+ * and tries again; a resume leaves the version to that run).
+ */
+export class VersionBusy extends Schema.TaggedError<VersionBusy>()("VersionBusy", {
+  /** `/owner/repo/version`. */
+  libraryId: Schema.String,
+  /** The run's process, in words (`process 4242 on build-1`, `this process, pid 4242`). */
+  holder: Schema.String,
+  message: Schema.String
+}) {}
+
+const versionBusy = (libraryId: string, holder: string | undefined, since: Date | undefined) =>
+  new VersionBusy({
+    libraryId,
+    holder: holder ?? "another process",
+    message: `${libraryId} is being indexed by another run (${holder ?? "one that has just ended"}${
+      since === undefined ? "" : `, started ${since.toISOString()}`
+    })`
+  })
+
+/** A run lock found held by a claim (IndexStore.layer): its transaction rolls back on it. */
+class Held extends Schema.TaggedError<Held>()("Held", { versionId: Schema.String, here: Schema.Boolean }) {}
+
+/** Options of {@link IndexStore} `startIndexing`. */
+export interface StartOptions {
+  /** Only a version still `queued` or `indexing` (a resume): none for one that finished meanwhile. */
+  readonly unfinishedOnly?: boolean | undefined
 }
 
 /** What is stored of a source: everything but the folder it was read from. */
@@ -64,6 +103,8 @@ const LibraryRow = Schema.Struct({ source_location: Schema.String, default_versi
 const GenerationPointer = Schema.Struct({ generation_id: Schema.NullOr(RowId) })
 const StaleStatistics = Schema.Struct({ stale: Schema.Boolean })
 const UnfinishedRow = Schema.Struct({ library_id: Schema.String, version: Schema.String, state: Schema.Literals(["queued", "indexing"]) })
+const StartedRow = Schema.Struct({ id: Schema.String, source_location: Schema.NullOr(Schema.String) })
+const RunStart = Schema.Struct({ library_id: Schema.String, version: Schema.String, updated_at: Timestamp })
 const ListedLibrary = Schema.Struct({
   id: Schema.String,
   title: Schema.String,
@@ -88,26 +129,44 @@ export class IndexStore extends Context.Service<IndexStore, {
    * not take back a version another run is indexing right now. `makeDefault`: the version becomes the
    * library's default, with the source's title, description and location (otherwise an existing
    * library keeps its own until {@link promote}). `trust`: the library's trust score (a new library
-   * without it gets 5, an existing one keeps its own).
+   * without it gets 5, an existing one keeps its own). `indexing` takes no run lock: a run uses
+   * {@link claim} (or registers again a version it holds); without one, the version is what a run that
+   * died leaves, listed `queued`.
    */
   readonly register: (
     source: SourceRecord,
     state: "queued" | "indexing",
     options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
   ) => Effect.Effect<string>
+  /**
+   * A run of the source's version starts: {@link register} in state `indexing` and the version's run
+   * lock taken for the scope's life, in one transaction. Fails with `VersionBusy` — nothing changed —
+   * while another run (in any process) holds the lock.
+   */
+  readonly claim: (
+    source: SourceRecord,
+    options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+  ) => Effect.Effect<string, VersionBusy, Scope.Scope>
   /** Registers sources `queued`, each version its library's default: all or none. */
   readonly enqueue: (sources: ReadonlyArray<SourceRecord>) => Effect.Effect<void>
   /** The library `/owner/repo`: its stored source and default version. */
   readonly library: (id: string) => Effect.Effect<Option.Option<StoredLibrary>>
   /**
-   * Puts an existing version in state `indexing` (a refresh starts): its row id and the location it
-   * was registered from (`undefined` for a version registered before versions kept theirs: the
-   * library's applies), if it exists.
+   * Puts an existing version in state `indexing` (a refresh starts), with its run lock taken for the
+   * scope's life as {@link claim} does: its row id and the location it was registered from
+   * (`undefined` for a version registered before versions kept theirs: the library's applies), if it
+   * exists (and with `unfinishedOnly`, if it is still `queued` or `indexing`). Fails with
+   * `VersionBusy` — nothing changed — while another run holds the lock.
    */
   readonly startIndexing: (
     id: string,
-    version: string
-  ) => Effect.Effect<Option.Option<{ readonly versionId: string; readonly location: string | undefined }>>
+    version: string,
+    options?: StartOptions
+  ) => Effect.Effect<
+    Option.Option<{ readonly versionId: string; readonly location: string | undefined }>,
+    VersionBusy,
+    Scope.Scope
+  >
   /**
    * Writes the snippets as a new generation and makes it the version's live one (state `ready`);
    * the tokens stored. Nothing half-written stays behind on failure.
@@ -117,7 +176,10 @@ export class IndexStore extends Context.Service<IndexStore, {
   readonly requeue: (versionId: string) => Effect.Effect<void>
   /** `failed`, unless another run finished the version meanwhile (then that run's state stands). */
   readonly markFailed: (versionId: string, category: ErrorCategory) => Effect.Effect<void>
-  /** Versions `queued` or `indexing`, oldest registration first. */
+  /**
+   * Versions `queued` or `indexing` as listed (an `indexing` one whose run died is `queued`), oldest
+   * registration first.
+   */
   readonly unfinished: Effect.Effect<ReadonlyArray<UnfinishedVersion>>
   /**
    * Removes a library (no `version`) or one version; false if unknown. A library whose last version is
@@ -126,7 +188,10 @@ export class IndexStore extends Context.Service<IndexStore, {
    * readers without a version asked had "no version undefined".
    */
   readonly remove: (id: string, version: string | undefined) => Effect.Effect<boolean>
-  /** Libraries by id, each with its versions in registration order. */
+  /**
+   * Libraries by id, each with its versions in registration order; a version's state as listed (an
+   * `indexing` one whose run died is `queued`).
+   */
   readonly list: Effect.Effect<ReadonlyArray<LibraryListing>>
   /** No library at all. */
   readonly isEmpty: Effect.Effect<boolean>
@@ -142,6 +207,8 @@ export class IndexStore extends Context.Service<IndexStore, {
     IndexStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      // this process's run locks, on a lock session of their own (RunLocks.ts)
+      const locks = yield* RunLocks.make((yield* Database).url)
 
       const register = Effect.fnUntraced(function*(
         source: SourceRecord,
@@ -174,6 +241,46 @@ export class IndexStore extends Context.Service<IndexStore, {
         return version.id
       })
 
+      /** Takes a version's run lock for `scope` (released when it closes); who holds it otherwise. */
+      const lockFor = (scope: Scope.Scope, versionId: string) =>
+        Effect.uninterruptible(Effect.gen(function*() {
+          const taken = yield* locks.take(versionId)
+          if (taken === "taken") yield* Scope.addFinalizer(scope, locks.release(versionId))
+          return taken
+        }))
+
+      /**
+       * A run lock found held inside a claim's transaction: the transaction rolls back (nothing changed),
+       * then {@link busy} says who holds it.
+       */
+      const held = (versionId: string, taken: RunLocks.Taken) => Effect.fail(new Held({ versionId, here: taken === "held here" }))
+
+      const busy = Effect.fnUntraced(function*(libraryId: string, found: Held) {
+        const run = yield* SqlSchema.findOneOption({
+          Request: Schema.Void,
+          Result: RunStart,
+          execute: () => sql`SELECT library_id, version, updated_at FROM docs.versions WHERE id = ${found.versionId}`
+        })()
+        const holder = found.here ? `this process, pid ${process.pid}` : yield* RunLocks.describeHolder(sql, found.versionId)
+        return yield* versionBusy(
+          Option.match(run, { onNone: () => libraryId, onSome: (row) => `${row.library_id}/${row.version}` }),
+          holder,
+          Option.getOrUndefined(run)?.updated_at
+        )
+      })
+
+      const claim = Effect.fnUntraced(function*(
+        source: SourceRecord,
+        options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+      ) {
+        const scope = yield* Effect.scope
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const versionId = yield* register(source, "indexing", options)
+          const taken = yield* lockFor(scope, versionId)
+          return taken === "taken" ? versionId : yield* held(versionId, taken)
+        })).pipe(Effect.catchTag("Held", (found) => busy(`${source.libraryId}/${source.version}`, found)))
+      })
+
       // All or none: a crash while registering leaves nothing half-queued.
       const enqueue = (sources: ReadonlyArray<SourceRecord>) =>
         sql.withTransaction(Effect.forEach(sources, (source) => register(source, "queued", { makeDefault: true }), { discard: true }))
@@ -187,15 +294,25 @@ export class IndexStore extends Context.Service<IndexStore, {
           Effect.map(Option.map((row): StoredLibrary => ({ location: row.source_location, defaultVersion: row.default_version })))
         )
 
-      const startIndexing = (id: string, version: string) =>
-        SqlSchema.findOneOption({
-          Request: Schema.Void,
-          Result: Schema.Struct({ id: Schema.String, source_location: Schema.NullOr(Schema.String) }),
-          execute: () =>
-            sql`
-              UPDATE docs.versions SET state = 'indexing', error_category = NULL, updated_at = now()
-              WHERE library_id = ${id} AND version = ${version} RETURNING id::text, source_location`
-        })().pipe(Effect.map(Option.map((row) => ({ versionId: row.id, location: row.source_location ?? undefined }))))
+      const startIndexing = Effect.fnUntraced(function*(id: string, version: string, options: StartOptions = {}) {
+        const scope = yield* Effect.scope
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const started = yield* SqlSchema.findOneOption({
+            Request: Schema.Void,
+            Result: StartedRow,
+            execute: () =>
+              sql`
+                UPDATE docs.versions SET state = 'indexing', error_category = NULL, updated_at = now()
+                WHERE library_id = ${id} AND version = ${version}
+                  ${options.unfinishedOnly === true ? sql`AND state IN ('queued', 'indexing')` : sql``}
+                RETURNING id::text, source_location`
+          })()
+          if (Option.isNone(started)) return Option.none()
+          const taken = yield* lockFor(scope, started.value.id)
+          if (taken !== "taken") return yield* held(started.value.id, taken)
+          return Option.some({ versionId: started.value.id, location: started.value.source_location ?? undefined })
+        })).pipe(Effect.catchTag("Held", (found) => busy(`${id}/${version}`, found)))
+      })
 
       /**
        * Library search reads `docs.libraries` through its trigram index only while the planner knows
@@ -282,8 +399,8 @@ export class IndexStore extends Context.Service<IndexStore, {
       })
 
       /**
-       * Best effort: a process that dies leaves the version `indexing`, which the next start picks up
-       * too (DefaultLibraries.ts).
+       * Best effort: a process that dies leaves the version `indexing` with its run lock free, which
+       * lists it `queued` and has a docs-api take it up (DefaultLibraries.ts).
        */
       const requeue = (versionId: string) =>
         sql`UPDATE docs.versions SET state = 'queued', updated_at = now() WHERE id = ${versionId} AND state = 'indexing'`
@@ -296,7 +413,9 @@ export class IndexStore extends Context.Service<IndexStore, {
       const unfinished = SqlSchema.findAll({
         Request: Schema.Void,
         Result: UnfinishedRow,
-        execute: () => sql`SELECT library_id, version, state FROM docs.versions WHERE state IN ('queued', 'indexing') ORDER BY id`
+        execute: () =>
+          sql`SELECT v.library_id, v.version, ${RunLocks.listedState(sql)} AS state
+              FROM docs.versions v WHERE v.state IN ('queued', 'indexing') ORDER BY v.id`
       })().pipe(
         Effect.map((rows) =>
           rows.map((row): UnfinishedVersion => ({
@@ -333,8 +452,9 @@ export class IndexStore extends Context.Service<IndexStore, {
           Request: Schema.Void,
           Result: ListedVersion,
           execute: () =>
-            sql`SELECT library_id, version, state, error_category, snippet_count, token_count, last_update
-                FROM docs.versions ORDER BY library_id, created_at`
+            sql`SELECT v.library_id, v.version, ${RunLocks.listedState(sql)} AS state, v.error_category, v.snippet_count,
+                  v.token_count, v.last_update
+                FROM docs.versions v ORDER BY v.library_id, v.created_at`
         })()
         return libraries.map((library): LibraryListing => ({
           id: library.id,
@@ -368,9 +488,10 @@ export class IndexStore extends Context.Service<IndexStore, {
       return IndexStore.of({
         promote: (source) => atDatabaseBoundary(promote(source)),
         register: (source, state, options) => atDatabaseBoundary(register(source, state, options)),
+        claim: (source, options) => atDatabaseBoundary(claim(source, options)),
         enqueue: (sources) => atDatabaseBoundary(enqueue(sources)),
         library: (id) => atDatabaseBoundary(library(id)),
-        startIndexing: (id, version) => atDatabaseBoundary(startIndexing(id, version)),
+        startIndexing: (id, version, options) => atDatabaseBoundary(startIndexing(id, version, options)),
         write: (versionId, snippets) => atDatabaseBoundary(write(versionId, snippets)),
         requeue,
         markFailed: (versionId, category) => atDatabaseBoundary(markFailed(versionId, category)),
@@ -442,7 +563,7 @@ export class IndexStore extends Context.Service<IndexStore, {
           lastUpdate: null,
           location: source.location
         }
-        return [id, { libraries, versions: [...state.versions, created], nextId: state.nextId + 1 }]
+        return [id, { ...state, libraries, versions: [...state.versions, created], nextId: state.nextId + 1 }]
       }
 
       const register = (
@@ -462,14 +583,52 @@ export class IndexStore extends Context.Service<IndexStore, {
             defaultVersion: found.defaultVersion
           })))
 
-      const startIndexing = (id: string, version: string) =>
-        Ref.modify(index, (state): [Option.Option<{ readonly versionId: string; readonly location: string }>, MemoryIndexState] => {
-          const found = state.versions.find((v) => v.libraryId === id && v.version === version)
-          if (found === undefined) return [Option.none(), state]
+      /**
+       * The memory form of a run lock: the version's `running` flag, set with the state in one update and
+       * cleared when the scope closes; a version already running is `VersionBusy` (of this process).
+       */
+      const runFor = <A>(
+        libraryId: string,
+        start: (state: MemoryIndexState) => readonly [A, MemoryIndexState, string | undefined] | "running"
+      ) =>
+        Effect.uninterruptible(Effect.gen(function*() {
+          const scope = yield* Effect.scope
+          const started = yield* Ref.modify(index, (state): [readonly [A, string | undefined] | "running", MemoryIndexState] => {
+            const outcome = start(state)
+            if (outcome === "running") return ["running", state]
+            const [result, next, versionId] = outcome
+            return [[result, versionId], {
+              ...next,
+              versions: next.versions.map((v) => v.id === versionId ? { ...v, running: true } : v)
+            }]
+          })
+          if (started === "running") return yield* versionBusy(libraryId, `this process, pid ${process.pid}`, undefined)
+          const [result, versionId] = started
+          if (versionId !== undefined) yield* Scope.addFinalizer(scope, updateVersion(versionId, (v) => ({ ...v, running: false })))
+          return result
+        }))
+
+      const findVersion = (state: MemoryIndexState, id: string, version: string) =>
+        state.versions.find((v) => v.libraryId === id && v.version === version)
+
+      const claim = (source: SourceRecord, options: { readonly makeDefault: boolean; readonly trust?: number | undefined }) =>
+        runFor(`${source.libraryId}/${source.version}`, (state) => {
+          if (findVersion(state, source.libraryId, source.version)?.running === true) return "running"
+          const [versionId, next] = registerIn(state, source, "indexing", options)
+          return [versionId, next, versionId] as const
+        })
+
+      const startIndexing = (id: string, version: string, options: StartOptions = {}) =>
+        runFor(`${id}/${version}`, (state) => {
+          const found = findVersion(state, id, version)
+          if (found === undefined || (options.unfinishedOnly === true && found.state !== "queued" && found.state !== "indexing")) {
+            return [Option.none<{ readonly versionId: string; readonly location: string }>(), state, undefined] as const
+          }
+          if (found.running === true) return "running"
           return [Option.some({ versionId: found.id, location: found.location }), {
             ...state,
-            versions: state.versions.map((v) => v === found ? { ...v, state: "indexing", errorCategory: null } : v)
-          }]
+            versions: state.versions.map((v) => v === found ? { ...v, state: "indexing" as const, errorCategory: null } : v)
+          }, found.id] as const
         })
 
       const write = Effect.fnUntraced(function*(versionId: string, snippets: ReadonlyArray<Snippet>) {
@@ -498,11 +657,12 @@ export class IndexStore extends Context.Service<IndexStore, {
         updateVersion(versionId, (v) => v.state === "indexing" ? { ...v, state: "failed", errorCategory: category } : v)
 
       const unfinished = Effect.map(Ref.get(index), (state) =>
-        state.versions.flatMap((v): Array<UnfinishedVersion> =>
-          v.state === "queued" || v.state === "indexing"
-            ? [{ libraryId: `${v.libraryId}/${v.version}`, version: v.version, state: v.state }]
+        state.versions.flatMap((v): Array<UnfinishedVersion> => {
+          const listed = listedVersionState(v)
+          return listed === "queued" || listed === "indexing"
+            ? [{ libraryId: `${v.libraryId}/${v.version}`, version: v.version, state: listed }]
             : []
-        ))
+        }))
 
       const remove = (id: string, version: string | undefined) =>
         Ref.modify(index, (state): [boolean, MemoryIndexState] => {
@@ -535,7 +695,7 @@ export class IndexStore extends Context.Service<IndexStore, {
           rules: found.rules ?? [],
           versions: state.versions.filter((v) => v.libraryId === found.id).map((v) => ({
             version: v.version,
-            state: v.state,
+            state: listedVersionState(v),
             errorCategory: v.errorCategory,
             snippets: v.snippetCount,
             tokens: v.tokenCount,
@@ -554,7 +714,21 @@ export class IndexStore extends Context.Service<IndexStore, {
           return { ...state, libraries }
         })
 
-      return IndexStore.of({ register, enqueue, library, startIndexing, write, requeue, markFailed, unfinished, remove, list, isEmpty, promote })
+      return IndexStore.of({
+        register,
+        claim,
+        enqueue,
+        library,
+        startIndexing,
+        write,
+        requeue,
+        markFailed,
+        unfinished,
+        remove,
+        list,
+        isEmpty,
+        promote
+      })
     })
   ).pipe(Layer.provide(MemoryIndex.layer))
 }

@@ -5,15 +5,22 @@
  *
  * Refresh states of a version: `queued` (registered by `enqueue`, nothing read yet) → `indexing` (a run
  * has started: `add`, `refresh`) → `ready` | `failed`. A run that is interrupted puts its version back
- * to `queued`; one whose process dies leaves it `indexing`. `unfinished` lists both, and the service's
- * start indexes them again (DefaultLibraries.ts).
+ * to `queued`; one whose process dies leaves it `indexing` with its run lock free (RunLocks.ts), which
+ * lists it `queued`. `unfinished` lists them, and a docs-api takes them up (`resume`, DefaultLibraries.ts).
+ *
+ * Every run holds its version's run lock while it runs. A second run of a version (an `add` or
+ * `refresh`, in this process or another) waits for the first to end, changing nothing meanwhile, and
+ * logs once whose run it waits for; `resume` leaves such a version to its run.
  */
 import { LibraryIdPattern } from "@svc/schema"
-import { Cause, Context, Deferred, Effect, Layer, Schema, type Scope } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Layer, Option, Schema, type Scope } from "effect"
 import * as path from "node:path"
-import { IndexStore, type LibraryListing, type UnfinishedVersion } from "./IndexStore.ts"
+import { IndexStore, type LibraryListing, type UnfinishedVersion, type VersionBusy } from "./IndexStore.ts"
 import { type ResolveOptions, Sources } from "./sources/Sources.ts"
 import { checkVersionedId, type FetchProgress, type IndexFailed, type ResolvedSource } from "./sources/Source.ts"
+
+/** How long a run that waits for another run of its version waits before it tries again. */
+export const BUSY_RETRY = Duration.seconds(1)
 
 export class UnknownLibrary extends Schema.TaggedError<UnknownLibrary>()("UnknownLibrary", {
   libraryId: Schema.String,
@@ -52,7 +59,10 @@ export class Indexer extends Context.Service<Indexer, {
    * cloned: the clone is removed when the scope closes.
    */
   readonly resolve: (source: string, options?: IndexOptions) => Effect.Effect<ResolvedSource, IndexFailed, Scope.Scope>
-  /** Indexes a source as a library version (created or re-indexed) and makes it the library's default. */
+  /**
+   * Indexes a source as a library version (created or re-indexed) and makes it the library's default.
+   * While another run of that version goes on (in any process), it waits for that run's end.
+   */
   readonly add: (source: string, options?: IndexOptions) => Effect.Effect<IndexOutcome, IndexFailed>
   /**
    * Registers resolved sources' libraries and versions in state `queued` (all or none), without reading
@@ -61,11 +71,21 @@ export class Indexer extends Context.Service<Indexer, {
    * `indexing`.
    */
   readonly enqueue: (sources: ReadonlyArray<ResolvedSource>) => Effect.Effect<void>
-  /** Reads a library's source again into `/owner/repo` (its default version) or `/owner/repo/version`. */
+  /**
+   * Reads a library's source again into `/owner/repo` (its default version) or `/owner/repo/version`.
+   * While another run of that version goes on (in any process), it waits for that run's end.
+   */
   readonly refresh: (libraryId: string, options?: IndexOptions) => Effect.Effect<IndexOutcome, IndexFailed | UnknownLibrary>
   /**
-   * Versions whose refresh has not finished: `queued`, or `indexing` (a run in progress, or one that
-   * died with its process), oldest registration first.
+   * Takes up `/owner/repo/version` as `refresh` does if it is still unfinished and no run holds it (one
+   * that was queued, interrupted, or whose process died); none when it finished meanwhile, was removed,
+   * or a run (here or in another process) holds it. Two processes resuming one version at once: one
+   * runs it, the other gets none.
+   */
+  readonly resume: (libraryId: string, options?: IndexOptions) => Effect.Effect<Option.Option<IndexOutcome>, IndexFailed | UnknownLibrary>
+  /**
+   * Versions whose refresh has not finished, oldest registration first: `indexing` while a run holds
+   * them, `queued` while they wait for one (never read, interrupted, or their run's process died).
    */
   readonly unfinished: Effect.Effect<ReadonlyArray<UnfinishedVersion>>
   /** Removes a library (`/owner/repo`) or one version (`/owner/repo/version`); false if unknown. */
@@ -79,13 +99,40 @@ export class Indexer extends Context.Service<Indexer, {
       const sources = yield* Sources
       const store = yield* IndexStore
 
+      /**
+       * `start` (a claim of a version's run lock) tried again every {@link BUSY_RETRY} while another run
+       * holds the lock; the wait is logged once per holder. A refused try changed nothing.
+       */
+      const whenFree = <A, R>(start: Effect.Effect<A, VersionBusy, R>): Effect.Effect<A, never, R> =>
+        Effect.suspend(() => {
+          let told: string | undefined
+          const attempt: Effect.Effect<A, never, R> = start.pipe(
+            Effect.catchTag("VersionBusy", (busy) =>
+              Effect.andThen(
+                told === busy.holder
+                  ? Effect.void
+                  : Effect.andThen(Effect.sync(() => (told = busy.holder)), Effect.logInfo(`${busy.message}: waiting for it to end`)),
+                Effect.andThen(Effect.sleep(BUSY_RETRY), Effect.suspend(() => attempt))
+              ))
+          )
+          return attempt
+        })
+
       const resolve = Effect.fn("Indexer.resolve")(function*(source: string, options: IndexOptions = {}) {
         // a clone or a crawl may take minutes: its steps are reported as they happen
         return yield* checkVersionedId(yield* sources.resolve(source, { ...options, onFetch: options.onProgress }))
       })
 
-      const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean) {
-        const versionId = yield* store.register(source, "indexing", { makeDefault, trust: options.trust })
+      /**
+       * Reads and stores the source's version. `held`: the caller holds the version's run lock already
+       * (a refresh's `startIndexing`); otherwise the run claims it (waiting while another run has it),
+       * until the caller's scope closes.
+       */
+      const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean, held: boolean) {
+        const registration = { makeDefault, trust: options.trust }
+        const versionId = held
+          ? yield* store.register(source, "indexing", registration)
+          : yield* whenFree(store.claim(source, registration))
         return yield* Effect.gen(function*() {
           if (options.onProgress) {
             yield* options.onProgress({
@@ -123,7 +170,7 @@ export class Indexer extends Context.Service<Indexer, {
       // created with it as its default, there being no other.
       const addOnce = Effect.fn("Indexer.add")(function*(source: string, options: IndexOptions) {
         const resolved = yield* resolve(source, options)
-        const outcome = yield* run(resolved, options, false)
+        const outcome = yield* run(resolved, options, false, false)
         yield* store.promote(resolved)
         return outcome
       }, Effect.scoped)
@@ -161,7 +208,12 @@ export class Indexer extends Context.Service<Indexer, {
         return { id: `/${owner}/${repo}`, version }
       }
 
-      const refresh = Effect.fn("Indexer.refresh")(function*(libraryId: string, options: IndexOptions = {}) {
+      /**
+       * A refresh (`unfinishedOnly`: a resume) of `/owner/repo[/version]`: the version's run lock and
+       * state `indexing` taken at once, then its own source read again; none when `unfinishedOnly` and
+       * the version is finished or gone.
+       */
+      const reread = Effect.fnUntraced(function*(libraryId: string, options: IndexOptions, unfinishedOnly: boolean) {
         const { id, version } = parseId(libraryId)
         const found = yield* store.library(id)
         if (!LibraryIdPattern.test(libraryId) || found._tag === "None") {
@@ -169,29 +221,53 @@ export class Indexer extends Context.Service<Indexer, {
         }
         const library = found.value
         const target = version ?? library.defaultVersion
-        // `indexing` from now on (a clone may take minutes); a source that cannot be resolved any more
-        // (uninstalled, unreachable) makes the version `failed`, its live generation (if any) still served.
-        const existing = yield* store.startIndexing(id, target)
-        // a refresh re-reads a version the library has; a new one is added (svc docs add --version)
-        if (existing._tag === "None") {
-          return yield* new UnknownLibrary({
-            libraryId,
-            message: `${id} has no version ${target} to refresh (svc docs list shows its versions; svc docs add <source> --version ${target} adds one)`
-          })
-        }
-        // the version's own source: one added but not ready yet is not the library's (that is the
-        // previous default's until it takes over)
-        const { versionId } = existing.value
-        const location = existing.value.location ?? library.location
+        // Scoped: the run lock (and a git clone) until the run ends, however it ends.
         return yield* Effect.scoped(Effect.gen(function*() {
-          const source = yield* resolve(location, { ...options, id, version: target }).pipe(
-            Effect.tapError((error) => store.markFailed(versionId, error.category))
+          // `indexing` from now on (a clone may take minutes); a source that cannot be resolved any more
+          // (uninstalled, unreachable) makes the version `failed`, its live generation (if any) still
+          // served. A resume leaves a version another run holds to that run; a refresh waits for its end.
+          const start = store.startIndexing(id, target, { unfinishedOnly })
+          const existing = unfinishedOnly
+            ? yield* start.pipe(Effect.catchTag("VersionBusy", (busy) =>
+              Effect.logDebug(`Left ${busy.libraryId} to the run that holds it (${busy.holder})`).pipe(
+                Effect.as(Option.none<{ readonly versionId: string; readonly location: string | undefined }>())
+              )))
+            : yield* whenFree(start)
+          if (existing._tag === "None") {
+            if (unfinishedOnly) return Option.none<IndexOutcome>()
+            // a refresh re-reads a version the library has; a new one is added (svc docs add --version)
+            return yield* new UnknownLibrary({
+              libraryId,
+              message: `${id} has no version ${target} to refresh (svc docs list shows its versions; svc docs add <source> --version ${target} adds one)`
+            })
+          }
+          // the version's own source: one added but not ready yet is not the library's (that is the
+          // previous default's until it takes over)
+          const { versionId } = existing.value
+          const location = existing.value.location ?? library.location
+          return yield* Effect.gen(function*() {
+            const source = yield* resolve(location, { ...options, id, version: target }).pipe(
+              Effect.tapError((error) => store.markFailed(versionId, error.category))
+            )
+            const outcome = yield* run(source, options, false, true)
+            // the default version read again: its title, description and rules as the source says now
+            if (target === library.defaultVersion) yield* store.promote(source)
+            return Option.some(outcome)
+          }).pipe(
+            // back to `queued` before the run lock goes with the scope's end: no other process sees the
+            // version `indexing` and free
+            Effect.onInterrupt(() => store.requeue(versionId))
           )
-          const outcome = yield* run(source, options, false)
-          // the default version read again: its title, description and rules as the source says now
-          if (target === library.defaultVersion) yield* store.promote(source)
-          return outcome
-        })).pipe(Effect.onInterrupt(() => store.requeue(versionId)))
+        }))
+      })
+
+      const refresh = Effect.fn("Indexer.refresh")(function*(libraryId: string, options: IndexOptions = {}) {
+        // a version that does not exist is UnknownLibrary above: a refresh always has an outcome
+        return Option.getOrThrow(yield* reread(libraryId, options, false))
+      })
+
+      const resume = Effect.fn("Indexer.resume")(function*(libraryId: string, options: IndexOptions = {}) {
+        return yield* reread(libraryId, options, true)
       })
 
       const remove = Effect.fn("Indexer.remove")(function*(libraryId: string) {
@@ -199,7 +275,7 @@ export class Indexer extends Context.Service<Indexer, {
         return yield* store.remove(id, version)
       })
 
-      return Indexer.of({ resolve, add, enqueue, refresh, unfinished: store.unfinished, remove, list: store.list })
+      return Indexer.of({ resolve, add, enqueue, refresh, resume, unfinished: store.unfinished, remove, list: store.list })
     })
   )
 

@@ -34,7 +34,19 @@ export interface MemoryVersion {
   readonly lastUpdate: Date | null
   /** Where the version was registered from (`source_location`). */
   readonly location: string
+  /**
+   * A run holds the version (IndexStore `claim`, `startIndexing`, until its scope closes): the memory
+   * form of its run lock (RunLocks.ts).
+   */
+  readonly running?: boolean | undefined
 }
+
+/**
+ * The state a version is listed with, as `RunLocks.listedState` in Postgres: `indexing` with no run
+ * holding it (what a run whose process died leaves) is `queued`.
+ */
+export const listedVersionState = (version: MemoryVersion): IndexState =>
+  version.state === "indexing" && version.running !== true ? "queued" : version.state
 
 export interface MemoryIndexState {
   readonly libraries: ReadonlyMap<string, MemoryLibrary>

@@ -3,7 +3,8 @@
  * library's snippets answer the question) and the context for a question within a token budget.
  *
  * Every answer's snippets come from one statement that follows the version's generation pointer
- * itself, so a concurrent re-index (Indexer.ts) is seen entirely or not at all.
+ * itself, so a concurrent re-index (Indexer.ts) is seen entirely or not at all. A version's `state` is
+ * as listed (RunLocks.ts `listedState`): `indexing` whose run's process died is `queued`.
  */
 import { atDatabaseBoundary } from "@svc/platform"
 import {
@@ -16,11 +17,12 @@ import {
 } from "@svc/schema"
 import { Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
-import { MemoryIndex } from "./MemoryIndex.ts"
+import { listedVersionState, MemoryIndex } from "./MemoryIndex.ts"
 import { answerPage, answerRules, toContextSnippet } from "./ranking/Answer.ts"
 import { rankedIds } from "./ranking/Bm25.ts"
 import { identifierWords } from "./ranking/Identifiers.ts"
 import { RowId, Timestamp } from "./Rows.ts"
+import { listedState } from "./RunLocks.ts"
 
 /** Results of one library search. */
 export const SEARCH_LIMIT = 10
@@ -216,7 +218,7 @@ export class Search extends Context.Service<Search, {
             -- LATERAL ... LIMIT 1: one index probe per shortlisted library, also in the generic plan of
             -- the prepared statement, which expects 50 and preferred hashing all versions (10,000)
             LEFT JOIN LATERAL (
-              SELECT v.state, v.snippet_count, v.token_count, v.last_update, v.generation_id FROM docs.versions v
+              SELECT ${listedState(sql)} AS state, v.snippet_count, v.token_count, v.last_update, v.generation_id FROM docs.versions v
               WHERE v.library_id = s.id AND v.version = s.default_version LIMIT 1
             ) v ON true
             ${
@@ -295,7 +297,7 @@ export class Search extends Context.Service<Search, {
         // in another case finds the library too (`/Effect-TS/effect`, as its repository's links write it,
         // is `/effect-ts/effect`); an exact match wins where both exist.
         const target = sql`
-          SELECT l.id AS library_id, l.default_version, v.version, v.state, v.generation_id, l.rules,
+          SELECT l.id AS library_id, l.default_version, v.version, ${listedState(sql)} AS state, v.generation_id, l.rules,
             (SELECT array_agg(version ORDER BY created_at) FROM docs.versions WHERE library_id = l.id) AS versions
           FROM docs.libraries l
           LEFT JOIN docs.versions v ON v.library_id = l.id AND v.version = coalesce(${asked ?? null}, l.default_version)
@@ -445,7 +447,7 @@ export class Search extends Context.Service<Search, {
           totalTokens: current?.tokenCount ?? 0,
           trustScore: library.trustScore,
           versions: versions.map((v) => v.version),
-          state: current?.state ?? "queued",
+          state: current === undefined ? "queued" : listedVersionState(current),
           lastUpdateDate: current?.lastUpdate?.toISOString() ?? null
         }))
       })
@@ -476,7 +478,7 @@ export class Search extends Context.Service<Search, {
           })
         }
         if (found.live === null) {
-          return { _tag: "Indexing", libraryId: `${id}/${found.version}`, version: found.version, state: found.state } as const
+          return { _tag: "Indexing", libraryId: `${id}/${found.version}`, version: found.version, state: listedVersionState(found) } as const
         }
         const withoutName = questionWords(options.query, nameWords(id))
         const words = withoutName.length > 0 ? withoutName : questionWords(options.query)

@@ -5,9 +5,9 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { ContextResponse, LibrarySearchResponse, MAX_QUESTION_LENGTH, MAX_TOPIC_LENGTH } from "@svc/schema"
 import { Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { Indexer } from "../src/Indexer.ts"
+import { IndexStore } from "../src/IndexStore.ts"
 import { Client, docsFolder, fixtures, get, inProcessClient, socketClient, stack } from "./support.ts"
 
 const page = (title: string, text: string, code = "") =>
@@ -60,10 +60,11 @@ const Seeded = Layer.effectDiscard(Effect.gen(function*() {
   for (const [id, files] of corpus) yield* indexer.add(yield* docsFolder(files), { id, version: "1.0.0" })
   yield* indexer.add(path.join(fixtures, "greeter"), { version: "1.0.0" })
   yield* indexer.add(yield* docsFolder(greeter2), { id: "/acme/greeter", version: "2.0.0" })
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO docs.libraries (id, title, source_kind, source_location, default_version)
-             VALUES ('/acme/pending', 'pending', 'folder', '/nowhere', '0.1.0')`
-  yield* sql`INSERT INTO docs.versions (library_id, version, state) VALUES ('/acme/pending', '0.1.0', 'indexing')`
+  // a run going on for the layer's life: the version indexing, its run lock held
+  yield* (yield* IndexStore).claim(
+    { kind: "folder", location: "/nowhere", libraryId: "/acme/pending", title: "pending", description: "", version: "0.1.0" },
+    { makeDefault: true }
+  )
 }))
 
 const services = Seeded.pipe(Layer.provideMerge(stack))

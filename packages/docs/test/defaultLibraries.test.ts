@@ -3,7 +3,7 @@
  * installed is skipped; an index that holds anything is left alone.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { ConfigProvider, Effect } from "effect"
+import { ConfigProvider, Duration, Effect, Exit } from "effect"
 import { TestClock } from "effect/testing"
 import * as DefaultLibraries from "../src/DefaultLibraries.ts"
 import { DefaultPackages, seed } from "../src/DefaultLibraries.ts"
@@ -22,18 +22,19 @@ layer(stack, { timeout: 120_000 })("default libraries", (it) => {
       assert.deepStrictEqual(yield* seed(["he"]), [])
     }))
 
-  it.effect("a running docs-api indexes a version found queued (an interrupted run's) within a minute, not at its next start", () =>
+  it.effect("a running docs-api indexes a version found queued (an interrupted run's) within DOCS_RESUME_INTERVAL, not at its next start", () =>
     Effect.gen(function*() {
       const indexer = yield* Indexer
       const state = Effect.map(indexer.list, (libraries) => libraries.find((library) => library.id === "/me/queued")?.versions[0]?.state)
       yield* Effect.scoped(Effect.gen(function*() {
         // what the service runs after its start-up pass
-        yield* Effect.forkScoped(DefaultLibraries.watchQueued)
+        const interval = yield* DefaultLibraries.ResumeInterval
+        yield* Effect.forkScoped(DefaultLibraries.watch(interval))
         // a version queued, as an interrupted run leaves it
         const dir = yield* docsFolder({ "README.md": "# Queued\n\nA library whose run was interrupted, long enough to be a snippet.\n" })
         yield* indexer.enqueue([yield* Effect.scoped(indexer.resolve(dir, { id: "/me/queued", version: "1.0.0" }))])
         assert.strictEqual(yield* state, "queued")
-        yield* TestClock.adjust(DefaultLibraries.QUEUED_CHECK_INTERVAL)
+        yield* TestClock.adjust(interval)
         const until = Date.now() + 20_000
         while ((yield* state) !== "ready" && Date.now() < until) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
         assert.strictEqual(yield* state, "ready")
@@ -49,6 +50,17 @@ layer(stack, { timeout: 120_000 })("default libraries", (it) => {
       assert.deepStrictEqual(yield* read({ DOCS_DEFAULT_LIBRARIES: "he, bytes" }), ["he", "bytes"])
       assert.deepStrictEqual(yield* read({ DOCS_DEFAULT_LIBRARIES: "none" }), [])
       assert.include(yield* read({}), "effect")
+    }))
+
+  it.effect("DOCS_RESUME_INTERVAL: 30 seconds by default, at least a second", () =>
+    Effect.gen(function*() {
+      const read = (env: Record<string, string>) =>
+        Effect.gen(function*() {
+          return yield* DefaultLibraries.ResumeInterval
+        }).pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))))
+      assert.strictEqual(Duration.toMillis(yield* read({})), 30_000)
+      assert.strictEqual(Duration.toMillis(yield* read({ DOCS_RESUME_INTERVAL: "2 seconds" })), 2_000)
+      assert.isTrue(Exit.isFailure(yield* Effect.exit(read({ DOCS_RESUME_INTERVAL: "10 millis" }))))
     }))
 })
 

@@ -1,8 +1,8 @@
 /**
  * Refresh states through the REST API: the default documentation is queued before anything is read
  * (search says `queued`, context answers 202 `queued`), each version then goes queued → indexing →
- * ready | failed; and versions left queued or indexing by a stopped or killed process are indexed on
- * the next start.
+ * ready | failed; and versions left queued or indexing by a stopped or killed process (listed queued:
+ * no run holds them) are indexed on the next start.
  */
 import { assert, layer } from "@effect/vitest"
 import { ConfigProvider, Deferred, Effect, Fiber, Layer } from "effect"
@@ -29,9 +29,10 @@ const context = (libraryId: string, query = "") =>
   get(`/api/v2/context?libraryId=${encodeURIComponent(libraryId)}&type=json${query === "" ? "" : `&query=${encodeURIComponent(query)}`}`)
 
 /**
- * The real indexer, held at two points of the first refresh it is asked for: before it starts
- * (`reached`, released by `proceed`), and once its run has registered the version as indexing
- * (`started`, released by `finish`). Later refreshes pass straight through.
+ * The real indexer, held at two points of the first resume it is asked for (what the start runs for
+ * each waiting version): before it starts (`reached`, released by `proceed`), and once its run has
+ * registered the version as indexing (`started`, released by `finish`). Later resumes pass straight
+ * through.
  */
 const gatedIndexer = Effect.gen(function*() {
   const real = yield* Indexer
@@ -41,10 +42,10 @@ const gatedIndexer = Effect.gen(function*() {
   const finish = yield* Deferred.make<void>()
   const indexer = Indexer.of({
     ...real,
-    refresh: (libraryId, options) =>
+    resume: (libraryId, options) =>
       Deferred.succeed(reached, libraryId).pipe(
         Effect.andThen(Deferred.await(proceed)),
-        Effect.andThen(real.refresh(libraryId, {
+        Effect.andThen(real.resume(libraryId, {
           ...options,
           onProgress: (progress) =>
             progress._tag === "Started"
@@ -179,13 +180,14 @@ layer(server, { excludeTestServices: true, timeout: 120_000 })("a database left 
                  VALUES ('/me/gone', 'gone', 'folder', ${gone}, '1.0')`
       yield* sql`INSERT INTO docs.versions (library_id, version, state) VALUES ('/me/gone', '1.0', 'queued')`
 
-      // Before the start: nothing answers but the live generation of the interrupted refresh.
-      assert.strictEqual((yield* context("/me/crashed")).body.state, "indexing")
+      // Before the start: nothing answers but the live generation of the interrupted refresh. The
+      // versions the killed runs left indexing hold no run lock: they are listed queued, waiting.
+      assert.strictEqual((yield* context("/me/crashed")).body.state, "queued")
       assert.strictEqual((yield* context(HE)).body.state, "queued")
       const stale = yield* context("/me/refreshing")
       assert.strictEqual(stale.status, 200)
       assert.include(stale.body.snippets[0].content, "oldword")
-      assert.strictEqual(yield* stateOf("/me/refreshing"), "indexing")
+      assert.strictEqual(yield* stateOf("/me/refreshing"), "queued")
 
       // The next start: the service's layer, whose background fiber does the work.
       yield* Layer.build(DefaultLibraries.layer).pipe(

@@ -1,10 +1,12 @@
 /**
  * The contract of `IndexStore` (the index writer), run against `layerMemory` (test/unit) and Postgres
  * (test/IndexStore.contract.test.ts): registering, the refresh states and who may change them, the
- * live generation, the default version, removal, the listing. Each test builds a fresh layer.
+ * runs' claims on their versions (run locks: a second claim is refused while one holds; an `indexing`
+ * version no run holds is listed `queued`), the live generation, the default version, removal, the
+ * listing. Each test builds a fresh layer. (Claims across processes: test/runLocks.test.ts.)
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, type Layer, Option } from "effect"
+import { Effect, Exit, type Layer, Option, Result, Scope } from "effect"
 import { IndexStore } from "../../src/IndexStore.ts"
 import { greeterDocs, indexed, source, widgetsDocs } from "./fixtures.ts"
 
@@ -16,8 +18,16 @@ const stateOf = (libraryId: string, version: string) =>
 
 export const indexStoreContract = (name: string, layer: Layer.Layer<IndexStore, unknown>) =>
   describe(`IndexStore contract (${name})`, () => {
-    const test = (title: string, body: () => Effect.Effect<void, unknown, IndexStore>) =>
-      it.effect(title, () => Effect.provide(body(), layer))
+    const test = (title: string, body: () => Effect.Effect<void, unknown, IndexStore | Scope.Scope>) =>
+      it.effect(title, () => Effect.provide(Effect.scoped(body()), layer))
+
+    /** A claim held until `close` (a run's scope), as a run that is going on holds its version. */
+    const held = <A, E>(start: Effect.Effect<A, E, Scope.Scope | IndexStore>) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const value = yield* Scope.provide(scope)(start)
+        return { value, close: Scope.close(scope, Exit.void) }
+      })
 
     test("an empty index; a written version is ready with its figures, listed, and the library's default", () =>
       Effect.gen(function*() {
@@ -44,7 +54,7 @@ export const indexStoreContract = (name: string, layer: Layer.Layer<IndexStore, 
     test("enqueue registers queued versions, listed as unfinished oldest first; a version being indexed stays indexing", () =>
       Effect.gen(function*() {
         const store = yield* IndexStore
-        const running = yield* store.register(source("/acme/b", "2.0"), "indexing", { makeDefault: true })
+        const running = yield* store.claim(source("/acme/b", "2.0"), { makeDefault: true })
         yield* store.enqueue([source("/acme/a", "1.0"), source("/acme/b", "2.0"), source("/acme/c", "3.0")])
         assert.deepStrictEqual(yield* store.unfinished, [
           { libraryId: "/acme/b/2.0", version: "2.0", state: "indexing" },
@@ -76,7 +86,7 @@ export const indexStoreContract = (name: string, layer: Layer.Layer<IndexStore, 
         yield* store.register({ ...source("/acme/greeter", "2.0.0"), location: "/srv/greeter-2" }, "queued", { makeDefault: false })
         assert.strictEqual(Option.getOrThrow(yield* store.startIndexing("/acme/greeter", "2.0.0")).location, "/srv/greeter-2")
         assert.isTrue(Option.isNone(yield* store.startIndexing("/acme/greeter", "9.9.9")))
-        const started = Option.getOrThrow(yield* store.startIndexing("/acme/greeter", "1.0.0"))
+        const started = Option.getOrThrow((yield* held(store.startIndexing("/acme/greeter", "1.0.0"))).value)
         assert.strictEqual(started.location, source("/acme/greeter", "1.0.0").location)
         const versionId = started.versionId
         assert.strictEqual((yield* stateOf("/acme/greeter", "1.0.0"))?.state, "indexing")
@@ -107,9 +117,65 @@ export const indexStoreContract = (name: string, layer: Layer.Layer<IndexStore, 
         assert.deepStrictEqual([ready?.state, ready?.errorCategory], ["ready", null])
 
         // a new run of a failed version clears its category
-        yield* store.register(source("/acme/a", "1.0"), "indexing", { makeDefault: true })
+        yield* store.claim(source("/acme/a", "1.0"), { makeDefault: true })
         const again = yield* stateOf("/acme/a", "1.0")
         assert.deepStrictEqual([again?.state, again?.errorCategory], ["indexing", null])
+      }))
+
+    test("a run's claim holds its version: another claim or startIndexing is VersionBusy and changes nothing, until the run's scope closes", () =>
+      Effect.gen(function*() {
+        const store = yield* IndexStore
+        const first = yield* held(store.claim(source("/acme/a", "1.0"), { makeDefault: true }))
+        assert.strictEqual((yield* stateOf("/acme/a", "1.0"))?.state, "indexing")
+        // a second run, from another folder: refused, the version as the first run made it
+        const elsewhere = { ...source("/acme/a", "1.0"), location: "/srv/elsewhere" }
+        const refused = yield* Effect.result(Effect.scoped(store.claim(elsewhere, { makeDefault: true })))
+        assert.isTrue(Result.isFailure(refused))
+        const busy = Result.getFailure(refused).pipe(Option.getOrThrow)
+        assert.strictEqual(busy._tag, "VersionBusy")
+        assert.strictEqual(busy.libraryId, "/acme/a/1.0")
+        assert.match(busy.message, /^\/acme\/a\/1\.0 is being indexed by another run \(.+\)$/)
+        const again = yield* Effect.result(Effect.scoped(store.startIndexing("/acme/a", "1.0")))
+        assert.strictEqual(Result.isFailure(again) ? again.failure._tag : "started", "VersionBusy")
+        assert.deepStrictEqual((yield* store.list)[0]!.source, "/srv/docs/acme/a")
+        assert.strictEqual((yield* stateOf("/acme/a", "1.0"))?.state, "indexing")
+
+        // the run ends without a write (its process died): the version waits, listed queued
+        yield* first.close
+        assert.strictEqual((yield* stateOf("/acme/a", "1.0"))?.state, "queued")
+        assert.deepStrictEqual(yield* store.unfinished, [{ libraryId: "/acme/a/1.0", version: "1.0", state: "queued" }])
+        // and a new run takes it at once, from where it says
+        const second = yield* held(store.startIndexing("/acme/a", "1.0"))
+        assert.strictEqual(Option.getOrThrow(second.value).location, "/srv/docs/acme/a")
+        assert.strictEqual((yield* stateOf("/acme/a", "1.0"))?.state, "indexing")
+        yield* store.write(Option.getOrThrow(second.value).versionId, [])
+        yield* second.close
+        assert.strictEqual((yield* stateOf("/acme/a", "1.0"))?.state, "ready")
+        assert.deepStrictEqual(yield* store.unfinished, [])
+      }))
+
+    test("an indexing version no run holds (its run's process died) is listed queued; startIndexing unfinishedOnly takes it, never a finished one", () =>
+      Effect.gen(function*() {
+        const store = yield* IndexStore
+        // what a killed run leaves: registered indexing, nobody holding it
+        yield* store.register(source("/acme/dead", "1.0"), "indexing", { makeDefault: true })
+        yield* indexed(source("/acme/done", "1.0"), greeterDocs)
+        assert.strictEqual((yield* stateOf("/acme/dead", "1.0"))?.state, "queued")
+        assert.deepStrictEqual(yield* store.unfinished, [{ libraryId: "/acme/dead/1.0", version: "1.0", state: "queued" }])
+
+        assert.isTrue(Option.isNone(yield* store.startIndexing("/acme/done", "1.0", { unfinishedOnly: true })))
+        assert.strictEqual((yield* stateOf("/acme/done", "1.0"))?.state, "ready")
+        assert.isTrue(Option.isNone(yield* store.startIndexing("/acme/dead", "9.9", { unfinishedOnly: true })))
+        const resumed = yield* held(store.startIndexing("/acme/dead", "1.0", { unfinishedOnly: true }))
+        assert.isTrue(Option.isSome(resumed.value))
+        assert.deepStrictEqual(yield* store.unfinished, [{ libraryId: "/acme/dead/1.0", version: "1.0", state: "indexing" }])
+        // a second resume at once leaves it to the first
+        const second = yield* Effect.result(Effect.scoped(store.startIndexing("/acme/dead", "1.0", { unfinishedOnly: true })))
+        assert.strictEqual(Result.isFailure(second) ? second.failure._tag : "started", "VersionBusy")
+        // the run is interrupted: back to queued before its claim ends
+        yield* store.requeue(Option.getOrThrow(resumed.value).versionId)
+        yield* resumed.close
+        assert.strictEqual((yield* stateOf("/acme/dead", "1.0"))?.state, "queued")
       }))
 
     test("remove: one version, or the library with all its versions; false for what does not exist", () =>

@@ -4,7 +4,7 @@
  * must agree on: a snippet with the question's words is found; answers stay within their library
  * and version; the token budget holds; the same text in two files is answered once; a name that matches nothing finds nothing; a library is
  * found by its name; team settings hide libraries exactly like missing ones; a version without an
- * index yet is "indexing". Each test builds a fresh layer.
+ * index yet is "indexing" while a run holds it, else "queued". Each test builds a fresh layer.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
@@ -216,6 +216,22 @@ export const searchContract = (name: string, layer: Layer.Layer<Search | IndexSt
         const answer = yield* (yield* Search).context({ libraryId: "/acme/later" })
         assert.deepStrictEqual(answer, { _tag: "Indexing", libraryId: "/acme/later/1.0", version: "1.0", state: "queued" })
       }))
+
+    test("context and search: a version a run holds says indexing; one left indexing with no run holding it (its process died) says queued", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const store = yield* IndexStore
+        const search = yield* Search
+        const stateOf = (id: string) =>
+          Effect.gen(function*() {
+            const answer = yield* search.context({ libraryId: id })
+            const listed = (yield* search.libraries(id.split("/")[2]!)).find((result) => result.id === id)
+            return [answer._tag === "Indexing" ? answer.state : answer._tag, listed?.state]
+          })
+        yield* store.claim(source("/acme/running", "1.0"), { makeDefault: true })
+        yield* store.register(source("/acme/orphan", "1.0"), "indexing", { makeDefault: true })
+        assert.deepStrictEqual(yield* stateOf("/acme/running"), ["indexing", "indexing"])
+        assert.deepStrictEqual(yield* stateOf("/acme/orphan"), ["queued", "queued"])
+      })))
 
     test("libraries: found by name with the default version's figures; a name that matches nothing finds nothing", () =>
       Effect.gen(function*() {
