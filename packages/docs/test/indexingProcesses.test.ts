@@ -7,15 +7,21 @@
  * - SIGKILL mid re-index of a ready library: readers get the old generation while the process is
  *   down and while the next start re-indexes, then the new one; never a mix, never nothing;
  * - SIGTERM mid-add: the run goes back to `queued`, its half-written generation is removed, the
- *   process exits 0, and the next start indexes the version.
+ *   process exits 0, and the next start indexes the version;
+ * - SIGKILL mid re-index while another docs-api runs: that one leaves the live run alone, then takes
+ *   the version up within its DOCS_RESUME_INTERVAL, without a restart (run locks, src/RunLocks.ts);
+ * - SIGKILL of a local `svc docs add` (the CLI indexing in its own process): the running docs-api
+ *   finishes the version the same way.
  */
 import { assert, layer } from "@effect/vitest"
 import { Database } from "@svc/platform"
 import { tempDir } from "@svc/platform/testing"
 import { Effect, Exit, Fiber, Redacted, Ref } from "effect"
 import { SqlClient } from "effect/sql"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { Indexer } from "../src/Indexer.ts"
 import { operations } from "../src/RpcClient.ts"
 import { Search } from "../src/Search.ts"
@@ -197,12 +203,13 @@ layer(stack, { excludeTestServices: true, timeout: 120_000 })("a docs-api proces
       first.child.kill("SIGKILL")
       assert.strictEqual(yield* exitOf(first), "SIGKILL")
 
-      // What the kill left: still indexing, nothing live, part of a generation written.
+      // What the kill left: still indexing, nothing live, part of a generation written; no run holds
+      // it (its lock went with the process), so readers are told it is queued.
       const left = (yield* versionOf("/acme/guides", "1.0"))!
       assert.strictEqual(left.state, "indexing", first.output())
       assert.isNull(left.generation_id, "the killed run never went live")
       assert.isAtLeast(left.pending, during.pending)
-      assert.strictEqual(yield* askHere("/acme/guides"), "Indexing indexing")
+      assert.strictEqual(yield* askHere("/acme/guides"), "Indexing queued")
 
       // The next start picks the version up in the background and finishes it.
       const second = yield* docsProcess(url, processEnv(root))
@@ -326,4 +333,141 @@ layer(stack, { excludeTestServices: true, timeout: 120_000 })("a docs-api proces
       assert.deepStrictEqual(yield* duplicatesOf("/acme/guides"), [])
       assert.strictEqual(yield* askProcess(second, "/acme/guides"), "old")
     }), TEST_TIMEOUT)
+})
+
+/** How often the docs-api that takes killed runs up looks for them (DOCS_RESUME_INTERVAL, 30 s by default). */
+const RESUME_INTERVAL = "2 seconds"
+
+/** A run, a kill, the picker's run and a reference run: up to four runs of a few seconds each (more on two busy cores). */
+const PICKED_UP_TIMEOUT = 170_000
+
+/** How many passes the process's picker has made (LOG_LEVEL=debug logs each). */
+const passesOf = (service: DocsProcess) => service.output().split("Versions waiting for a run:").length - 1
+
+/** Waits until the process's picker has made `more` passes beyond those made so far. */
+const morePasses = (service: DocsProcess, more: number) =>
+  Effect.gen(function*() {
+    const from = passesOf(service)
+    yield* waitFor(
+      Effect.sync(() => passesOf(service)),
+      (passes) => passes >= from + more,
+      (passes) => `${more} more passes of the picker (${passes} of ${from + more})\n${service.output().slice(-2000)}`,
+      "60 seconds"
+    )
+  })
+
+layer(stack, { excludeTestServices: true, timeout: 180_000 })("a docs-api killed mid re-index while another runs", (it) => {
+  it.effect("the other leaves the live run alone, then takes the version up within its interval, no restart; readers get old, then new", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value((yield* Database).url)
+      const { root, dir } = yield* guidesFolder(MARKERS.old)
+      const indexed = yield* (yield* Indexer).add(dir, { id: "/acme/guides", version: "1.0" })
+      const old = (yield* versionOf("/acme/guides", "1.0"))!
+
+      const picker = yield* docsProcess(url, { ...processEnv(root), DOCS_RESUME_INTERVAL: RESUME_INTERVAL, LOG_LEVEL: "debug" })
+      const runner = yield* docsProcess(url, processEnv(root))
+      yield* writeGuides(dir, MARKERS.new, SECTIONS - 5)
+      yield* inBackground(rpcOf(runner).refresh("/acme/guides", () => Effect.void))
+      yield* midRun("/acme/guides", "1.0")
+
+      // Alive, the run holds its version: the picker's passes go by and leave it alone.
+      yield* morePasses(picker, 2)
+      const alive = (yield* versionOf("/acme/guides", "1.0"))!
+      assert.deepStrictEqual([alive.state, alive.pending_generations], ["indexing", 1], runner.output())
+      assert.notInclude(picker.output(), "Indexed /acme/guides", "the picker did not take a live run")
+      const listed = Effect.promise(async () => {
+        const response = await fetch(`${picker.baseUrl}/api/v2/libs/search?libraryName=guides`)
+        return ((await response.json()) as any).results.find((result: any) => result.id === "/acme/guides")?.state
+      })
+      assert.strictEqual(yield* listed, "indexing")
+
+      runner.child.kill("SIGKILL")
+      assert.strictEqual(yield* exitOf(runner), "SIGKILL")
+
+      // No restart: the picker takes it up; readers asking all along see the old content, then the new.
+      const seen = yield* Ref.make<Array<{ readonly answer: string; readonly row: VersionRow }>>([])
+      const observe = Effect.gen(function*() {
+        const [answer, row] = yield* Effect.all([askProcess(picker, "/acme/guides"), versionOf("/acme/guides", "1.0")], { concurrency: 2 })
+        const seeing = { answer, row: row! }
+        yield* Ref.update(seen, (list) => [...list, seeing])
+        return seeing
+      })
+      const last = yield* waitFor(
+        observe,
+        ({ answer, row }) => answer === "new" && row.state === "ready",
+        (last) => `the picker to finish the killed run (last seen: ${JSON.stringify(last)})\n${picker.output().slice(-3000)}`,
+        "90 seconds"
+      )
+      const answers = (yield* Ref.get(seen)).map(({ answer }) => answer)
+      assert.deepStrictEqual(answers.filter((answer) => answer !== "old" && answer !== "new"), [], "every answer is all old or all new")
+      assert.isAbove(answers.indexOf("new"), answers.lastIndexOf("old"), `old, then new: ${answers.join(", ")}`)
+      for (const { row } of yield* Ref.get(seen)) {
+        assert.strictEqual(row.live, row.snippet_count, `a live generation is whole: ${JSON.stringify(row)}`)
+        assert.include([indexed.snippets, last.row.snippet_count], row.live, JSON.stringify(row))
+      }
+      assert.include(picker.output(), "Indexed /acme/guides 1.0")
+      assert.strictEqual(yield* listed, "ready")
+
+      // The new content, once: a whole generation, no snippet twice, as an uninterrupted run gives it.
+      assert.notStrictEqual(last.row.generation_id, old.generation_id)
+      assert.deepStrictEqual(yield* duplicatesOf("/acme/guides"), [])
+      const fresh = yield* (yield* Indexer).add(dir, { id: "/acme/reference", version: "1.0" })
+      assert.strictEqual(last.row.snippet_count, fresh.snippets)
+      assert.strictEqual(yield* differences("/acme/guides", "/acme/reference"), 0)
+    }), PICKED_UP_TIMEOUT)
+})
+
+const CLI = fileURLToPath(new URL("../../cli/src/bin.ts", import.meta.url))
+
+/** `svc docs add <args>` as its own process on `databaseUrl` (indexing here, no DOCS_URL); SIGKILLed when the scope closes if it still runs. */
+const cliAdd = (databaseUrl: string, args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(DATABASE_|DOCS_|EMBEDDED_POSTGRES_)/.test(name)))
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        spawn(process.execPath, [CLI, "docs", "add", ...args], { env: { ...env, DATABASE_URL: databaseUrl }, stdio: ["ignore", "pipe", "pipe"] })
+      ),
+      (child) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
+    )
+    let output = ""
+    child.stdout!.on("data", (chunk) => (output += chunk))
+    child.stderr!.on("data", (chunk) => (output += chunk))
+    const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")))
+    return { child, output: () => output, exited }
+  })
+
+layer(stack, { excludeTestServices: true, timeout: 180_000 })("a local svc docs add killed (SIGKILL) while a docs-api runs", (it) => {
+  it.effect("the docs-api finishes the version within its interval, no restart: the same snippets as an uninterrupted run, none twice", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value((yield* Database).url)
+      const { root, dir } = yield* guidesFolder(MARKERS.old)
+      const picker = yield* docsProcess(url, { ...processEnv(root), DOCS_RESUME_INTERVAL: RESUME_INTERVAL, LOG_LEVEL: "debug" })
+
+      const add = yield* cliAdd(url, [dir, "--id", "/acme/guides", "--version", "1.0"])
+      yield* midRun("/acme/guides", "1.0").pipe(
+        Effect.timeoutOrElse({
+          duration: "60 seconds",
+          orElse: () => Effect.die(new Error(`svc docs add never stored snippets:\n${add.output()}`))
+        })
+      )
+      yield* morePasses(picker, 1)
+      assert.notInclude(picker.output(), "Indexed /acme/guides", "the picker did not take the live add")
+      add.child.kill("SIGKILL")
+      assert.strictEqual(yield* Effect.promise(() => add.exited), "SIGKILL")
+
+      const done = yield* waitFor(
+        versionOf("/acme/guides", "1.0"),
+        finished,
+        (row) => `the docs-api to finish /acme/guides/1.0 (last seen: ${JSON.stringify(row)})\n${picker.output().slice(-3000)}`,
+        "90 seconds"
+      )
+      assert.strictEqual(done.state, "ready", picker.output())
+      assert.include(picker.output(), "Indexed /acme/guides 1.0")
+      const reference = yield* (yield* Indexer).add(dir, { id: "/acme/reference", version: "1.0" })
+      assert.strictEqual(done.snippet_count, reference.snippets)
+      assert.strictEqual(done.live, reference.snippets)
+      assert.deepStrictEqual(yield* duplicatesOf("/acme/guides"), [])
+      assert.strictEqual(yield* differences("/acme/guides", "/acme/reference"), 0)
+      assert.strictEqual(yield* askProcess(picker, "/acme/guides"), "old")
+    }), PICKED_UP_TIMEOUT)
 })
