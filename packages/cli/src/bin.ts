@@ -68,14 +68,22 @@ const usagePresenter = CliOutput.layerPresenter({
  * A result that could not be written (stdout on a full disk) is a failure: `svc docs keys create >
  * file` on a full disk exited 0 with the key's only copy lost. The write's error comes a tick after it,
  * so the exit waits one turn to hear it. A reader that went away (EPIPE: `| head`) is not one.
+ * The line is written only when the command itself succeeded: one that failed has said why in its own
+ * line (`docs keys create`: `could not write the output (ENOSPC), so the key … was revoked`), and a
+ * failure is one line.
  */
 let outputLost: string | undefined
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE" || outputLost !== undefined) return
   outputLost = error.code ?? error.message
-  process.stderr.write(`svc: could not write the output (${outputLost})\n`)
 })
-const teardown: Runtime.Teardown = (exit, onExit) => exitZeroOnSignal(exit, (code) => setImmediate(() => onExit(code === 0 && outputLost !== undefined ? 1 : code)))
+const teardown: Runtime.Teardown = (exit, onExit) =>
+  exitZeroOnSignal(exit, (code) =>
+    setImmediate(() => {
+      if (code !== 0 || outputLost === undefined) return onExit(code)
+      process.stderr.write(`svc: could not write the output (${outputLost})\n`)
+      onExit(1)
+    }))
 
 svc.pipe(
   Command.run({ version: "0.1.0" }),

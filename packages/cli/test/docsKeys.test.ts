@@ -133,6 +133,8 @@ describe("svc docs keys", () => {
       const code = yield* Effect.promise(() => new Promise<number | null>((resolve) => child.once("exit", resolve)))
       assert.strictEqual(code, 1, stderr)
       assert.match(stderr, /could not write the output \(ENOSPC\), so the key svcsk_[A-Za-z0-9_-]{8}… \(id \d+\) was revoked: nobody has it/)
+      // one failure line, as every failure of svc (it was preceded by a bare `svc: could not write the output (ENOSPC)`)
+      assert.deepStrictEqual(stderr.split("\n").filter((line) => line.startsWith("svc: ")).length, 1, stderr)
       const [key, ...others] = JSON.parse((yield* run(["docs", "keys", "list", "--json"], env)).stdout)
       assert.deepStrictEqual(others, [])
       assert.strictEqual(key.name, "lost")
