@@ -7,7 +7,8 @@
  * ```ts
  * const program = Effect.gen(function*() {
  *   const queue = yield* QueueClient
- *   const { messageId } = yield* queue.publishJSON({ destination: "https://example.com/hook", body: { hello: "world" }, retries: 5 })
+ *   const published = yield* queue.publishJSON({ destination: "https://example.com/hook", body: { hello: "world" }, retries: 5 })
+ *   if ("messageId" in published) yield* Effect.log(published.messageId) // a URL group answers an array
  *   const page = yield* queue.api.dlq.list({ query: {} })
  * }).pipe(Effect.provide(QueueClient.layer({ baseUrl: "http://localhost:8788", token: process.env.QUEUE_TOKEN! })))
  * ```
