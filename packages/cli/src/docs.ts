@@ -15,10 +15,11 @@ import {
   type IndexOutcome,
   type IndexProgress,
   Indexer,
-  type LibraryListing
+  type LibraryListing,
+  sourceProblem
 } from "@svc/docs"
 import { DEFAULT_TRUST_SCORE, MAX_NAME_LENGTH, MAX_SEARCH_TEXT_LENGTH, type SourceKind, TrustScore } from "@svc/schema"
-import { Database, Migrations, ServiceClient } from "@svc/platform"
+import { Database, Migrations, plural, ServiceClient } from "@svc/platform"
 import type { IndexEvent } from "@svc/schema"
 import { Config, Console, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -106,8 +107,6 @@ const describeDone = (done: Option.Option<IndexEvent>) =>
     ? `${done.value.libraryId}/${done.value.version} is ready: ${plural(done.value.files, "file")}, ${plural(done.value.snippets, "snippet")}`
     : "The run ended without an outcome"
 
-const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
-
 const describeOutcome = (outcome: IndexOutcome) =>
   `${outcome.libraryId}/${outcome.version} is ready: ${plural(outcome.files, "file")}, ${plural(outcome.snippets, "snippet")}`
 
@@ -179,6 +178,9 @@ const add = Command.make(
       ).pipe(Effect.mapError(remoteFailure(server.url)))
       return yield* printLine(describeDone(done))
     }
+    // what can never be a source is said before a database is opened (or created and migrated)
+    const problem = sourceProblem(source)
+    if (problem !== undefined) return yield* Effect.fail(new Error(problem))
     const outcome = yield* withIndexer(Effect.gen(function*() {
       const indexer = yield* Indexer
       return yield* indexer.add(fromCaller(source), {

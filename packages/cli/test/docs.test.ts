@@ -7,6 +7,7 @@ import { freePort } from "@svc/platform"
 import { tempDir } from "@svc/platform/testing"
 import { Effect, Schedule } from "effect"
 import { spawn } from "node:child_process"
+import * as fs from "node:fs"
 import * as path from "node:path"
 
 const bin = new URL("../src/bin.ts", import.meta.url).pathname
@@ -195,5 +196,22 @@ describe("svc docs", () => {
       assert.include((yield* Effect.promise(() => refused.json())).message, "no DOCS_ADMIN_TOKEN")
       server.child.kill("SIGTERM")
       assert.strictEqual(yield* Effect.promise(() => server.exited), 0, server.output())
+    }), { timeout: 60_000 })
+
+  it.live("a source that can never be one is refused before a database is opened", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-cli-docs-")
+      const postgres = path.join(dir, "postgres")
+      for (const [source, said] of [
+        ["gopher://docs.invalid/widgets", "svc: gopher:// is not a source: give a folder, a git URL"],
+        ["ext::sh -c touch% /tmp/pwned", "svc: ext:: (git's remote-helper syntax) is not a source"]
+      ] as const) {
+        const refused = yield* run(["docs", "add", source], { EMBEDDED_POSTGRES_DIR: postgres })
+        assert.strictEqual(refused.code, 1, refused.output)
+        assert.include(refused.output, said)
+        assert.strictEqual(refused.stdout, "")
+      }
+      // no embedded cluster was created for it (before, one was initialised and migrated first: ~7 s)
+      assert.isFalse(fs.existsSync(postgres))
     }), { timeout: 60_000 })
 })

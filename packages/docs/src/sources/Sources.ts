@@ -39,6 +39,24 @@ export const MAX_SOURCE_DESCRIPTION = 1000
 /** The URL schemes some source reads (Website, OpenApi, Git). */
 const URL_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "git", "ssh", "file", "git+http", "git+https", "git+ssh", "git+file"])
 
+/**
+ * Why `source` (as given, trimmed) can never be a source, from its text alone, or none: empty, git's
+ * remote-helper syntax (`ext::sh -c …` runs a command), or a URL of a scheme no source reads (said so,
+ * not taken for a folder of that name). The local `svc docs add` asks it before it opens a database.
+ */
+export const sourceProblem = (source: string): string | undefined => {
+  const given = source.trim()
+  if (given === "") return "the source is empty: give a folder, a git URL, a website or OpenAPI document, or npm:<package>"
+  if (/^[a-z][a-z0-9+.-]*::/i.test(given)) {
+    return `${given.split("::")[0]}:: (git's remote-helper syntax) is not a source: give a git URL (https, ssh, git, file) instead`
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(given)?.[1]?.toLowerCase()
+  if (scheme !== undefined && !URL_SCHEMES.has(scheme)) {
+    return `${scheme}:// is not a source: give a folder, a git URL (https, ssh, git, file), a website or OpenAPI document (http, https) or npm:<package>`
+  }
+  return undefined
+}
+
 /** A snippet's text fields {@link storable}. */
 const storableSnippet = (snippet: Snippet): Snippet => ({
   ...snippet,
@@ -103,22 +121,8 @@ export class Sources extends Context.Service<Sources, {
 
       const resolve = Effect.fnUntraced(function*(source: string, options: ResolveOptions = {}) {
         const given = source.trim()
-        if (given === "") {
-          return yield* invalidSource("the source is empty: give a folder, a git URL, a website or OpenAPI document, or npm:<package>")
-        }
-        // git's remote-helper syntax (`ext::sh -c …` runs a command) is never a source
-        if (/^[a-z][a-z0-9+.-]*::/i.test(given)) {
-          return yield* invalidSource(
-            `${given.split("::")[0]}:: (git's remote-helper syntax) is not a source: give a git URL (https, ssh, git, file) instead`
-          )
-        }
-        // a URL of a scheme no source reads is said so, not taken for a folder of that name
-        const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(given)?.[1]?.toLowerCase()
-        if (scheme !== undefined && !URL_SCHEMES.has(scheme)) {
-          return yield* invalidSource(
-            `${scheme}:// is not a source: give a folder, a git URL (https, ssh, git, file), a website or OpenAPI document (http, https) or npm:<package>`
-          )
-        }
+        const problem = sourceProblem(given)
+        if (problem !== undefined) return yield* invalidSource(problem)
         const trimmed = options.roots === undefined ? given : yield* confine(given, options.roots)
         const found = yield* Effect.gen(function*() {
           for (const kind of recognised) {
