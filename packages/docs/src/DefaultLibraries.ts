@@ -29,7 +29,7 @@
  * index holds any library (an operator's choice is never overridden), so a restart does not re-index.
  * Two instances starting on one empty database may both index: that costs work, not correctness.
  */
-import { Settings } from "@svc/platform"
+import { plural, Settings } from "@svc/platform"
 import { Config, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { Indexer } from "./Indexer.ts"
 import { IndexStore } from "./IndexStore.ts"
@@ -74,7 +74,7 @@ export const resume = Effect.fn("DefaultLibraries.resume")(function*() {
       Effect.tap(Option.match({
         onNone: () => Effect.logDebug(`Skipped ${next}: finished, removed or taken by another run meanwhile`),
         onSome: (outcome) =>
-          Effect.logInfo(`Indexed ${outcome.libraryId} ${outcome.version}: ${outcome.snippets} snippets from ${outcome.files} files`)
+          Effect.logInfo(`Indexed ${outcome.libraryId} ${outcome.version}: ${plural(outcome.snippets, "snippet")} from ${plural(outcome.files, "file")}`)
       })),
       Effect.catchTags({
         // removed while it waited
