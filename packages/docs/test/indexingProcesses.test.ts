@@ -8,8 +8,10 @@
  *   down and while the next start re-indexes, then the new one; never a mix, never nothing;
  * - SIGTERM mid-add: the run goes back to `queued`, its half-written generation is removed, the
  *   process exits 0, and the next start indexes the version;
- * - SIGKILL mid re-index while another docs-api runs: that one leaves the live run alone, then takes
- *   the version up within its DOCS_RESUME_INTERVAL, without a restart (run locks, src/RunLocks.ts);
+ * - SIGKILL mid re-index while another docs-api runs: that one leaves the live run alone (the runner
+ *   is frozen with SIGSTOP mid-run for the picker's passes, its connections open, so that no speed of
+ *   the machine ends the run first), then takes the version up within its DOCS_RESUME_INTERVAL once
+ *   the runner is killed, without a restart (run locks, src/RunLocks.ts);
  * - SIGKILL of a local `svc docs add` (the CLI indexing in its own process): the running docs-api
  *   finishes the version the same way.
  */
@@ -370,7 +372,9 @@ layer(stack, { excludeTestServices: true, timeout: 180_000 })("a docs-api killed
       yield* inBackground(rpcOf(runner).refresh("/acme/guides", () => Effect.void))
       yield* midRun("/acme/guides", "1.0")
 
-      // Alive, the run holds its version: the picker's passes go by and leave it alone.
+      // Alive (frozen mid-run: its connections, and so its run lock, stay), the run holds its version:
+      // the picker's passes go by and leave it alone.
+      runner.child.kill("SIGSTOP")
       yield* morePasses(picker, 2)
       const alive = (yield* versionOf("/acme/guides", "1.0"))!
       assert.deepStrictEqual([alive.state, alive.pending_generations], ["indexing", 1], runner.output())
@@ -450,8 +454,10 @@ layer(stack, { excludeTestServices: true, timeout: 180_000 })("a local svc docs 
           orElse: () => Effect.die(new Error(`svc docs add never stored snippets:\n${add.output()}`))
         })
       )
-      yield* morePasses(picker, 1)
+      add.child.kill("SIGSTOP")
+      yield* morePasses(picker, 2)
       assert.notInclude(picker.output(), "Indexed /acme/guides", "the picker did not take the live add")
+      assert.strictEqual((yield* versionOf("/acme/guides", "1.0"))?.state, "indexing")
       add.child.kill("SIGKILL")
       assert.strictEqual(yield* Effect.promise(() => add.exited), "SIGKILL")
 
