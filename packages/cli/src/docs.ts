@@ -351,10 +351,9 @@ const create = Command.make(
       libraries,
       sources: sources as ReadonlyArray<SourceKind> // checked by ApiKeys.create
     })
-    // The description on stderr and the key alone on stdout, so `KEY=$(svc docs keys create)` works.
-    yield* Console.error(`Created API key ${record.prefix}… (id ${record.id}): ${describeSettings(record)}`)
-    yield* Console.error("Store it now: only its hash is kept, it cannot be shown again.")
-    // A key that did not reach stdout (`> /dev/full`, a reader gone) is one nobody has: revoked at once.
+    // The key alone on stdout, so `KEY=$(svc docs keys create)` works, and its description on stderr.
+    // A key that did not reach stdout (`> /dev/full`, a reader gone) is one nobody has: revoked at once,
+    // and not described as created.
     yield* deliverLine(key).pipe(
       Effect.catch((lost) =>
         apiKeys.revoke(record.id).pipe(
@@ -362,6 +361,8 @@ const create = Command.make(
         )
       )
     )
+    yield* Console.error(`Created API key ${record.prefix}… (id ${record.id}): ${describeSettings(record)}`)
+    yield* Console.error("Store it now: only its hash is kept, it cannot be shown again.")
   }, withKeys)
 ).pipe(
   Command.withDescription("Create an API key for the docs REST API (printed once)"),
