@@ -53,6 +53,8 @@ const describeProgress = (progress: IndexProgress): string => {
     case "Crawled":
       // `Read 57 pages; skipped 5 (3 not found, …)`, or `Stopped after 10m (DOCS_CRAWL_DEADLINE): …`
       return describeCrawl(progress)
+    case "Waiting":
+      return `${progress.libraryId} is being indexed by another run (${progress.holder}): waiting for it to end`
     case "Started":
       return `Indexing ${progress.libraryId} ${progress.version} from ${progress.root}`
     case "FileRead":

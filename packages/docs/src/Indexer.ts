@@ -32,6 +32,11 @@ export type IndexProgress =
   /** While the source resolves: a clone begins, a web page is fetched (sources/Source.ts). */
   | FetchProgress
   /** `root`: the folder read; for a git or web source its URL (without credentials), the copy being temporary. */
+  /**
+   * Another run of the version (`holder`: its process, in words) holds its run lock: this one starts
+   * when that one ends. Told once per holder, so a caller over the RPC sees why nothing moves.
+   */
+  | { readonly _tag: "Waiting"; readonly libraryId: string; readonly holder: string }
   | { readonly _tag: "Started"; readonly libraryId: string; readonly version: string; readonly root: string }
   | { readonly _tag: "FileRead"; readonly path: string; readonly snippets: number; readonly filesRead: number; readonly totalFiles: number }
   | { readonly _tag: "Stored"; readonly snippets: number; readonly tokens: number }
@@ -101,17 +106,27 @@ export class Indexer extends Context.Service<Indexer, {
 
       /**
        * `start` (a claim of a version's run lock) tried again every {@link BUSY_RETRY} while another run
-       * holds the lock; the wait is logged once per holder. A refused try changed nothing.
+       * holds the lock; the wait is told once per holder (a `Waiting` progress event to a caller that
+       * listens, else the log). A refused try changed nothing.
        */
-      const whenFree = <A, R>(start: Effect.Effect<A, VersionBusy, R>): Effect.Effect<A, never, R> =>
+      const whenFree = <A, R>(
+        start: Effect.Effect<A, VersionBusy, R>,
+        onProgress: IndexOptions["onProgress"]
+      ): Effect.Effect<A, never, R> =>
         Effect.suspend(() => {
           let told: string | undefined
+          // to the caller's progress when it listens (the CLI's lines, an RPC caller's stream), else the log
+          const tell = (busy: VersionBusy) =>
+            Effect.andThen(
+              Effect.sync(() => (told = busy.holder)),
+              onProgress === undefined
+                ? Effect.logInfo(`${busy.message}: waiting for it to end`)
+                : onProgress({ _tag: "Waiting", libraryId: busy.libraryId, holder: busy.holder })
+            )
           const attempt: Effect.Effect<A, never, R> = start.pipe(
             Effect.catchTag("VersionBusy", (busy) =>
               Effect.andThen(
-                told === busy.holder
-                  ? Effect.void
-                  : Effect.andThen(Effect.sync(() => (told = busy.holder)), Effect.logInfo(`${busy.message}: waiting for it to end`)),
+                told === busy.holder ? Effect.void : tell(busy),
                 Effect.andThen(Effect.sleep(BUSY_RETRY), Effect.suspend(() => attempt))
               ))
           )
@@ -132,7 +147,7 @@ export class Indexer extends Context.Service<Indexer, {
         const registration = { makeDefault, trust: options.trust }
         const versionId = held
           ? yield* store.register(source, "indexing", registration)
-          : yield* whenFree(store.claim(source, registration))
+          : yield* whenFree(store.claim(source, registration), options.onProgress)
         return yield* Effect.gen(function*() {
           if (options.onProgress) {
             yield* options.onProgress({
@@ -232,7 +247,7 @@ export class Indexer extends Context.Service<Indexer, {
               Effect.logDebug(`Left ${busy.libraryId} to the run that holds it (${busy.holder})`).pipe(
                 Effect.as(Option.none<{ readonly versionId: string; readonly location: string | undefined }>())
               )))
-            : yield* whenFree(start)
+            : yield* whenFree(start, options.onProgress)
           if (existing._tag === "None") {
             if (unfinishedOnly) return Option.none<IndexOutcome>()
             // a refresh re-reads a version the library has; a new one is added (svc docs add --version)

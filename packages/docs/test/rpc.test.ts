@@ -2,16 +2,18 @@
  * Folder sources over the docs RPC (`svc docs add` with `DOCS_URL`): only under `DOCS_SOURCE_ROOTS`,
  * real paths compared (symlinks resolved), none by default; the server's own `/etc` is never indexed.
  * The local indexer (no RPC) is unaffected. A body declared in a charset other than UTF-8 is 415 and
- * adds nothing. A real docs-api on a socket, the real RPC client.
+ * adds nothing. An add that waits for another run of its version tells its caller. A real docs-api on
+ * a socket, the real RPC client.
  */
 import { assert, layer } from "@effect/vitest"
 import { tempDir } from "@svc/platform/testing"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import type { IndexEvent } from "@svc/schema"
+import { Context, Deferred, Effect, Fiber, Layer, Option, Redacted } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Indexer } from "../src/Indexer.ts"
 import { operations } from "../src/RpcClient.ts"
-import { Client, docsFolder, get, socketClientWith, stack } from "./support.ts"
+import { Client, docsFolder, get, socketClientWith, stack, waitFor } from "./support.ts"
 
 const TOKEN = "rpc-test-token"
 
@@ -152,5 +154,45 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
       const folder = yield* docsFolder(readme("Local"))
       const outcome = yield* (yield* Indexer).add(folder, { id: "/local/anything" })
       assert.strictEqual(outcome.libraryId, "/local/anything")
+    }).pipe(Effect.scoped))
+})
+
+// On the real clock: a waiting add tries the run lock again every second.
+layer(stack, { excludeTestServices: true, timeout: 120_000 })("an add over the docs RPC that waits for another run", (it) => {
+  it.effect("the caller's stream says for whom it waits (once), then carries its own run to Done", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir("svc-busy-")
+      const folder = path.join(root, "widgets")
+      yield* Effect.promise(async () => {
+        await fs.mkdir(folder)
+        await fs.writeFile(path.join(folder, "README.md"), readme("Widgets")["README.md"])
+      })
+      const { ops } = yield* remote({ DOCS_SOURCE_ROOTS: root })
+      // a run of /acme/busy/1.0 in this test's own indexer, held at its start
+      const started = yield* Deferred.make<void>()
+      const finish = yield* Deferred.make<void>()
+      const holding = yield* (yield* Indexer).add(folder, {
+        id: "/acme/busy",
+        version: "1.0",
+        onProgress: (progress) =>
+          progress._tag === "Started" ? Deferred.succeed(started, undefined).pipe(Effect.andThen(Deferred.await(finish))) : Effect.void
+      }).pipe(Effect.forkChild)
+      yield* Deferred.await(started)
+
+      const events: Array<IndexEvent> = []
+      const waiting = yield* ops.add({ source: folder, id: "/acme/busy", version: "1.0" }, (event) => Effect.sync(() => events.push(event)))
+        .pipe(Effect.forkChild)
+      yield* waitFor(Effect.sync(() => events.length), (n) => n > 0, () => "the RPC caller to hear that it waits")
+      assert.strictEqual(events[0]!._tag, "Waiting")
+      assert.strictEqual((events[0] as { libraryId: string }).libraryId, "/acme/busy/1.0")
+      // the server and this test share the process (and its lock session): the holder is this process
+      assert.strictEqual((events[0] as { holder: string }).holder, `this process, pid ${process.pid}`)
+
+      yield* Deferred.succeed(finish, undefined)
+      yield* Fiber.join(holding)
+      const last = yield* Fiber.join(waiting)
+      assert.strictEqual(Option.getOrThrow(last)._tag, "Done")
+      assert.deepStrictEqual(events.filter((event) => event._tag === "Waiting").length, 1, "told once")
+      assert.deepStrictEqual(events.map((event) => event._tag).slice(1, 2), ["Started"], "then its own run")
     }).pipe(Effect.scoped))
 })

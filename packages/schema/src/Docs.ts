@@ -328,6 +328,8 @@ export const IndexEvent = Schema.Union([
     skipped: Schema.Array(Schema.Struct({ reason: Schema.String, pages: Schema.Finite })),
     stoppedAfter: Schema.NullOr(Schema.String)
   }),
+  /** Another run of the version holds it (`holder`: its process, in words): this one starts when that one ends. */
+  Schema.TaggedStruct("Waiting", { libraryId: Schema.String, holder: Schema.String }),
   Schema.TaggedStruct("Started", { libraryId: Schema.String, version: Schema.String, root: Schema.String }),
   Schema.TaggedStruct("FileRead", {
     path: Schema.String,
