@@ -336,11 +336,13 @@ export class IndexStore extends Context.Service<IndexStore, {
       )
 
       const write = Effect.fnUntraced(function*(versionId: string, snippets: ReadonlyArray<Snippet>) {
-        // Generations of earlier runs that never went live (a crash between write and switch).
+        // Generations of earlier runs that never went live (a process killed while it wrote, or between
+        // write and switch). The run holds its version's run lock (RunLocks.ts), so no other run of the
+        // version is writing one: all of them go, however recent (an age bar left a killed run's rows in
+        // place until a run more than an hour later, and for good when none came).
         yield* sql`
           DELETE FROM docs.generations g USING docs.versions v
-          WHERE g.version_id = ${versionId} AND v.id = g.version_id AND g.id IS DISTINCT FROM v.generation_id
-            AND g.created_at < now() - interval '1 hour'`
+          WHERE g.version_id = ${versionId} AND v.id = g.version_id AND g.id IS DISTINCT FROM v.generation_id`
         const { id: generationId } = yield* SqlSchema.findOne({
           Request: Schema.Void,
           Result: IdRow,

@@ -222,6 +222,7 @@ layer(stack, { excludeTestServices: true, timeout: 120_000 })("a docs-api proces
         "40 seconds"
       )
       assert.strictEqual(done.state, "ready", second.output())
+      assert.strictEqual(done.pending_generations, 0, "the killed run's partial generation was removed by the run that finished")
 
       // An uninterrupted run of the same folder, for comparison.
       const reference = yield* (yield* Indexer).add(dir, { id: "/acme/reference", version: "1.0" })
@@ -294,6 +295,7 @@ layer(stack, { excludeTestServices: true, timeout: 120_000 })("a docs-api proces
       assert.notStrictEqual(last.row.snippet_count, indexed.snippets)
       assert.strictEqual(last.row.live, last.row.snippet_count)
       assert.notStrictEqual(last.row.generation_id, old.generation_id)
+      assert.strictEqual(last.row.pending_generations, 0, "the killed run's partial generation was removed by the run that finished")
       assert.deepStrictEqual(yield* duplicatesOf("/acme/guides"), [])
       assert.strictEqual(yield* askHere("/acme/guides"), "new")
       const fresh = yield* (yield* Indexer).add(dir, { id: "/acme/reference", version: "1.0" })
@@ -414,6 +416,7 @@ layer(stack, { excludeTestServices: true, timeout: 180_000 })("a docs-api killed
 
       // The new content, once: a whole generation, no snippet twice, as an uninterrupted run gives it.
       assert.notStrictEqual(last.row.generation_id, old.generation_id)
+      assert.strictEqual(last.row.pending_generations, 0, "the killed run's partial generation was removed by the run that finished")
       assert.deepStrictEqual(yield* duplicatesOf("/acme/guides"), [])
       const fresh = yield* (yield* Indexer).add(dir, { id: "/acme/reference", version: "1.0" })
       assert.strictEqual(last.row.snippet_count, fresh.snippets)
