@@ -56,8 +56,8 @@ const remoteCommit = Effect.fnUntraced(function*(location: string) {
   // the same outbound guard as the clone's (sources/Git.ts)
   const network = yield* networkOptions(url, url, settings)
   const output = yield* Effect.scoped(Effect.gen(function*() {
-    const handle = yield* spawner.spawn(ChildProcess.make(settings.binary, [...network, "ls-remote", "--", url, ref], {
-      env: GIT_ENV,
+    const handle = yield* spawner.spawn(ChildProcess.make(settings.binary, [...network.args, "ls-remote", "--", url, ref], {
+      env: { ...GIT_ENV, ...network.env },
       extendEnv: true,
       stdin: "ignore",
       forceKillAfter: "2 seconds"

@@ -7,7 +7,7 @@
  */
 import { tempDir } from "@svc/platform/testing"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { ConfigProvider, Effect, Result } from "effect"
+import { ConfigProvider, Effect, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs/promises"
@@ -16,7 +16,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type IndexProgress, Indexer } from "../src/Indexer.ts"
-import { gitLibraryId, networkOptions, remoteOf, withoutCredentials } from "../src/sources/Git.ts"
+import { GIT_ENV, type GitNetwork, gitLibraryId, networkOptions, pinnedNetwork, remoteOf, withoutCredentials } from "../src/sources/Git.ts"
 import type { IndexFailed } from "../src/sources/Source.ts"
 import { git, stack } from "./support.ts"
 
@@ -135,21 +135,38 @@ describe("git source helpers", () => {
     assert.isUndefined(remoteOf("/srv/git/a/b.git"))
   })
 
-  it.effect("networkOptions: redirects off, git's http pinned to the addresses checked; a private answer refused", () =>
+  it.effect("networkOptions: redirects off, git pinned to the addresses checked on every transport; a private answer refused", () =>
     Effect.gen(function*() {
       const publicAnswer = { allowPrivate: false, resolve: async () => [{ address: "203.0.114.7", family: 4 }, { address: "2a00:1450::1", family: 6 }] }
       assert.deepStrictEqual(
         yield* networkOptions("https://docs.example.org/acme/widgets.git", "https://docs.example.org/acme/widgets.git", publicAnswer),
-        ["-c", "http.followRedirects=false", "-c", "http.curloptResolve=docs.example.org:443:203.0.114.7,[2a00:1450::1]"]
+        { args: ["-c", "http.followRedirects=false", "-c", "http.curloptResolve=docs.example.org:443:203.0.114.7,[2a00:1450::1]"], env: {} }
       )
       // the pin names the port git connects to, whatever the scheme's default
       assert.deepStrictEqual(
-        yield* networkOptions("https://docs.example.org:80/acme/w.git", "x", publicAnswer),
+        (yield* networkOptions("https://docs.example.org:80/acme/w.git", "x", publicAnswer)).args,
         ["-c", "http.followRedirects=false", "-c", "http.curloptResolve=docs.example.org:80:203.0.114.7,[2a00:1450::1]"]
       )
-      // ssh and git:// are checked, not pinned (git's own lookup); file:// and paths are local
-      assert.deepStrictEqual(yield* networkOptions("git@docs.example.org:acme/w.git", "x", publicAnswer), ["-c", "http.followRedirects=false"])
-      assert.deepStrictEqual(yield* networkOptions("file:///srv/acme/w.git", "x", publicAnswer), [])
+      // ssh and git:// are pinned too: they were checked here and looked up again by git and ssh, so a
+      // name answering public to the check and 127.0.0.1 a moment later (DNS rebinding) reached loopback
+      const ssh = "ssh -o HostName='203.0.114.7' -o HostKeyAlias='docs.example.org'"
+      assert.deepStrictEqual(yield* networkOptions("git@docs.example.org:acme/w.git", "x", publicAnswer), {
+        args: ["-c", "http.followRedirects=false"],
+        env: { GIT_SSH_COMMAND: ssh }
+      })
+      assert.deepStrictEqual((yield* networkOptions("ssh://git@Docs.Example.org:2222/acme/w.git", "x", publicAnswer)).env, { GIT_SSH_COMMAND: ssh })
+      assert.deepStrictEqual(
+        (yield* networkOptions("ssh://git@docs.example.org/acme/w.git", "x", { ...publicAnswer, sshCommand: Option.some("ssh -i /keys/deploy") })).env,
+        { GIT_SSH_COMMAND: "ssh -i /keys/deploy -o HostName='203.0.114.7' -o HostKeyAlias='docs.example.org'" },
+        "an operator's GIT_SSH_COMMAND keeps its options, the pin added"
+      )
+      assert.deepStrictEqual(yield* networkOptions("git://docs.example.org/acme/w.git", "x", publicAnswer), {
+        args: ["-c", "http.followRedirects=false", "-c", "url.git://203.0.114.7:9418.insteadOf=git://docs.example.org"],
+        env: {}
+      })
+      // a literal address needs no pin; file:// and paths are local
+      assert.deepStrictEqual(yield* networkOptions("git://203.0.114.9:9000/acme/w.git", "x", publicAnswer), { args: ["-c", "http.followRedirects=false"], env: {} })
+      assert.deepStrictEqual(yield* networkOptions("file:///srv/acme/w.git", "x", publicAnswer), { args: [], env: {} })
       const rebinding = { allowPrivate: false, resolve: async () => [{ address: "203.0.114.7", family: 4 }, { address: "10.0.0.5", family: 4 }] }
       const refused = yield* Effect.flip(networkOptions("https://docs.example.org/acme/w.git", "https://docs.example.org/acme/w.git", rebinding))
       assert.strictEqual(refused.category, "source_not_allowed")
@@ -168,6 +185,52 @@ describe("git source helpers", () => {
       assert.isTrue(failed, "a 404 is a failure")
       assert.include(asked, "/acme/w.git/info/refs?service=git-upload-pack")
     }).pipe(Effect.scoped))
+
+  /** A TCP server on 127.0.0.1 that records the first bytes of each connection, then hangs up. */
+  const tcpServer = Effect.acquireRelease(
+    Effect.callback<{ readonly server: net.Server; readonly port: number; readonly received: Array<string> }>((resume) => {
+      const received: Array<string> = []
+      const server = net.createServer((socket) => {
+        socket.once("data", (chunk) => {
+          received.push(chunk.toString("latin1"))
+          socket.destroy()
+        })
+        socket.on("error", () => {})
+      })
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ server, port: (server.address() as net.AddressInfo).port, received })))
+    }),
+    ({ server }) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+  )
+
+  /** Runs git with `network` (a pin made by pinnedNetwork) for `url`; whether it failed. */
+  const runPinned = (network: GitNetwork, url: string) =>
+    Effect.callback<boolean>((resume) => {
+      execFile("git", [...network.args, "ls-remote", "--", url], {
+        env: { ...process.env, ...GIT_ENV, ...network.env },
+        timeout: 30_000
+      }, (error) => resume(Effect.succeed(error !== null)))
+    })
+
+  it.effect("git and ssh honour the pin: git:// and ssh to a name that resolves nowhere reach the pinned address", () =>
+    Effect.gen(function*() {
+      // pins to 127.0.0.1 made by pinnedNetwork directly (the guard would refuse them): what git and ssh
+      // do with the pin is what is tested; `.invalid` names never resolve, so only the pin reaches anything
+      const daemon = yield* tcpServer
+      const gitUrl = `git://pinned.invalid:${daemon.port}/acme/w.git`
+      const gitRemote = remoteOf(gitUrl) as { transport: string; hostname: string; port: number }
+      assert.isTrue(yield* runPinned(pinnedNetwork(gitUrl, gitRemote, ["127.0.0.1"]), gitUrl), "the server hangs up")
+      assert.strictEqual(daemon.received.length, 1, "git connected to the pinned address")
+      assert.include(daemon.received[0]!, "git-upload-pack /acme/w.git")
+
+      const sshd = yield* tcpServer
+      for (const sshUrl of [`ssh://git@pinned.invalid:${sshd.port}/acme/w.git`]) {
+        const sshRemote = remoteOf(sshUrl) as { transport: string; hostname: string; port: number }
+        assert.isTrue(yield* runPinned(pinnedNetwork(sshUrl, sshRemote, ["127.0.0.1"]), sshUrl), "the server hangs up")
+      }
+      assert.strictEqual(sshd.received.length, 1, "ssh connected to the pinned address")
+      assert.match(sshd.received[0]!, /^SSH-2\.0-/)
+    }).pipe(Effect.scoped))
+
   it("library ids from the URL's last two path segments; credentials stripped", () => {
     assert.strictEqual(gitLibraryId("https://github.com/Effect-TS/Effect.git"), "/effect-ts/effect")
     assert.strictEqual(gitLibraryId("git@github.com:owner/repo.git"), "/owner/repo")

@@ -9,13 +9,15 @@
  * A clone over the network goes through the suite's outbound guard (`@svc/platform` OutboundGuard), which
  * cannot sit inside git: the host is checked first (a loopback, private or link-local address, a local
  * name, or a name resolving to one is refused, unless `DOCS_ALLOW_PRIVATE=true`), and git over http(s)
- * is then told to connect to the addresses checked and nowhere else (`http.curloptResolve`, so a name
- * that answers differently a moment later is not followed) and never to follow a redirect
- * (`http.followRedirects=false`: a redirect could lead anywhere, credentials included). ssh and git://
- * connections are checked the same way before they start; their own lookup is not pinned.
+ * is then told to connect to the addresses checked and nowhere else, over every transport, so a name
+ * that answers differently a moment later (DNS rebinding) is not followed: http(s) by
+ * `http.curloptResolve`, `git://` by rewriting the URL to the address checked (`url.<…>.insteadOf`), ssh
+ * by `-o HostName=<address checked>` (with `HostKeyAlias=<name>`, so the host key is still the name's)
+ * on the ssh command git runs. Redirects are never followed (`http.followRedirects=false`: a redirect
+ * could lead anywhere, credentials included).
  */
 import { OutboundGuard, Settings } from "@svc/platform"
-import { Config, Duration, Effect, FileSystem, Path, Stream } from "effect"
+import { Config, Duration, Effect, FileSystem, Option, Path, Stream } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { describedSource } from "./Folder.ts"
 import { repositoryBase } from "./SourceLinks.ts"
@@ -46,7 +48,11 @@ const GIT_REF = /^\w[\w.\/+-]*$/
 export const GitSettings = Config.all({
   binary: Config.String("DOCS_GIT").pipe(Config.withDefault("git")),
   cloneTimeout: Settings.durationSetting("DOCS_GIT_CLONE_TIMEOUT", "5 minutes"),
-  allowPrivate: Config.Boolean(ALLOW_PRIVATE_SETTING).pipe(Config.withDefault(false))
+  allowPrivate: Config.Boolean(ALLOW_PRIVATE_SETTING).pipe(Config.withDefault(false)),
+  // the ssh command git would run on its own (GIT_SSH_COMMAND, else GIT_SSH, else ssh): the address pin
+  // is added to it (networkOptions)
+  sshCommand: Config.option(Config.String("GIT_SSH_COMMAND")),
+  sshProgram: Config.option(Config.String("GIT_SSH"))
 })
 
 /**
@@ -165,17 +171,63 @@ export const remoteOf = (url: string) => {
   return { transport, hostname: parsed.hostname, port }
 }
 
+/** How git may connect for a clone URL: `git -c` options before its command, and its environment. */
+export interface GitNetwork {
+  readonly args: ReadonlyArray<string>
+  readonly env: Readonly<Record<string, string>>
+}
+
+const shellQuoted = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`
+
 /**
- * The `git -c` options under which git may connect for `url`, after the outbound guard allowed its
- * host (module comment); fails `source_not_allowed` with the guard's reason when it did not.
+ * What tells git to connect for `url` to `addresses` (the guard's, for `remote`) and nowhere else, on
+ * every transport (module comment): `http.curloptResolve` for http(s); for `git://`, the URL's
+ * scheme and authority rewritten to the first address (`url.<pinned>.insteadOf`); for ssh, `-o
+ * HostName=<first address> -o HostKeyAlias=<name>` added to the ssh command git would run
+ * (`ssh`, an operator's GIT_SSH_COMMAND or GIT_SSH), so ssh's config still applies to the name and the
+ * host key checked is the name's. Nothing for a literal address (nothing to look up) or no addresses.
+ */
+export const pinnedNetwork = (
+  url: string,
+  remote: { readonly transport: string; readonly hostname: string; readonly port: number },
+  addresses: ReadonlyArray<string>,
+  ssh: { readonly command?: string | undefined; readonly program?: string | undefined } = {}
+): GitNetwork => {
+  const args = ["http.followRedirects=false"]
+  const env: Record<string, string> = {}
+  const first = addresses[0]
+  if (first !== undefined && OutboundGuard.classifyAddress(remote.hostname) === undefined) {
+    const bracketed = (address: string) => address.includes(":") ? `[${address}]` : address
+    if (remote.transport.startsWith("http")) {
+      args.push(`http.curloptResolve=${remote.hostname}:${remote.port}:${addresses.map(bracketed).join(",")}`)
+    } else if (remote.transport === "git") {
+      // the scheme and authority as written (what git matches the prefix against), then the path as is
+      const authority = /^[a-z][a-z0-9+.-]*:\/\/[^/]*/i.exec(url)![0]
+      args.push(`url.git://${bracketed(first)}:${remote.port}.insteadOf=${authority}`)
+    } else {
+      const base = ssh.command?.trim() || (ssh.program?.trim() ? shellQuoted(ssh.program.trim()) : "ssh")
+      env.GIT_SSH_COMMAND = `${base} -o HostName=${shellQuoted(first)} -o HostKeyAlias=${shellQuoted(remote.hostname)}`
+    }
+  }
+  return { args: args.flatMap((option) => ["-c", option]), env }
+}
+
+/**
+ * The `git -c` options and environment under which git may connect for `url`, after the outbound guard
+ * allowed its host (module comment); fails `source_not_allowed` with the guard's reason when it did not.
  */
 export const networkOptions = Effect.fnUntraced(function*(
   url: string,
   shown: string,
-  guard: { readonly allowPrivate: boolean; readonly resolve?: OutboundGuard.Resolve | undefined }
+  guard: {
+    readonly allowPrivate: boolean
+    readonly resolve?: OutboundGuard.Resolve | undefined
+    readonly sshCommand?: Option.Option<string> | undefined
+    readonly sshProgram?: Option.Option<string> | undefined
+  }
 ) {
   const remote = remoteOf(url)
-  if (remote === undefined) return []
+  if (remote === undefined) return { args: [], env: {} } satisfies GitNetwork
   const refused = (reason: string) =>
     new IndexFailed({ category: "source_not_allowed", message: `Refused to reach ${shown}: ${reason}` })
   if ("unreadable" in remote) {
@@ -183,11 +235,10 @@ export const networkOptions = Effect.fnUntraced(function*(
   }
   const allowed = yield* OutboundGuard.allowedAddresses(remote.hostname, { ...guard, setting: ALLOW_PRIVATE_SETTING })
   if ("refusal" in allowed) return yield* refused(allowed.refusal)
-  const pinned = remote.transport.startsWith("http") && allowed.addresses.length > 0 &&
-      OutboundGuard.classifyAddress(remote.hostname) === undefined
-    ? [`http.curloptResolve=${remote.hostname}:${remote.port}:${allowed.addresses.map((a) => a.includes(":") ? `[${a}]` : a).join(",")}`]
-    : []
-  return ["http.followRedirects=false", ...pinned].flatMap((option) => ["-c", option])
+  return pinnedNetwork(url, remote, allowed.addresses, {
+    command: guard.sshCommand === undefined ? undefined : Option.getOrUndefined(guard.sshCommand),
+    program: guard.sshProgram === undefined ? undefined : Option.getOrUndefined(guard.sshProgram)
+  })
 })
 
 /** The first line of git's error output that says what went wrong, without git's `fatal: ` prefix. */
@@ -242,11 +293,12 @@ export const make = Effect.gen(function*() {
     settings: { readonly binary: string; readonly cloneTimeout: Duration.Duration },
     args: ReadonlyArray<string>,
     onTimeout: () => IndexFailed,
-    onSpawnFailure: (reason: string) => IndexFailed
+    onSpawnFailure: (reason: string) => IndexFailed,
+    env: Readonly<Record<string, string>> = {}
   ) =>
     Effect.scoped(Effect.gen(function*() {
       const handle = yield* spawner.spawn(ChildProcess.make(settings.binary, args, {
-        env: GIT_ENV,
+        env: { ...GIT_ENV, ...env },
         extendEnv: true,
         stdin: "ignore",
         forceKillAfter: "2 seconds"
@@ -282,19 +334,20 @@ export const make = Effect.gen(function*() {
       Effect.mapError((error) => new IndexFailed({ category: "read_failed", message: `Cannot create a temporary folder for the clone: ${error.message}` }))
     )
     const checkout = path.join(dir, "checkout")
-    const git_ = (args: ReadonlyArray<string>) =>
+    const git_ = (args: ReadonlyArray<string>, env?: Readonly<Record<string, string>>) =>
       runGit(
         settings,
         args,
         () => cloneFailed(`git could not clone ${git.location}: no result within ${Duration.format(settings.cloneTimeout)} (DOCS_GIT_CLONE_TIMEOUT)`),
-        (reason) => cloneFailed(`${reason}: cannot clone ${git.location}`)
+        (reason) => cloneFailed(`${reason}: cannot clone ${git.location}`),
+        env
       )
     const network = yield* networkOptions(git.url, git.location, settings)
     if (onFetch !== undefined) yield* onFetch({ _tag: "Cloning", url: git.location })
     const cloned = yield* git_([
-      ...network,
+      ...network.args,
       "clone", "--quiet", "--depth", "1", ...(git.ref === undefined ? [] : ["--branch", git.ref]), "--", git.url, checkout
-    ])
+    ], network.env)
     if (cloned.exitCode !== 0) {
       return yield* cloneFailed(`git could not clone ${git.location}: ${gitReason(cloned.stderr)}`)
     }
