@@ -226,6 +226,40 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       )
     }).pipe(Effect.scoped))
 
+  it.effect("an unknown tool is a protocol error, -32602 with the request's id (MCP 2025-11-25), not a tool result", () =>
+    Effect.gen(function*() {
+      const client = yield* connect()
+      const refused = yield* Effect.promise(() =>
+        client.callTool({ name: "no-such-tool", arguments: {} }).then(
+          (result) => ({ result }),
+          (error: { readonly code?: unknown; readonly message: string }) => ({ error })
+        )
+      )
+      assert.notProperty(refused, "result", JSON.stringify(refused))
+      const error = (refused as { readonly error: { readonly code?: unknown; readonly message: string } }).error
+      assert.strictEqual(error.code, -32602)
+      // said once: the SDK's client puts "MCP error -32602:" in front itself
+      assert.strictEqual(
+        error.message,
+        `MCP error -32602: Unknown tool: "no-such-tool"; the tools are resolve-library-id and query-docs`
+      )
+      const raw = yield* post(
+        { jsonrpc: "2.0", id: 41, method: "tools/call", params: { name: "x".repeat(500), arguments: {} } },
+        { "mcp-protocol-version": "2025-11-25" }
+      )
+      assert.strictEqual(raw.status, 200)
+      const answer = yield* Effect.promise(() => raw.json())
+      assert.strictEqual(answer.id, 41)
+      assert.strictEqual(answer.error.code, -32602)
+      // a long name is cut in the message
+      assert.strictEqual(answer.error.message, `Unknown tool: "${"x".repeat(100)}…"; the tools are resolve-library-id and query-docs`)
+      // the alias is not unknown
+      const legacy = yield* Effect.promise(() =>
+        client.callTool({ name: "get-library-docs", arguments: { context7CompatibleLibraryID: "/acme/http-client", topic: "backoff" } })
+      )
+      assert.isUndefined(legacy.isError)
+    }).pipe(Effect.scoped))
+
   it.effect("the caller's key reaches the API, from each of the three headers", () =>
     Effect.gen(function*() {
       const seen = yield* SeenKeys
@@ -473,11 +507,13 @@ describe("svc mcp over stdio, a line that is not a message", () => {
           JSON.stringify({ jsonrpc: "2.0", id: 6, method: "tools/list", params: [] }),
           // the id given twice: which one to answer is unknown, so null
           '{"jsonrpc":"2.0","id":7,"id":8,"method":"ping"}',
+          // a tool there is not: a protocol error with the request's id, as over HTTP
+          JSON.stringify({ jsonrpc: "2.0", id: 10, method: "tools/call", params: { name: "nope", arguments: {} } }),
           JSON.stringify(initialize)
         ].join("\n") + "\n"
       )
       const deadline = Date.now() + 30_000
-      while (answers.length < 9 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+      while (answers.length < 10 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
       const byId = (id: unknown) => answers.filter((answer) => answer.id === id)
       assert.deepStrictEqual(byId(null).map((answer) => answer.error.code).sort(), [-32700, -32700, -32600, -32600].sort())
       assert.isTrue(byId(null).some((answer) => answer.error.code === -32700 && /not JSON/.test(answer.error.message)))
@@ -493,8 +529,12 @@ describe("svc mcp over stdio, a line that is not a message", () => {
       // the SDK's own refusal, in words instead of zod's issue list
       assert.deepStrictEqual(byId(4).map((answer) => answer.error.code), [-32602])
       assert.match(byId(4)[0].error.message, /^Invalid params: params.protocolVersion: /)
+      assert.deepStrictEqual(byId(10).map((answer) => answer.error), [{
+        code: -32602,
+        message: `Unknown tool: "nope"; the tools are resolve-library-id and query-docs`
+      }])
       assert.isString(byId(9)[0]?.result?.serverInfo?.name, JSON.stringify(answers))
-      assert.strictEqual(answers.length, 9)
+      assert.strictEqual(answers.length, 10)
     } finally {
       child.kill()
     }
@@ -581,5 +621,6 @@ describe("svc mcp options", () => {
       assert.match(run.stderr, message)
       assert.strictEqual(run.stderr.trim().split("\n").length, 1, run.stderr)
     }
-  })
+    // eight CLI starts one after another: about 45 s on 2 shared cores, past vitest's 60 s under load
+  }, 240_000)
 })

@@ -7,7 +7,8 @@
  * only the canonical schemas; with `registerTool` the SDK validates first. Here `tools/list` returns
  * the canonical JSON Schemas below, and `tools/call` rewrites aliases, then validates with Effect
  * Schema, then calls the API. Every failure (bad arguments, 401, 404, 429, a timeout) is a tool
- * result with `isError: true` and a sentence the agent can act on; nothing throws out of a tool.
+ * result with `isError: true` and a sentence the agent can act on; nothing throws out of a tool. A
+ * tool there is not (`tools/call` of an unknown name) is a protocol error, `-32602`, as MCP has it.
  *
  * A server holds no state between requests: the HTTP transport makes one per request.
  */
@@ -118,7 +119,7 @@ export type ToolName = (typeof tools)[number]["name"]
  * agents and saved prompts still call it. Accepted on `tools/call`, never listed by `tools/list`.
  */
 export const LEGACY_TOOL = "get-library-docs"
-type CallableTool = ToolName | typeof LEGACY_TOOL
+export type CallableTool = ToolName | typeof LEGACY_TOOL
 
 /** Accepted alternative names, per tool (spec/2 "Argument aliases"). */
 const aliases: Record<CallableTool, Record<string, string>> = {
@@ -343,12 +344,30 @@ const queryDocs = (args: {
     Effect.catchTag("DocsApiFailure", (failure) => answerFailure(failure, args.libraryId))
   )
 
-/** Runs one `tools/call`: aliases → validation → the tool (`get-library-docs` runs query-docs). */
-export const callTool = (name: string, rawArguments: Readonly<Record<string, unknown>> | undefined) =>
+/** Whether `tools/call` takes `name`: the listed tools and {@link LEGACY_TOOL}. */
+export const isCallableTool = (name: string): name is CallableTool =>
+  name === "resolve-library-id" || name === "query-docs" || name === LEGACY_TOOL
+
+/**
+ * An unknown tool is a protocol error, `-32602 Invalid params` (MCP 2025-11-25 tools "Error
+ * handling": unknown tools and malformed requests are protocol errors; a tool result with `isError` is
+ * for a tool that ran, its argument validation included). It was such a tool result, which a client
+ * shows the model as if the tool existed and failed. Thrown as a plain error with a `code`: the SDK
+ * sends `code` and `message` as they are (its `McpError` would put "MCP error -32602:" into the message,
+ * which the client's `McpError` then says twice).
+ */
+export const unknownToolError = (name: string): Error & { readonly code: number } =>
+  Object.assign(
+    new Error(
+      `Unknown tool: ${JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name)}; ` +
+        "the tools are resolve-library-id and query-docs"
+    ),
+    { code: -32602 }
+  )
+
+/** Runs one `tools/call` of a tool there is: aliases → validation → the tool (`get-library-docs` runs query-docs). */
+export const callTool = (name: CallableTool, rawArguments: Readonly<Record<string, unknown>> | undefined) =>
   Effect.gen(function*() {
-    if (name !== "resolve-library-id" && name !== "query-docs" && name !== LEGACY_TOOL) {
-      return text(`Unknown tool "${name}". The tools are resolve-library-id and query-docs.`, true)
-    }
     const args = canonicalArguments(name, rawArguments ?? {})
     const decoded = Schema.decodeUnknownResult(argumentSchemas[name] as Schema.Codec<unknown, unknown>)(args)
     if (decoded._tag === "Failure") {
@@ -381,15 +400,17 @@ export const make = (apiKey: string | undefined, address?: string | undefined) =
       instructions: INSTRUCTIONS
     })
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map((tool) => ({ ...tool })) }))
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      Effect.runPromiseWith(context)(
-        callTool(request.params.name, request.params.arguments).pipe(
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      const name = request.params.name
+      if (!isCallableTool(name)) throw unknownToolError(name)
+      return Effect.runPromiseWith(context)(
+        callTool(name, request.params.arguments).pipe(
           Effect.provideService(CallerApiKey, apiKey),
           Effect.provideService(CallerAddress, address)
         ),
         { signal: extra.signal }
       )
-    )
+    })
     return server
   })
 
