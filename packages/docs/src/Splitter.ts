@@ -113,11 +113,22 @@ const code = (language: string | null, lines: ReadonlyArray<string>): Block => (
 
 /**
  * Heading text without Markdown decoration: `` `foo()` `` → `foo()`, links keep their text, images
- * (README badges: `# he [![Build status](…)](…)`) and HTML tags go.
+ * (README badges: `# he [![Build status](…)](…)`), HTML tags, VitePress badges and an explicit
+ * anchor (`{#id}`) go.
  */
 const cleanInline = (text: string): string =>
-  text.replace(/!\[[^\]]*\]\([^)]*\)/g, "").replace(/\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/<[^>]+>/g, "")
-    .replace(/[`*_]/g, "").replace(/\s+/g, " ").trim()
+  text.replace(/!\[[^\]]*\]\([^)]*\)/g, "").replace(/\[([^\]]*)\]\([^)]*\)/g, "$1").replace(BADGE, "")
+    .replace(/<[^>]+>/g, "").replace(CUSTOM_ANCHOR, "").replace(/[`*_]/g, "").replace(/\s+/g, " ").trim()
+
+/** VitePress's label beside a heading (`## vi.fn <Badge type="info">experimental</Badge>`), its text included. */
+const BADGE = /<Badge\b[^>]*\/>|<Badge\b[^>]*>.*?<\/Badge>/g
+/** A heading's explicit anchor, `## Mocking {#mocking}` (VitePress, Docusaurus, Pandoc): not words of the heading. */
+const CUSTOM_ANCHOR = /\s*\{#[\w.:-]+\}\s*$/
+
+/** A VitePress code import (`<<< @/snippets/a.ts`, a file this reader does not have) or a table-of-contents marker. */
+const SITE_MARKER = /^\s{0,3}(<<<\s|\[\[toc\]\]\s*$)/i
+/** A Vue block of a VitePress page (`<script setup>` … `</script>`, `<style>`): code of the site, not docs. */
+const VUE_BLOCK = /^<(script|style)\b[^>]*>/i
 
 const dedent = (lines: ReadonlyArray<string>): ReadonlyArray<string> => {
   const indents = lines.filter((line) => line.trim() !== "").map((line) => /^\s*/.exec(line)![0].length)
@@ -172,6 +183,15 @@ export const readMarkdown = (content: string): ReadonlyArray<Block> => {
     const atx = ATX.exec(line)
     if (atx) {
       out.push(heading(atx[1]!.length, atx[2]!))
+      continue
+    }
+    if (SITE_MARKER.test(line)) continue
+    const vue = VUE_BLOCK.exec(line)
+    const vueEnd = vue ? lines.findIndex((later, j) => j >= i && later.toLowerCase().includes(`</${vue[1]!.toLowerCase()}>`)) : -1
+    if (vueEnd !== -1) {
+      // (never closed: not a block, read on as text)
+      out.flush()
+      i = vueEnd
       continue
     }
     const next = lines[i + 1]

@@ -86,6 +86,37 @@ describe("Splitter", () => {
     assert.deepStrictEqual(snippet!.headingPath, ["he v1", "The decode function"])
   })
 
+  it("a documentation site's page (VitePress): anchors, badges, Vue blocks, code imports and [[toc]] are not text", () => {
+    const page = [
+      "<script setup>",
+      "import { data } from './members.data'",
+      "const members = data.filter((member) => member.active)",
+      "</script>",
+      "",
+      "# Mocking {#mocking}",
+      "",
+      "[[toc]]",
+      "",
+      "## vi.fn <Badge type=\"info\">experimental</Badge> {#vi-fn}",
+      "",
+      "<<< @/snippets/mock.ts",
+      "",
+      "Creates a spy on a function that records every call, its arguments and what it returned.",
+      "",
+      "<style scoped>",
+      ".member { color: red }",
+      "</style>",
+      ""
+    ].join("\n")
+    const snippets = split(page, "guide/mocking.md")
+    assert.deepStrictEqual(snippets.map((snippet) => [snippet.headingPath, snippet.body]), [
+      [["Mocking", "vi.fn"], "Creates a spy on a function that records every call, its arguments and what it returned."]
+    ])
+    // a <script> line never closed is not a block: what follows it is read as usual
+    const unclosed = split("# Embedding\n\n<script src=\"https://cdn.example/widget.js\">\n\nPaste the tag above into the page and the widget loads itself.\n", "embed.md")
+    assert.include(unclosed.map((snippet) => snippet.body).join("\n"), "Paste the tag above into the page")
+  })
+
   it("drops trivial snippets: short prose and tiny code", () => {
     const snippets = split("# A\n\nSee below.\n\n```\nx\n```\n\n```sh\nnpm i thing\n```\n", "a.md")
     assert.deepStrictEqual(snippets.map((snippet) => [snippet.kind, snippet.body]), [["code", "npm i thing"]])
