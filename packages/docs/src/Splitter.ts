@@ -125,8 +125,12 @@ const BADGE = /<Badge\b[^>]*\/>|<Badge\b[^>]*>.*?<\/Badge>/g
 /** A heading's explicit anchor, `## Mocking {#mocking}` (VitePress, Docusaurus, Pandoc): not words of the heading. */
 const CUSTOM_ANCHOR = /\s*\{#[\w.:-]+\}\s*$/
 
-/** A VitePress code import (`<<< @/snippets/a.ts`, a file this reader does not have) or a table-of-contents marker. */
-const SITE_MARKER = /^\s{0,3}(<<<\s|\[\[toc\]\]\s*$)/i
+/**
+ * A VitePress code import (`<<< @/snippets/a.ts`, a file this reader does not have), a table-of-contents
+ * marker, or the opening of a code group (`::: code-group`: else the group's first block is described
+ * by it, not by the paragraph before the group).
+ */
+const SITE_MARKER = /^\s{0,3}(<<<\s|\[\[toc\]\]\s*$|:{3,}\s*code-group\s*$)/i
 /** A Vue block of a VitePress page (`<script setup>` … `</script>`, `<style>`): code of the site, not docs. */
 const VUE_BLOCK = /^<(script|style)\b[^>]*>/i
 

@@ -86,7 +86,7 @@ describe("Splitter", () => {
     assert.deepStrictEqual(snippet!.headingPath, ["he v1", "The decode function"])
   })
 
-  it("a documentation site's page (VitePress): anchors, badges, Vue blocks, code imports and [[toc]] are not text", () => {
+  it("a documentation site's page (VitePress): anchors, badges, Vue blocks, code imports, [[toc]] and code-group openings are not text", () => {
     const page = [
       "<script setup>",
       "import { data } from './members.data'",
@@ -103,14 +103,23 @@ describe("Splitter", () => {
       "",
       "Creates a spy on a function that records every call, its arguments and what it returned.",
       "",
+      "Install it first:",
+      "",
+      "::: code-group",
+      "```sh [npm]",
+      "npm install -D vitest",
+      "```",
+      ":::",
+      "",
       "<style scoped>",
       ".member { color: red }",
       "</style>",
       ""
     ].join("\n")
     const snippets = split(page, "guide/mocking.md")
-    assert.deepStrictEqual(snippets.map((snippet) => [snippet.headingPath, snippet.body]), [
-      [["Mocking", "vi.fn"], "Creates a spy on a function that records every call, its arguments and what it returned."]
+    assert.deepStrictEqual(snippets.map((snippet) => [snippet.headingPath, snippet.description, snippet.body]), [
+      [["Mocking", "vi.fn"], "Install it first:", "npm install -D vitest"],
+      [["Mocking", "vi.fn"], "", "Creates a spy on a function that records every call, its arguments and what it returned.\n\n:::"]
     ])
     // a <script> line never closed is not a block: what follows it is read as usual
     const unclosed = split("# Embedding\n\n<script src=\"https://cdn.example/widget.js\">\n\nPaste the tag above into the page and the widget loads itself.\n", "embed.md")
