@@ -201,7 +201,8 @@ describe("upload route: resolution order", () => {
       assert.include(answer.message, `Invalid content type ${JSON.stringify(contentType)}`)
     }
     const long = await (await post(handler, { ...begin, contentType: `text/${"x".repeat(5000)}`, size: 5 })).json()
-    assert.strictEqual(long.code, "content_type_not_allowed")
+    assert.strictEqual(long.code, "invalid_input") // over MAX_DECLARED_TYPE, before the route's patterns are asked
+    assert.include(long.message, "5005 characters, over the limit of 1024")
     assert.isBelow(long.message.length, 200, "the type is shown cut")
     const gib = routeWith({ maxSize: "1GiB" })
     const oneByteOver = await (await post(gib, { ...begin, size: 2 ** 30 + 1 })).json()
@@ -614,5 +615,53 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
       const refused = yield* Effect.promise(async () => (await post(strict, { type: "resume", completionToken: strictStarted.completionToken })).json())
       assert.strictEqual(refused.code, "forbidden")
       assert.match(refused.message, /expired/)
+    }))
+
+  it.effect("a declared type whose parameters no header can carry is 400 naming it, before storage is asked, over a socket", () =>
+    Effect.gen(function*() {
+      // Multipart begin sends the type to storage itself: a NUL or CR LF was 502 "Storage could not be
+      // reached" (undici refused the header), an é 401 "Storage rejected the bucket token" (signed as
+      // UTF-8, sent as Latin-1); a single PUT signed it for a browser that cannot send it (outside sweep).
+      const bucket = yield* freshBucket("routetypes")
+      const handler = createUploadRoute({ bucket, multipartThreshold: "6MB", partSize: "5MB", onBeforeUpload: () => true })
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const s = createServer(toNodeListener(handler))
+          await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))
+          return s
+        }),
+        (s) => Effect.promise(() => new Promise<void>((resolve) => s.close(() => resolve())))
+      )
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/upload`
+      const call = (contentType: string, size: number) =>
+        Effect.promise(async () => {
+          const response = await fetch(url, {
+            method: "POST",
+            body: JSON.stringify({ type: "begin", pathname: "docs/a.txt", contentType, size }),
+            headers: { "content-type": "application/json" }
+          })
+          return { status: response.status, body: await response.json() as any }
+        })
+      const multipart = 7 * 1024 * 1024
+      for (const contentType of ["text/plain; x=a\u0000b", "text/plain; x=\r\ny", "text/plain; x=\u00e9", "text/plain; x=\u0100", "text/plain; x=\ud83d\ude00"]) {
+        for (const size of [5, multipart]) {
+          const answer = yield* call(contentType, size)
+          assert.strictEqual(answer.status, 400, `${JSON.stringify(contentType)} ${size}: ${JSON.stringify(answer.body)}`)
+          assert.strictEqual(answer.body.code, "invalid_input")
+          assert.include(answer.body.message, `Invalid content type ${JSON.stringify(contentType)}`)
+          assert.include(answer.body.message, "cannot carry")
+        }
+      }
+      for (const size of [5, multipart]) {
+        const long = yield* call(`text/plain; x=${"a".repeat(20_000)}`, size)
+        assert.strictEqual(long.status, 400, JSON.stringify(long.body))
+        assert.strictEqual(long.body.code, "invalid_input")
+        assert.match(long.body.message, /20014 characters, over the limit of 1024/)
+        assert.isBelow(long.body.message.length, 300, "the type is shown cut")
+        // parameters in ASCII are still taken, and stored as declared
+        const fine = yield* call("text/plain; charset=utf-8", size)
+        assert.strictEqual(fine.status, 200, JSON.stringify(fine.body))
+        assert.strictEqual(fine.body.headers?.["content-type"] ?? "text/plain; charset=utf-8", "text/plain; charset=utf-8")
+      }
     }))
 })

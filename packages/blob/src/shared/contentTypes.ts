@@ -64,16 +64,40 @@ export const contentTypeRefusal = (
 
 /**
  * `invalid_input` when `contentType`, the type a file is declared with (not a pattern), is not a media
- * type `type/subtype` (parameters allowed). `image/*` was taken for one: it matched the pattern
+ * type `type/subtype` (parameters allowed), written in ASCII without control characters, at most
+ * {@link MAX_DECLARED_TYPE} characters. `image/*` was taken for one: it matched the pattern
  * `image/*`, escaped sniffing (no type has its signature) and was stored as the object's `Content-Type`.
  */
 export const declaredTypeRefusal = (contentType: string): BlobError | undefined => {
-  if (EXACT.test(essence(contentType))) return undefined
-  return new BlobError("invalid_input", {
-    message: `Invalid content type ${JSON.stringify(shownType(contentType))}: a file's type is type/subtype`,
-    hint: "Declare the file's media type, e.g. image/png or application/octet-stream (image/* is a pattern, not a type)"
-  })
+  if (!EXACT.test(essence(contentType))) {
+    return new BlobError("invalid_input", {
+      message: `Invalid content type ${JSON.stringify(shownType(contentType))}: a file's type is type/subtype`,
+      hint: "Declare the file's media type, e.g. image/png or application/octet-stream (image/* is a pattern, not a type)"
+    })
+  }
+  // The type is sent as a `Content-Type` header: by the browser's PUT (it is signed into the URL) and by
+  // the server itself (a multipart upload's create, a put). A control character or one outside ASCII in
+  // its parameters made that header fail: undici refused it (502 "Storage could not be reached"), or it
+  // was signed as UTF-8 and sent as Latin-1 (401 "Storage rejected the bucket token") — an outside sweep.
+  if (!HEADER_TEXT.test(contentType)) {
+    return new BlobError("invalid_input", {
+      message: `Invalid content type ${JSON.stringify(shownType(contentType))}: it holds a control character or a character outside ASCII, which a Content-Type header cannot carry`,
+      hint: "Declare the file's media type in ASCII, e.g. text/plain; charset=utf-8"
+    })
+  }
+  if (contentType.length > MAX_DECLARED_TYPE) {
+    return new BlobError("invalid_input", {
+      message: `Invalid content type ${JSON.stringify(shownType(contentType))}: ${contentType.length} characters, over the limit of ${MAX_DECLARED_TYPE}`
+    })
+  }
+  return undefined
 }
+
+/** What a header value can carry as sent by every client: tab and visible ASCII with spaces. */
+const HEADER_TEXT = /^[\t\x20-\x7e]*$/
+
+/** The longest declared type (storage refuses headers of a few KiB: a 20,000-character type was its 400). */
+export const MAX_DECLARED_TYPE = 1024
 
 // --- sniffing ------------------------------------------------------------------------------------------
 
