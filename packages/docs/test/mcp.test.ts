@@ -471,9 +471,9 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
  * `svc mcp --transport stdio` written to line by line, and what it answers, parsed as it comes. No API
  * is reached (DOCS_API_URL is a closed port): initialize and the refusals are the server's own.
  */
-const rawStdio = () => {
+const rawStdio = (env: Record<string, string> = {}) => {
   const child = spawn(process.execPath, [bin, "mcp", "--transport", "stdio"], {
-    env: { ...process.env, DOCS_API_URL: "http://127.0.0.1:9" },
+    env: { ...process.env, DOCS_API_URL: "http://127.0.0.1:9", ...env },
     stdio: ["pipe", "pipe", "pipe"]
   })
   const answers: Array<any> = []
@@ -579,6 +579,47 @@ describe("svc mcp over stdio, a line that is not a message", () => {
       child.kill()
     }
   }, 60_000)
+
+  it("a line longer than MCP_MAX_BODY_BYTES is -32600 with its id, and the session goes on", async () => {
+    // past the SDK transport's own 10 MiB, the session ended without a word: no answer to it or to any
+    // later request, and the process lived on
+    const huge = (size: number) => "x".repeat(size)
+    const sdkStyle = (id: number, size: number) =>
+      JSON.stringify({ method: "tools/call", params: { name: "resolve-library-id", arguments: { libraryName: huge(size), query: "q" } }, jsonrpc: "2.0", id })
+    const headFirst = (id: string, size: number) =>
+      JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "query-docs", arguments: { libraryId: "/a/b", query: huge(size) } } })
+    for (const [env, lines, refused] of [
+      [{}, [sdkStyle(1, 11 * 1_048_576)], [1]],
+      [{ MCP_MAX_BODY_BYTES: "2000" }, [
+        sdkStyle(1, 5000),
+        headFirst("two", 5000) + "\r",
+        // the id in neither end: null
+        JSON.stringify({ jsonrpc: "2.0", method: "tools/call", params: { name: "x", arguments: { q: huge(5000) } }, id: 3, extra: true }),
+        // a nested "id" at the end is not the message's
+        JSON.stringify({ jsonrpc: "2.0", method: "x", params: { q: huge(5000), id: 4 } })
+      ], [1, "two", null, null]]
+    ] as const) {
+      const { answers, child } = rawStdio(env)
+      try {
+        for (const line of lines) child.stdin.write(line + "\n")
+        child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 99, method: "ping" }) + "\n")
+        const deadline = Date.now() + 30_000
+        while (answers.length < lines.length + 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+        const limit = "MCP_MAX_BODY_BYTES" in env ? 2000 : 1_048_576
+        assert.deepStrictEqual(
+          answers.filter((answer) => answer.id !== 99).map((answer) => [answer.id, answer.error.code]),
+          refused.map((id) => [id, -32600]),
+          JSON.stringify(answers).slice(0, 1000)
+        )
+        for (const answer of answers.filter((answer) => answer.id !== 99)) {
+          assert.match(answer.error.message, new RegExp(`^Invalid Request: the line is \\d+ bytes, more than the ${limit} this server reads in one message \\(MCP_MAX_BODY_BYTES\\)$`))
+        }
+        assert.deepStrictEqual(answers.filter((answer) => answer.id === 99).map((answer) => answer.result), [{}])
+      } finally {
+        child.kill()
+      }
+    }
+  }, 120_000)
 
   it("a question cut in the middle of an emoji is refused at once to the SDK's client, not left to its timeout", async () => {
     const client = new McpClient({ name: "stdio-surrogate", version: "1" })

@@ -9,7 +9,7 @@ import { Config, Effect, Layer, Option } from "effect"
 import { createServer } from "node:net"
 import * as http from "node:http"
 import { DocsClient } from "./DocsClient.ts"
-import { routes } from "./McpHttp.ts"
+import { MaxBodyBytes, routes } from "./McpHttp.ts"
 import * as McpServer from "./McpServer.ts"
 import { StdioTransport } from "./StdioTransport.ts"
 
@@ -96,7 +96,8 @@ export const runStdio = (options: { readonly apiKey: string | undefined }) =>
     yield* useProxyFromEnvironment
     const apiUrl = yield* ApiUrl
     const server = yield* McpServer.make(options.apiKey).pipe(Effect.provide(DocsClient.layer({ baseUrl: apiUrl })))
-    const transport = new StdioTransport()
+    // a line is one message: capped as a POST /mcp body is
+    const transport = new StdioTransport(process.stdin, process.stdout, { maxLineBytes: yield* MaxBodyBytes })
     yield* Effect.acquireRelease(
       Effect.promise(() => server.connect(transport)),
       () => Effect.promise(() => server.close())

@@ -127,6 +127,14 @@ const PublicUrl = Config.option(
   )
 )
 
+/**
+ * `MCP_MAX_BODY_BYTES` (default 1 MiB): the largest `POST /mcp` body read, and the longest line read
+ * over stdio (`StdioTransport`).
+ */
+export const MaxBodyBytes = Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "MCP_MAX_BODY_BYTES").pipe(
+  Config.withDefault(1_048_576)
+)
+
 /** The configuration of {@link routes}, read once when the routes are built. */
 export const McpHttpConfig = Config.all({
   /** `MCP_ALLOWED_HOSTS`: `Host` names (any port) or `name:port`, comma-separated; `*` allows any. */
@@ -136,9 +144,7 @@ export const McpHttpConfig = Config.all({
   /** `MCP_PUBLIC_URL`: where clients reach this server (default `http://localhost:<port>`). */
   publicUrl: PublicUrl,
   /** `MCP_MAX_BODY_BYTES` (default 1 MiB): the largest `POST /mcp` body read. */
-  maxBodyBytes: Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "MCP_MAX_BODY_BYTES").pipe(
-    Config.withDefault(1_048_576)
-  ),
+  maxBodyBytes: MaxBodyBytes,
   /** `MCP_TRUST_PROXY`: the client address is the last `X-Forwarded-For` entry (behind a proxy). */
   trustProxy: Config.Boolean("MCP_TRUST_PROXY").pipe(Config.withDefault(false))
 })

@@ -14,7 +14,12 @@
  *   left the SDK's client waiting 60 s for its timeout, then failing as "Request timed out";
  * - a batch, even a well-formed one: `-32600` (MCP 2025-06-18 has none, and the SDK's stdio transport
  *   reads one message a line);
- * - blank lines: skipped.
+ * - blank lines: skipped;
+ * - a line longer than `maxLineBytes` (`MCP_MAX_BODY_BYTES`, 1 MiB by default, as a `POST /mcp` body):
+ *   `-32600`, with the request's id when it can be read at either end of the line, never buffered
+ *   whole. The SDK's transport reads at most 10 MiB a message and, past that, stopped reading stdin
+ *   without a word: a 20 MB argument left that request and every later one unanswered while the process
+ *   lived on. Here the SDK never sees such a line, and its own cap is raised above ours.
  *
  * Only then does the line reach the SDK's transport. Its own answers go out as over HTTP, its schema
  * refusals in words (`JsonRpc.readableErrors`).
@@ -33,6 +38,9 @@ import * as JsonRpc from "./JsonRpc.ts"
 /** After stdin ends, how long unanswered requests may keep the process at most. */
 const DRAIN_LIMIT_MS = 180_000
 
+/** How much of each end of a line too long to read is kept to find its request's id. */
+const END_BYTES = 256
+
 export class StdioTransport extends StdioServerTransport {
   /** Resolves once stdin has ended and every request read from it has been answered. */
   readonly finished: Promise<void>
@@ -41,12 +49,27 @@ export class StdioTransport extends StdioServerTransport {
   private inputEnded = false
   private onFinished: () => void = () => {}
 
-  constructor(input: Readable = process.stdin, output: Writable = process.stdout) {
+  /** `maxLineBytes`: the longest line read (`MCP_MAX_BODY_BYTES`, as over HTTP: `McpHttp.MaxBodyBytes`). */
+  constructor(input: Readable, output: Writable, options: { readonly maxLineBytes: number }) {
     const passed = new PassThrough()
-    super(passed, output)
+    const { maxLineBytes } = options
+    // the lines passed on are at most maxLineBytes: the SDK's cap (10 MiB by default) must not be lower
+    super(passed, output, { maxBufferSize: Math.max(10 * 1_048_576, 2 * maxLineBytes + 2) })
     this.finished = new Promise((resolve) => this.onFinished = resolve)
-    const onLine = (bytes: Uint8Array) => {
-      const judged = judge(bytes)
+    const onLine = (line: Line) => {
+      if ("tooLong" in line) {
+        void this.send({
+          jsonrpc: "2.0",
+          id: idAtEnds(line.tooLong.head, line.tooLong.tail),
+          error: {
+            code: -32600,
+            message: `Invalid Request: the line is ${line.tooLong.bytes} bytes, more than the ${maxLineBytes} this server ` +
+              "reads in one message (MCP_MAX_BODY_BYTES)"
+          }
+        } as JSONRPCMessage)
+        return
+      }
+      const judged = judge(line.bytes)
       if (judged === undefined) return
       if ("message" in judged) {
         this.note(judged.message)
@@ -56,7 +79,7 @@ export class StdioTransport extends StdioServerTransport {
         void this.send({ jsonrpc: "2.0", id, error: { code, message } } as JSONRPCMessage)
       }
     }
-    splitLines(input, onLine, () => {
+    splitLines(input, maxLineBytes, onLine, () => {
       passed.end()
       this.inputEnded = true
       this.finishWhenAnswered()
@@ -92,31 +115,67 @@ export class StdioTransport extends StdioServerTransport {
 
 type Refusal = { readonly code: number; readonly message: string; readonly id: string | number | null }
 
+/** A line read: its bytes, or, past the cap, its size and the bytes at either end. */
+type Line =
+  | { readonly bytes: Uint8Array }
+  | { readonly tooLong: { readonly bytes: number; readonly head: Buffer; readonly tail: Buffer } }
+
 /**
  * Calls `onLine` with the bytes of each line of `input` (ended by LF, a CR before it dropped; the last
  * one also without), then `onEnd`. Lines are cut as bytes and decoded one by one, strictly (`judge`):
  * readline decoded the stream leniently, so bytes that are not UTF-8 reached the tools as U+FFFD
- * where `POST /mcp` refuses them (an outside sweep).
+ * where `POST /mcp` refuses them (an outside sweep). A line past `maxLineBytes` is not kept: only its
+ * size and its first and last bytes ({@link END_BYTES}), so no line holds more memory than the cap.
  */
-const splitLines = (input: Readable, onLine: (bytes: Uint8Array) => void, onEnd: () => void) => {
+const splitLines = (input: Readable, maxLineBytes: number, onLine: (line: Line) => void, onEnd: () => void) => {
   let pending: Array<Buffer> = []
+  let pendingBytes = 0
+  let tooLong: { bytes: number; readonly head: Buffer; tail: Buffer } | undefined
+  const add = (segment: Buffer) => {
+    if (tooLong !== undefined) {
+      tooLong.bytes += segment.length
+      tooLong.tail = Buffer.from(Buffer.concat([tooLong.tail, segment.subarray(-END_BYTES)]).subarray(-END_BYTES))
+      return
+    }
+    pending.push(segment)
+    pendingBytes += segment.length
+    if (pendingBytes > maxLineBytes) {
+      const line = Buffer.concat(pending)
+      tooLong = {
+        bytes: line.length,
+        head: Buffer.from(line.subarray(0, END_BYTES)),
+        tail: Buffer.from(line.subarray(-END_BYTES))
+      }
+      pending = []
+      pendingBytes = 0
+    }
+  }
+  const lineEnded = () => {
+    if (tooLong !== undefined) {
+      const { bytes, head, tail } = tooLong
+      tooLong = undefined
+      onLine({ tooLong: { bytes, head, tail: tail.at(-1) === 0x0d ? tail.subarray(0, -1) : tail } })
+      return
+    }
+    const line = pending.length === 1 ? pending[0]! : Buffer.concat(pending)
+    pending = []
+    pendingBytes = 0
+    onLine({ bytes: line.at(-1) === 0x0d ? line.subarray(0, -1) : line })
+  }
   input.on("data", (chunk: Buffer | string) => {
     let bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk
     for (let at = bytes.indexOf(0x0a); at !== -1; at = bytes.indexOf(0x0a)) {
-      pending.push(bytes.subarray(0, at))
-      const line = pending.length === 1 ? pending[0]! : Buffer.concat(pending)
-      pending = []
-      onLine(line.at(-1) === 0x0d ? line.subarray(0, -1) : line)
+      add(bytes.subarray(0, at))
+      lineEnded()
       bytes = bytes.subarray(at + 1)
     }
-    if (bytes.length > 0) pending.push(bytes)
+    if (bytes.length > 0) add(bytes)
   })
   let ended = false
   const end = () => {
     if (ended) return
     ended = true
-    if (pending.length > 0) onLine(Buffer.concat(pending))
-    pending = []
+    if (pending.length > 0 || tooLong !== undefined) lineEnded()
     onEnd()
   }
   input.on("end", end)
@@ -153,6 +212,24 @@ const judge = (bytes: Uint8Array): { readonly refusal: Refusal } | { readonly me
   }
   const refusal = JsonRpc.refusalOf(message)
   return refusal === undefined ? { message: message as Message, line } : { refusal: { ...refusal, id: refusal.id ?? JsonRpc.requestId(message) } }
+}
+
+/** An id as JSON writes one: an integer or a short string without escapes. */
+const ID = String.raw`(-?\d{1,16}|"[^"\\\u0000-\u001f]{0,128}")`
+/** The id as the first member of the message (or after `"jsonrpc":"2.0"`), as most clients write it... */
+const ID_AT_HEAD = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}\s*[,}]`)
+/** ...or as its last (the SDK's client: `{"method":…,"params":…,"jsonrpc":"2.0","id":2}`). */
+const ID_AT_TAIL = new RegExp(String.raw`[,{]\s*"id"\s*:\s*${ID}\s*\}\s*$`)
+
+/**
+ * The request id of a line too long to read, from its first and last bytes: only where it can only be
+ * the message's own id (its first member, or its last: one `}` after it closes the message), else null.
+ */
+const idAtEnds = (head: Buffer, tail: Buffer): string | number | null => {
+  const found = ID_AT_HEAD.exec(head.toString("utf8")) ?? ID_AT_TAIL.exec(tail.toString("utf8"))
+  if (found === null) return null
+  const id: unknown = JSON.parse(found[1]!)
+  return typeof id === "string" || Number.isSafeInteger(id) ? id as string | number : null
 }
 
 /** The line as `JSON.parse` reads it, without the suite's rules; undefined when it is not JSON at all. */
