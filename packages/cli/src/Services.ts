@@ -14,6 +14,7 @@ import type { SqlClient } from "effect/sql"
 
 interface ServiceCommon {
   readonly name: ServiceName
+  /** What it does (its port is the status server's to say: it is the one configured). */
   readonly description: string
   /** Its HTTP port's setting and variable (the embedded Postgres must not take it). */
   readonly port: Config.Config<number>
@@ -43,7 +44,7 @@ export const landed: ReadonlyArray<SuiteService> = [
   {
     name: "listings",
     database: true,
-    description: "Listings backend: car offers from partner feeds, search, sources, images, import services (port 8787)",
+    description: "Listings backend: car offers from partner feeds, search, sources, images, import services",
     schemas: ["listings"],
     port: ListingsService.Port,
     portVariable: "LISTINGS_PORT",
@@ -52,7 +53,7 @@ export const landed: ReadonlyArray<SuiteService> = [
   {
     name: "queue",
     database: true,
-    description: "Message delivery queue: publish, durable delivery with retries, callbacks, DLQ, URL groups (port 8788)",
+    description: "Message delivery queue: publish, durable delivery with retries, callbacks, DLQ, URL groups",
     schemas: ["queue"],
     port: QueueServer.Port,
     portVariable: "QUEUE_PORT",
@@ -61,7 +62,7 @@ export const landed: ReadonlyArray<SuiteService> = [
   {
     name: "docs-api",
     database: true,
-    description: "Documentation lookup REST API v2: library search and context for a question (port 8789)",
+    description: "Documentation lookup REST API v2: library search and context for a question",
     schemas: ["docs"],
     port: DocsService.Port,
     portVariable: "DOCS_PORT",
@@ -70,7 +71,7 @@ export const landed: ReadonlyArray<SuiteService> = [
   {
     name: "mcp",
     database: false,
-    description: "Documentation lookup for coding agents: MCP over stateless HTTP, calling the docs API (port 8790, MCP_PORT)",
+    description: "Documentation lookup for coding agents: MCP over stateless HTTP, calling the docs API",
     port: Mcp.Port,
     portVariable: "MCP_PORT",
     layer: Mcp.httpLayer()
@@ -78,7 +79,7 @@ export const landed: ReadonlyArray<SuiteService> = [
   {
     name: "uploads",
     database: false,
-    description: "Uploads demo of @svc/blob: React page with drop zone, per-file progress, cancel and errors; upload route into the local radosgw (port 8791)",
+    description: "Uploads demo of @svc/blob: React page with drop zone, per-file progress, cancel and errors; upload route into the local radosgw",
     port: UploadsDemo.Port,
     portVariable: "UPLOADS_PORT",
     layer: UploadsDemo.layer

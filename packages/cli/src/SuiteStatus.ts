@@ -78,7 +78,14 @@ export const routes = (services: ReadonlyArray<StatusService>) =>
         ),
         HttpApiBuilder.group(SuiteApi, "suite", (handlers) =>
           handlers.handle("services", () =>
-            Effect.succeed({ services: services.map(({ name, description }) => ({ name, description })) })))
+            Effect.map(
+              Effect.forEach(services, ({ description, name, port }) =>
+                port === undefined
+                  ? Effect.succeed({ name, description })
+                  // the port configured, not the default: read as the service read it at its start
+                  : Effect.map(Effect.orDie(port), (port) => ({ name, description, port }))),
+              (services) => ({ services })
+            )))
       )
     }),
     openApiRoute(suiteOpenApi),

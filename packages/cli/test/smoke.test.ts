@@ -88,10 +88,12 @@ describe("smoke", () => {
       }
 
       const services = yield* fetchJson(`${base(svcPort)}/services`)
+      // each with the port it listens on here, not its default
       assert.deepStrictEqual(
-        services.body.services.map((service: { name: string }) => service.name),
-        ["listings", "queue", "docs-api", "mcp", "uploads"]
+        services.body.services.map((service: { name: string; port: number }) => [service.name, service.port]),
+        [["listings", listingsPort], ["queue", queuePort], ["docs-api", docsPort], ["mcp", mcpPort], ["uploads", uploadsPort]]
       )
+      for (const service of services.body.services) assert.notMatch(service.description, /port \d/, "no default port in a description")
       // the MCP server honours HOST (it listened on 0.0.0.0 before)
       assert.match(first.stderr(), new RegExp(`message="Listening on http://127\\.0\\.0\\.1:${mcpPort}" service=mcp\n`))
       assert.notMatch(first.stderr(), /Listening on http:\/\/0\.0\.0\.0/)

@@ -13,7 +13,9 @@ import { DocumentGroup, openApiDocument } from "./OpenApiDocument.ts"
 
 export const RunningService = Schema.Struct({
   name: Schema.String,
-  description: Schema.String
+  description: Schema.String,
+  /** The port it listens on, as configured (`LISTINGS_PORT`, …). */
+  port: Schema.optional(Schema.Int)
 }).annotate({ identifier: "RunningService" })
 
 export const RunningServices = Schema.Struct({ services: Schema.Array(RunningService) })
