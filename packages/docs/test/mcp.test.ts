@@ -8,7 +8,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { serve } from "@svc/platform"
+import { Database, serve } from "@svc/platform"
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
@@ -16,6 +16,7 @@ import { spawn, spawnSync } from "node:child_process"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Indexer } from "../src/Indexer.ts"
+import * as RunLocks from "../src/RunLocks.ts"
 import { DocsClient } from "../src/mcp/DocsClient.ts"
 import { routes as mcpRoutes } from "../src/mcp/McpHttp.ts"
 import { Client, docsFolder, socketClient, stack } from "./support.ts"
@@ -77,7 +78,7 @@ const TestLayer = McpLive.pipe(
   Layer.provideMerge(socketClient),
   Layer.provideMerge(Seeded),
   Layer.provideMerge(stack)
-) as Layer.Layer<Mcp | SeenKeys | Client, unknown>
+) as Layer.Layer<Mcp | SeenKeys | Client | Database | SqlClient.SqlClient, unknown>
 
 /** An MCP SDK client connected over Streamable HTTP, closed with the scope. */
 const connect = (headers: Record<string, string> = {}) =>
@@ -194,7 +195,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       }
     }).pipe(Effect.scoped))
 
-  it.effect("failures are tool results: missing argument, unknown library, still indexing", () =>
+  it.effect("failures are tool results: missing argument, unknown library, queued or being indexed", () =>
     Effect.gen(function*() {
       const client = yield* connect()
       const missing = yield* Effect.promise(() => client.callTool({ name: "query-docs", arguments: { query: "x" } }))
@@ -223,6 +224,18 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
       assert.strictEqual(
         textOf(pending),
         "The documentation of /acme/pending is queued for indexing (state: queued). Try again in a minute, or answer without it."
+      )
+      // the same row while a run holds its lock: a live run
+      const [row] = yield* (yield* SqlClient.SqlClient)<{ readonly id: string }>`
+        SELECT id::text FROM docs.versions WHERE library_id = '/acme/pending'`
+      const locks = yield* RunLocks.make((yield* Database).url)
+      assert.strictEqual(yield* locks.take(row!.id), "taken")
+      const live = yield* Effect.promise(() => client.callTool({ name: "query-docs", arguments: { libraryId: "/acme/pending", query: "x" } }))
+        .pipe(Effect.ensuring(locks.release(row!.id)))
+      assert.isTrue(live.isError)
+      assert.strictEqual(
+        textOf(live),
+        "The documentation of /acme/pending is being indexed (state: indexing). Try again in a minute, or answer without it."
       )
     }).pipe(Effect.scoped))
 
