@@ -25,6 +25,7 @@ import { PgClient } from "@effect/sql-pg"
 import { postgresReason, ShutdownTimeout } from "@svc/platform"
 import type { CallbackSettings } from "@svc/schema"
 import { Duration, Effect, Exit, FiberSet, Layer, Option, Queue, Schedule } from "effect"
+import { Reactivity } from "effect/reactivity"
 import { SqlError } from "effect/sql"
 import * as Crypto from "node:crypto"
 import type { DeliveryOutcome } from "./Delivery.ts"
@@ -310,13 +311,24 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
   // Deliveries run in this set: interrupted last, after the graceful stop below had its chance.
   const deliveries = yield* FiberSet.make()
 
+  /**
+   * The deliveries the recording loop below took and has not recorded yet. That loop is interrupted
+   * before the graceful stop runs (it is forked after it), possibly while its statement waits for a
+   * pooled connection: the stop records them with the rest, or they stayed claimed, to be sent again
+   * a lease later (a busy worker stopped by SIGTERM sent ~130 of 5,000 messages twice that way).
+   */
+  let recording: ReadonlyArray<DeliveredResult> = []
+
   // Graceful stop (finalizers run in reverse order: this one before the set is interrupted).
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
       stopping = true
       Queue.offerUnsafe(notified, undefined)
       yield* FiberSet.awaitEmpty(deliveries).pipe(Effect.timeoutOption(drainMs))
-      const pending = yield* Queue.clear(delivered)
+      const pending = [...recording, ...yield* Queue.clear(delivered)]
+      recording = []
+      if (pending.length > 0) yield* Effect.logInfo(`Queue worker: stopping; recording ${pending.length} finished deliveries`)
+      // `markDelivered` is guarded by the claim id: a batch the interrupted loop did record is not changed again.
       yield* store.markDelivered(pending).pipe(Effect.catchDefect(logSqlError("recording deliveries")))
       const leftover = [...inFlight].map(([id, claimId]) => ({ id, claimId }))
       yield* store.release(leftover).pipe(Effect.catchDefect(logSqlError("releasing claims")))
@@ -327,20 +339,28 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
   // Record deliveries in batches: one statement for everything finished since the last one.
   yield* Effect.gen(function*() {
     while (true) {
-      const batch = yield* Queue.takeBetween(delivered, 1, 2000)
+      // Taken and remembered in one step, so that an interruption cannot fall between the two.
+      const batch = yield* Effect.uninterruptibleMask((restore) =>
+        Effect.tap(restore(Queue.takeBetween(delivered, 1, 2000)), (taken) => Effect.sync(() => recording = taken))
+      )
       yield* store.markDelivered(batch).pipe(
         Effect.catchDefect(Effect.fail),
         Effect.retry({ schedule: Schedule.exponential("100 millis"), times: 3 }),
         Effect.catch(logSqlError("recording deliveries"))
       )
+      recording = []
       // Recorded: slots of flow-control keys and FIFO queues are free, so claim again at once.
       Queue.offerUnsafe(notified, undefined)
     }
   }).pipe(Effect.forkScoped)
 
   // LISTEN for new due messages; reconnects (and polling covers the gap) when the connection drops.
+  // On a connection of its own, outside the pool: a LISTEN holds its connection for good, and taken
+  // from the pool it left DATABASE_POOL_SIZE=1 with none for anything else (every publish, claim and
+  // /ready waited forever).
   yield* Effect.scoped(Effect.gen(function*() {
-    const notifications = yield* sql.listen(CHANNEL)
+    const listener = yield* PgClient.makeClient(sql.config).pipe(Effect.provide(Reactivity.layer))
+    const notifications = yield* listener.listen(CHANNEL)
     Queue.offerUnsafe(notified, undefined)
     while (true) {
       yield* Queue.take(notifications)

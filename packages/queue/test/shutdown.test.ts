@@ -3,13 +3,20 @@
  * finish: the worker's wait for them is bounded by `SHUTDOWN_TIMEOUT` too, so it gives the claims back
  * and exits 0 before the shutdown watchdog (`SHUTDOWN_TIMEOUT` + 5 s) would exit 1 with every claim
  * still held. (SIGKILL of workers: crash.test.ts, fifo.test.ts, flowControl.test.ts.)
+ *
+ * SIGTERM while the worker's batch of finished deliveries waits for a pooled connection: the
+ * recording loop is interrupted before the graceful stop runs, and the batch it had taken was dropped,
+ * so those messages stayed claimed and were sent again a lease later (an outside kill sweep: 132 of
+ * 5,000 messages delivered twice across one SIGTERM). The stop records that batch too.
  */
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import { spawnablePort, TestDatabase } from "@svc/platform/testing"
-import { Effect, Redacted } from "effect"
+import { Effect, Redacted, Schedule } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { kill, request, startDestination, startQueue, waitUntil } from "./processes.ts"
+import * as Http from "node:http"
+import type * as Net from "node:net"
+import { kill, request, startDestination, startQueue, TOKEN, waitUntil } from "./processes.ts"
 
 describe("graceful shutdown of a worker process", () => {
   it.live("SHUTDOWN_TIMEOUT=0: one SIGTERM gives the claims in flight back and exits 0 at once", () =>
@@ -48,5 +55,88 @@ describe("graceful shutdown of a worker process", () => {
         SELECT count(*) FILTER (WHERE claim_id IS NOT NULL)::int4 AS held, count(*) FILTER (WHERE state = 'queued')::int4 AS queued
         FROM queue.messages`
       assert.deepStrictEqual(row, { held: 0, queued: 2 })
+    }), { timeout: 120_000 })
+
+  it.live("SIGTERM while finished deliveries wait for a connection to be recorded: the stop records them", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value(yield* TestDatabase.freshDatabase())
+      const sql = yield* PgClient.make({ url: Redacted.make(url), maxConnections: 1 }).pipe(Effect.provide(Reactivity.layer))
+      // A destination that answers 200 once told to.
+      let answer!: () => void
+      const told = new Promise<void>((resolve) => answer = resolve)
+      let arrived = 0
+      const destination = Http.createServer((req, res) => {
+        req.resume()
+        req.on("end", () => {
+          arrived++
+          void told.then(() => res.end("ok"))
+        })
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => destination.listen(0, "127.0.0.1", resolve))),
+        () => Effect.sync(() => {
+          destination.closeAllConnections()
+          destination.close()
+        })
+      )
+      const destinationUrl = `http://127.0.0.1:${(destination.address() as Net.AddressInfo).port}/hold`
+      const port = yield* spawnablePort()
+      // One pooled connection: a request stuck on a lock holds it, so the recording waits for it.
+      // Claims last a minute: nothing is sent again during the test unless by a lease running out.
+      const worker = startQueue(url, port, true, {
+        DATABASE_POOL_SIZE: "1",
+        SHUTDOWN_TIMEOUT: "2 seconds",
+        QUEUE_DEFAULT_TIMEOUT: "60 seconds",
+        LOG_LEVEL: "info"
+      })
+      yield* Effect.addFinalizer(() => Effect.promise(() => kill(worker)))
+      let log = ""
+      worker.stderr?.on("data", (chunk: Buffer) => log += chunk.toString())
+      let exited = false
+      const exit = new Promise<number | null>((resolve) =>
+        worker.once("exit", (code) => {
+          exited = true
+          resolve(code)
+        })
+      )
+      const base = `http://127.0.0.1:${port}`
+      yield* Effect.promise(() =>
+        waitUntil(() => fetch(`${base}/health`).then((r) => r.ok, () => false), 60_000, () => "the worker process")
+      )
+      const published = yield* Effect.promise(() => request(base, `/v2/publish/${destinationUrl}`, { method: "POST", body: "a" }))
+      assert.strictEqual(published.status, 201)
+      const messageId: string = published.body.messageId
+      yield* Effect.promise(() => waitUntil(() => arrived === 1, 30_000, () => "the delivery"))
+
+      yield* sql.withTransaction(Effect.gen(function*() {
+        // A read of the dead-letter queue waits for this lock, holding the worker's one connection.
+        yield* sql`LOCK TABLE queue.dlq IN ACCESS EXCLUSIVE MODE`
+        const reading = fetch(`${base}/v2/dlq`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.text(), () => "")
+        // (polled on the transaction's own connection, in this fiber)
+        yield* sql<{ n: number }>`
+          SELECT count(*)::int4 AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%queue.dlq%'`.pipe(
+          Effect.repeat({ until: ([row]) => row!.n === 1, schedule: Schedule.spaced("25 millis") }),
+          Effect.timeoutOrElse({
+            duration: "30 seconds",
+            orElse: () => Effect.die(new Error("the read of the dead-letter queue never waited for the lock"))
+          })
+        )
+        // The destination answers; the delivery is finished, its recording has no connection.
+        answer()
+        worker.kill("SIGTERM")
+        yield* Effect.promise(() =>
+          waitUntil(() => exited || log.includes("recording 1 finished deliveries"), 30_000, () => `the stop; log:\n${log}`)
+        )
+        // Committed: the read goes on, then the stop's recording.
+        void reading
+      }))
+      const code = yield* Effect.promise(() => exit)
+      // Before, the batch was dropped: the message stayed claimed, to be sent again a lease later.
+      const [row] = yield* sql<{ state: string; claimed: boolean }>`
+        SELECT state, claim_id IS NOT NULL AS claimed FROM queue.messages WHERE id = ${messageId}`
+      assert.deepStrictEqual(row, { state: "delivered", claimed: false }, log)
+      assert.strictEqual(code, 0, `exit code; log:\n${log}`)
+      assert.strictEqual(arrived, 1)
     }), { timeout: 120_000 })
 })
