@@ -186,11 +186,28 @@ export const makeMultipart = (
     return landed
   })
 
+  /**
+   * A completion storage answered with a server error, when the upload is gone: radosgw answers the
+   * completion of an upload id it does not know with 500 InternalError, where S3 says 404 NoSuchUpload
+   * (an uploads server killed mid-upload and restarted; the spec's `not_found`). ListParts tells the two
+   * apart; any other answer keeps the completion's own error.
+   */
+  const goneOr = (path: string, uploadId: string) => (error: BlobError) =>
+    error.code !== "request_failed" || error.status !== 502
+      ? Effect.fail(error)
+      : listParts(path, uploadId).pipe(
+        Effect.matchEffect({
+          onFailure: (listed) => Effect.fail(BlobError.hasCode("not_found")(listed) ? listed : error),
+          onSuccess: () => Effect.fail(error)
+        })
+      )
+
   const completeMultipartUpload = makeCompleteMultipartUpload({
     exists,
     alreadyExists,
     abort: abortUpload,
-    complete: (path, uploadId, parts, ifNoneMatch) => complete(path, uploadId, parts, { ifNoneMatch, ifMatch: undefined })
+    complete: (path, uploadId, parts, ifNoneMatch) =>
+      complete(path, uploadId, parts, { ifNoneMatch, ifMatch: undefined }).pipe(Effect.catch(goneOr(path, uploadId)))
   })
 
   return { abortUpload, putMultipart, listParts, completeMultipartUpload }
