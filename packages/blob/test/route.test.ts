@@ -19,6 +19,17 @@ import { BlobError } from "../src/shared/BlobError.ts"
 import type { BeginUploadResponse } from "../src/shared/protocol.ts"
 import { freshBucket, tokenFor } from "./support/storage.ts"
 
+/** `handler` on a node server on a free 127.0.0.1 port, closed with the scope. */
+const listening = (handler: Parameters<typeof toNodeListener>[0]) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const s = createServer(toNodeListener(handler))
+      await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))
+      return s
+    }),
+    (s) => Effect.promise(() => new Promise<void>((resolve) => s.close(() => resolve())))
+  )
+
 const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 73, 72, 68, 82, 1, 2, 3, 4])
 
 const post = (handler: UploadHandler, body: unknown, path = "/api/upload") =>
@@ -430,15 +441,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
             })
         })
       const handlers = [instance(first), instance(second)]
-      const servers = yield* Effect.forEach(handlers, (handler) =>
-        Effect.acquireRelease(
-          Effect.promise(async () => {
-            const s = createServer(toNodeListener(handler))
-            await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))
-            return s
-          }),
-          (s) => Effect.promise(() => new Promise<void>((resolve) => s.close(() => resolve())))
-        ))
+      const servers = yield* Effect.forEach(handlers, listening)
       const overSocket = (i: number, body: unknown) =>
         Effect.promise(async () => {
           const port = (servers[i % 2]!.address() as AddressInfo).port
@@ -505,14 +508,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
           }
         }
       })
-      const server = yield* Effect.acquireRelease(
-        Effect.promise(async () => {
-          const s = createServer(toNodeListener(handler))
-          await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))
-          return s
-        }),
-        (s) => Effect.promise(() => new Promise<void>((resolve) => s.close(() => resolve())))
-      )
+      const server = yield* listening(handler)
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
       const size = 11 * 1024 * 1024 + 5
       const bytes = new Uint8Array(size)
@@ -624,14 +620,7 @@ layer(TestObjectStorage, { excludeTestServices: true })("upload route (radosgw)"
       // UTF-8, sent as Latin-1); a single PUT signed it for a browser that cannot send it (outside sweep).
       const bucket = yield* freshBucket("routetypes")
       const handler = createUploadRoute({ bucket, multipartThreshold: "6MB", partSize: "5MB", onBeforeUpload: () => true })
-      const server = yield* Effect.acquireRelease(
-        Effect.promise(async () => {
-          const s = createServer(toNodeListener(handler))
-          await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))
-          return s
-        }),
-        (s) => Effect.promise(() => new Promise<void>((resolve) => s.close(() => resolve())))
-      )
+      const server = yield* listening(handler)
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/upload`
       const call = (contentType: string, size: number) =>
         Effect.promise(async () => {
