@@ -345,8 +345,7 @@ const queryDocs = (args: {
   )
 
 /** Whether `tools/call` takes `name`: the listed tools and {@link LEGACY_TOOL}. */
-export const isCallableTool = (name: string): name is CallableTool =>
-  name === "resolve-library-id" || name === "query-docs" || name === LEGACY_TOOL
+export const isCallableTool = (name: string): name is CallableTool => Object.hasOwn(aliases, name)
 
 /**
  * An unknown tool is a protocol error, `-32602 Invalid params` (MCP 2025-11-25 tools "Error
@@ -360,7 +359,7 @@ export const unknownToolError = (name: string): Error & { readonly code: number 
   Object.assign(
     new Error(
       `Unknown tool: ${JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name)}; ` +
-        "the tools are resolve-library-id and query-docs"
+        `the tools are ${tools.map((tool) => tool.name).join(" and ")}`
     ),
     { code: -32602 }
   )
