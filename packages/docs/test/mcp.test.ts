@@ -609,8 +609,10 @@ describe("svc mcp over stdio, a line that is not a message", () => {
         // the id in neither end: null
         JSON.stringify({ jsonrpc: "2.0", method: "tools/call", params: { name: "x", arguments: { q: huge(5000) } }, id: 3, extra: true }),
         // a nested "id" at the end is not the message's
-        JSON.stringify({ jsonrpc: "2.0", method: "x", params: { q: huge(5000), id: 4 } })
-      ], [1, "two", null, null]]
+        JSON.stringify({ jsonrpc: "2.0", method: "x", params: { q: huge(5000), id: 4 } }),
+        // an id JSON cannot read (a leading zero): null, and the process lives on
+        `{"id":007,"jsonrpc":"2.0","method":"ping","params":{"q":"${huge(5000)}"}}`
+      ], [1, "two", null, null, null]]
     ] as const) {
       const { answers, child } = rawStdio(env)
       try {

@@ -214,8 +214,8 @@ const judge = (bytes: Uint8Array): { readonly refusal: Refusal } | { readonly me
   return refusal === undefined ? { message: message as Message, line } : { refusal: { ...refusal, id: refusal.id ?? JsonRpc.requestId(message) } }
 }
 
-/** An id as JSON writes one: an integer or a short string without escapes. */
-const ID = String.raw`(-?\d{1,16}|"[^"\\\u0000-\u001f]{0,128}")`
+/** An id as JSON writes one: an integer (no leading zero: `007` is not JSON) or a short string without escapes. */
+const ID = String.raw`(-?(?:0|[1-9]\d{0,15})|"[^"\\\u0000-\u001f]{0,128}")`
 /** The id as the first member of the message (or after `"jsonrpc":"2.0"`), as most clients write it... */
 const ID_AT_HEAD = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}\s*[,}]`)
 /** ...or as its last (the SDK's client: `{"method":…,"params":…,"jsonrpc":"2.0","id":2}`). */
