@@ -98,19 +98,13 @@ export interface Arrival {
   readonly headers: Http.IncomingHttpHeaders
 }
 
-/** A destination's reply: a status after a delay. */
-export interface Reply {
-  readonly status: number
-  readonly delayMs: number
-}
-
 /**
  * A destination on 127.0.0.1 that counts requests in flight per path (the most at once is
  * `maxInFlight`); `answer` decides each reply (`"hang"`: never answer, until the caller's socket
- * closes; a promise: answer when it settles).
+ * closes).
  */
 export const startDestination = async (
-  answer: (arrival: Arrival, count: number) => Reply | Promise<Reply> | "hang"
+  answer: (arrival: Arrival, count: number) => { readonly status: number; readonly delayMs: number } | "hang"
 ) => {
   const arrivals: Array<Arrival> = []
   const inFlight = new Map<string, number>()
@@ -134,12 +128,10 @@ export const startDestination = async (
       res.on("close", finish)
       const reply = answer(arrival, arrivals.filter((a) => a.path === path).length)
       if (reply === "hang") return
-      void Promise.resolve(reply).then(({ delayMs, status }) =>
-        setTimeout(() => {
-          finish()
-          if (!res.destroyed) res.writeHead(status).end("ok")
-        }, delayMs)
-      )
+      setTimeout(() => {
+        finish()
+        if (!res.destroyed) res.writeHead(reply.status).end("ok")
+      }, reply.delayMs)
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
