@@ -111,11 +111,23 @@ describe("graceful shutdown of a worker process", () => {
       yield* sql.withTransaction(Effect.gen(function*() {
         // A read of the dead-letter queue waits for this lock, holding the worker's one connection.
         yield* sql`LOCK TABLE queue.dlq IN ACCESS EXCLUSIVE MODE`
-        const reading = fetch(`${base}/v2/dlq`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.text(), () => "")
+        // A read answered before it reached the lock (its wait for the one pooled connection ran out on a
+        // busy machine) is sent again, until one waits on the lock.
+        let answered = false
+        const read = () =>
+          fetch(`${base}/v2/dlq`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.text(), () => "").finally(() => answered = true)
+        let reading = read()
         // (polled on the transaction's own connection, in this fiber)
-        yield* sql<{ n: number }>`
+        const waiters = sql<{ n: number }>`
           SELECT count(*)::int4 AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%queue.dlq%'`.pipe(
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%queue.dlq%'`
+        yield* Effect.sync(() => {
+          if (answered) {
+            answered = false
+            reading = read()
+          }
+        }).pipe(
+          Effect.andThen(waiters),
           Effect.repeat({ until: ([row]) => row!.n === 1, schedule: Schedule.spaced("25 millis") }),
           Effect.timeoutOrElse({
             duration: "30 seconds",
