@@ -36,7 +36,7 @@ import {
 import { HttpClient } from "effect/http"
 import { adapterFor, FeedError } from "./adapters/index.ts"
 import { ImageCacher } from "./Images.ts"
-import { IngestRuns, type Trigger } from "./IngestRuns.ts"
+import { IngestRuns, type RunCounts, type Trigger } from "./IngestRuns.ts"
 import { Leases } from "./Leases.ts"
 import { GuardedHttpClient, ListingsConfig } from "./ListingsConfig.ts"
 import { type FeedImage, normalize, type OfferRow } from "./Normalize.ts"
@@ -45,11 +45,8 @@ import { type Source, Sources } from "./Sources.ts"
 
 export type { Trigger }
 
-export interface Progress {
-  readonly offersFetched: number
-  readonly offersUpserted: number
-  readonly recordsRejected: number
-}
+/** A run's counts so far. */
+export type Progress = RunCounts
 
 /** A started or skipped run. */
 export interface RunHandle {
@@ -168,6 +165,8 @@ export class Ingest extends Context.Service<Ingest, {
                 const upserted = yield* store.upsertBatch(source.id, batch.rows, batch.images)
                 progress.offersUpserted += upserted
                 progress.offersFetched += batch.fetched
+                // A run killed later keeps these counts (Leases closes it `abandoned`), not zeros.
+                yield* runs.recordProgress(runId, { ...progress })
               }), { concurrency: 2 }),
             Stream.runDrain
           )

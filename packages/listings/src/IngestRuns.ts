@@ -1,7 +1,8 @@
 /**
- * The record of ingest runs (`listings.ingest_runs`): one row per started run, finished with its
- * outcome. GET /sources reads the last finished run of each source (SourceHealth); a lease takeover
- * closes the runs a dead holder left unfinished (Leases).
+ * The record of ingest runs (`listings.ingest_runs`): one row per started run, its counts brought up
+ * to date after every written batch, finished with its outcome. GET /sources reads the last finished
+ * run of each source (SourceHealth); a lease takeover closes the runs a dead holder left unfinished
+ * (Leases), which so keep the counts of their last recorded batch instead of zeros.
  */
 import { atDatabaseBoundary } from "@svc/platform"
 import { Context, Effect, Layer, Schema } from "effect"
@@ -11,12 +12,16 @@ import { makeMemoryIngestRuns } from "./memory/ingestRuns.ts"
 
 export type Trigger = "scheduled" | "manual"
 
-/** How a run ended: its counts, and the failure's category (null when ok). */
-export interface RunRecord {
-  readonly ok: boolean
+/** A run's counts so far. */
+export interface RunCounts {
   readonly offersFetched: number
   readonly offersUpserted: number
   readonly recordsRejected: number
+}
+
+/** How a run ended: its counts, and the failure's category (null when ok). */
+export interface RunRecord extends RunCounts {
+  readonly ok: boolean
   readonly offersExpired: number
   readonly failure: string | null
 }
@@ -26,6 +31,11 @@ const RunId = Schema.Struct({ id: Schema.String })
 export class IngestRuns extends Context.Service<IngestRuns, {
   /** Records a started run of `sourceId` by `holder` (a Leases holder id); returns its id. */
   readonly start: (sourceId: string, trigger: Trigger, holder: string) => Effect.Effect<string>
+  /**
+   * Records an unfinished run's counts so far. Counts only grow: of two batches written side by side,
+   * the one recorded last may carry the smaller counts.
+   */
+  readonly recordProgress: (runId: string, counts: RunCounts) => Effect.Effect<void>
   /** Records how the run ended (the finish time is now). */
   readonly finish: (runId: string, record: RunRecord) => Effect.Effect<void>
 }>()("@svc/listings/IngestRuns") {
@@ -47,6 +57,12 @@ export class IngestRuns extends Context.Service<IngestRuns, {
             rows[0] === undefined ? Effect.die(new Error("INSERT ... RETURNING gave no row")) : Effect.succeed(rows[0].id)
           )
         )
+      const recordProgress = (runId: string, counts: RunCounts) =>
+        sql`
+          UPDATE listings.ingest_runs SET offers_fetched = greatest(offers_fetched, ${counts.offersFetched}),
+            offers_upserted = greatest(offers_upserted, ${counts.offersUpserted}),
+            records_rejected = greatest(records_rejected, ${counts.recordsRejected})
+          WHERE id = ${runId}::bigint AND finished_at IS NULL`.pipe(Effect.asVoid)
       const finish = (runId: string, record: RunRecord) =>
         sql`
           UPDATE listings.ingest_runs SET finished_at = now(), ok = ${record.ok}, offers_fetched = ${record.offersFetched},
@@ -55,6 +71,7 @@ export class IngestRuns extends Context.Service<IngestRuns, {
           WHERE id = ${runId}::bigint`.pipe(Effect.asVoid)
       return IngestRuns.of({
         start: (sourceId, trigger, holder) => atDatabaseBoundary(start(sourceId, trigger, holder)),
+        recordProgress: (runId, counts) => atDatabaseBoundary(recordProgress(runId, counts)),
         finish: (runId, record) => atDatabaseBoundary(finish(runId, record))
       })
     })

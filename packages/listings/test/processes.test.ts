@@ -1,7 +1,8 @@
 /**
  * Real service processes (`node src/main.ts`) on one database:
  * - two processes triggered at once → one run per source (the lease decides);
- * - a SIGKILLed holder's lease expires, the next run proceeds and the dead run is `abandoned`;
+ * - a SIGKILLed holder's lease expires, the next run proceeds and the dead run is `abandoned`, with the
+ *   counts of the batches it wrote;
  * - SIGTERM during a run: the run is recorded `interrupted`, its lease released, exit code 0;
  * - SIGTERM while images are being cached: the claimed images not cached yet are given back;
  * - `svc listings ingest --wait` against a running process shows progress and exits 0.
@@ -33,11 +34,12 @@ interface RunRow {
   readonly failure: string | null
   readonly finished: boolean
   readonly offers_fetched: number
+  readonly offers_upserted: number
 }
 
 const runsOf = (sql: Effect.Success<ReturnType<typeof sqlOn>>, sourceId: string) =>
   sql<RunRow>`
-    SELECT source_id, holder, ok, failure, finished_at IS NOT NULL AS finished, offers_fetched
+    SELECT source_id, holder, ok, failure, finished_at IS NOT NULL AS finished, offers_fetched, offers_upserted
     FROM listings.ingest_runs WHERE source_id = ${sourceId} ORDER BY id`.pipe(Effect.orDie)
 
 const leaseOf = (sql: Effect.Success<ReturnType<typeof sqlOn>>, sourceId: string) =>
@@ -150,6 +152,39 @@ describe("listings processes", () => {
       assert.deepInclude(runs[0]!, { finished: true, ok: false, failure: "abandoned" })
       assert.deepInclude(runs[1]!, { finished: true, ok: true, failure: null })
       assert.deepStrictEqual(yield* leaseOf(sql, "hang"), [])
+    }), { timeout: 60_000 })
+
+  it.live("a run SIGKILLed after some batches is closed abandoned with the counts of what it wrote, not zeros", () =>
+    Effect.gen(function*() {
+      const url = Redacted.value(yield* TestDatabase.freshDatabase())
+      const sql = yield* sqlOn(url)
+      const feed = yield* slowFeedServer
+      // 2 offers a page, a page every 100 ms, a batch per page
+      const env = { ADMIN_TOKEN, INGEST_LEASE_TTL: "2 seconds", INGEST_BATCH_SIZE: "2" }
+      const holder = yield* startService({ databaseUrl: url, sources: [feed.source("cut", 100, 100)], env })
+      assert.strictEqual(statusOf((yield* trigger(holder, "?sources=cut")).body.runs, "cut"), "started")
+      const offersOf = sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM listings.offers WHERE source_id = 'cut'`
+        .pipe(Effect.orDie, Effect.map((rows) => rows[0]!.n))
+      yield* waitFor(offersOf, (n) => n >= 10, "some batches written")
+      holder.child.kill("SIGKILL")
+      assert.strictEqual(yield* Effect.promise(() => holder.exited), "SIGKILL")
+      const written = yield* offersOf
+
+      // another process takes the expired lease over, which closes the dead run
+      const other = yield* startService({ databaseUrl: url, sources: [{ ...feed.source("cut", 1, 0), id: "cut" }], env })
+      yield* waitFor(
+        trigger(other, "?sources=cut&wait=true"),
+        (answer) => statusOf(answer.body.runs, "cut") === "finished",
+        "the lease to expire",
+        15_000
+      )
+      const [dead] = yield* runsOf(sql, "cut")
+      assert.deepInclude(dead!, { finished: true, ok: false, failure: "abandoned" })
+      // each batch's counts are recorded after it commits: at most the two batches in flight (2 offers
+      // each) were written and not yet counted when the process died
+      assert.isAtMost(dead!.offers_upserted, written)
+      assert.isAtLeast(dead!.offers_upserted, written - 4)
+      assert.isAtLeast(dead!.offers_fetched, dead!.offers_upserted)
     }), { timeout: 60_000 })
 
   it.live("a process killed during a run and started again at once runs the source when the dead lease expires, not at the next turn", () =>

@@ -1,6 +1,6 @@
-/** IngestRuns over ListingsMemory: a run row per start, completed by its finish. */
+/** IngestRuns over ListingsMemory: a run row per start, its upserted count brought up to date, completed by its finish. */
 import { Clock, Effect } from "effect"
-import type { RunRecord, Trigger } from "../IngestRuns.ts"
+import type { RunCounts, RunRecord, Trigger } from "../IngestRuns.ts"
 import type { MemoryTables } from "./ListingsMemory.ts"
 
 export const makeMemoryIngestRuns = (tables: MemoryTables) => ({
@@ -19,6 +19,14 @@ export const makeMemoryIngestRuns = (tables: MemoryTables) => ({
         failure: null
       })
       return id
+    }),
+  recordProgress: (runId: string, counts: RunCounts) =>
+    Effect.sync(() => {
+      const i = tables.runs.findIndex((run) => run.id === runId)
+      const run = tables.runs[i]
+      if (run !== undefined && run.finishedAt === null) {
+        tables.runs[i] = { ...run, offersUpserted: Math.max(run.offersUpserted, counts.offersUpserted) }
+      }
     }),
   finish: (runId: string, record: RunRecord) =>
     Effect.map(Clock.currentTimeMillis, (now) => {
