@@ -3,7 +3,7 @@
  * against `layerMemory` (test/unit/Leases.test.ts) and Postgres (test/Leases.contract.test.ts), with
  * two holders as two processes would be: one holder per source, renew and release only by the
  * holder, an expired lease taken over by the other (the old holder's renew then fails) and the runs
- * the old holder left unfinished closed as abandoned. Real time (the database's clock): TTLs of a
+ * the old holder left unfinished closed as abandoned, with the counts they recorded. Real time (the database's clock): TTLs of a
  * few hundred milliseconds. Each test builds a fresh layer.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -65,7 +65,10 @@ export const leasesContract = (
         const runs = yield* IngestRuns
         const health = yield* SourceHealthLookup
         assert.isTrue(yield* mine.acquire("alpha", TTL))
-        yield* runs.start("alpha", "manual", mine.holder)
+        const run = yield* runs.start("alpha", "manual", mine.holder)
+        // two batches written side by side: the later record carries the smaller counts
+        yield* runs.recordProgress(run, { offersFetched: 40, offersUpserted: 30, recordsRejected: 2 })
+        yield* runs.recordProgress(run, { offersFetched: 20, offersUpserted: 15, recordsRejected: 1 })
         assert.isFalse(yield* other.acquire("alpha", LONG))
         yield* Effect.sleep(Duration.millis(600))
         assert.isTrue(yield* other.acquire("alpha", LONG), "expired: taken over")
@@ -74,6 +77,10 @@ export const leasesContract = (
         assert.isFalse(yield* mine.acquire("alpha", LONG), "the old holder's release did not free it")
         const alpha = (yield* health.list).sources.find((source) => source.id === "alpha")
         assert.strictEqual(alpha?.lastCompletedOk, false, "the dead holder's run is closed as failed (abandoned)")
+        assert.strictEqual(alpha?.lastOffersUpserted, 30, "with the largest counts it recorded")
+        yield* runs.recordProgress(run, { offersFetched: 60, offersUpserted: 50, recordsRejected: 2 })
+        const closed = (yield* health.list).sources.find((source) => source.id === "alpha")
+        assert.strictEqual(closed?.lastOffersUpserted, 30, "a closed run's counts no longer change")
       }))
 
     test("a finished run is the source's health; the next finished one replaces it", () =>
