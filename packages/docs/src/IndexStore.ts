@@ -99,11 +99,30 @@ export interface StoredLibrary {
 
 const INSERT_BATCH = 500
 
+/**
+ * How a version is registered. `makeDefault`: the version becomes the library's default now.
+ * `defaultWhenReady`: an add's version, to become the default once a run finishes it (recorded with the
+ * version, so that the run finishing a killed add's version promotes it too). `trust`: the library's
+ * trust score.
+ */
+/** A version a refresh or resume started: its row id, its own source, and whether an add meant it to become the default once ready. */
+export interface StartedVersion {
+  readonly versionId: string
+  readonly location: string | undefined
+  readonly defaultWhenReady: boolean
+}
+
+export interface RegisterOptions {
+  readonly makeDefault: boolean
+  readonly defaultWhenReady?: boolean | undefined
+  readonly trust?: number | undefined
+}
+
 const LibraryRow = Schema.Struct({ source_location: Schema.String, default_version: Schema.String })
 const GenerationPointer = Schema.Struct({ generation_id: Schema.NullOr(RowId) })
 const StaleStatistics = Schema.Struct({ stale: Schema.Boolean })
 const UnfinishedRow = Schema.Struct({ library_id: Schema.String, version: Schema.String, state: Schema.Literals(["queued", "indexing"]) })
-const StartedRow = Schema.Struct({ id: Schema.String, source_location: Schema.NullOr(Schema.String) })
+const StartedRow = Schema.Struct({ id: Schema.String, source_location: Schema.NullOr(Schema.String), pending_default: Schema.Boolean })
 const RunStart = Schema.Struct({ library_id: Schema.String, version: Schema.String, updated_at: Timestamp })
 const ListedLibrary = Schema.Struct({
   id: Schema.String,
@@ -136,7 +155,7 @@ export class IndexStore extends Context.Service<IndexStore, {
   readonly register: (
     source: SourceRecord,
     state: "queued" | "indexing",
-    options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+    options: RegisterOptions
   ) => Effect.Effect<string>
   /**
    * A run of the source's version starts: {@link register} in state `indexing` and the version's run
@@ -145,7 +164,7 @@ export class IndexStore extends Context.Service<IndexStore, {
    */
   readonly claim: (
     source: SourceRecord,
-    options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+    options: RegisterOptions
   ) => Effect.Effect<string, VersionBusy, Scope.Scope>
   /** Registers sources `queued`, each version its library's default: all or none. */
   readonly enqueue: (sources: ReadonlyArray<SourceRecord>) => Effect.Effect<void>
@@ -163,7 +182,7 @@ export class IndexStore extends Context.Service<IndexStore, {
     version: string,
     options?: StartOptions
   ) => Effect.Effect<
-    Option.Option<{ readonly versionId: string; readonly location: string | undefined }>,
+    Option.Option<StartedVersion>,
     VersionBusy,
     Scope.Scope
   >
@@ -172,8 +191,11 @@ export class IndexStore extends Context.Service<IndexStore, {
    * the tokens stored. Nothing half-written stays behind on failure.
    */
   readonly write: (versionId: string, snippets: ReadonlyArray<Snippet>) => Effect.Effect<number>
-  /** An interrupted run: back to `queued` (if it is still `indexing`). */
-  readonly requeue: (versionId: string) => Effect.Effect<void>
+  /**
+   * An interrupted run: back to `queued` (if it is still `indexing`). `withdrawDefault`: an add that
+   * was interrupted (its caller went away, Ctrl-C) no longer means its version to become the default.
+   */
+  readonly requeue: (versionId: string, options?: { readonly withdrawDefault?: boolean }) => Effect.Effect<void>
   /** `failed`, unless another run finished the version meanwhile (then that run's state stands). */
   readonly markFailed: (versionId: string, category: ErrorCategory) => Effect.Effect<void>
   /**
@@ -213,9 +235,10 @@ export class IndexStore extends Context.Service<IndexStore, {
       const register = Effect.fnUntraced(function*(
         source: SourceRecord,
         state: "queued" | "indexing",
-        options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+        options: RegisterOptions
       ) {
         const { makeDefault, trust } = options
+        const pendingDefault = options.defaultWhenReady === true
         const version = yield* SqlSchema.findOne({ Request: Schema.Void, Result: IdRow, execute: () => sql`
           WITH library AS (
             INSERT INTO docs.libraries (id, title, description, source_kind, source_location, default_version, trust_score, rules)
@@ -231,11 +254,12 @@ export class IndexStore extends Context.Service<IndexStore, {
               ${trust === undefined ? sql`` : sql`, trust_score = excluded.trust_score`}
             RETURNING id
           )
-          INSERT INTO docs.versions AS v (library_id, version, state, source_kind, source_location)
-          SELECT id, ${source.version}, ${state}, ${source.kind}, ${source.location} FROM library
+          INSERT INTO docs.versions AS v (library_id, version, state, source_kind, source_location, pending_default)
+          SELECT id, ${source.version}, ${state}, ${source.kind}, ${source.location}, ${pendingDefault} FROM library
           ON CONFLICT (library_id, version) DO UPDATE SET
             state = ${state === "queued" ? sql`CASE WHEN v.state = 'indexing' THEN 'indexing' ELSE 'queued' END` : sql`'indexing'`},
             source_kind = excluded.source_kind, source_location = excluded.source_location,
+            pending_default = v.pending_default OR excluded.pending_default,
             error_category = NULL, updated_at = now()
           RETURNING id` })()
         return version.id
@@ -271,7 +295,7 @@ export class IndexStore extends Context.Service<IndexStore, {
 
       const claim = Effect.fnUntraced(function*(
         source: SourceRecord,
-        options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+        options: RegisterOptions
       ) {
         const scope = yield* Effect.scope
         return yield* sql.withTransaction(Effect.gen(function*() {
@@ -305,12 +329,16 @@ export class IndexStore extends Context.Service<IndexStore, {
                 UPDATE docs.versions SET state = 'indexing', error_category = NULL, updated_at = now()
                 WHERE library_id = ${id} AND version = ${version}
                   ${options.unfinishedOnly === true ? sql`AND state IN ('queued', 'indexing')` : sql``}
-                RETURNING id::text, source_location`
+                RETURNING id::text, source_location, pending_default`
           })()
           if (Option.isNone(started)) return Option.none()
           const taken = yield* lockFor(scope, started.value.id)
           if (taken !== "taken") return yield* held(started.value.id, taken)
-          return Option.some({ versionId: started.value.id, location: started.value.source_location ?? undefined })
+          return Option.some<StartedVersion>({
+            versionId: started.value.id,
+            location: started.value.source_location ?? undefined,
+            defaultWhenReady: started.value.pending_default
+          })
         })).pipe(Effect.catchTag("Held", (found) => busy(`${id}/${version}`, found)))
       })
 
@@ -404,8 +432,10 @@ export class IndexStore extends Context.Service<IndexStore, {
        * Best effort: a process that dies leaves the version `indexing` with its run lock free, which
        * lists it `queued` and has a docs-api take it up (DefaultLibraries.ts).
        */
-      const requeue = (versionId: string) =>
-        sql`UPDATE docs.versions SET state = 'queued', updated_at = now() WHERE id = ${versionId} AND state = 'indexing'`
+      const requeue = (versionId: string, options: { readonly withdrawDefault?: boolean } = {}) =>
+        sql`UPDATE docs.versions SET state = CASE WHEN state = 'indexing' THEN 'queued' ELSE state END,
+              pending_default = pending_default AND NOT ${options.withdrawDefault === true}, updated_at = now()
+            WHERE id = ${versionId} AND (state = 'indexing' OR ${options.withdrawDefault === true})`
           .pipe(Effect.ignore)
 
       const markFailed = (versionId: string, category: ErrorCategory) =>
@@ -481,8 +511,13 @@ export class IndexStore extends Context.Service<IndexStore, {
         execute: () => sql`SELECT count(*)::int AS count FROM docs.libraries`
       })().pipe(Effect.map(({ count }) => count === 0))
 
+      // A promote settles every add's intent for the library: the version promoted now is the default
+      // the last add asked for (an older killed add's version must not take over when resumed later).
       const promote = (source: SourceRecord) =>
-        sql`UPDATE docs.libraries SET default_version = ${source.version}, title = ${source.title},
+        sql`WITH cleared AS (
+              UPDATE docs.versions SET pending_default = false WHERE library_id = ${source.libraryId} AND pending_default
+            )
+            UPDATE docs.libraries SET default_version = ${source.version}, title = ${source.title},
               description = ${source.description}, source_kind = ${source.kind}, source_location = ${source.location},
               rules = ${JSON.stringify(source.rules ?? [])}::jsonb, updated_at = now()
             WHERE id = ${source.libraryId}`.pipe(Effect.asVoid)
@@ -535,7 +570,7 @@ export class IndexStore extends Context.Service<IndexStore, {
         state: MemoryIndexState,
         source: SourceRecord,
         versionState: "queued" | "indexing",
-        options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+        options: RegisterOptions
       ): [string, MemoryIndexState] => {
         const existing = state.libraries.get(source.libraryId)
         const libraries = new Map(state.libraries)
@@ -549,7 +584,11 @@ export class IndexStore extends Context.Service<IndexStore, {
           return [version.id, {
             ...state,
             libraries,
-            versions: state.versions.map((v) => v === version ? { ...v, state: next, errorCategory: null, location: source.location } : v)
+            versions: state.versions.map((v) =>
+              v === version
+                ? { ...v, state: next, errorCategory: null, location: source.location, pendingDefault: v.pendingDefault === true || options.defaultWhenReady === true }
+                : v
+            )
           }]
         }
         const id = String(state.nextId)
@@ -563,7 +602,8 @@ export class IndexStore extends Context.Service<IndexStore, {
           snippetCount: 0,
           tokenCount: 0,
           lastUpdate: null,
-          location: source.location
+          location: source.location,
+          pendingDefault: options.defaultWhenReady === true
         }
         return [id, { ...state, libraries, versions: [...state.versions, created], nextId: state.nextId + 1 }]
       }
@@ -571,7 +611,7 @@ export class IndexStore extends Context.Service<IndexStore, {
       const register = (
         source: SourceRecord,
         state: "queued" | "indexing",
-        options: { readonly makeDefault: boolean; readonly trust?: number | undefined }
+        options: RegisterOptions
       ) => Ref.modify(index, (current) => registerIn(current, source, state, options))
 
       const enqueue = (sources: ReadonlyArray<SourceRecord>) =>
@@ -613,7 +653,7 @@ export class IndexStore extends Context.Service<IndexStore, {
       const findVersion = (state: MemoryIndexState, id: string, version: string) =>
         state.versions.find((v) => v.libraryId === id && v.version === version)
 
-      const claim = (source: SourceRecord, options: { readonly makeDefault: boolean; readonly trust?: number | undefined }) =>
+      const claim = (source: SourceRecord, options: RegisterOptions) =>
         runFor(`${source.libraryId}/${source.version}`, (state) => {
           if (findVersion(state, source.libraryId, source.version)?.running === true) return "running"
           const [versionId, next] = registerIn(state, source, "indexing", options)
@@ -624,10 +664,10 @@ export class IndexStore extends Context.Service<IndexStore, {
         runFor(`${id}/${version}`, (state) => {
           const found = findVersion(state, id, version)
           if (found === undefined || (options.unfinishedOnly === true && found.state !== "queued" && found.state !== "indexing")) {
-            return [Option.none<{ readonly versionId: string; readonly location: string }>(), state, undefined] as const
+            return [Option.none<StartedVersion>(), state, undefined] as const
           }
           if (found.running === true) return "running"
-          return [Option.some({ versionId: found.id, location: found.location }), {
+          return [Option.some<StartedVersion>({ versionId: found.id, location: found.location, defaultWhenReady: found.pendingDefault === true }), {
             ...state,
             versions: state.versions.map((v) => v === found ? { ...v, state: "indexing" as const, errorCategory: null } : v)
           }, found.id] as const
@@ -652,8 +692,12 @@ export class IndexStore extends Context.Service<IndexStore, {
         return tokens
       })
 
-      const requeue = (versionId: string) =>
-        updateVersion(versionId, (v) => v.state === "indexing" ? { ...v, state: "queued" } : v)
+      const requeue = (versionId: string, options: { readonly withdrawDefault?: boolean } = {}) =>
+        updateVersion(versionId, (v) => ({
+          ...v,
+          state: v.state === "indexing" ? "queued" : v.state,
+          pendingDefault: v.pendingDefault === true && options.withdrawDefault !== true
+        }))
 
       const markFailed = (versionId: string, category: ErrorCategory) =>
         updateVersion(versionId, (v) => v.state === "indexing" ? { ...v, state: "failed", errorCategory: category } : v)
@@ -713,7 +757,8 @@ export class IndexStore extends Context.Service<IndexStore, {
           if (found === undefined) return state
           const libraries = new Map(state.libraries)
           libraries.set(source.libraryId, { ...fromSource(source), trustScore: found.trustScore })
-          return { ...state, libraries }
+          const versions = state.versions.map((v) => v.libraryId === source.libraryId && v.pendingDefault === true ? { ...v, pendingDefault: false } : v)
+          return { ...state, libraries, versions }
         })
 
       return IndexStore.of({

@@ -15,7 +15,7 @@
 import { LibraryIdPattern } from "@svc/schema"
 import { Cause, Context, Deferred, Duration, Effect, Layer, Option, Schema, type Scope } from "effect"
 import * as path from "node:path"
-import { IndexStore, type LibraryListing, type UnfinishedVersion, type VersionBusy } from "./IndexStore.ts"
+import { IndexStore, type LibraryListing, type StartedVersion, type UnfinishedVersion, type VersionBusy } from "./IndexStore.ts"
 import { type ResolveOptions, Sources } from "./sources/Sources.ts"
 import { checkVersionedId, type FetchProgress, type IndexFailed, type ResolvedSource } from "./sources/Source.ts"
 
@@ -144,7 +144,9 @@ export class Indexer extends Context.Service<Indexer, {
        * until the caller's scope closes.
        */
       const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean, held: boolean) {
-        const registration = { makeDefault, trust: options.trust }
+        // an add (not held) means its version to be the default once ready: recorded with the version,
+        // so that the run finishing it, should this one be killed, promotes it too
+        const registration = { makeDefault, defaultWhenReady: !held, trust: options.trust }
         const versionId = held
           ? yield* store.register(source, "indexing", registration)
           : yield* whenFree(store.claim(source, registration), options.onProgress)
@@ -175,7 +177,11 @@ export class Indexer extends Context.Service<Indexer, {
           )
           if (options.onProgress) yield* options.onProgress({ _tag: "Stored", snippets: snippets.length, tokens })
           return { libraryId: source.libraryId, version: source.version, files, snippets: snippets.length, tokens }
-        }).pipe(Effect.onInterrupt(() => store.requeue(versionId)))
+        }).pipe(
+          // an add whose caller went away (Ctrl-C, a cancelled RPC, a shutdown) withdraws its version's
+          // claim to be the default: the resume finishes it without taking over (a killed one keeps it)
+          Effect.onInterrupt(() => store.requeue(versionId, { withdrawDefault: !held }))
+        )
       })
 
       // Scoped: a git clone is removed when the run ends, however it ends.
@@ -245,7 +251,7 @@ export class Indexer extends Context.Service<Indexer, {
           const existing = unfinishedOnly
             ? yield* start.pipe(Effect.catchTag("VersionBusy", (busy) =>
               Effect.logDebug(`Left ${busy.libraryId} to the run that holds it (${busy.holder})`).pipe(
-                Effect.as(Option.none<{ readonly versionId: string; readonly location: string | undefined }>())
+                Effect.as(Option.none<StartedVersion>())
               )))
             : yield* whenFree(start, options.onProgress)
           if (existing._tag === "None") {
@@ -265,8 +271,10 @@ export class Indexer extends Context.Service<Indexer, {
               Effect.tapError((error) => store.markFailed(versionId, error.category))
             )
             const outcome = yield* run(source, options, false, true)
-            // the default version read again: its title, description and rules as the source says now
-            if (target === library.defaultVersion) yield* store.promote(source)
+            // the default version read again: its title, description and rules as the source says now; or
+            // an add's version whose own run was killed (a scheduled refresh's, a `svc docs add`'s): it
+            // becomes the default now that it is ready, as that add would have made it
+            if (target === library.defaultVersion || existing.value.defaultWhenReady) yield* store.promote(source)
             return Option.some(outcome)
           }).pipe(
             // back to `queued` before the run lock goes with the scope's end: no other process sees the

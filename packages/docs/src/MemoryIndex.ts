@@ -34,6 +34,8 @@ export interface MemoryVersion {
   readonly lastUpdate: Date | null
   /** Where the version was registered from (`source_location`). */
   readonly location: string
+  /** An add's version, to become the default once ready (`pending_default`). */
+  readonly pendingDefault?: boolean
   /**
    * A run holds the version (IndexStore `claim`, `startIndexing`, until its scope closes): the memory
    * form of its run lock (RunLocks.ts).

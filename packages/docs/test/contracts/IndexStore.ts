@@ -96,6 +96,41 @@ export const indexStoreContract = (name: string, layer: Layer.Layer<IndexStore, 
         assert.deepStrictEqual([version?.state, version?.snippets, version?.tokens], ["ready", 0, 0])
       }))
 
+    test("an add's version is marked to become the default once ready; startIndexing says so; a promote clears every such mark of the library", () =>
+      Effect.gen(function*() {
+        const store = yield* IndexStore
+        // what a refresh or resume starting the version is told (its run ends at once)
+        const meantDefault = (version: string) =>
+          Effect.gen(function*() {
+            const started = yield* held(store.startIndexing("/acme/greeter", version))
+            yield* started.close
+            return Option.getOrThrow(started.value).defaultWhenReady
+          })
+        yield* indexed(source("/acme/greeter", "1.0.0"), greeterDocs)
+        // an add of 2.0.0 whose run died (its claim's scope closed, the version left indexing)
+        yield* (yield* held(store.claim(source("/acme/greeter", "2.0.0"), { makeDefault: false, defaultWhenReady: true }))).close
+        yield* store.register(source("/acme/greeter", "3.0.0"), "queued", { makeDefault: false })
+        assert.isTrue(yield* meantDefault("2.0.0"))
+        assert.isFalse(yield* meantDefault("3.0.0"))
+        // a refresh's registration of the version it holds keeps the mark
+        yield* store.register(source("/acme/greeter", "2.0.0"), "indexing", { makeDefault: false })
+        assert.isTrue(yield* meantDefault("2.0.0"))
+        // a later add's promote (of 3.0.0) settles it: 2.0.0 is no longer meant to take over
+        yield* store.promote(source("/acme/greeter", "3.0.0"))
+        assert.isFalse(yield* meantDefault("2.0.0"))
+        assert.strictEqual((yield* (yield* IndexStore).list).find((l) => l.id === "/acme/greeter")?.defaultVersion, "3.0.0")
+        // an add interrupted by its caller withdraws the mark; a requeue of a refresh keeps it
+        const cancelled = yield* held(store.claim(source("/acme/greeter", "4.0.0"), { makeDefault: false, defaultWhenReady: true }))
+        yield* store.requeue(cancelled.value, { withdrawDefault: true })
+        yield* cancelled.close
+        assert.strictEqual((yield* stateOf("/acme/greeter", "4.0.0"))?.state, "queued")
+        assert.isFalse(yield* meantDefault("4.0.0"))
+        const killedAdd = yield* held(store.claim(source("/acme/greeter", "5.0.0"), { makeDefault: false, defaultWhenReady: true }))
+        yield* store.requeue(killedAdd.value)
+        yield* killedAdd.close
+        assert.isTrue(yield* meantDefault("5.0.0"))
+      }))
+
     test("markFailed and requeue change only a version that is still indexing", () =>
       Effect.gen(function*() {
         const store = yield* IndexStore
