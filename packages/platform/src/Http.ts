@@ -221,6 +221,9 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
     // layer). Node drops a request that finds no "request" listener, and its client waits forever:
     // until the routes are there (and after they are gone, at shutdown) the answer is a 503.
     server.on("request", (request, response) => {
+      // node hands such a request to the routes, then fails it in its parser: the routes' answer
+      // (`conventions` refuses it, closing the connection) is the only one (answerClientError)
+      if (unreadableTransferEncoding(request.headers["transfer-encoding"])) dispatchedUnreadable.add(request.socket)
       if (server.listenerCount("request") > 1 || response.headersSent) return
       request.resume()
       response.setHeader("retry-after", "1")
@@ -292,6 +295,13 @@ export const REQUEST_TIMEOUT_MS = 60_000
  */
 const answerClientError = (arrival: NonNullable<ServeOptions["arrival"]>, maxHeadBytes: number) =>
 (error: Error & { readonly code?: string }, socket: Duplex) => {
+  if (error.code === "HPE_INVALID_TRANSFER_ENCODING" && dispatchedUnreadable.has(socket)) return
+  // Bytes after a request that closes the connection (`Connection: close`, HTTP/1.0): RFC 9112 §9.6
+  // answers that request and ignores the rest; node's parser fails on them, and a 400 here went out
+  // in place of the answer still being made (`GET /offers` with `Connection: close` and a second
+  // request pipelined behind it got only "could not be parsed as HTTP") — outside protocol audit. The
+  // answer carries `Connection: close`: node closes the connection once it is sent.
+  if (error.code === "HPE_CLOSED_CONNECTION") return
   if (error.code === "ECONNRESET" || !socket.writable) {
     socket.destroy()
     return
@@ -337,11 +347,7 @@ const clientErrorAnswer = (
         "A header holds a character HTTP does not allow (a control character such as NUL, CR or LF in a value, a space or separator in a name)"
       ]
     case "HPE_INVALID_TRANSFER_ENCODING":
-      return [
-        400,
-        "invalid_request",
-        "Transfer-Encoding is not one this server reads: chunked, given once and last, never beside Content-Length"
-      ]
+      return [400, "invalid_request", TRANSFER_ENCODING_REFUSAL]
     case "HPE_INVALID_CONTENT_LENGTH":
       return [400, "invalid_request", "Content-Length is not a whole number of bytes, or is sent beside Transfer-Encoding: send one of them"]
     case "HPE_UNEXPECTED_CONTENT_LENGTH":
@@ -358,6 +364,24 @@ const clientErrorAnswer = (
       return [400, "invalid_request", "The request could not be parsed as HTTP"]
   }
 }
+
+const TRANSFER_ENCODING_REFUSAL =
+  "Transfer-Encoding is not one this server reads: chunked, given once and last, never beside Content-Length"
+
+/**
+ * A request's `Transfer-Encoding` whose last coding is not chunked (`identity`, `gzip`, `xchunked`):
+ * its body's length cannot be known, and RFC 9112 §6.3 answers 400 and closes the connection. Node's
+ * parser fails such a request only *after* handing it to the routes, which ran it with an empty body
+ * (`POST /admin/ingest` with `Transfer-Encoding: identity` started an ingest, answered 202 and then
+ * 400: two answers to one request, the body's bytes read as the next request) — outside protocol audit.
+ */
+const unreadableTransferEncoding = (value: string | undefined): boolean => {
+  if (value === undefined || value.trim() === "") return false
+  return value.split(",").map((coding) => coding.trim().toLowerCase()).at(-1) !== "chunked"
+}
+
+/** Sockets whose request {@link unreadableTransferEncoding} the routes answer (node's parser fails it too). */
+const dispatchedUnreadable = new WeakSet<object>()
 
 /** Answers on a raw socket (no response object exists yet) and closes it. */
 const endSocket = (socket: Duplex, status: number, code: string, message: string) => {
@@ -459,7 +483,18 @@ const conventions = (options: ConventionOptions) =>
         const coding = unsupportedCoding(request)
         const twice = repeatedHeader(request)
         const undecodable = options.queryAsSent ? undefined : undecodableQuery(request.url)
-        const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = lacksHost(request)
+        const target = unreadableTarget(request)
+        const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> =
+          unreadableTransferEncoding(request.headers["transfer-encoding"])
+            ? Effect.succeed(HttpServerResponse.jsonUnsafe(
+              { code: "invalid_request", message: TRANSFER_ENCODING_REFUSAL },
+              { status: 400, headers: { connection: "close" } }
+            ))
+            : target !== undefined
+            ? Effect.fail(new InvalidRequest({ issues: [{ in: "path", parameter: "", problem: target }] }))
+            : request.url === "*"
+            ? Effect.succeed(HttpServerResponse.empty({ status: 204 }))
+            : lacksHost(request)
           ? Effect.fail(missingHost)
           : twice !== undefined
           ? Effect.fail(repeated(twice))
@@ -510,6 +545,19 @@ const unsupportedCoding = (request: HttpServerRequest.HttpServerRequest): string
   const codings = (request.headers["transfer-encoding"] ?? "").split(",").map((coding) => coding.trim().toLowerCase())
   const other = codings.filter((coding) => coding !== "" && coding !== "chunked" && coding !== "identity")
   return other.length === 0 ? undefined : `Transfer-Encoding ${JSON.stringify(other.join(", ").slice(0, 50))}`
+}
+
+/**
+ * Why the request target is none a server reads (RFC 9112 §3.2), if it is not: `*` is OPTIONS's alone
+ * (`OPTIONS *` is answered 204 for the server as a whole; `GET *` served the uploads page), and an
+ * absolute-form target (`GET http://host/health`, which a server must take) must be a URL: one with
+ * port 99999 or host `%zz` was a 500 with an empty body and no log line on every server.
+ */
+const unreadableTarget = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  const url = request.url
+  if (url.startsWith("/")) return undefined
+  if (url === "*") return request.method === "OPTIONS" ? undefined : "is '*', which only OPTIONS takes: send a path"
+  return URL.canParse(url) ? undefined : "is neither a path (/…) nor an absolute URL this server can read"
 }
 
 /** HTTP/1.1 requires a Host header (RFC 9112 §3.2); HTTP/1.0 did not. */
@@ -632,7 +680,8 @@ const fromCause = (
       // A path routed for other methods: 405 naming them (`Allow`), or for OPTIONS the list itself; the
       // liveness answer above counts as a route.
       const routed = routes.allowed(request.url)
-      const allowed = routed.length === 0 && (path === "/health" || path === "/ready") ? ["GET", "HEAD"] : routed
+      const probe = routedPath(request.url)
+      const allowed = routed.length === 0 && (probe === "/health" || probe === "/ready") ? ["GET", "HEAD"] : routed
       if (allowed.length > 0) {
         const allow = allowed.join(", ")
         return Effect.succeed([
@@ -687,7 +736,15 @@ const fromCause = (
 
 /** A GET or HEAD of the probe path `path` (`/health`, `/ready`). */
 const isProbe = (request: HttpServerRequest.HttpServerRequest, path: string): boolean =>
-  (request.method === "GET" || request.method === "HEAD") && pathOf(request.url) === path
+  (request.method === "GET" || request.method === "HEAD") && routedPath(request.url) === path
+
+/**
+ * The path as the router matches it (ROUTER_CONFIG keeps effect's defaults: case, duplicate and
+ * trailing slashes ignored), so that `/health/`, `//health` and `/HEALTH` are the probe on a server
+ * that leaves it to the conventions (mcp, uploads) as on one that routes it: they were 404 there and
+ * 200 on listings, queue and docs-api.
+ */
+const routedPath = (url: string): string => pathOf(url).toLowerCase().replace(/\/{2,}/g, "/").replace(/(?<=.)\/$/, "")
 
 /** The `Retry-After` of a 503 for a database that is unavailable. */
 const DATABASE_RETRY_AFTER_SECONDS = 5

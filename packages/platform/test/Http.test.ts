@@ -51,9 +51,14 @@ const OffersGroup = HttpApiGroup.make("offers").add(
 
 class TestApi extends HttpApi.make("test").add(OffersGroup).annotateMerge(ApiConventions) {}
 
+/** How many times `GET /offers` ran (a request the routes must refuse must not run it). */
+let listed = 0
+
 const Handlers = HttpApiBuilder.group(TestApi, "offers", (handlers) =>
   handlers
-    .handle("list", () => Effect.succeed({ count: 0 }))
+    // answered after a turn of the event loop, as a route reading a database is: node's parser has read
+    // whatever came behind the request by then
+    .handle("list", () => Effect.andThen(Effect.yieldNow, Effect.sync(() => (listed++, { count: 0 }))))
     .handle("byId", ({ params }) =>
       params.id === "1"
         ? Effect.succeed({ id: "1", title: "Golf", year: 2010 })
@@ -410,11 +415,13 @@ layer(SocketClient)("typed client", (it) => {
 
 layer(SocketClient)("the request line and headers on the wire", (it) => {
   /** What the server answers to `raw`, written as is to a fresh connection. */
-  const exchange = (raw: string) =>
+  const exchange = (raw: string, options?: { readonly keepWriting?: boolean }) =>
     Effect.gen(function*() {
       const port = Number(new URL((yield* Client).baseUrl!).port)
       return yield* Effect.callback<string>((resume) => {
-        const socket = Net.connect(port, "127.0.0.1", () => socket.end(raw))
+        // keepWriting: the connection left open for writing (a client that would pipeline more), so
+        // that the server, not the end of the client's bytes, closes it
+        const socket = Net.connect(port, "127.0.0.1", () => options?.keepWriting ? socket.write(raw) : socket.end(raw))
         let answer = ""
         socket.on("data", (chunk) => answer += chunk.toString("latin1"))
         socket.on("close", () => resume(Effect.succeed(answer)))
@@ -477,6 +484,70 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       )
       assert.match(answer, /^HTTP\/1\.1 415 /)
       assert.include(answer, `Transfer-Encoding \\"gzip\\" is not supported: send the body uncompressed`)
+    }))
+
+  it.effect("a Transfer-Encoding not ending in chunked is one 400 closing the connection, the route never run (node ran it, then failed it)", () =>
+    Effect.gen(function*() {
+      // before: GET /offers ran and answered 200, then node's parser answered 400 to the same request
+      // (two answers to one request; listings' POST /admin/ingest started an ingest) — outside protocol audit
+      for (const coding of ["identity", "xchunked", "gzip", "chunked, identity"]) {
+        const before = listed
+        const answer = yield* exchange(
+          `GET /offers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\n\r\nGET /offers HTTP/1.1\r\nHost: x\r\n\r\n`
+        )
+        assert.deepStrictEqual(answer.match(/^HTTP\/1\.1 \d+/gm), ["HTTP/1.1 400"], `${coding}: ${answer}`)
+        assert.include(answer, "Transfer-Encoding is not one this server reads")
+        assert.match(answer, /connection: close/i)
+        assert.strictEqual(listed, before, `${coding}: the route ran`)
+      }
+      // chunked last stays a body the routes read
+      const chunked = yield* exchange(
+        "POST /offers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+          "1c\r\n{\"title\":\"Golf\",\"year\":2010}\r\n0\r\n\r\n"
+      )
+      assert.match(chunked, /^HTTP\/1\.1 200 /)
+    }))
+
+  it.effect("a request closing the connection is answered, and bytes pipelined behind it are ignored, not answered 400 in its place", () =>
+    Effect.gen(function*() {
+      // before: only 400 "could not be parsed as HTTP" (or the answer and that 400) — outside protocol audit
+      for (
+        const closing of [
+          "GET /offers HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+          "GET /offers HTTP/1.0\r\n\r\n"
+        ]
+      ) {
+        const answer = yield* exchange(`${closing}GET /offers/1 HTTP/1.1\r\nHost: x\r\n\r\n`, { keepWriting: true })
+        assert.deepStrictEqual(answer.match(/^HTTP\/1\.1 \d+/gm), ["HTTP/1.1 200"], answer)
+        assert.include(answer, `{"count":0}`)
+      }
+    }))
+
+  it.effect("a request target is a path, an absolute URL or OPTIONS's '*': anything else is a 400, never a 500", () =>
+    Effect.gen(function*() {
+      // an absolute-form target with port 99999 or host %zz was a 500 with an empty body, not logged
+      for (const target of ["http://x:99999/nope", "http://%zz/health", "http://[zz]/offers"]) {
+        const answer = yield* exchange(`GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+        assert.match(answer, /^HTTP\/1\.1 400 /, target)
+        assert.include(answer, "nor an absolute URL this server can read", target)
+      }
+      const absolute = yield* exchange("GET http://127.0.0.1/offers/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+      assert.match(absolute, /^HTTP\/1\.1 200 /)
+      // `GET *` was the uploads page; `OPTIONS *` asks about the server as a whole
+      const star = yield* exchange("GET * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+      assert.match(star, /^HTTP\/1\.1 400 /)
+      assert.include(star, "is '*', which only OPTIONS takes")
+      const options = yield* exchange("OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+      assert.match(options, /^HTTP\/1\.1 204 /)
+    }))
+
+  it.effect("the probes' paths match as the router matches routes: a trailing or doubled slash, any case", () =>
+    Effect.gen(function*() {
+      // these were 404 on a server that leaves /health to the conventions (mcp, uploads), 200 on the others
+      for (const path of ["/health/", "//health", "/HEALTH", "/ready/"]) {
+        const answer = yield* exchange(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+        assert.match(answer, /^HTTP\/1\.1 200 /, path)
+      }
     }))
 
   it.effect("a 404 names the path as sent, not as normalised", () =>
