@@ -9,10 +9,10 @@
  * its source changed**:
  *
  * - **git**: `git ls-remote` of its stored URL (and `#ref`, else HEAD) gives the commit, compared
- *   with the commit it was last read at (a library never checked before counts as unchanged when its
- *   version label is that commit's short hash);
- * - **npm**: the version installed in node_modules now, compared with the one it was last read at
- *   (else its default version).
+ *   with the commit it was last read at; a library whose default version label is that commit's short
+ *   hash counts as unchanged (never checked before, or a killed pass's add finished by a resume);
+ * - **npm**: the version installed in node_modules now, compared with the one it was last read at and
+ *   with its default version.
  *
  * A changed source is indexed like `svc docs add <source> --id <id>`: under its new version (the
  * new tag or short hash, the new package version), which becomes the default once it is ready (the
@@ -110,12 +110,13 @@ export const refreshOnce = Effect.fn("Refresher.refreshOnce")(function*(holder: 
       let unchanged: boolean
       if (library.kind === "git") {
         current = yield* remoteCommit(library.location)
-        unchanged = Option.isSome(stored)
-          ? stored.value === current
-          : library.defaultVersion.length >= 7 && current.startsWith(library.defaultVersion)
+        // the default already that commit: a pass killed mid-add whose version a resume finished (and
+        // made the default) left its check unrecorded; reading it again would change nothing
+        const isDefault = library.defaultVersion.length >= 7 && current.startsWith(library.defaultVersion)
+        unchanged = isDefault || (Option.isSome(stored) && stored.value === current)
       } else {
         current = (yield* Effect.scoped(indexer.resolve(library.location, { id: library.id }))).version
-        unchanged = current === Option.getOrElse(stored, () => library.defaultVersion)
+        unchanged = current === library.defaultVersion || (Option.isSome(stored) && stored.value === current)
       }
       if (unchanged) {
         yield* store.setRevision(library.id, current)

@@ -104,6 +104,27 @@ layer(stack)("scheduled refresh", (it) => {
       assert.deepStrictEqual(kept.versions.map((v) => v.state), ["ready", "ready", "failed"])
     }))
 
+  it.effect("a commit already the default (a killed pass's add, finished by a resume) is not read again", () =>
+    Effect.gen(function*() {
+      const indexer = yield* Indexer
+      const repo = yield* repository("resumed")
+      yield* indexer.add(repo.bare)
+      const first = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
+      assert.deepStrictEqual(outcomes(first).filter(([id]) => id === "/acme/resumed"), [["/acme/resumed", "unchanged"]])
+      // the new commit indexed and made the default outside a pass (what the resume of a pass's killed
+      // add does): the pass's own check of it was never recorded
+      const newHead = yield* repo.commit("docs/resumed.md", "# Resumed\n\nIndexed by the run that took up a killed pass's add.\n")
+      yield* indexer.add(repo.bare)
+      assert.strictEqual((yield* indexer.list).find((l) => l.id === "/acme/resumed")!.defaultVersion, newHead)
+      const second = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
+      assert.deepStrictEqual(outcomes(second).filter(([id]) => id === "/acme/resumed"), [["/acme/resumed", "unchanged"]])
+      // and a later commit is still found
+      const later = yield* repo.commit("docs/later.md", "# Later\n\nA commit after that, found by the next pass.\n")
+      const third = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
+      assert.deepStrictEqual(outcomes(third).filter(([id]) => id === "/acme/resumed"), [["/acme/resumed", "reindexed"]])
+      assert.strictEqual((yield* indexer.list).find((l) => l.id === "/acme/resumed")!.defaultVersion, later)
+    }))
+
   it.effect("the docs-api's refresher layer runs a pass at start with DOCS_REFRESH_INTERVAL set", () =>
     Effect.gen(function*() {
       const indexer = yield* Indexer
