@@ -134,6 +134,13 @@ export const rpcHttpEffect = <Rpcs extends Rpc.Any>(group: RpcGroup.RpcGroup<Rpc
       const request = yield* HttpServerRequest.HttpServerRequest
       const charset = JsonBody.charsetProblem(request.headers["content-type"])
       if (charset !== undefined) return yield* new UnsupportedMediaType({ message: charset })
+      // a declared length over the cap is refused before any of the body is asked for: with `Expect:
+      // 100-continue` the client was told to go on (100 Continue) and then to send 16 MiB of a body the
+      // route refuses, where the queue's batch and the upload route answer 413 at once — outside protocol
+      // audit. The connection is closed, not drained of the body it announced.
+      if (Number(request.headers["content-length"]) > MAX_RPC_BODY_BYTES) {
+        return HttpServerResponse.setHeader(tooLarge, "connection", "close")
+      }
       // read (and kept by the request) once, here: the server below reads the same bytes
       const body = yield* request.arrayBuffer.pipe(
         Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_RPC_BODY_BYTES)),

@@ -7,6 +7,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { Rpc, RpcClient, RpcGroup, RpcSerialization } from "effect/rpc"
+import * as Net from "node:net"
 import { serve, toWebHandler } from "../src/Http.ts"
 import { MAX_RPC_BODY_BYTES, rpcHttpEffect } from "../src/RpcHttp.ts"
 
@@ -174,6 +175,34 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in process
       }))
   })
 }
+
+layer(SocketClient)("RpcHttp, a declared length on the wire", (it) => {
+  it.effect(`a Content-Length over ${MAX_RPC_BODY_BYTES / 1024 / 1024} MiB is 413 at once, with Expect: 100-continue too (no 100 Continue, none of the body read)`, () =>
+    Effect.gen(function*() {
+      const port = Number(new URL((yield* Client).baseUrl!).port)
+      for (const expect of ["", "Expect: 100-continue\r\n"]) {
+        // the body is never sent: before, the answer was `100 Continue` and then a wait for 16 MiB of it
+        const answer = yield* Effect.callback<string>((resume) => {
+          const socket = Net.connect(port, "127.0.0.1", () =>
+            socket.write(
+              `POST /rpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/ndjson\r\nContent-Length: ${MAX_RPC_BODY_BYTES + 1}\r\n${expect}\r\n`
+            ))
+          let text = ""
+          // a real timer (not the test's clock): a server still waiting for the body is cut after 20 s
+          const giveUp = setTimeout(() => socket.destroy(), 20_000)
+          socket.on("data", (chunk) => text += chunk.toString("latin1"))
+          socket.on("close", () => {
+            clearTimeout(giveUp)
+            resume(Effect.succeed(text))
+          })
+          return Effect.sync(() => socket.destroy())
+        })
+        assert.match(answer, /^HTTP\/1\.1 413 /, `${expect}: ${answer}`)
+        assert.include(answer, `"code":"payload_too_large"`)
+        assert.match(answer, /connection: close/i)
+      }
+    }))
+})
 
 describe("RpcHttp with effect's RpcClient", () => {
   it.effect("calls over HTTP are served as before the check", () =>
