@@ -99,12 +99,6 @@ export interface StoredLibrary {
 
 const INSERT_BATCH = 500
 
-/**
- * How a version is registered. `makeDefault`: the version becomes the library's default now.
- * `defaultWhenReady`: an add's version, to become the default once a run finishes it (recorded with the
- * version, so that the run finishing a killed add's version promotes it too). `trust`: the library's
- * trust score.
- */
 /** A version a refresh or resume started: its row id, its own source, and whether an add meant it to become the default once ready. */
 export interface StartedVersion {
   readonly versionId: string
@@ -112,6 +106,12 @@ export interface StartedVersion {
   readonly defaultWhenReady: boolean
 }
 
+/**
+ * How a version is registered. `makeDefault`: the version becomes the library's default now.
+ * `defaultWhenReady`: an add's version, to become the default once a run finishes it (recorded with the
+ * version, so that the run finishing a killed add's version promotes it too). `trust`: the library's
+ * trust score.
+ */
 export interface RegisterOptions {
   readonly makeDefault: boolean
   readonly defaultWhenReady?: boolean | undefined
