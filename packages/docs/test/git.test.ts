@@ -18,16 +18,8 @@ import * as path from "node:path"
 import { type IndexProgress, Indexer } from "../src/Indexer.ts"
 import { GIT_ENV, type GitNetwork, gitLibraryId, networkOptions, pinnedNetwork, remoteOf, withoutCredentials } from "../src/sources/Git.ts"
 import type { IndexFailed } from "../src/sources/Source.ts"
-import { git, stack } from "./support.ts"
+import { git, gitRepository, stack } from "./support.ts"
 
-
-const writeFiles = (dir: string, files: Record<string, string>) =>
-  Effect.promise(async () => {
-    for (const [name, content] of Object.entries(files)) {
-      await fs.mkdir(path.dirname(path.join(dir, name)), { recursive: true })
-      await fs.writeFile(path.join(dir, name), content)
-    }
-  })
 
 /**
  * A working repository with two docs committed and tagged v1.2.0, published to a bare repository at
@@ -35,28 +27,14 @@ const writeFiles = (dir: string, files: Record<string, string>) =>
  */
 const makeRepository = (owner: string, name: string) =>
   Effect.gen(function*() {
-    const dir = yield* tempDir("svc-docs-gitsrc-")
-    const work = path.join(dir, "work")
-    const bare = path.join(dir, owner, `${name}.git`)
-    yield* writeFiles(work, {
+    const repo = yield* gitRepository(owner, name, {
       "README.md": `# ${name}\n\nGreets people in many languages, politely and with a friendly tone.\n`,
       "docs/guide.md": "# Guide\n\n## Greeting\n\nCall `greet` with a name to get a greeting back in the current language.\n",
       "CHANGELOG.md": "# Changelog\n\n## 1.2.0\n\nEverything changed in this release, as it always does.\n"
     })
-    git(dir, "init", "--quiet", "--initial-branch", "main", work)
-    git(work, "add", ".")
-    git(work, "commit", "--quiet", "-m", "first")
-    git(work, "tag", "v1.2.0")
-    git(dir, "clone", "--quiet", "--bare", work, bare)
-    const commit = (files: Record<string, string>, message: string) =>
-      Effect.gen(function*() {
-        yield* writeFiles(work, files)
-        git(work, "add", ".")
-        git(work, "commit", "--quiet", "-m", message)
-        git(work, "push", "--quiet", "--tags", bare, "main")
-        return git(work, "rev-parse", "--short", "HEAD")
-      })
-    return { dir, work, bare, commit }
+    git(repo.work, "tag", "v1.2.0")
+    yield* repo.push
+    return repo
   })
 
 /** Temporary clone folders currently in the temp directory. */
@@ -312,7 +290,7 @@ layer(stack, { excludeTestServices: true })("git sources", (it) => {
 
       yield* repo.commit({ "docs/more.md": "# More\n\nA third page of documentation, tagged as a release of its own.\n" }, "third")
       git(repo.work, "tag", "v1.3.0")
-      git(repo.work, "push", "--quiet", "--tags", repo.bare, "main")
+      yield* repo.push
       const released = yield* indexer.add(url)
       assert.deepStrictEqual([released.version, released.files], ["v1.3.0", 4])
     }))

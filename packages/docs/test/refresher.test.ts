@@ -7,45 +7,18 @@
 import { NodeServices } from "@effect/platform-node"
 import { assert, layer } from "@effect/vitest"
 import { Database } from "@svc/platform"
-import { tempDir } from "@svc/platform/testing"
 import { ConfigProvider, Duration, Effect, Exit, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import * as fs from "node:fs/promises"
-import * as path from "node:path"
 import { Indexer } from "../src/Indexer.ts"
 import * as Refresher from "../src/Refresher.ts"
 import { RefreshStore } from "../src/RefreshStore.ts"
-import { git, stack } from "./support.ts"
+import { git, gitRepository, stack } from "./support.ts"
 
 
-/** A repository published to `<tmp>/acme/<name>.git`; `commit` writes a file and publishes it. */
+/** A repository published to `<tmp>/acme/<name>.git`, its README long enough to be a snippet. */
 const repository = (name: string) =>
-  Effect.gen(function*() {
-    const dir = yield* tempDir("svc-docs-refresh-")
-    const work = path.join(dir, "work")
-    const bare = path.join(dir, "acme", `${name}.git`)
-    const commit = (file: string, content: string) =>
-      Effect.promise(async () => {
-        await fs.mkdir(path.dirname(path.join(work, file)), { recursive: true })
-        await fs.writeFile(path.join(work, file), content)
-        git(work, "add", ".")
-        git(work, "commit", "--quiet", "-m", `write ${file}`)
-        git(work, "push", "--quiet", bare, "main")
-        return git(work, "rev-parse", "--short", "HEAD")
-      })
-    git(dir, "init", "--quiet", "--initial-branch", "main", work)
-    yield* Effect.promise(() => fs.writeFile(path.join(work, "README.md"), `# ${name}\n\nThe first version of these docs, long enough to be a snippet.\n`))
-    git(work, "add", ".")
-    git(work, "commit", "--quiet", "-m", "first")
-    git(dir, "clone", "--quiet", "--bare", work, bare)
-    const removeDocs = () =>
-      Effect.sync(() => {
-        git(work, "rm", "--quiet", "-r", "README.md", "docs")
-        git(work, "commit", "--quiet", "-m", "no docs")
-        git(work, "push", "--quiet", bare, "main")
-      })
-    return { bare, commit, removeDocs, head: git(work, "rev-parse", "--short", "HEAD") }
-  })
+  gitRepository("acme", name, { "README.md": `# ${name}\n\nThe first version of these docs, long enough to be a snippet.\n` })
 
 const withRefresh = Effect.provide(Layer.mergeAll(RefreshStore.layer, NodeServices.layer))
 
@@ -84,7 +57,7 @@ layer(stack)("scheduled refresh", (it) => {
       const second = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
       assert.deepStrictEqual(outcomes(second), [["/acme/refreshed", "unchanged"], ["/npm/he", "unchanged"]])
 
-      const newHead = yield* repo.commit("docs/new.md", "# New page\n\nWritten after the first index, found by the scheduled refresh.\n")
+      const newHead = yield* repo.commit({ "docs/new.md": "# New page\n\nWritten after the first index, found by the scheduled refresh.\n" }, "write docs/new.md")
       const third = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
       assert.deepStrictEqual(outcomes(third), [["/acme/refreshed", "reindexed"], ["/npm/he", "unchanged"]])
       const library = (yield* indexer.list).find((l) => l.id === "/acme/refreshed")!
@@ -96,7 +69,8 @@ layer(stack)("scheduled refresh", (it) => {
       assert.strictEqual((yield* indexer.list).find((l) => l.id === "/acme/refreshed")!.versions.length, 2)
 
       // a commit whose docs cannot be indexed: its version fails, the previous one stays the default
-      yield* repo.removeDocs()
+      git(repo.work, "rm", "--quiet", "-r", "README.md", "docs")
+      yield* repo.commit({}, "no docs")
       const fifth = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
       assert.deepStrictEqual(outcomes(fifth), [["/acme/refreshed", "failed"], ["/npm/he", "unchanged"]])
       const kept = (yield* indexer.list).find((l) => l.id === "/acme/refreshed")!
@@ -113,13 +87,13 @@ layer(stack)("scheduled refresh", (it) => {
       assert.deepStrictEqual(outcomes(first).filter(([id]) => id === "/acme/resumed"), [["/acme/resumed", "unchanged"]])
       // the new commit indexed and made the default outside a pass (what the resume of a pass's killed
       // add does): the pass's own check of it was never recorded
-      const newHead = yield* repo.commit("docs/resumed.md", "# Resumed\n\nIndexed by the run that took up a killed pass's add.\n")
+      const newHead = yield* repo.commit({ "docs/resumed.md": "# Resumed\n\nIndexed by the run that took up a killed pass's add.\n" }, "write docs/resumed.md")
       yield* indexer.add(repo.bare)
       assert.strictEqual((yield* indexer.list).find((l) => l.id === "/acme/resumed")!.defaultVersion, newHead)
       const second = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
       assert.deepStrictEqual(outcomes(second).filter(([id]) => id === "/acme/resumed"), [["/acme/resumed", "unchanged"]])
       // and a later commit is still found
-      const later = yield* repo.commit("docs/later.md", "# Later\n\nA commit after that, found by the next pass.\n")
+      const later = yield* repo.commit({ "docs/later.md": "# Later\n\nA commit after that, found by the next pass.\n" }, "write docs/later.md")
       const third = yield* Refresher.refreshOnce("a", Duration.zero).pipe(withRefresh)
       assert.deepStrictEqual(outcomes(third).filter(([id]) => id === "/acme/resumed"), [["/acme/resumed", "reindexed"]])
       assert.strictEqual((yield* indexer.list).find((l) => l.id === "/acme/resumed")!.defaultVersion, later)
@@ -130,7 +104,7 @@ layer(stack)("scheduled refresh", (it) => {
       const indexer = yield* Indexer
       const repo = yield* repository("scheduled")
       yield* indexer.add(repo.bare)
-      const newHead = yield* repo.commit("docs/next.md", "# Next\n\nA commit the background refresher indexes on its first pass.\n")
+      const newHead = yield* repo.commit({ "docs/next.md": "# Next\n\nA commit the background refresher indexes on its first pass.\n" }, "write docs/next.md")
       yield* Effect.scoped(Effect.gen(function*() {
         yield* Layer.build(Refresher.layer.pipe(
           Layer.provide(Layer.mergeAll(RefreshStore.layer, NodeServices.layer)),
@@ -151,7 +125,7 @@ layer(stack)("scheduled refresh", (it) => {
       const indexer = yield* Indexer
       const repo = yield* repository("contested")
       yield* indexer.add(repo.bare)
-      yield* repo.commit("docs/more.md", "# More\n\nA second commit that both refreshers could re-index, only one does.\n")
+      yield* repo.commit({ "docs/more.md": "# More\n\nA second commit that both refreshers could re-index, only one does.\n" }, "write docs/more.md")
       // the earlier tests' passes are not due for an hour: this database's schedule starts afresh
       yield* (yield* SqlClient.SqlClient)`DELETE FROM docs.refresher`
       // a second pool on the same database: what another docs-api process has

@@ -8,35 +8,31 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Database } from "@svc/platform"
-import { tempDir } from "@svc/platform/testing"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
 import { Indexer } from "../src/Indexer.ts"
-import { docsProcess, git, stack, waitFor } from "./support.ts"
+import { docsProcess, gitRepository, stack, waitFor } from "./support.ts"
 
 /** Enough guides that storing the new commit's snippets takes seconds (the kill lands mid-run). */
 const FILES = 300
 const SECTIONS = 40
 
-const writeGuides = (dir: string, marker: string) =>
-  Effect.promise(() =>
-    Promise.all(Array.from({ length: FILES }, (_, file) => {
-      const lines = [`# Guide ${file}\n`]
-      for (let section = 0; section < SECTIONS; section++) {
-        lines.push(
-          `## Setting ${file}-${section}\n`,
-          `Setting ${section} of guide ${file}, ${marker} edition:\n`,
-          "```ts",
-          `const ${marker}_${section} = configure(${file}, ${section})`,
-          "```\n",
-          `What setting ${section} of guide ${file} does in the ${marker} edition.\n`
-        )
-      }
-      return fs.writeFile(path.join(dir, `guide-${String(file).padStart(4, "0")}.md`), lines.join("\n"))
-    }))
-  )
+/** The guides, each of SECTIONS settings in the `marker` edition (relative path → content). */
+const guides = (marker: string) =>
+  Object.fromEntries(Array.from({ length: FILES }, (_, file) => {
+    const lines = [`# Guide ${file}\n`]
+    for (let section = 0; section < SECTIONS; section++) {
+      lines.push(
+        `## Setting ${file}-${section}\n`,
+        `Setting ${section} of guide ${file}, ${marker} edition:\n`,
+        "```ts",
+        `const ${marker}_${section} = configure(${file}, ${section})`,
+        "```\n",
+        `What setting ${section} of guide ${file} does in the ${marker} edition.\n`
+      )
+    }
+    return [`guide-${String(file).padStart(4, "0")}.md`, lines.join("\n")]
+  }))
 
 interface VersionRow {
   readonly version: string
@@ -57,22 +53,11 @@ const versionsOf = (libraryId: string) =>
 layer(stack, { excludeTestServices: true, timeout: 180_000 })("a scheduled refresh killed mid-run", (it) => {
   it.effect("the next docs-api finishes the new commit's version and makes it the default", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir("svc-docs-refresh-kill-")
-      const work = path.join(dir, "work")
-      const bare = path.join(dir, "acme", "killed.git")
-      git(dir, "init", "--quiet", "--initial-branch", "main", work)
-      yield* writeGuides(work, "alphamark")
-      git(work, "add", ".")
-      git(work, "commit", "--quiet", "-m", "first")
-      git(dir, "clone", "--quiet", "--bare", work, bare)
+      const repo = yield* gitRepository("acme", "killed", guides("alphamark"))
       const indexer = yield* Indexer
-      const first = yield* indexer.add(bare)
+      const first = yield* indexer.add(repo.bare)
       assert.strictEqual(first.libraryId, "/acme/killed")
-      yield* writeGuides(work, "omegamark")
-      git(work, "add", ".")
-      git(work, "commit", "--quiet", "-m", "second")
-      git(work, "push", "--quiet", bare, "main")
-      const newHead = git(work, "rev-parse", "--short", "HEAD")
+      const newHead = yield* repo.commit(guides("omegamark"), "second")
 
       const url = Redacted.value((yield* Database).url)
       const env = { DOCS_REFRESH_INTERVAL: "1 hour", DOCS_RESUME_INTERVAL: "1 second", LOG_LEVEL: "debug" }

@@ -5,31 +5,19 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Database } from "@svc/platform"
-import { tempDir } from "@svc/platform/testing"
 import { Effect, Redacted } from "effect"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
 import { Indexer } from "../src/Indexer.ts"
-import { docsProcess, git, stack, waitFor } from "./support.ts"
+import { docsProcess, gitRepository, stack, waitFor } from "./support.ts"
 
 layer(stack, { excludeTestServices: true, timeout: 120_000 })("scheduled refresh, two docs-api processes", (it) => {
   it.effect("one pass between them: the changed library is re-indexed once", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir("svc-docs-procs-")
-      const work = path.join(dir, "work")
-      const bare = path.join(dir, "acme", "procs.git")
-      git(dir, "init", "--quiet", "--initial-branch", "main", work)
-      yield* Effect.promise(() => fs.writeFile(path.join(work, "README.md"), "# Procs\n\nThe first version of these docs, long enough to be kept as a snippet.\n"))
-      git(work, "add", ".")
-      git(work, "commit", "--quiet", "-m", "first")
-      git(dir, "clone", "--quiet", "--bare", work, bare)
+      const repo = yield* gitRepository("acme", "procs", {
+        "README.md": "# Procs\n\nThe first version of these docs, long enough to be kept as a snippet.\n"
+      })
       const indexer = yield* Indexer
-      yield* indexer.add(bare)
-      yield* Effect.promise(() => fs.writeFile(path.join(work, "guide.md"), "# Guide\n\nA second commit that one of the two processes indexes.\n"))
-      git(work, "add", ".")
-      git(work, "commit", "--quiet", "-m", "second")
-      git(work, "push", "--quiet", bare, "main")
-      const newHead = git(work, "rev-parse", "--short", "HEAD")
+      yield* indexer.add(repo.bare)
+      const newHead = yield* repo.commit({ "guide.md": "# Guide\n\nA second commit that one of the two processes indexes.\n" }, "second")
 
       const url = Redacted.value((yield* Database).url)
       const env = { DOCS_REFRESH_INTERVAL: "1 hour", LOG_LEVEL: "debug" }

@@ -6,13 +6,12 @@
  * file's path. Both the text answer's `Source:` line and the JSON `sourceUrl` carry it.
  */
 import { assert, layer } from "@effect/vitest"
-import { tempDir } from "@svc/platform/testing"
 import { ConfigProvider, Effect, Layer } from "effect"
 import * as fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { Indexer } from "../src/Indexer.ts"
-import { Client, docsFolder, git, socketClient, stack } from "./support.ts"
+import { Client, docsFolder, git, gitRepository, socketClient, stack } from "./support.ts"
 
 
 const guide = [
@@ -42,18 +41,11 @@ const context = (libraryId: string, query: string, type: "txt" | "json") =>
 layer(TestLayer, { excludeTestServices: true, timeout: 90_000 })("Source: lines an agent can open", (it) => {
   it.effect("git: the repository's page of the file at the commit cloned, at the snippet's line", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir("svc-docs-links-")
-      const work = path.join(dir, "work")
-      const bare = path.join(dir, "widgets.git")
-      yield* Effect.promise(async () => {
-        await fs.mkdir(path.join(work, "docs"), { recursive: true })
-        await fs.writeFile(path.join(work, "README.md"), "# Widgets\n\nDashboards of gauges and sparklines, refreshed from a feed.\n")
-        await fs.writeFile(path.join(work, "docs/guide.md"), guide)
+      const { bare, work } = yield* gitRepository("acme", "widgets", {
+        "README.md": "# Widgets\n\nDashboards of gauges and sparklines, refreshed from a feed.\n",
+        "docs/guide.md": guide
       })
-      git(dir, "init", "--quiet", "--initial-branch", "main", work)
-      git(work, "add", ".")
-      git(work, "commit", "--quiet", "-m", "first")
-      git(dir, "clone", "--quiet", "--bare", work, bare)
+      // the full hash: what a GitHub link names
       const commit = git(work, "rev-parse", "HEAD")
       // https://github.com/acme/widgets.git is this bare repository, for the git the indexer runs
       const saved = { ...process.env }

@@ -74,16 +74,20 @@ export const inProcessClient = Layer.effect(
 )
 
 
+/** Writes `files` (relative path → content) into `dir`, making the folders they need. */
+export const writeFiles = (dir: string, files: Record<string, string>) =>
+  Effect.promise(async () => {
+    for (const [name, content] of Object.entries(files)) {
+      await fs.mkdir(path.dirname(path.join(dir, name)), { recursive: true })
+      await fs.writeFile(path.join(dir, name), content)
+    }
+  })
+
 /** Writes `files` (relative path → content) into a new temporary folder; returns its path. */
 export const docsFolder = (files: Record<string, string>) =>
   Effect.gen(function*() {
     const dir = yield* tempDir("svc-docs-")
-    yield* Effect.promise(async () => {
-      for (const [name, content] of Object.entries(files)) {
-        await fs.mkdir(path.dirname(path.join(dir, name)), { recursive: true })
-        await fs.writeFile(path.join(dir, name), content)
-      }
-    })
+    yield* writeFiles(dir, files)
     return dir
   })
 
@@ -105,6 +109,48 @@ export const gitEnv: NodeJS.ProcessEnv = {
 /** Runs git in `cwd` with {@link gitEnv}; its output, trimmed. */
 export const git = (cwd: string, ...args: Array<string>): string =>
   execFileSync("git", args, { cwd, env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
+
+/** A git repository made by {@link gitRepository}. */
+export interface GitRepository {
+  /** The working repository, on branch main. */
+  readonly work: string
+  /** The bare repository it publishes to, `<tmp>/<owner>/<name>.git`: what a test indexes. */
+  readonly bare: string
+  /** The short hash of the first commit. */
+  readonly head: string
+  /** Writes `files` into the working repository, commits everything there as `message` and publishes it; the new short hash. */
+  readonly commit: (files: Record<string, string>, message: string) => Effect.Effect<string>
+  /** Publishes main and the tags to the bare repository (for a tag made with `git(work, "tag", …)`). */
+  readonly push: Effect.Effect<void>
+}
+
+/**
+ * A working repository with `files` committed on main as "first", cloned bare to
+ * `<tmp>/<owner>/<name>.git` (the library id a clone of it gets is `/<owner>/<name>`); removed when
+ * the scope closes. No network: a test indexes `bare` by path or file:// URL.
+ */
+export const gitRepository = (owner: string, name: string, files: Record<string, string>) =>
+  Effect.gen(function*() {
+    // not svc-docs-git-: that is the indexer's clone folders, which git.test.ts counts
+    const dir = yield* tempDir("svc-docs-repo-")
+    const work = path.join(dir, "work")
+    const bare = path.join(dir, owner, `${name}.git`)
+    yield* writeFiles(work, files)
+    git(dir, "init", "--quiet", "--initial-branch", "main", work)
+    git(work, "add", ".")
+    git(work, "commit", "--quiet", "-m", "first")
+    git(dir, "clone", "--quiet", "--bare", work, bare)
+    const push = Effect.sync(() => void git(work, "push", "--quiet", "--tags", bare, "main"))
+    const commit = (files: Record<string, string>, message: string) =>
+      Effect.gen(function*() {
+        yield* writeFiles(work, files)
+        git(work, "add", ".")
+        git(work, "commit", "--quiet", "-m", message)
+        yield* push
+        return git(work, "rev-parse", "--short", "HEAD")
+      })
+    return { work, bare, head: git(work, "rev-parse", "--short", "HEAD"), commit, push } satisfies GitRepository
+  })
 
 /** A docs-api process (`node src/main.ts`) started by {@link docsProcess}. */
 export interface DocsProcess {
