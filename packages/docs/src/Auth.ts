@@ -8,8 +8,9 @@
  * - **Rate limits**: a token bucket per key, and per client address for anonymous callers, refilled
  *   over a minute: `DOCS_RATE_LIMIT_ANONYMOUS` (default 60) and `DOCS_RATE_LIMIT_KEYED` (default 600)
  *   requests per minute, bursts up to that many. Over it: 429 `rate_limited` with `retryAfter` and a
- *   `Retry-After` header (seconds). effect's own `RateLimiter` with its in-memory store, so the limits
- *   are **per instance**: two docs-api processes behind one address each allow the full rate.
+ *   `Retry-After` header (seconds). effect's own `RateLimiter` over an in-memory store bounded to
+ *   `DOCS_RATE_LIMIT_CLIENTS` keys (RateLimitStore.ts), so the limits are **per instance**: two
+ *   docs-api processes behind one address each allow the full rate.
  *   The key is checked first: a refused key is 401 even while its address is rate limited (it still
  *   counts against that address's anonymous bucket).
  * - **Client address**: the address the MCP server forwarded, when signed with the forwarding secret
@@ -25,6 +26,23 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { RateLimiter } from "effect/persistence"
 import { ApiKeys } from "./ApiKeys.ts"
 import { ForwardSecret, verifiedForwardedAddress } from "./ClientAddress.ts"
+import { layerBoundedStore } from "./RateLimitStore.ts"
+
+/** `DOCS_RATE_LIMIT_CLIENTS`'s default: ~37 MB of buckets at most, measured (README "API keys, rate limits and team settings"). */
+export const DEFAULT_RATE_LIMIT_CLIENTS = 100_000
+
+/**
+ * The longest address a bucket is keyed by: an IP address is at most 45 characters (IPv6 with an IPv4
+ * tail), 100 leaves room for a zone or a port a proxy appends; a longer `X-Forwarded-For` entry is not
+ * an address, and its bucket would otherwise hold a header's worth of bytes.
+ */
+const MAX_ADDRESS_KEY = 100
+/**
+ * The bucket key of an address, copied out of the header it was cut from: a cut of a string (`slice`,
+ * `split`, `trim`) can keep the whole string alive, so a bucket keyed by `1.2.3.4` cut from a 16 KiB
+ * `X-Forwarded-For` held those 16 KiB for as long as the bucket lived (measured: 8 KiB a request).
+ */
+const addressBucket = (address: string) => Buffer.from(`address:${address.slice(0, MAX_ADDRESS_KEY)}`, "utf8").toString("utf8")
 
 const RequestsPerMinute = (name: string, fallback: number) =>
   Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), name).pipe(Config.withDefault(fallback))
@@ -35,6 +53,10 @@ export const DocsAuthConfig = Config.all({
   anonymous: RequestsPerMinute("DOCS_RATE_LIMIT_ANONYMOUS", 60),
   /** Requests per minute of one API key. */
   keyed: RequestsPerMinute("DOCS_RATE_LIMIT_KEYED", 600),
+  /** How many client addresses and keys the limiter remembers (RateLimitStore.ts): past it the least recently seen is forgotten. */
+  clients: Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "DOCS_RATE_LIMIT_CLIENTS").pipe(
+    Config.withDefault(DEFAULT_RATE_LIMIT_CLIENTS)
+  ),
   /** Take the client address from `X-Forwarded-For` (only behind a proxy that sets it). */
   trustProxy: Config.Boolean("DOCS_TRUST_PROXY").pipe(Config.withDefault(false)),
   /** Verifies the client address the MCP server forwards (`DOCS_FORWARD_SECRET`). */
@@ -133,13 +155,13 @@ export const DocsAuthLive = Layer.effect(
           // (a 429 would tell the caller to wait and retry the same wrong key). It still takes a token
           // from its address's bucket, so guesses use up that address's anonymous budget.
           const address = clientAddress(request, config.trustProxy, config.forwardSecret)
-          yield* limit({ key: `address:${address}`, limit: config.anonymous })
+          yield* limit({ key: addressBucket(address), limit: config.anonymous })
           return yield* Effect.fail(identified.failure)
         }
         const caller = identified.success
         const retryAfter = yield* limit(
           caller._tag === "Anonymous"
-            ? { key: `address:${caller.address}`, limit: config.anonymous }
+            ? { key: addressBucket(caller.address), limit: config.anonymous }
             : { key: `key:${caller.id}`, limit: config.keyed }
         )
         if (retryAfter !== undefined) return yield* tooMany(retryAfter)
@@ -150,5 +172,5 @@ export const DocsAuthLive = Layer.effect(
 ).pipe(
   Layer.provide(RateLimiter.layer),
   // fresh: each server counts on its own, even when two are built in one process (tests)
-  Layer.provide(Layer.fresh(RateLimiter.layerStoreMemory))
+  Layer.provide(Layer.fresh(Layer.unwrap(Effect.map(DocsAuthConfig, ({ clients }) => layerBoundedStore(clients)))))
 )
