@@ -44,16 +44,31 @@ export interface ViewedSection {
 /**
  * Stems by word, kept across requests: documentation repeats its words, and stemming each of an answer's
  * ~5,000 words again was most of the view's cost. Emptied when it grows past {@link STEM_CACHE_SIZE}.
+ * Bounded in bytes too: a word longer than {@link STEM_CACHED_CHARS} (no English word is; a question may
+ * be one 2,000-character "word") is stemmed each time, and a kept word is a copy, since the word as
+ * matched is a cut of its whole text and kept that text alive (a 2,000-character question per entry).
  */
 const stems = new Map<string, string>()
 const STEM_CACHE_SIZE = 100_000
+const STEM_CACHED_CHARS = 40
+/** A flat copy of a cut string, holding none of the string it was cut from. */
+const ownCopy = (text: string): string => Buffer.from(text, "utf8").toString("utf8")
 const stem = (word: string): string => {
   const known = stems.get(word)
   if (known !== undefined) return known
-  if (stems.size >= STEM_CACHE_SIZE) stems.clear()
   const stemmed = stemmer(word)
-  stems.set(word, stemmed)
-  return stemmed
+  if (word.length > STEM_CACHED_CHARS) return stemmed
+  if (stems.size >= STEM_CACHE_SIZE) stems.clear()
+  const kept = ownCopy(stemmed)
+  stems.set(ownCopy(word), kept)
+  return kept
+}
+
+/** How many words the stem cache holds, and the longest (tests). */
+export const stemCacheSize = (): { readonly words: number; readonly longest: number } => {
+  let longest = 0
+  for (const word of stems.keys()) longest = Math.max(longest, word.length)
+  return { words: stems.size, longest }
 }
 
 /**

@@ -2,7 +2,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { answerPage, type Ranked } from "../../src/ranking/Answer.ts"
-import { FUSION_K, fuseWithView, REORDERED_FILES, viewPhrases, viewScores, viewTokens, VIEW_WEIGHT } from "../../src/ranking/PlainView.ts"
+import {
+  FUSION_K,
+  fuseWithView,
+  REORDERED_FILES,
+  stemCacheSize,
+  viewPhrases,
+  viewScores,
+  viewTokens,
+  VIEW_WEIGHT
+} from "../../src/ranking/PlainView.ts"
 import { tokensOf } from "../../src/Splitter.ts"
 
 const viewed = (sourcePath: string, title: string, body: string) => ({
@@ -25,6 +34,18 @@ describe("viewTokens", () => {
 
   it("keeps the stop words the ranking drops: they are what the view adds", () => {
     assert.deepStrictEqual(viewTokens("only before off own"), ["onli", "befor", "off", "own"])
+  })
+})
+
+describe("the stem cache (kept across requests, so bounded)", () => {
+  it("100,000 + 1,000 distinct words leave at most 100,000 kept, and a long word is never kept", () => {
+    for (let i = 0; i < 101_000; i++) viewTokens(`w${i.toString(36)}ing`)
+    assert.isAtMost(stemCacheSize().words, 100_000)
+    // a question may be one 2,000-character word: stemmed, not kept
+    for (let i = 0; i < 200; i++) viewPhrases(`${i.toString(36)}${"a".repeat(1_990)}`)
+    assert.isAtMost(stemCacheSize().longest, 40)
+    // and is stemmed all the same
+    assert.deepStrictEqual(viewTokens(`${"x".repeat(50)}connections`), [`${"x".repeat(50)}connect`])
   })
 })
 
