@@ -91,14 +91,17 @@ export const filterKey = (text: string): string => {
   if (known !== undefined) return known
   const key = searchWords(text.toLowerCase()).join(" ")
   if (filterKeys.size >= FILTER_KEYS_REMEMBERED) filterKeys.clear()
-  filterKeys.set(text, key)
+  // kept as a copy: a value cut from a longer string (an item of a comma-separated filter) held that
+  // whole string alive, up to the 10 KiB of a list filter per entry
+  filterKeys.set(Buffer.from(text, "utf8").toString("utf8"), key)
   return key
 }
 
 /**
  * Keys made, by value. The ingest makes five per offer (~2.5 µs of folding and splitting the five,
  * 0.25 s per 100,000 offers, as much as the search document) from a few vocabularies (makes, models,
- * fuels, transmissions, regions): remembered, a key is a lookup. Bounded: emptied when full.
+ * fuels, transmissions, regions): remembered, a key is a lookup. Bounded: emptied when full, and a
+ * value (a filter's, from a client, up to 200 characters) kept as a copy, so ~8 MB at most.
  */
 const filterKeys = new Map<string, string>()
 const FILTER_KEYS_REMEMBERED = 20_000

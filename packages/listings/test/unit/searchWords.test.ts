@@ -1,5 +1,8 @@
 /** The words of free-text search: one splitting for documents and queries; the filters' key. */
 import { assert, describe, it } from "@effect/vitest"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
+import { filterKeyList } from "../../src/OfferAnswers.ts"
 import { filterKey, searchDocument, searchWords, toPrefixQuery } from "../../src/SearchWords.ts"
 
 describe("search words", () => {
@@ -43,5 +46,20 @@ describe("search words", () => {
     ] as const) assert.strictEqual(filterKey(text), key, text)
     // what the de-duplication key relies on: values equal in lower case have one key
     for (const text of ["İstanbul", "ΟΔΟΣ", "Straße", "K\u212a"]) assert.strictEqual(filterKey(text), filterKey(text.toLowerCase()), text)
+  })
+})
+
+describe("the remembered filter keys (kept across requests, so bounded)", () => {
+  it("hold copies of the values: 19,000 list filters with a new 200-character item each keep well under 50 MB", () => {
+    // the isolate's gc, for a heap measured after collection (the flag is a no-op when already set)
+    v8.setFlagsFromString("--expose-gc")
+    const gc = vm.runInNewContext("gc") as () => void
+    const heap = () => (gc(), process.memoryUsage().heapUsed)
+    const fixed = Array.from({ length: 49 }, (_, i) => `f${i}`.padEnd(200, "x")).join(",")
+    const before = heap()
+    // an item of a 10 KiB fuelTypes list, as the route splits it: each kept value held the whole list (188 MB)
+    for (let i = 0; i < 19_000; i++) filterKeyList(`${fixed},${`n${i}`.padEnd(200, "y")}`)
+    const grown = (heap() - before) / 1024 / 1024
+    assert.isBelow(grown, 50, `${grown.toFixed(1)} MB kept`)
   })
 })
