@@ -72,16 +72,31 @@ const withoutLength = (headers: Readonly<Record<string, string>>): Record<string
   return out
 }
 
+/**
+ * The longest a connection is kept idle for the next delivery to its origin, whatever the destination's
+ * `Keep-Alive: timeout=` asks (undici honours up to 10 minutes). The pool keeps a connection pool per
+ * origin for as long as one of its connections is open, so a publisher delivering to many origins
+ * (100,000 hosts, or ports, that each ask for 600 seconds) held a socket and a pool for each for ten
+ * minutes; now for at most this long. A busy origin's connection is never idle that long.
+ */
+export const IDLE_CONNECTION_MS = 10_000
+
 export const makeSender = (options: {
   readonly maxSockets: number
   readonly maxResponseBytes: number
   readonly allowPrivate: boolean
   /** How the guard resolves names (default: the system's); tests make a name resolve inward. */
   readonly resolve?: OutboundGuard.Resolve | undefined
+  /** {@link IDLE_CONNECTION_MS} unless given (tests). */
+  readonly idleConnectionMs?: number | undefined
 }): Sender => {
   const guard = guardOptions(options.allowPrivate, options.resolve)
+  const idleMs = options.idleConnectionMs ?? IDLE_CONNECTION_MS
   const pool = new Agent({
     connections: options.maxSockets,
+    // undici's own default when the destination names no timeout, never longer than idleMs
+    keepAliveTimeout: Math.min(4_000, idleMs),
+    keepAliveMaxTimeout: idleMs,
     allowH2: false,
     connect: options.allowPrivate ? {} : { lookup: OutboundGuard.lookup(guard) }
   })

@@ -89,6 +89,27 @@ describe("Delivery (undici sender)", () => {
       assert.strictEqual(connections, before)
     }))
 
+  it.live("closes a connection idle for idleConnectionMs though the destination asks to keep it 600 s", () =>
+    Effect.gen(function*() {
+      const lingering = Http.createServer((_, res) => res.end("ok"))
+      lingering.keepAliveTimeout = 600_000 // answers `Keep-Alive: timeout=600`
+      const closed = new Promise<void>((resolve) => lingering.on("connection", (socket) => socket.on("close", () => resolve())))
+      yield* Effect.promise(() => new Promise<void>((resolve) => lingering.listen(0, "127.0.0.1", () => resolve())))
+      const sender = makeSender({ maxSockets: 1, maxResponseBytes: 1000, allowPrivate: true, idleConnectionMs: 300 })
+      yield* Effect.addFinalizer(() =>
+        Effect.promise(() => {
+          sender.close()
+          lingering.closeAllConnections()
+          return new Promise<void>((resolve) => lingering.close(() => resolve()))
+        })
+      )
+      const answer = yield* sender.send(request("/", { url: `http://127.0.0.1:${(lingering.address() as AddressInfo).port}/` }))
+      assert.strictEqual(answer._tag === "Response" ? answer.status : answer, 200)
+      // undici would keep it for 598 s; closed after ~300 ms (generous for a loaded machine)
+      const outcome = yield* Effect.promise(() => closed).pipe(Effect.timeoutOption("5 seconds"))
+      assert.isTrue(outcome._tag === "Some", "the idle connection was still open after 5 s")
+    }).pipe(Effect.scoped))
+
   it.effect("cuts the answer at maxResponseBytes", () =>
     Effect.gen(function*() {
       const outcome = yield* open.send(request("/large"))
