@@ -28,7 +28,7 @@ import { ApiKeys } from "./ApiKeys.ts"
 import { ForwardSecret, verifiedForwardedAddress } from "./ClientAddress.ts"
 import { layerBoundedStore } from "./RateLimitStore.ts"
 
-/** `DOCS_RATE_LIMIT_CLIENTS`'s default: ~37 MB of buckets at most, measured (README "API keys, rate limits and team settings"). */
+/** `DOCS_RATE_LIMIT_CLIENTS`'s default: 16-37 MB of buckets at most, measured (README "API keys, rate limits and team settings"). */
 export const DEFAULT_RATE_LIMIT_CLIENTS = 100_000
 
 /**
