@@ -1,6 +1,8 @@
 /** The plain view of an answer's sections (src/ranking/PlainView.ts): docs-mcp-server's formula, fused with the answer's order. */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import { answerPage, type Ranked } from "../../src/ranking/Answer.ts"
 import {
   FUSION_K,
@@ -46,6 +48,17 @@ describe("the stem cache (kept across requests, so bounded)", () => {
     assert.isAtMost(stemCacheSize().longest, 40)
     // and is stemmed all the same
     assert.deepStrictEqual(viewTokens(`${"x".repeat(50)}connections`), [`${"x".repeat(50)}connect`])
+  })
+
+  it("keeps copies of the words: 20,000 questions of 2,000 characters, a new word each, keep well under 20 MB", () => {
+    v8.setFlagsFromString("--expose-gc")
+    const gc = vm.runInNewContext("gc") as () => void
+    const heap = () => (gc(), process.memoryUsage().heapUsed)
+    const before = heap()
+    // a word as matched is a cut of the lowercased question, and kept it alive (38 MB)
+    for (let i = 0; i < 20_000; i++) viewPhrases(`q${i.toString(36).padStart(12, "a")} ${"the ".repeat(495)}`)
+    const grown = (heap() - before) / 1024 / 1024
+    assert.isBelow(grown, 20, `${grown.toFixed(1)} MB kept`)
   })
 })
 
