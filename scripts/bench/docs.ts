@@ -13,7 +13,8 @@
  *    each (1,000,000), indexes them through the indexer (snippets/s), then runs search and context for
  *    BENCH_SECONDS (10) each at BENCH_CONCURRENCY (16) concurrent clients: p50/p99 and requests/s,
  *    after a VACUUM ANALYZE of the docs tables (the steady state; search is also measured once right
- *    after the bulk load, while autovacuum works through it).
+ *    after the bulk load, while autovacuum works through it). Then the CPU each request cost this
+ *    process (server and clients) and Postgres (all its processes), read from /proc around each load.
  *    `--quality-only` skips this part.
  *
  * Targets: Hit@5 >= 0.90, MRR >= 0.75; p99 <= 50 ms for search and <= 150 ms for context (2 cores);
@@ -31,6 +32,7 @@ import * as path from "node:path"
 import { questions } from "./docs-questions.ts"
 import { entryHolds, evaluate } from "./docs-evaluate.ts"
 import { hostSpeed } from "./hostSpeed.ts"
+import { treeCpuMs } from "./queueProcess.ts"
 import { fmt, httpGet as getVia, load, statementRecorder } from "./support.ts"
 
 const LIBRARIES = Number(process.env.BENCH_LIBRARIES ?? 10_000)
@@ -206,7 +208,22 @@ const program = Effect.gen(function*() {
     }
   }
 
-  const searchOnce = Effect.promise(() =>
+  // Where the time goes: CPU of this process (server and clients) and of Postgres (the postmaster and
+  // its backends) over each load, per request.
+  const postmaster = Number((yield* Effect.promise(() => fs.readFile(path.join(dir, "data", "postmaster.pid"), "utf8"))).split("\n")[0])
+  const withCpu = <A extends { readonly n: number }>(run: () => Promise<A>) =>
+    Effect.promise(async () => {
+      const node0 = process.cpuUsage()
+      const pg0 = treeCpuMs(postmaster)
+      const figures = await run()
+      const node = process.cpuUsage(node0)
+      return {
+        ...figures,
+        nodeUs: (node.user + node.system) / figures.n,
+        postgresUs: (treeCpuMs(postmaster) - pg0) * 1000 / figures.n
+      }
+    })
+  const searchOnce = withCpu(() =>
     load(CONCURRENCY, SECONDS, async (i) => {
       const name = vocabulary[(i * 7919) % Math.min(LIBRARIES, vocabulary.length)]!
       const { status } = await getJson(`${base}/api/v2/libs/search?libraryName=${name}&query=${words(4).replaceAll(" ", "+")}`)
@@ -221,7 +238,7 @@ const program = Effect.gen(function*() {
   yield* sql`VACUUM ANALYZE docs.versions`
   yield* sql`VACUUM ANALYZE docs.libraries`
   const searchLoad = yield* searchOnce
-  const contextLoad = yield* Effect.promise(() =>
+  const contextLoad = yield* withCpu(() =>
     load(CONCURRENCY, SECONDS, async (i) => {
       const library = (i * 7919) % LIBRARIES
       const id = `/synth-${library % 100}/${vocabulary[library % vocabulary.length]}-${library}`
@@ -232,7 +249,7 @@ const program = Effect.gen(function*() {
   // question of common words ("route", "request", "reply") matches most of them. The evaluation's questions
   // over its real corpora, asked in turn (no two clients ask the same one at once; nothing caches answers).
   const realUrls = evaluated.flatMap((asked) => asked.url === undefined ? [] : [asked.url])
-  const realLoad = realUrls.length === 0 ? undefined : yield* Effect.promise(() =>
+  const realLoad = realUrls.length === 0 ? undefined : yield* withCpu(() =>
     load(CONCURRENCY, SECONDS, async (i) => {
       const { status } = await getJson(realUrls[i % realUrls.length]!)
       if (status !== 200) throw new Error(`context answered ${status}`)
@@ -247,6 +264,16 @@ const program = Effect.gen(function*() {
   if (realLoad !== undefined) {
     console.log(`  context, real corpora (${realUrls.length} q.) ${fmt(realLoad.p50, 1).padStart(8)}  ${fmt(realLoad.p99, 1).padStart(8)}  ${fmt(realLoad.rps, 0).padStart(8)}` +
       `   (the evaluation's questions over its corpora, in turn)`)
+  }
+  console.log(`\nCPU per request, µs: this process (the server and the ${CONCURRENCY} clients), Postgres (all its processes)`)
+  for (
+    const [name, figures] of [
+      ["search", searchLoad],
+      ["context", contextLoad],
+      ...(realLoad === undefined ? [] : [["context, real corpora", realLoad] as const])
+    ] as const
+  ) {
+    console.log(`  ${name.padEnd(30)} ${fmt(figures.nodeUs, 0).padStart(7)} ${fmt(figures.postgresUs, 0).padStart(9)}`)
   }
 }).pipe(
   Effect.scoped,
