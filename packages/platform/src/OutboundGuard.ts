@@ -334,10 +334,27 @@ export interface GuardedAgents {
   readonly destroy: () => void
 }
 
+/**
+ * The longest a kept-alive connection waits idle for the next request to its origin (less when the
+ * server's `Keep-Alive: timeout=` asks for less). node's agents otherwise keep an idle connection until
+ * the server closes it, and a server that never does (a feed's image host, a crawled site) held a
+ * socket per origin for the life of the process.
+ */
+export const IDLE_SOCKET_MS = 10_000
+
 /** Keep-alive http and https agents whose connections go only to addresses the guard allows. */
-export const agents = (options: GuardOptions & { readonly maxSockets?: number | undefined }): GuardedAgents => {
+export const agents = (
+  options: GuardOptions & {
+    readonly maxSockets?: number | undefined
+    /** {@link IDLE_SOCKET_MS} unless given (tests). */
+    readonly idleSocketMs?: number | undefined
+  }
+): GuardedAgents => {
   const agentOptions = {
     keepAlive: true,
+    // an idle socket past it is destroyed by the agent; a socket in use is not (its request's own
+    // deadline applies: the agent only emits 'timeout', which nothing here listens to)
+    timeout: options.idleSocketMs ?? IDLE_SOCKET_MS,
     ...(options.maxSockets === undefined ? {} : { maxSockets: options.maxSockets }),
     ...(options.allowPrivate ? {} : { lookup: lookup(options) })
   }
@@ -370,6 +387,8 @@ export interface FetchOptions extends GuardOptions {
   readonly maxRedirects?: number | undefined
   /** Connections kept per origin (default: no limit). */
   readonly maxSockets?: number | undefined
+  /** How long a connection is kept idle (default {@link IDLE_SOCKET_MS}). */
+  readonly idleSocketMs?: number | undefined
 }
 
 export interface GuardedFetch {
@@ -443,7 +462,7 @@ const decoded = (response: Http.IncomingMessage): Readable => {
  */
 export const makeFetch = (options: FetchOptions): GuardedFetch => {
   // keep-alive agents without a lookup of their own: `sendOnce` gives each request the guard's
-  const pool = agents({ allowPrivate: true, maxSockets: options.maxSockets })
+  const pool = agents({ allowPrivate: true, maxSockets: options.maxSockets, idleSocketMs: options.idleSocketMs })
   const maxRedirects = options.maxRedirects ?? 5
   const fetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     const base = input instanceof Request ? input : undefined

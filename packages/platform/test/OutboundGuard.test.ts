@@ -356,6 +356,39 @@ describe("the guarded fetch", () => {
     }
   })
 
+  it("closes a connection left idle past idleSocketMs, though its server would keep it; never one in use", async () => {
+    // a server that keeps idle connections for ten minutes and answers /slow after 1 s
+    const closed: Array<number> = []
+    const server = Http.createServer((req, res) => {
+      const answer = () => res.end("done")
+      if (req.url === "/slow") setTimeout(answer, 1_000)
+      else answer()
+    })
+    server.keepAliveTimeout = 600_000
+    server.on("connection", (socket) => socket.on("close", () => closed.push(Date.now())))
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const guarded = OutboundGuard.makeFetch({ allowPrivate: true, idleSocketMs: 300 })
+    try {
+      // in use for 1 s, three times the idle bound: answered, not cut
+      assert.strictEqual(await (await guarded.fetch(`${base}/slow`)).text(), "done")
+      const idleSince = Date.now()
+      const waited = await new Promise<number>((done) => {
+        const poll = setInterval(() => {
+          if (closed.length > 0 || Date.now() - idleSince > 10_000) {
+            clearInterval(poll)
+            done(Date.now() - idleSince)
+          }
+        }, 20)
+      })
+      assert.strictEqual(closed.length, 1, `the idle connection was still open after ${waited} ms`)
+    } finally {
+      guarded.close()
+      server.closeAllConnections()
+      await new Promise((done) => server.close(done))
+    }
+  })
+
   it("keeps credentials on a same-origin redirect", async () => {
     reset()
     const guarded = OutboundGuard.makeFetch({ allowPrivate: true })
