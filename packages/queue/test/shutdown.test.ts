@@ -117,10 +117,13 @@ describe("graceful shutdown of a worker process", () => {
         const read = () =>
           fetch(`${base}/v2/dlq`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.text(), () => "").finally(() => answered = true)
         let reading = read()
-        // (polled on the transaction's own connection, in this fiber)
-        const waiters = sql<{ n: number }>`
+        // (polled on the transaction's own connection, in this fiber). Within a transaction Postgres
+        // answers pg_stat_activity from the snapshot its first read took (only the wait event is read
+        // live): without clearing it, a first poll made before the read reached the worker kept the
+        // worker's previous query text, and the read never matched (a CI failure, 30 s of polling).
+        const waiters = sql`SELECT pg_stat_clear_snapshot()`.pipe(Effect.andThen(sql<{ n: number }>`
           SELECT count(*)::int4 AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%queue.dlq%'`
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%queue.dlq%'`))
         yield* Effect.sync(() => {
           if (answered) {
             answered = false
