@@ -20,6 +20,7 @@
  *
  * The handlers get the caller as `DocsCaller`, which carries the key's team settings.
  */
+import { ownCopy } from "@svc/platform/OwnCopy"
 import { type Caller, DocsAuth, DocsCaller, RateLimited, Unauthorized } from "@svc/schema"
 import { Config, Duration, Effect, Layer, Option, type Redacted, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -42,7 +43,7 @@ const MAX_ADDRESS_KEY = 100
  * `split`, `trim`) can keep the whole string alive, so a bucket keyed by `1.2.3.4` cut from a 16 KiB
  * `X-Forwarded-For` held those 16 KiB for as long as the bucket lived (measured: 8 KiB a request).
  */
-const addressBucket = (address: string) => Buffer.from(`address:${address.slice(0, MAX_ADDRESS_KEY)}`, "utf8").toString("utf8")
+const addressBucket = (address: string) => ownCopy(`address:${address.slice(0, MAX_ADDRESS_KEY)}`)
 
 const RequestsPerMinute = (name: string, fallback: number) =>
   Config.schema(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), name).pipe(Config.withDefault(fallback))

@@ -9,6 +9,7 @@
  * waits for. And the two sides disagreed: the database's parser kept "1.6" as one word while a query
  * was split at the dot, so "1.6" found nothing.
  */
+import { ownCopy } from "@svc/platform/OwnCopy"
 
 /** Letters that carry no combining mark to strip (so NFKD leaves them) but are read as these. */
 const FOLDED: Readonly<Record<string, string>> = {
@@ -93,7 +94,7 @@ export const filterKey = (text: string): string => {
   if (filterKeys.size >= FILTER_KEYS_REMEMBERED) filterKeys.clear()
   // kept as a copy: a value cut from a longer string (an item of a comma-separated filter) held that
   // whole string alive, up to the 10 KiB of a list filter per entry
-  filterKeys.set(Buffer.from(text, "utf8").toString("utf8"), key)
+  filterKeys.set(ownCopy(text), key)
   return key
 }
 

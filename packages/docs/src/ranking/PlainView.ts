@@ -19,6 +19,7 @@
  *   first, never which files are among them (fused over every file, it moved a file the ranking placed
  *   fifth down past one the view matched on a common word, and cost Hit@5 what it gained in first places).
  */
+import { ownCopy } from "@svc/platform/OwnCopy"
 import { stemmer } from "stemmer"
 
 /** FTS5's bm25 constants. */
@@ -51,8 +52,6 @@ export interface ViewedSection {
 const stems = new Map<string, string>()
 const STEM_CACHE_SIZE = 100_000
 const STEM_CACHED_CHARS = 40
-/** A flat copy of a cut string, holding none of the string it was cut from. */
-const ownCopy = (text: string): string => Buffer.from(text, "utf8").toString("utf8")
 const stem = (word: string): string => {
   const known = stems.get(word)
   if (known !== undefined) return known
