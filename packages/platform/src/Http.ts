@@ -224,6 +224,7 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
       // node hands such a request to the routes, then fails it in its parser: the routes' answer
       // (`conventions` refuses it, closing the connection) is the only one (answerClientError)
       if (unreadableTransferEncoding(request.headers["transfer-encoding"])) dispatchedUnreadable.add(request.socket)
+      if (request.headers["transfer-encoding"] !== undefined && request.httpVersion === "1.0") faultyFraming.add(request.socket)
       if (server.listenerCount("request") > 1 || response.headersSent) return
       request.resume()
       response.setHeader("retry-after", "1")
@@ -486,10 +487,9 @@ const conventions = (options: ConventionOptions) =>
         const target = unreadableTarget(request)
         const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> =
           unreadableTransferEncoding(request.headers["transfer-encoding"])
-            ? Effect.succeed(HttpServerResponse.jsonUnsafe(
-              { code: "invalid_request", message: TRANSFER_ENCODING_REFUSAL },
-              { status: 400, headers: { connection: "close" } }
-            ))
+            ? Effect.succeed(unreadableFraming(TRANSFER_ENCODING_REFUSAL))
+            : faultyFraming.has((request.source as NodeHttp.IncomingMessage).socket)
+            ? Effect.succeed(unreadableFraming(HTTP10_TRANSFER_ENCODING_REFUSAL))
             : target !== undefined
             ? Effect.fail(new InvalidRequest({ issues: [{ in: "path", parameter: "", problem: target }] }))
             : request.url === "*"
@@ -559,6 +559,25 @@ const unreadableTarget = (request: HttpServerRequest.HttpServerRequest): string 
   if (url === "*") return request.method === "OPTIONS" ? undefined : "is '*', which only OPTIONS takes: send a path"
   return URL.canParse(url) ? undefined : "is neither a path (/…) nor an absolute URL this server can read"
 }
+
+/**
+ * A body whose length this server cannot trust: one 400, the route never run, and the connection
+ * closed, since whatever follows on it cannot be told apart from the body (RFC 9112 §6.3).
+ */
+const unreadableFraming = (message: string) =>
+  HttpServerResponse.jsonUnsafe({ code: "invalid_request", message }, { status: 400, headers: { connection: "close" } })
+
+/**
+ * Connections that sent an HTTP/1.0 request with `Transfer-Encoding`: RFC 9112 §6.1 has a server treat
+ * its framing as faulty (1.0 has no transfer codings; an intermediary may have framed it otherwise)
+ * and close the connection. Node read the body as chunked and ran the route, and for a 1.0 keep-alive
+ * read the bytes after it as further requests and ran those too. Every request of such a connection
+ * is refused, the first answered, and the connection closed.
+ */
+const faultyFraming = new WeakSet<object>()
+
+const HTTP10_TRANSFER_ENCODING_REFUSAL =
+  "Transfer-Encoding is not HTTP/1.0's: send the body with Content-Length, or the request as HTTP/1.1"
 
 /** HTTP/1.1 requires a Host header (RFC 9112 §3.2); HTTP/1.0 did not. */
 const lacksHost = (request: HttpServerRequest.HttpServerRequest) =>

@@ -508,6 +508,28 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       assert.match(chunked, /^HTTP\/1\.1 200 /)
     }))
 
+  it.effect("an HTTP/1.0 request with Transfer-Encoding is one 400 closing the connection, the route never run (RFC 9112 §6.1)", () =>
+    Effect.gen(function*() {
+      // before: node read the body as chunked, ran the route (200) and, for a 1.0 keep-alive, went on
+      // to read the bytes behind it as the next request
+      const before = listed
+      const answer = yield* exchange(
+        "GET /offers HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+          "GET /offers HTTP/1.1\r\nHost: x\r\n\r\n",
+        { keepWriting: true }
+      )
+      assert.deepStrictEqual(answer.match(/^HTTP\/1\.1 \d+/gm), ["HTTP/1.1 400"], answer)
+      assert.include(answer, "Transfer-Encoding is not HTTP/1.0's")
+      assert.match(answer, /connection: close/i)
+      assert.strictEqual(listed, before, "the route ran")
+      // HTTP/1.0 with Content-Length stays a request the routes read
+      const sized = yield* exchange(
+        "POST /offers HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: 28\r\n\r\n" +
+          "{\"title\":\"Golf\",\"year\":2010}"
+      )
+      assert.match(sized, /^HTTP\/1\.1 200 /)
+    }))
+
   it.effect("a request closing the connection is answered, and bytes pipelined behind it are ignored, not answered 400 in its place", () =>
     Effect.gen(function*() {
       // before: only 400 "could not be parsed as HTTP" (or the answer and that 400) — outside protocol audit
