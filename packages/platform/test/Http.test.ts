@@ -570,6 +570,12 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
         const answer = yield* exchange(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
         assert.match(answer, /^HTTP\/1\.1 200 /, path)
       }
+      // a ';' after a probe's path is refused as a routed path's is (it was 404 there, 400 elsewhere)
+      for (const path of ["/health;x", "/ready;", "/HEALTH/;x"]) {
+        const answer = yield* exchange(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+        assert.match(answer, /^HTTP\/1\.1 400 /, path)
+        assert.include(answer, "holds a ';'", path)
+      }
     }))
 
   it.effect("a 404 names the path as sent, not as normalised", () =>
