@@ -131,11 +131,13 @@ export interface ServeOptions {
   /** How long a request may take to arrive (default {@link HEADERS_TIMEOUT_MS} / {@link REQUEST_TIMEOUT_MS}); tests shorten it. */
   readonly arrival?: { readonly headersMs: number; readonly requestMs: number } | undefined
   /**
-   * The routes read the query as sent (the queue: a destination's own query, `?x=%FF` included, is
-   * passed on to it): no check that it decodes. Otherwise a query parameter whose name or value is not
-   * valid percent-encoded UTF-8 is a 400 naming it, as such a path is.
+   * The routes, by their paths as declared (`/v2/publish/*`), that read the query as sent (the queue's
+   * publish: a destination's own query, `?x=%FF` included, is passed on to it): no check that it
+   * decodes on those. On every other route a query parameter whose name or value is not valid
+   * percent-encoded UTF-8 is a 400 naming it, as such a path is. (It was one switch for the whole
+   * server, so the queue's list routes read `GET /v2/dlq?url=%FF` as the text `%FF` and answered 200.)
    */
-  readonly queryAsSent?: boolean | undefined
+  readonly queryAsSent?: ReadonlyArray<string> | undefined
   /**
    * The largest request line and headers read, in bytes (default {@link DEFAULT_MAX_HEAD_BYTES}, node's);
    * larger is 431. A service whose own parameter limits allow more (docs-api: a question of 2,000
@@ -263,7 +265,7 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
     )
 
     // `server.listening` turns false as soon as shutdown calls `server.close()`.
-    const app = withConventions(routes, { name: options.name, closing: () => !server.listening, queryAsSent: options.queryAsSent === true })
+    const app = withConventions(routes, { name: options.name, closing: () => !server.listening, queryAsSent: options.queryAsSent ?? [] })
     return HttpRouter.serve(app, { disableLogger: true, disableListenLog: true, routerConfig: ROUTER_CONFIG }).pipe(
       Layer.provide(NodeHttpServer.layerHttpServices),
       Layer.provideMerge(ServerLive)
@@ -411,10 +413,10 @@ export const serveApi = <Id extends string, Groups extends HttpApiGroup.Constrai
  */
 export const toWebHandler = <A, E>(
   routes: Layer.Layer<A, E, HttpRouter.HttpRouter | HttpServerServices>,
-  options?: { readonly name?: string | undefined; readonly queryAsSent?: boolean | undefined }
+  options?: { readonly name?: string | undefined; readonly queryAsSent?: ReadonlyArray<string> | undefined }
 ) =>
   HttpRouter.toWebHandler(
-    withConventions(routes, { name: options?.name ?? "web", closing: () => false, queryAsSent: options?.queryAsSent === true }).pipe(
+    withConventions(routes, { name: options?.name ?? "web", closing: () => false, queryAsSent: options?.queryAsSent ?? [] }).pipe(
       Layer.provide(HttpServer.layerServices)
     ),
     { disableLogger: true, routerConfig: ROUTER_CONFIG }
@@ -465,7 +467,7 @@ interface ConventionOptions {
   readonly name: string
   readonly closing: () => boolean
   /** See {@link ServeOptions.queryAsSent}. */
-  readonly queryAsSent: boolean
+  readonly queryAsSent: ReadonlyArray<string>
 }
 
 const withConventions = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ConventionOptions) =>
@@ -483,7 +485,10 @@ const conventions = (options: ConventionOptions) =>
         const startedAt = performance.now()
         const coding = unsupportedCoding(request)
         const twice = repeatedHeader(request)
-        const undecodable = options.queryAsSent ? undefined : undecodableQuery(request.url)
+        const undecodable = undecodableQuery(request.url, (url) => {
+          const route = routes.routeOf(request.method, url)
+          return route !== undefined && options.queryAsSent.includes(route)
+        })
         const target = unreadableTarget(request)
         const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> =
           unreadableTransferEncoding(request.headers["transfer-encoding"])
@@ -608,13 +613,14 @@ const repeated = (name: string) => new InvalidRequest({ issues: [{ in: "header",
 /**
  * The first query parameter (its name as far as it reads) whose name or value is not valid
  * percent-encoded UTF-8 (`?make=%FF`, `?topic=%C0%AF`): read as the literal text `%FF`, it matched
- * nothing and answered 200, where the same escape in a path is a 400 (an outside sweep).
+ * nothing and answered 200, where the same escape in a path is a 400 (an outside sweep). None on a
+ * route that reads the query as sent (`readAsSent`: looked up only for a query with a `%`).
  */
-const undecodableQuery = (url: string): string | undefined => {
+const undecodableQuery = (url: string, readAsSent: (url: string) => boolean): string | undefined => {
   const at = url.indexOf("?")
   if (at === -1) return undefined
   const query = url.slice(at + 1).split("#", 1)[0]!
-  if (!query.includes("%")) return undefined
+  if (!query.includes("%") || readAsSent(url)) return undefined
   for (const part of query.split("&")) {
     const [name = "", value = ""] = part.split(/=(.*)/s)
     const readName = decodedQueryPart(name)

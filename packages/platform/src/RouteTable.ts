@@ -22,6 +22,8 @@ export class RouteTable extends Context.Service<RouteTable, {
    * which reads the raw path) is not cut.
    */
   readonly cutAtSemicolon: (method: string, url: string) => boolean
+  /** The path, as its route declares it (`/v2/publish/*`), of the route the router takes for `url` (HEAD: GET's), or none. */
+  readonly routeOf: (method: string, url: string) => string | undefined
   readonly note: (route: HttpRouter.Route<any, any>) => void
 }>()("@svc/platform/RouteTable") {
   static readonly layer = Layer.effect(
@@ -57,6 +59,13 @@ export class RouteTable extends Context.Service<RouteTable, {
           // cut where some route takes the rest (for this method or, for a 405, another): refused
           const before = path.slice(0, path.indexOf(";"))
           return METHODS.some((other) => find(before, other) !== undefined)
+        },
+        routeOf: (method, url) => {
+          try {
+            return table.find(method === "HEAD" ? "GET" : method, url)?.handler
+          } catch {
+            return undefined
+          }
         },
         allowed: (url) => {
           const found = METHODS.filter((method) => table.find(method, url) !== undefined)

@@ -7,7 +7,7 @@
 import { Readiness, serve, withBackground } from "@svc/platform"
 import { Config, Effect, Layer } from "effect"
 import * as Pruning from "./Pruning.ts"
-import { routes } from "./http.ts"
+import { QUERY_AS_SENT, routes } from "./http.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { RpcRoute } from "./rpc.ts"
 import * as Scheduler from "./Scheduler.ts"
@@ -35,8 +35,9 @@ export const layerNoDeps = (options?: { readonly port?: number | Config.Config<n
       name: "queue",
       port: options?.port ?? Port,
       portVariable: "QUEUE_PORT",
-      // a publish's destination keeps its own query as sent (`?x=%FF` included)
-      queryAsSent: true,
+      // a publish's destination keeps its own query as sent (`?x=%FF` included); the other routes'
+      // queries are checked as every server's are (`GET /v2/dlq?url=%FF` is a 400)
+      queryAsSent: QUERY_AS_SENT,
       ...(options?.host === undefined ? {} : { host: options.host })
     }),
     Layer.mergeAll(WorkerIfEnabled, Pruning.layer)

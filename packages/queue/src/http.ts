@@ -203,6 +203,13 @@ const readCapped = <E>(request: HttpServerRequest.HttpServerRequest, maxBytes: n
 const cappedBody = (request: HttpServerRequest.HttpServerRequest, settings: QueueSettings) =>
   readCapped(request, settings.maxMessageBytes, () => new MessageTooLarge({ maxBytes: settings.maxMessageBytes }))
 
+/**
+ * The routes that read their query as sent (`splitTarget`): a destination's own query, `?x=%FF`
+ * included, is passed on to it, and their `svc-` parameters are checked here. The platform checks
+ * every other route's query (`serve`'s `queryAsSent`).
+ */
+export const QUERY_AS_SENT: ReadonlyArray<string> = ["/v2/publish/*", "/v2/enqueue/*", "/v2/schedules/*"]
+
 export const PublishRoute = HttpRouter.add(
   "POST",
   "/v2/publish/*",

@@ -41,7 +41,8 @@ export const servedRoutes = <A, E, R>(
           noted.push(options?.wildcards?.[served] ?? served)
         },
         allowed: () => [],
-        cutAtSemicolon: () => false
+        cutAtSemicolon: () => false,
+        routeOf: () => undefined
       })
     )
     const router = Layer.effect(HttpRouter.HttpRouter, HttpRouter.make)

@@ -8,7 +8,7 @@ import { toWebHandler } from "@svc/platform"
 import { Effect, Layer, Option, Redacted } from "effect"
 import type { HttpRouter } from "effect/http"
 import { Resolver } from "../../src/Destinations.ts"
-import { routes } from "../../src/http.ts"
+import { QUERY_AS_SENT, routes } from "../../src/http.ts"
 import { QueueConfig } from "../../src/QueueConfig.ts"
 import type { Messages } from "../../src/store/Messages.ts"
 import * as Stores from "../../src/store/Stores.ts"
@@ -46,7 +46,7 @@ export const withQueue = <A, E>(test: (call: Call) => Effect.Effect<A, E, Messag
     // `context`, merged above; the platform's `toWebHandler` types only the router's own needs.
     const { handler, dispose } = toWebHandler(app as Layer.Layer<Layer.Success<typeof app>, never, HttpRouter.HttpRouter>, {
       name: "queue",
-      queryAsSent: true
+      queryAsSent: QUERY_AS_SENT
     })
     yield* Effect.addFinalizer(() => Effect.promise(dispose))
     const call: Call = (path, init = {}) =>
