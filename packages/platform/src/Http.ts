@@ -225,6 +225,7 @@ export const serve = <A, E, R>(routes: Layer.Layer<A, E, R>, options: ServeOptio
     server.on("request", (request, response) => {
       // node hands such a request to the routes, then fails it in its parser: the routes' answer
       // (`conventions` refuses it, closing the connection) is the only one (answerClientError)
+      lastDispatched.set(request.socket, { request, response })
       if (unreadableTransferEncoding(request.headers["transfer-encoding"])) dispatchedUnreadable.add(request.socket)
       if (request.headers["transfer-encoding"] !== undefined && request.httpVersion === "1.0") faultyFraming.add(request.socket)
       if (server.listenerCount("request") > 1 || response.headersSent) return
@@ -299,6 +300,16 @@ export const REQUEST_TIMEOUT_MS = 60_000
 const answerClientError = (arrival: NonNullable<ServeOptions["arrival"]>, maxHeadBytes: number) =>
 (error: Error & { readonly code?: string }, socket: Duplex) => {
   if (error.code === "HPE_INVALID_TRANSFER_ENCODING" && dispatchedUnreadable.has(socket)) return
+  // The fault is in the body of a request the routes have already answered (a malformed chunk, a
+  // body that stopped arriving): that answer is the request's one; a 400 (or 408) written after it
+  // was a second answer to one request (`GET /services` with a bad chunk got 200, then 400; a 401
+  // kept alive was followed by a 400 no request asked for) — outside sweep. Node's own handler
+  // writes nothing once a response has begun either. The connection cannot be read on: closed.
+  const dispatched = lastDispatched.get(socket)
+  if (dispatched !== undefined && !dispatched.request.complete && dispatched.response.headersSent) {
+    socket.destroy()
+    return
+  }
   // Bytes after a request that closes the connection (`Connection: close`, HTTP/1.0): RFC 9112 §9.6
   // answers that request and ignores the rest; node's parser fails on them, and a 400 here went out
   // in place of the answer still being made (`GET /offers` with `Connection: close` and a second
@@ -385,6 +396,9 @@ const unreadableTransferEncoding = (value: string | undefined): boolean => {
 
 /** Sockets whose request {@link unreadableTransferEncoding} the routes answer (node's parser fails it too). */
 const dispatchedUnreadable = new WeakSet<object>()
+
+/** The last request node handed to the routes on each socket, and its response (answerClientError). */
+const lastDispatched = new WeakMap<object, { readonly request: NodeHttp.IncomingMessage; readonly response: NodeHttp.ServerResponse }>()
 
 /** Answers on a raw socket (no response object exists yet) and closes it. */
 const endSocket = (socket: Duplex, status: number, code: string, message: string) => {

@@ -545,6 +545,33 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       }
     }))
 
+  it.effect("a fault in the body of a request already answered closes the connection: no second answer", () =>
+    Effect.gen(function*() {
+      // before: the route's 200, then node's 400 "The chunked body is malformed" on the same connection,
+      // an answer to no request (a 401 kept alive was followed by one too) — outside sweep. `GET
+      // /offers/1` answers at once, without reading the body.
+      const statuses = (answer: string) => answer.match(/HTTP\/1\.1 \d{3} /g)
+      const port = Number(new URL((yield* Client).baseUrl!).port)
+      // kept alive: the bad chunk once the answer is there
+      const later = yield* Effect.callback<string>((resume) => {
+        const socket = Net.connect(port, "127.0.0.1", () => socket.write("GET /offers/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"))
+        let answer = ""
+        socket.once("data", () => setTimeout(() => socket.write("zz\r\n\r\n"), 20))
+        socket.on("data", (chunk) => answer += chunk.toString("latin1"))
+        socket.on("error", () => {})
+        socket.on("close", () => resume(Effect.succeed(answer)))
+      })
+      assert.deepStrictEqual(statuses(later), ["HTTP/1.1 200 "], later)
+      // closing, the bad chunk sent with the head
+      const closing = yield* exchange("GET /offers/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n")
+      assert.deepStrictEqual(statuses(closing), ["HTTP/1.1 200 "], closing)
+      assert.include(closing, `"title":"Golf"`)
+      // a bad chunk before any answer is still the one 400
+      const early = yield* exchange("POST /offers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n")
+      assert.deepStrictEqual(statuses(early), ["HTTP/1.1 400 "], early)
+      assert.include(early, "The chunked body is malformed")
+    }))
+
   it.effect("a request target is a path, an absolute URL or OPTIONS's '*': anything else is a 400, never a 500", () =>
     Effect.gen(function*() {
       // an absolute-form target with port 99999 or host %zz was a 500 with an empty body, not logged
