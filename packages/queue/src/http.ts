@@ -128,6 +128,7 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
   const given = new Map<string, string>()
   const twice = new Set<string>()
   let token: string | undefined
+  let tokens = 0
   for (const part of search === "" ? [] : search.split("&")) {
     if (part === "") continue
     const eq = part.indexOf("=")
@@ -145,8 +146,12 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
     const lower = (name ?? rawName).toLowerCase()
     const undecodable = (text: string) =>
       `holds ${JSON.stringify(text.slice(0, 100))}, which is not percent-encoded UTF-8 (a %XX sequence that is not UTF-8, or a lone %)`
-    if (lower === "svc_token") token = value ?? rawValue
-    else if (!lower.startsWith("svc-")) passThrough.push(part)
+    // The token given twice is no token (the last would have won: `svc_token=right&svc_token=wrong`
+    // passed, the reverse did not), and a 400 for a caller the bearer header authorises.
+    if (lower === "svc_token") {
+      if (tokens++ === 1) issues.push({ in: "query", parameter: "svc_token", problem: "is given twice: give it once" })
+      token = tokens === 1 ? value ?? rawValue : undefined
+    } else if (!lower.startsWith("svc-")) passThrough.push(part)
     else if (name === undefined) issues.push({ in: "query", parameter: rawName, problem: `the name ${undecodable(rawName)}` })
     else if (value === undefined) issues.push({ in: "query", parameter: name, problem: undecodable(rawValue) })
     else if (given.has(lower)) {

@@ -13,7 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { MAX_ISSUES } from "@svc/schema"
 import { Effect } from "effect"
 import { JsonBody } from "@svc/platform"
-import { type Call, json, withQueue } from "./webQueue.ts"
+import { type Call, json, TOKEN, withQueue } from "./webQueue.ts"
 
 const send = (method: string, body: string): RequestInit => ({ method, body, headers: { "content-type": "application/json" } })
 
@@ -141,7 +141,8 @@ describe("hostile input over HTTP (memory stores)", () => {
           ["svc-delay=1d&svc-delay=2d", "svc-delay", "is given twice: give it once"],
           ["svc-forward-X-A=1&svc-forward-x-a=2", "svc-forward-X-A", "is given twice, as \"svc-forward-X-A\" and \"svc-forward-x-a\""],
           ["SVC-RETRIES=1&id=7&svc-retries=1", "SVC-RETRIES", "is given twice"],
-          ["%73vc-delay=1d&svc-delay=1d", "svc-delay", "is given twice"]
+          ["%73vc-delay=1d&svc-delay=1d", "svc-delay", "is given twice"],
+          ["svc_token=a&svc_token=b", "svc_token", "is given twice: give it once"]
         ]
         for (const route of routes) {
           for (const [query, parameter, problem] of cases) {
@@ -151,6 +152,12 @@ describe("hostile input over HTTP (memory stores)", () => {
             assert.deepStrictEqual(answer.body.issues.map((i: any) => [i.in, i.parameter]), [["query", parameter]], what)
             assert.include(answer.body.issues[0].problem, problem, what)
           }
+        }
+        // Without the bearer header, the token given twice is no token, in either order: the last one
+        // won (`svc_token=<right>&svc_token=wrong` was refused, the reverse stored the message)
+        for (const query of ["svc_token=right&svc_token=wrong", "svc_token=wrong&svc_token=right"]) {
+          const answer = yield* call(`/v2/publish/https://example.com/x?${query.replaceAll("right", TOKEN)}`, { method: "POST", body: "x", token: null })
+          assert.strictEqual(answer.status, 401, query)
         }
         // Three times is still one issue; other parameters given twice are the destination's own.
         const thrice = yield* call("/v2/publish/https://example.com/x?svc-delay=1s&svc-delay=2s&svc-delay=3s", { method: "POST", body: "x" })
