@@ -239,10 +239,13 @@ describe("POST /mcp: batches", () => {
       assert.deepStrictEqual([tooMany.status, tooMany.body.id, tooMany.body.error.code], [400, null, -32600])
       assert.include(tooMany.body.error.message, "Batch must not exceed 100 messages")
       // a batch the transport refuses whole stays one error object (JSON-RPC: a batch it cannot serve at all)
-      const badVersion = yield* post(port, JSON.stringify([ping(10)]), { "mcp-protocol-version": "1999-01-01" })
-      assert.strictEqual(badVersion.status, 400)
-      assert.isFalse(Array.isArray(badVersion.body))
-      assert.match(badVersion.body.error.message, /Unsupported protocol version/)
+      // ... and so is a version that is no date: "xxxx" sorted after every date, and was told batches had ended
+      for (const bad of ["1999-01-01", "xxxx", "2025-13"]) {
+        const badVersion = yield* post(port, JSON.stringify([ping(10)]), { "mcp-protocol-version": bad })
+        assert.strictEqual(badVersion.status, 400, bad)
+        assert.isFalse(Array.isArray(badVersion.body), bad)
+        assert.match(badVersion.body.error.message, /Unsupported protocol version/, bad)
+      }
     }).pipe(Effect.scoped))
 })
 

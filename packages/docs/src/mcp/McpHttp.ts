@@ -432,8 +432,11 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
       const { parameter, problem } = parsed.failure
       return jsonRpcError(400, -32700, `Parse error: the body${parameter === "" ? "" : `'s ${parameter}`} ${problem}`)
     }
+    // compared as the dates MCP's versions are: any other text ("xxxx" sorts after every date) is left
+    // to the transport, which refuses it as an unsupported version
     const version = request.headers["mcp-protocol-version"]?.trim()
-    if (Array.isArray(parsed.success) && version !== undefined && version >= FIRST_VERSION_WITHOUT_BATCHES) {
+    const dated = version !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(version)
+    if (Array.isArray(parsed.success) && dated && version >= FIRST_VERSION_WITHOUT_BATCHES) {
       return jsonRpcError(
         400,
         -32600,
