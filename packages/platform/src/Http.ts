@@ -672,8 +672,8 @@ const semicolonInPath = new InvalidRequest({
  */
 const probeBeforeSemicolon = (request: HttpServerRequest.HttpServerRequest): boolean => {
   const path = pathOf(request.url)
-  const before = routedPath(path.slice(0, Math.max(0, path.indexOf(";"))))
-  return (request.method === "GET" || request.method === "HEAD") && (before === "/health" || before === "/ready")
+  const semicolon = path.indexOf(";")
+  return semicolon >= 0 && ["/health", "/ready"].some((probe) => isProbe(request, probe, path.slice(0, semicolon)))
 }
 
 /** An incoming id is echoed only if short and plain: it ends up in logs and response headers. */
@@ -785,8 +785,8 @@ const fromCause = (
 }
 
 /** A GET or HEAD of the probe path `path` (`/health`, `/ready`). */
-const isProbe = (request: HttpServerRequest.HttpServerRequest, path: string): boolean =>
-  (request.method === "GET" || request.method === "HEAD") && routedPath(request.url) === path
+const isProbe = (request: HttpServerRequest.HttpServerRequest, path: string, url = request.url): boolean =>
+  (request.method === "GET" || request.method === "HEAD") && routedPath(url) === path
 
 /**
  * The path as the router matches it (ROUTER_CONFIG keeps effect's defaults: case, duplicate and

@@ -603,6 +603,9 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
         assert.match(answer, /^HTTP\/1\.1 400 /, path)
         assert.include(answer, "holds a ';'", path)
       }
+      // a ';' in the query is the query's own
+      const inQuery = yield* exchange("GET /health?x=;y HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+      assert.match(inQuery, /^HTTP\/1\.1 200 /)
     }))
 
   it.effect("a 404 names the path as sent, not as normalised", () =>

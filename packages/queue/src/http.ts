@@ -149,7 +149,8 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
     // The token given twice is no token (the last would have won: `svc_token=right&svc_token=wrong`
     // passed, the reverse did not), and a 400 for a caller the bearer header authorises.
     if (lower === "svc_token") {
-      if (tokens++ === 1) issues.push({ in: "query", parameter: "svc_token", problem: "is given twice: give it once" })
+      tokens += 1
+      if (tokens === 2) issues.push({ in: "query", parameter: "svc_token", problem: "is given twice: give it once" })
       token = tokens === 1 ? value ?? rawValue : undefined
     } else if (!lower.startsWith("svc-")) passThrough.push(part)
     else if (name === undefined) issues.push({ in: "query", parameter: rawName, problem: `the name ${undecodable(rawName)}` })
