@@ -162,7 +162,10 @@ export interface BatchBenchOptions {
  */
 const svcRuns = async (options: BatchBenchOptions, rounds: number) => {
   const { dest } = options
-  const agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
+  // A new agent per round: a round's connections idle through the delivery wait, past the API's
+  // keep-alive timeout, and reusing one as the server closed it failed a later round's publish with
+  // "socket hang up" (2 bench runs of 12, 2026-12-01), which ended the bench.
+  let agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
   const port = 19_000 + Math.floor(Math.random() * 400)
   const api = startQueue(options.svcDatabase, port, false)
   const worker = startQueue(options.svcDatabase, port + 1, true)
@@ -195,6 +198,8 @@ const svcRuns = async (options: BatchBenchOptions, rounds: number) => {
       await options.query(options.svcDatabase, "SELECT pg_stat_statements_reset()")
     }
     dest.reset()
+    agent.destroy()
+    agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
     const meter = cpuMeter({
       "API process": () => [api.pid!],
       "worker process": () => [worker.pid!],

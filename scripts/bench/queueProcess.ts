@@ -21,10 +21,20 @@ export const waitUntil = async (condition: () => boolean | Promise<boolean>, tim
   }
 }
 
+/**
+ * The queue processes started and not yet exited: killed when the bench exits, however it ends. A
+ * bench that failed half-way (a `socket hang up` after a round) left its worker running, retrying a
+ * database that was gone, for good.
+ */
+const running = new Set<ChildProcess>()
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL")
+})
+
 /** A queue process on `databaseUrl` at 127.0.0.1:`port`; `worker: false` runs the API only; `env` adds settings. */
-export const startQueue = (databaseUrl: string, port: number, worker: boolean, env: Record<string, string> = {}): ChildProcess =>
+export const startQueue = (databaseUrl: string, port: number, worker: boolean, env: Record<string, string> = {}): ChildProcess => {
   // BENCH_QUEUE_NODE_ARGS: extra node flags for the queue processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
-  spawn(process.execPath, [...(process.env.BENCH_QUEUE_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""), entry], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_QUEUE_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""), entry], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
@@ -38,6 +48,10 @@ export const startQueue = (databaseUrl: string, port: number, worker: boolean, e
     },
     stdio: ["ignore", "inherit", "inherit"]
   })
+  running.add(child)
+  child.once("exit", () => running.delete(child))
+  return child
+}
 
 /** SIGTERM, resolved when the process has exited. */
 export const stop = (child: ChildProcess) =>
