@@ -11,9 +11,7 @@
  *   and the listener reconnects.
  * - **delivery**: at most `QUEUE_CONCURRENCY` requests in flight; method, forwarded headers and
  *   timeout of the message, plus `Svc-Message-Id`, `Svc-Retried` and `Svc-Signature`.
- * - **outcome**: 2xx = delivered, recorded in batches: by the next claim's own statement (one round
- *   trip for both), or, when no claim comes within {@link RECORD_WAIT_MS} or the message holds a
- *   flow-control or queue slot, by a statement of their own; otherwise retried after the delay of an
+ * - **outcome**: 2xx = delivered (recorded in batches); otherwise retried after the delay of an
  *   exponential `Schedule` (`QUEUE_RETRY_BASE`, doubling, capped at `QUEUE_RETRY_MAX_DELAY`), or
  *   the message's `Svc-Retry-Delay` expression (RetryDelay.ts, same cap), or after the
  *   destination's `Retry-After` when it sent one; when every retry is used, the message
@@ -169,15 +167,6 @@ const origin = (url: string) => {
   }
 }
 
-/**
- * How long a finished delivery waits for a claim to record it before it is recorded by itself. Each
- * statement is a round trip that wakes a Postgres backend, and a busy worker claims every few
- * milliseconds: recording with the claims halved the worker's statements (issue 18, `bench:queue`).
- * Bounded, so that a worker with nothing to claim, or with every slot taken by slow destinations,
- * still records within this long.
- */
-export const RECORD_WAIT_MS = 20
-
 /** The worker, as a layer: runs for the life of the layer. */
 export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* QueueConfig
@@ -198,14 +187,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
 
   const notified = yield* Queue.sliding<void>(1)
   const slotFreed = yield* Queue.sliding<void>(1)
-  /** Finished plain deliveries, to be recorded by the next claim (or the recording loop). */
   const delivered = yield* Queue.unbounded<DeliveredResult>()
-  /** Finished deliveries of messages holding a flow-control or queue slot: recorded at once, by the recording loop. */
-  const deliveredHoldingSlot = yield* Queue.unbounded<DeliveredResult>()
-  /** Signalled when a delivery joins either: the recording loop's start. */
-  const deliveredSignal = yield* Queue.sliding<void>(1)
-  /** Signalled when one joins `deliveredHoldingSlot`: the recording loop does not wait. */
-  const slotToFree = yield* Queue.sliding<void>(1)
   /** Claimed and not finished: id -> claim id. */
   const inFlight = new Map<string, string>()
   let stopping = false
@@ -229,13 +211,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
         const body = callbackBody(message, outcome, config.maxMessageBytes)
         return yield* store.deliveredWithCallback(result, callbackMessage("callback", message.callback, message, body))
       }
-      if (message.flowKey !== null || message.queueName !== null) {
-        Queue.offerUnsafe(deliveredHoldingSlot, result)
-        Queue.offerUnsafe(slotToFree, undefined)
-      } else {
-        Queue.offerUnsafe(delivered, result)
-      }
-      return Queue.offerUnsafe(deliveredSignal, undefined)
+      return Queue.offerUnsafe(delivered, result)
     }
     const error = outcome._tag === "Failed" ? outcome.error : `The destination answered ${status}`
     if (message.retried < message.maxRetries) {
@@ -304,7 +280,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     })
   })
 
-  /** `finish` hands a plain 2xx delivery to the batches below; everything else it records itself. */
+  /** `finish` hands a plain 2xx delivery to the batch below; everything else it records itself. */
   const recordedInBatch = (message: ClaimedMessage, outcome: DeliveryOutcome) =>
     outcome._tag === "Response" && outcome.status >= 200 && outcome.status < 300 &&
     !(message.kind === "message" && message.callback !== null)
@@ -326,7 +302,7 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
           : Effect.logError(`Queue worker: recording the outcome of ${message.id} failed`, defect)
       )
     )
-    // A slot of its flow-control key or queue is free once recorded (a delivery: by the batches below).
+    // A slot of its flow-control key or queue is free once recorded (a delivery: by the batch below).
     if ((message.flowKey !== null || message.queueName !== null) && !recordedInBatch(message, outcome)) {
       Queue.offerUnsafe(notified, undefined)
     }
@@ -336,23 +312,12 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const deliveries = yield* FiberSet.make()
 
   /**
-   * The deliveries the recording loop and the claim loop below took and have not recorded yet. Those
-   * loops are interrupted before the graceful stop runs (they are forked after it), possibly while
-   * their statement waits for a pooled connection: the stop records them with the rest, or they
-   * stayed claimed, to be sent again a lease later (a busy worker stopped by SIGTERM sent ~130 of
-   * 5,000 messages twice that way).
+   * The deliveries the recording loop below took and has not recorded yet. That loop is interrupted
+   * before the graceful stop runs (it is forked after it), possibly while its statement waits for a
+   * pooled connection: the stop records them with the rest, or they stayed claimed, to be sent again
+   * a lease later (a busy worker stopped by SIGTERM sent ~130 of 5,000 messages twice that way).
    */
-  const recording = { byRecorder: [] as ReadonlyArray<DeliveredResult>, byClaim: [] as ReadonlyArray<DeliveredResult> }
-  /** The finished deliveries waiting in `queues`, taken and remembered in one step (an interruption cannot fall between). */
-  const takeFinished = (
-    queues: ReadonlyArray<Queue.Queue<DeliveredResult>>,
-    remember: (taken: ReadonlyArray<DeliveredResult>) => void
-  ) =>
-    Effect.uninterruptible(Effect.gen(function*() {
-      const taken = (yield* Effect.forEach(queues, Queue.clear)).flat()
-      remember(taken)
-      return taken
-    }))
+  let recording: ReadonlyArray<DeliveredResult> = []
 
   // Graceful stop (finalizers run in reverse order: this one before the set is interrupted).
   yield* Effect.addFinalizer(() =>
@@ -360,9 +325,8 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
       stopping = true
       Queue.offerUnsafe(notified, undefined)
       yield* FiberSet.awaitEmpty(deliveries).pipe(Effect.timeoutOption(drainMs))
-      const waiting = yield* takeFinished([delivered, deliveredHoldingSlot], () => {})
-      const pending = [...recording.byRecorder, ...recording.byClaim, ...waiting]
-      recording.byRecorder = recording.byClaim = []
+      const pending = [...recording, ...yield* Queue.clear(delivered)]
+      recording = []
       if (pending.length > 0) yield* Effect.logInfo(`Queue worker: stopping; recording ${pending.length} finished deliveries`)
       // `markDelivered` is guarded by the claim id: a batch the interrupted loop did record is not changed again.
       yield* store.markDelivered(pending).pipe(Effect.catchDefect(logSqlError("recording deliveries")))
@@ -372,21 +336,19 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     })
   )
 
-  // Record the deliveries no claim took within RECORD_WAIT_MS (one statement for all of them), and
-  // at once those that hold a flow-control or queue slot: a claim waits for those slots, and this
-  // statement runs beside the claim loop's instead of before its next claim.
+  // Record deliveries in batches: one statement for everything finished since the last one.
   yield* Effect.gen(function*() {
     while (true) {
-      yield* Queue.take(deliveredSignal)
-      yield* Queue.take(slotToFree).pipe(Effect.timeoutOption(RECORD_WAIT_MS))
-      const batch = yield* takeFinished([deliveredHoldingSlot, delivered], (taken) => recording.byRecorder = taken)
-      if (batch.length === 0) continue
+      // Taken and remembered in one step, so that an interruption cannot fall between the two.
+      const batch = yield* Effect.uninterruptibleMask((restore) =>
+        Effect.tap(restore(Queue.takeBetween(delivered, 1, 2000)), (taken) => Effect.sync(() => recording = taken))
+      )
       yield* store.markDelivered(batch).pipe(
         Effect.catchDefect(Effect.fail),
         Effect.retry({ schedule: Schedule.exponential("100 millis"), times: 3 }),
         Effect.catch(logSqlError("recording deliveries"))
       )
-      recording.byRecorder = []
+      recording = []
       // Recorded: slots of flow-control keys and FIFO queues are free, so claim again at once.
       Queue.offerUnsafe(notified, undefined)
     }
@@ -424,18 +386,9 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
       }
       saturated = false
       const limit = Math.min(config.batchSize, free)
-      // The plain deliveries finished so far are recorded by the claim (Messages.claim); a failed
-      // claim hands them back to the recording loop.
-      const finished = yield* takeFinished([delivered], (taken) => recording.byClaim = taken)
-      const claimed = yield* store.claim(limit, finished).pipe(
-        Effect.catchDefect((defect) =>
-          Effect.sync(() => {
-            Queue.offerAllUnsafe(delivered, finished)
-            Queue.offerUnsafe(deliveredSignal, undefined)
-          }).pipe(Effect.andThen(logSqlError("claiming")(defect)), Effect.andThen(Effect.sleep(pollMs)), Effect.as([]))
-        )
+      const claimed = yield* store.claim(limit).pipe(
+        Effect.catchDefect((defect) => Effect.as(Effect.andThen(logSqlError("claiming")(defect), Effect.sleep(pollMs)), []))
       )
-      recording.byClaim = []
       for (const message of claimed) {
         inFlight.set(message.id, message.claimId)
         yield* FiberSet.run(

@@ -9,7 +9,6 @@ import { FetchHttpClient } from "effect/http"
 import * as Crypto from "node:crypto"
 import { QueueClient } from "../src/Client.ts"
 import { Receiver, sign } from "../src/Signature.ts"
-import { Messages } from "../src/store/Messages.ts"
 import * as Worker from "../src/Worker.ts"
 import { call, Destination, publish, queueLayer, QueueUrl, TOKEN, waitForMessage } from "./support.ts"
 
@@ -357,43 +356,6 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("delivery",
       assert.strictEqual(dest.requests("/multi").length, 60)
       assert.deepStrictEqual(new Set(received.map((r) => r.body.toString())).size, 60)
       for (const id of ids.slice(0, 5)) yield* waitForMessage(id, (m) => m.state === "delivered")
-    }))
-})
-
-layer(queueLayer({ worker: false }), { timeout: 120_000, excludeTestServices: true })("deliveries recorded by a claim", (it) => {
-  it.effect("a claim that fails hands the deliveries it carried back: recorded all the same, none sent twice", () =>
-    Effect.gen(function*() {
-      const dest = yield* Destination
-      const store = yield* Messages
-      // The first claim that carries finished deliveries fails, as on a lost connection.
-      let failed = 0
-      const failingOnce = Layer.succeed(Messages, Messages.of({
-        ...store,
-        claim: (limit, delivered = []) =>
-          delivered.length > 0 && failed === 0
-            ? Effect.suspend(() => {
-              failed++
-              return Effect.die(new Error("Connection terminated unexpectedly"))
-            })
-            : store.claim(limit, delivered)
-      }))
-      yield* Layer.build(Worker.layer.pipe(Layer.provide(failingOnce), Layer.fresh))
-      // Waves of 300 (more than the 200 slots), until a claim has carried deliveries: it claims again
-      // when half the slots are free, taking what finished meanwhile.
-      const ids: Array<string> = []
-      for (let wave = 0; wave < 20 && failed === 0; wave++) {
-        for (let batch = 0; batch < 3; batch++) {
-          const elements = Array.from({ length: 100 }, (_, i) => ({ destination: `${dest.baseUrl}/carried`, body: `${wave}-${batch}-${i}` }))
-          const answer = yield* call("/v2/batch", { method: "POST", body: JSON.stringify(elements), headers: { "content-type": "application/json" } })
-          assert.strictEqual(answer.status, 201)
-          ids.push(...(answer.body as Array<{ messageId: string }>).map((entry) => entry.messageId))
-        }
-        yield* dest.waitFor("/carried", ids.length)
-      }
-      assert.strictEqual(failed, 1, "a claim carried finished deliveries")
-      // Recorded, long before their leases (30 s timeout + 2 s margin) run out and would send them again.
-      for (const id of ids) yield* waitForMessage(id, (m) => m.state === "delivered", "5 seconds")
-      assert.strictEqual(dest.requests("/carried").length, ids.length)
     }))
 })
 

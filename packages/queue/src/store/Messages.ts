@@ -32,9 +32,6 @@ import type {
 import { CONTROLLED_POLL_MS, isUuid, nextTurnStart, toMessage, toPublished } from "./Model.ts"
 import { ClaimRow, MessageViewRow, toClaimedMessage, toStoredMessage } from "./Rows.ts"
 
-/** A {@link DeliveredResult}, as a claim's request carries it. */
-const Delivered = Schema.Struct({ id: Schema.String, claimId: Schema.String, status: Schema.Number })
-
 export interface MessagesShape {
   /** Enqueue; with a deduplication id, a repeat within the window enqueues nothing and answers the first. */
   readonly publish: (
@@ -48,13 +45,9 @@ export interface MessagesShape {
   readonly publishBatch: (publishes: ReadonlyArray<BatchPublish>) => Effect.Effect<ReadonlyArray<ReadonlyArray<PublishedMessage>>>
   /**
    * Up to `limit` due messages, leased to one new claim: until now + the message's timeout +
-   * `QUEUE_LEASE_MARGIN` no other claim sees them; then they are due again. `delivered`, deliveries
-   * of messages under neither flow control nor a queue, is recorded as `markDelivered` records it, by
-   * the statement that claims such messages (one round trip instead of two), and none of its
-   * messages is claimed. (A delivery holding a flow-control or queue slot is recorded by itself, at
-   * once: the slot counts as free only for claims after that statement.)
+   * `QUEUE_LEASE_MARGIN` no other claim sees them; then they are due again.
    */
-  readonly claim: (limit: number, delivered?: ReadonlyArray<DeliveredResult>) => Effect.Effect<ReadonlyArray<ClaimedMessage>>
+  readonly claim: (limit: number) => Effect.Effect<ReadonlyArray<ClaimedMessage>>
   /** Milliseconds until the earliest queued message is due (0 when one is), for the idle sleep. */
   readonly nextDue: Effect.Effect<Option.Option<number>>
   readonly markDelivered: (results: ReadonlyArray<DeliveredResult>) => Effect.Effect<void>
@@ -132,50 +125,26 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           ? Effect.map(insert(messages).pipe(Effect.tap(({ due }) => wakeIf(due))), ({ ids }) => toPublished(messages, ids))
           : publishOnce(messages, dedupId)
 
-      /**
-       * Deliveries recorded, each only under the claim that made it (`markDelivered`, and the claim
-       * that records). `m.id = ANY(ids)` beside the join: the rows are found by primary key whatever
-       * the statistics say (as in the claim below). Run planned at every call (`unprepared`, as is
-       * the claim that holds it), with the arrays' real sizes: a prepared statement's generic plan
-       * assumes 10 elements, and one such plan (bench:queue, auto_explain) rescanned the unnest of
-       * 2,000 results once per matched row — 0.8 s a call, and the slower the calls, the bigger the
-       * next batch. Planning costs ~0.1 ms a batch.
-       */
-      const recordDelivered = (results: ReadonlyArray<DeliveredResult>) => {
-        const ids = results.map((r) => r.id)
-        return sql`
-          UPDATE queue.messages m
-          SET state = 'delivered', delivered_at = now(), claim_id = NULL, last_status = d.status, last_error = NULL
-          FROM unnest(${ids}::uuid[], ${results.map((r) => r.claimId)}::uuid[], ${results.map((r) => r.status)}::int4[])
-            AS d(id, claim, status)
-          WHERE m.id = ANY(${ids}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state IN ('queued', 'cancelled')`
-      }
-
       const claimColumns = sql.join(", ", false)(Object.keys(ClaimRow.fields).map((column) => sql`m.${sql(column)}`))
 
       /** Messages under neither flow control nor a queue: one statement, `FOR UPDATE SKIP LOCKED`. */
       const claimFree = SqlSchema.findAll({
-        Request: Schema.Struct({ claimId: Schema.String, limit: Schema.Number, delivered: Schema.Array(Delivered) }),
+        Request: Schema.Struct({ claimId: Schema.String, limit: Schema.Number }),
         Result: ClaimRow,
-        execute: ({ claimId, delivered, limit }) =>
+        execute: ({ claimId, limit }) =>
           // The claimed ids as an array the UPDATE finds by primary key: joined as a set instead, stale
           // statistics (a table that grew since its last ANALYZE) made the planner hash-join with a
           // scan of the whole table, 16 ms a claim of 100 rows in a table of 100,000 (bench:queue).
           // Planned at every call (`unprepared`), on the table's size at that moment: a prepared
           // statement's generic plan made while the table was nearly empty (a new database, the first
           // seconds of a burst) kept scanning all of it as it grew, until the next ANALYZE.
-          // The deliveries recorded by a data-modifying WITH, whose rows the claim leaves alone
-          // (`<> ALL`): the parts of one statement run in no set order, and a row both recorded and
-          // claimed (its lease expired) would be changed by whichever came first only.
           sql`
-            ${delivered.length === 0 ? sql`` : sql`WITH recorded AS (${recordDelivered(delivered)})`}
             UPDATE queue.messages m
             SET claim_id = ${claimId}::uuid,
                 not_before = now() + (m.timeout_ms + ${leaseMarginMs}::int4) * interval '1 millisecond'
             WHERE m.id = ANY(ARRAY(
               SELECT id FROM queue.messages
               WHERE state = 'queued' AND not_before <= now() AND flow_key IS NULL AND queue_name IS NULL
-                ${delivered.length === 0 ? sql`` : sql`AND id <> ALL(${delivered.map((r) => r.id)}::uuid[])`}
               ORDER BY not_before
               LIMIT ${limit}
               FOR UPDATE SKIP LOCKED
@@ -216,18 +185,15 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           })
       )
 
-      // Controlled messages first (their limits bound them), then the rest of the batch, whose
-      // statement records the deliveries given (or one of their own, when no room is left for it).
-      const claim = (limit: number, delivered: ReadonlyArray<DeliveredResult>) =>
+      // Controlled messages first (their limits bound them), then the rest of the batch.
+      const claim = (limit: number) =>
         Effect.gen(function*() {
           const claimId = Crypto.randomUUID()
           const controlled = (yield* hasControlled)
             ? yield* claimControlled({ claimId, limit, after: lastServedKey })
             : []
           lastServedKey = nextTurnStart(lastServedKey, controlled.map((row) => row.flow_key))
-          const free = controlled.length < limit
-            ? yield* claimFree({ claimId, limit: limit - controlled.length, delivered })
-            : yield* Effect.as(markDelivered(delivered), [])
+          const free = controlled.length < limit ? yield* claimFree({ claimId, limit: limit - controlled.length }) : []
           return [...controlled, ...free].map((row) => toClaimedMessage(row, claimId))
         })
 
@@ -253,8 +219,21 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
           ? Option.none<number>()
           : Option.some(Math.max(0, row.due.getTime() - row.now.getTime())))
 
-      const markDelivered = (results: ReadonlyArray<DeliveredResult>) =>
-        results.length === 0 ? Effect.void : recordDelivered(results).unprepared.pipe(Effect.asVoid)
+      // `m.id = ANY(ids)` beside the join: the rows are found by primary key whatever the statistics
+      // say (as in the claim above). Planned at every call (`unprepared`), with the arrays' real
+      // sizes: a prepared statement's generic plan assumes 10 elements, and one such plan (bench:queue,
+      // auto_explain) rescanned the unnest of 2,000 results once per matched row — 0.8 s a call, and
+      // the slower the calls, the bigger the next batch. Planning costs ~0.1 ms a batch.
+      const markDelivered = (results: ReadonlyArray<DeliveredResult>) => {
+        const ids = results.map((r) => r.id)
+        return results.length === 0 ? Effect.void : sql`
+          UPDATE queue.messages m
+          SET state = 'delivered', delivered_at = now(), claim_id = NULL, last_status = d.status, last_error = NULL
+          FROM unnest(${ids}::uuid[], ${results.map((r) => r.claimId)}::uuid[], ${results.map((r) => r.status)}::int4[])
+            AS d(id, claim, status)
+          WHERE m.id = ANY(${ids}::uuid[]) AND m.id = d.id AND m.claim_id = d.claim AND m.state IN ('queued', 'cancelled')`.unprepared
+          .pipe(Effect.asVoid)
+      }
 
       const deliveredWithCallback = (result: DeliveredResult, callback: NewMessage) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -375,7 +354,7 @@ export class Messages extends Context.Service<Messages, MessagesShape>()("@svc/q
       return Messages.of({
         publish: (messages, dedupId) => atDatabaseBoundary(publish(messages, dedupId)),
         publishBatch: (publishes) => atDatabaseBoundary(publishBatch(publishes)),
-        claim: (limit, delivered = []) => atDatabaseBoundary(claim(limit, delivered)),
+        claim: (limit) => atDatabaseBoundary(claim(limit)),
         nextDue: atDatabaseBoundary(nextDue),
         markDelivered: (results) => atDatabaseBoundary(markDelivered(results)),
         deliveredWithCallback: (result, callback) => atDatabaseBoundary(deliveredWithCallback(result, callback)),

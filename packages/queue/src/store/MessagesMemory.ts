@@ -9,7 +9,7 @@ import * as Crypto from "node:crypto"
 import { QueueConfig } from "../QueueConfig.ts"
 import { atNow, insertMessages, MemoryTables, type Tables } from "./MemoryTables.ts"
 import type { MessagesShape } from "./Messages.ts"
-import type { Claim, DeliveredResult, MessageSelection, NewMessage, StoredMessage } from "./Model.ts"
+import type { Claim, MessageSelection, NewMessage, StoredMessage } from "./Model.ts"
 import { CONTROLLED_POLL_MS, inByteOrder, isUuid, nextTurnStart, toClaimed, toMessage, toPublished } from "./Model.ts"
 
 /** The message of `claim` when it is still queued under that claim (the guard of every completion). */
@@ -104,16 +104,6 @@ export const makeMessagesMemory = Effect.gen(function*() {
     return result
   }
 
-  /** Messages.ts's `markDelivered`: each result only under the claim that made it. */
-  const recordDelivered = (now: number, results: ReadonlyArray<DeliveredResult>) => {
-    for (const result of results) {
-      const message = claimedForDelivery(tables, result)
-      if (message !== undefined) {
-        update(tables, message, { state: "delivered", deliveredAt: new Date(now), claimId: null, lastStatus: result.status, lastError: null })
-      }
-    }
-  }
-
   /** The last flow-control key the previous claim served (where the next turn starts). */
   let lastServedKey = ""
 
@@ -124,9 +114,8 @@ export const makeMessagesMemory = Effect.gen(function*() {
     publishBatch: (publishes) =>
       atNow(tables, (now) => publishes.map((publish) => publishOne(now, publish.messages, publish.dedupId))),
 
-    claim: (limit, delivered = []) =>
+    claim: (limit) =>
       atNow(tables, (now) => {
-        recordDelivered(now, delivered)
         const claimId = Crypto.randomUUID()
         const picked = claimable(tables, now, limit, lastServedKey)
         lastServedKey = nextTurnStart(lastServedKey, picked.map((message) => message.flowKey))
@@ -156,7 +145,15 @@ export const makeMessagesMemory = Effect.gen(function*() {
       return earliest === undefined ? Option.none<number>() : Option.some(Math.max(0, earliest - now))
     }),
 
-    markDelivered: (results) => atNow(tables, (now) => recordDelivered(now, results)),
+    markDelivered: (results) =>
+      atNow(tables, (now) => {
+        for (const result of results) {
+          const message = claimedForDelivery(tables, result)
+          if (message !== undefined) {
+            update(tables, message, { state: "delivered", deliveredAt: new Date(now), claimId: null, lastStatus: result.status, lastError: null })
+          }
+        }
+      }),
 
     deliveredWithCallback: (result, callback) =>
       atNow(tables, (now) => {

@@ -7,7 +7,7 @@
  * message is invisible until its lease expires, then claimable again under a new claim, and the
  * expired claim can no longer complete it); delays and `nextDue`; retries (attempt counts,
  * not-before respected); release; deduplication ids within and after the window; cancel;
- * delivered with a callback; deliveries recorded by the claim itself.
+ * delivered with a callback.
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
@@ -110,30 +110,6 @@ export const messagesContract = (name: string, layer: StoresLayer): void => {
         assert.strictEqual(delivered.lastStatus, 204)
         assert.isNumber(delivered.deliveredAt)
         assert.deepStrictEqual(yield* messages.claim(10), [])
-      })
-    )
-
-    test(
-      "a claim records the deliveries it is given (only under their own claim) and never claims them again",
-      Effect.gen(function*() {
-        const messages = yield* Messages
-        const published = yield* messages.publish([newMessage(), newMessage(), newMessage()], undefined)
-        const [a, b] = yield* messages.claim(2)
-        const next = yield* messages.claim(10, [
-          { id: a!.id, claimId: a!.claimId, status: 201 },
-          { id: b!.id, claimId: "00000000-0000-4000-8000-000000000000", status: 200 }
-        ])
-        assert.deepStrictEqual(next.map((message) => message.id), [published[2]!.messageId])
-        const recorded = yield* messages.get(a!.id)
-        assert.strictEqual(recorded.state, "delivered")
-        assert.strictEqual(recorded.lastStatus, 201)
-        assert.strictEqual((yield* messages.get(b!.id)).state, "delivering", "a result under another claim id records nothing")
-        // A delivery recorded by the claim that would take its message again (its lease ran out):
-        // recorded, and not claimed.
-        yield* advance(1000 + LEASE_MARGIN_MS + 500)
-        const again = yield* messages.claim(10, [{ id: b!.id, claimId: b!.claimId, status: 200 }])
-        assert.deepStrictEqual(again.map((message) => message.id), [published[2]!.messageId])
-        assert.strictEqual((yield* messages.get(b!.id)).state, "delivered")
       })
     )
 
