@@ -162,16 +162,12 @@ export interface BatchBenchOptions {
  */
 const svcRuns = async (options: BatchBenchOptions, rounds: number) => {
   const { dest } = options
-  // A new agent per round: a round's connections idle through the delivery wait, past the API's
-  // keep-alive timeout, and reusing one as the server closed it failed a later round's publish with
-  // "socket hang up" (2 bench runs of 12, 2026-12-01), which ended the bench.
-  let agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
   const port = 19_000 + Math.floor(Math.random() * 400)
   const api = startQueue(options.svcDatabase, port, false)
   const worker = startQueue(options.svcDatabase, port + 1, true)
   await waitUntil(healthy(port), 60_000, "the queue")
   await waitUntil(healthy(port + 1), 60_000, "the worker")
-  const post = (messages: ReadonlyArray<{ readonly i: number; readonly t: number }>) =>
+  const post = (agent: Http.Agent) => (messages: ReadonlyArray<{ readonly i: number; readonly t: number }>) =>
     new Promise<void>((resolve, reject) => {
       const body = JSON.stringify(messages.map((m) => ({
         destination: dest.url,
@@ -198,14 +194,17 @@ const svcRuns = async (options: BatchBenchOptions, rounds: number) => {
       await options.query(options.svcDatabase, "SELECT pg_stat_statements_reset()")
     }
     dest.reset()
-    agent.destroy()
-    agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
+    // An agent per round: a round's connections idle through the delivery wait, past the API's
+    // keep-alive timeout, and reusing one as the server closed it failed a later round's publish with
+    // "socket hang up" (2 bench runs of 12, 2026-12-01), which ended the bench.
+    const agent = new Http.Agent({ keepAlive: true, maxSockets: PUBLISHERS })
     const meter = cpuMeter({
       "API process": () => [api.pid!],
       "worker process": () => [worker.pid!],
       ...(options.postmaster === undefined ? {} : { "Postgres": () => [options.postmaster!, ...childrenOf(options.postmaster!)] })
     })
-    const run = await publishBatches(post)
+    const run = await publishBatches(post(agent))
+    agent.destroy()
     await waitUntil(() => dest.count() >= N, 600_000, "svc batch deliveries")
     const cpu = meter()
     const result = figures(dest, run)
@@ -218,7 +217,6 @@ const svcRuns = async (options: BatchBenchOptions, rounds: number) => {
   }
   await stop(api)
   await stop(worker)
-  agent.destroy()
   return results
 }
 
