@@ -1,14 +1,22 @@
 /**
- * The answer cap of the effect clients (`Client.ts`, `RpcClient.ts`): the rule of `CappedBody.ts`, which
- * the Promise client reads through, applied to effect's `HttpClient`. effect's client reads a body
+ * The answer limits of the effect clients (`Client.ts`, `RpcClient.ts`): the rules of `CappedBody.ts`,
+ * which the Promise client reads through, applied to effect's `HttpClient`. effect's client reads a body
  * (`response.json`, `.text`, an RPC answer's stream) whole, however long it runs: a broken or hostile
- * server (or a wrong `baseUrl`) streaming an endless body filled the process's memory.
+ * server (or a wrong `baseUrl`) streaming an endless body filled the process's memory, and one that
+ * never answered held the call for good (effect's client has no timeout of its own).
  */
 import { Context, Effect, Schema, Stream } from "effect"
 import { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
-import { answerTooLargeMessage, maxAnswerBytesProblem, readCappedBody } from "./CappedBody.ts"
+import { answerTooLargeMessage, maxAnswerBytesProblem, noAnswerInTimeMessage, readCappedBody, timeoutMsProblem } from "./CappedBody.ts"
 
-export { DEFAULT_MAX_ANSWER_BYTES } from "./CappedBody.ts"
+export { DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TIMEOUT_MS } from "./CappedBody.ts"
+
+/** What both effect clients limit: the answer's size and the time to have it whole. */
+export interface AnswerLimits {
+  readonly baseUrl: string
+  readonly maxAnswerBytes: number
+  readonly timeoutMs: number
+}
 
 /**
  * An answer larger than `maxAnswerBytes`: read no further than the cap (nothing of it when its
@@ -21,9 +29,12 @@ export class AnswerTooLarge extends Schema.TaggedError<AnswerTooLarge>()("Answer
   message: Schema.String
 }) {}
 
-/** A `maxAnswerBytes` option that is not a whole number of bytes from 1, as a defect of the client's construction. */
-export const checkMaxAnswerBytes = (client: string, maxAnswerBytes: number): Effect.Effect<void> => {
-  const problem = maxAnswerBytesProblem(maxAnswerBytes)
+/**
+ * A `maxAnswerBytes` that is not a whole number of bytes from 1, or a `timeoutMs` that is not a whole
+ * number of milliseconds a timer can hold, as a defect of the client's construction.
+ */
+export const checkLimits = (client: string, limits: AnswerLimits): Effect.Effect<void> => {
+  const problem = maxAnswerBytesProblem(limits.maxAnswerBytes) ?? timeoutMsProblem(limits.timeoutMs)
   return problem === undefined ? Effect.void : Effect.die(new TypeError(`${client}: ${problem}`))
 }
 
@@ -41,7 +52,7 @@ const decodeError = (response: HttpClientResponse.HttpClientResponse, cause: unk
  */
 const readCapped = (
   response: HttpClientResponse.HttpClientResponse,
-  options: { readonly baseUrl: string; readonly maxAnswerBytes: number }
+  options: AnswerLimits
 ): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError | AnswerTooLarge> => {
   if (NO_BODY.has(response.status)) return Effect.succeed(response)
   const body = response.stream.pipe(Stream.catchReason("HttpClientError", "EmptyBodyError", () => Stream.empty))
@@ -84,23 +95,40 @@ const readCapped = (
 }
 
 /**
- * `client` reading every answer whole before handing it on, refusing one over `maxAnswerBytes` with
- * {@link AnswerTooLarge} (whose message names the cap and `baseUrl`, as the Promise client's does).
+ * `client` with the whole call (the request, the answer read whole) bounded by `timeoutMs`: past it the
+ * call is interrupted, which lets its connection go, and fails with a `TransportError` worded as the
+ * Promise client's.
  */
-export const capAnswers = (
-  options: { readonly baseUrl: string; readonly maxAnswerBytes: number }
-) =>
+const bounded = (options: AnswerLimits) =>
+<E, R>(client: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E | HttpClientError.HttpClientError, R> =>
+  HttpClient.transform(client, (call, request) =>
+    Effect.timeoutOrElse(call, {
+      duration: options.timeoutMs,
+      orElse: () =>
+        Effect.fail(
+          new HttpClientError.HttpClientError({
+            reason: new HttpClientError.TransportError({ request, description: noAnswerInTimeMessage(options.baseUrl, options.timeoutMs) })
+          })
+        )
+    }))
+
+/**
+ * `client` reading every answer whole before handing it on, refusing one over `maxAnswerBytes` with
+ * {@link AnswerTooLarge} (whose message names the cap and `baseUrl`, as the Promise client's does), and
+ * failing a call with no whole answer within `timeoutMs`.
+ */
+export const capAnswers = (options: AnswerLimits) =>
 <E, R>(client: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E | HttpClientError.HttpClientError | AnswerTooLarge, R> =>
-  HttpClient.transformResponse(client, Effect.flatMap((response) => readCapped(response, options)))
+  bounded(options)(HttpClient.transformResponse(client, Effect.flatMap((response) => readCapped(response, options))))
 
 /**
  * {@link capAnswers} for a consumer that takes only an `HttpClientError` (effect's RPC client): the
  * refusal is a `DecodeError` whose description is the {@link AnswerTooLarge} message and whose cause
  * is that error.
  */
-export const capAnswersAsHttpError = (options: { readonly baseUrl: string; readonly maxAnswerBytes: number }) =>
+export const capAnswersAsHttpError = (options: AnswerLimits) =>
 <E, R>(client: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E | HttpClientError.HttpClientError, R> =>
-  HttpClient.transformResponse(client, Effect.flatMap((response) =>
+  bounded(options)(HttpClient.transformResponse(client, Effect.flatMap((response) =>
     readCapped(response, options).pipe(
       Effect.catchTag("AnswerTooLarge", (tooLarge) =>
         Effect.fail(
@@ -108,4 +136,4 @@ export const capAnswersAsHttpError = (options: { readonly baseUrl: string; reado
             reason: new HttpClientError.DecodeError({ request: response.request, response, description: tooLarge.message, cause: tooLarge })
           })
         ))
-    )))
+    ))))

@@ -1,7 +1,7 @@
 /**
- * The cap on what the queue's clients read, written once: `readCappedBody` reads a web body (a
- * `Request`'s or a `Response`'s) whole but never past a cap, and the `maxAnswerBytes` option of both
- * clients (its default, its check and the refusal's wording) is defined here. The Promise client
+ * The limits on what the queue's clients read, written once: `readCappedBody` reads a web body (a
+ * `Request`'s or a `Response`'s) whole but never past a cap, and the `maxAnswerBytes` and `timeoutMs`
+ * options of the clients (their defaults, their checks and the refusals' wording) are defined here. The Promise client
  * (`promise/QueueClient.ts`) and the Receiver helpers (`promise/handlers.ts`) read through it directly;
  * the effect client (`Client.ts`) and the RPC client (`RpcClient.ts`) through `AnswerCap.ts`, which hands
  * effect's response stream to it. Plain node and web APIs only: `@svc/queue/client` loads this file and
@@ -16,15 +16,34 @@
  */
 export const DEFAULT_MAX_ANSWER_BYTES = 320 * 1024 * 1024
 
+/** An option's value in a refusal: a number as written (NaN, Infinity too), anything else as JSON. */
+const shown = (value: unknown): string => typeof value === "number" ? String(value) : JSON.stringify(value) ?? typeof value
+
 /** Why `value` cannot be a `maxAnswerBytes` (a whole number of bytes from 1), or undefined when it can. */
 export const maxAnswerBytesProblem = (value: unknown): string | undefined =>
   Number.isSafeInteger(value) && (value as number) >= 1
     ? undefined
-    : `maxAnswerBytes must be a whole number of bytes from 1, got ${JSON.stringify(value) ?? typeof value}`
+    : `maxAnswerBytes must be a whole number of bytes from 1, got ${shown(value)}`
 
 /** The refusal of an answer over the cap, as both clients word it. */
 export const answerTooLargeMessage = (baseUrl: string, maxAnswerBytes: number): string =>
   `The answer from ${baseUrl} is larger than ${maxAnswerBytes} bytes, the most this client reads (maxAnswerBytes)`
+
+/** The default `timeoutMs`: how long one call may take, its answer read whole. */
+export const DEFAULT_TIMEOUT_MS = 60_000
+
+/** node's timers hold at most 2^31 - 1 ms: a larger delay fires at once. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1
+
+/** Why `value` cannot be a `timeoutMs`, or undefined when it can. */
+export const timeoutMsProblem = (value: unknown): string | undefined =>
+  Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= MAX_TIMEOUT_MS
+    ? undefined
+    : `timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${shown(value)}`
+
+/** The failure of a call with no whole answer within `timeoutMs`, as the clients word it. */
+export const noAnswerInTimeMessage = (baseUrl: string, timeoutMs: number): string =>
+  `No whole answer from the queue at ${baseUrl} within ${timeoutMs} ms`
 
 /**
  * The bytes of `message`'s body, or undefined once they are over `maxBytes`: declared (`Content-Length`,

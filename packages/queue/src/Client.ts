@@ -24,7 +24,7 @@ import {
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { FetchHttpClient, HttpBody, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
-import { AnswerTooLarge, capAnswers, checkMaxAnswerBytes, DEFAULT_MAX_ANSWER_BYTES } from "./AnswerCap.ts"
+import { AnswerTooLarge, capAnswers, checkLimits, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TIMEOUT_MS } from "./AnswerCap.ts"
 import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "./PublishHeaders.ts"
 
 export { AnswerTooLarge } from "./AnswerCap.ts"
@@ -79,6 +79,8 @@ export interface QueueClientOptions {
   readonly token: string | Redacted.Redacted<string>
   /** The largest answer read, in bytes (default 320 MiB); a larger one is refused unread past that. */
   readonly maxAnswerBytes?: number | undefined
+  /** How long one call may take, its answer read whole (default 60,000 ms, as the Promise client's). */
+  readonly timeoutMs?: number | undefined
 }
 
 export class QueueClient extends Context.Service<QueueClient, {
@@ -99,16 +101,20 @@ export class QueueClient extends Context.Service<QueueClient, {
   /**
    * A client of the queue at `baseUrl` with `token` (QUEUE_TOKEN); needs an `HttpClient`. Every answer
    * is read whole before it is decoded, and one larger than `maxAnswerBytes` (default 320 MiB, the
-   * Promise client's) is refused unread past that; a `maxAnswerBytes` that is not a whole number from 1
-   * is a defect.
+   * Promise client's) is refused unread past that; a call with no whole answer within `timeoutMs`
+   * (default 60 s) fails. A `maxAnswerBytes` or `timeoutMs` that is not a whole number from 1 is a defect.
    */
   static readonly make = (options: QueueClientOptions) =>
     Effect.gen(function*() {
       const token = typeof options.token === "string" ? Redacted.make(options.token) : options.token
       const baseUrl = options.baseUrl.replace(/\/+$/, "")
-      const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES
-      yield* checkMaxAnswerBytes("QueueClient", maxAnswerBytes)
-      const http = capAnswers({ baseUrl, maxAnswerBytes })(yield* HttpClient.HttpClient)
+      const limits = {
+        baseUrl,
+        maxAnswerBytes: options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
+        timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+      }
+      yield* checkLimits("QueueClient", limits)
+      const http = capAnswers(limits)(yield* HttpClient.HttpClient)
       const api = yield* HttpApiClient.makeWith(QueueApi, { httpClient: http, baseUrl }).pipe(
         Effect.provide(HttpApiMiddleware.layerClient(QueueAuth, ({ next, request }) =>
           next(HttpClientRequest.bearerToken(request, Redacted.value(token)))))

@@ -18,7 +18,7 @@ import { ServiceClient } from "@svc/platform"
 import { Context, Layer, Redacted } from "effect"
 import type { RpcClientError } from "effect/rpc"
 import { RpcClient, RpcSerialization } from "effect/rpc"
-import { capAnswersAsHttpError, checkMaxAnswerBytes, DEFAULT_MAX_ANSWER_BYTES } from "./AnswerCap.ts"
+import { capAnswersAsHttpError, checkLimits, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_TIMEOUT_MS } from "./AnswerCap.ts"
 
 export class QueueRpcClient extends Context.Service<
   QueueRpcClient,
@@ -27,27 +27,33 @@ export class QueueRpcClient extends Context.Service<
   /**
    * A client of the queue at `baseUrl` (e.g. `http://localhost:8788`) with `token` (QUEUE_TOKEN), on
    * `fetch`. An answer larger than `maxAnswerBytes` (default 320 MiB, as the other clients) is refused
-   * unread past that: an `RpcClientError` whose cause is `AnswerTooLarge`; a `maxAnswerBytes`
-   * that is not a whole number from 1 is a defect of the layer.
+   * unread past that: an `RpcClientError` whose cause is `AnswerTooLarge`; a call with no whole answer
+   * within `timeoutMs` (default 60 s) fails with an `RpcClientError` saying so. A `maxAnswerBytes` or
+   * `timeoutMs` that is not a whole number from 1 is a defect of the layer.
    */
   static readonly layer = (options: {
     readonly baseUrl: string
     readonly token: string | Redacted.Redacted<string>
     readonly maxAnswerBytes?: number | undefined
+    readonly timeoutMs?: number | undefined
   }) => {
     const token = typeof options.token === "string" ? Redacted.make(options.token) : options.token
     const baseUrl = options.baseUrl.replace(/\/+$/, "")
-    const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES
+    const limits = {
+      baseUrl,
+      maxAnswerBytes: options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    }
     // The token goes in the HTTP Authorization header, where the server's QueueRpcAuth reads it; an
     // error answer (a 431 for an oversized token, a 404 for a wrong URL) keeps its status and message
     // instead of reading as "Received empty HTTP response". Every answer, an error's too, is read
     // through the cap first: the NDJSON reader would otherwise buffer an endless line whole.
-    const authenticated = ServiceClient.bearerHttpClient(token, { transformClient: capAnswersAsHttpError({ baseUrl, maxAnswerBytes }) })
+    const authenticated = ServiceClient.bearerHttpClient(token, { transformClient: capAnswersAsHttpError(limits) })
     return Layer.effect(QueueRpcClient, RpcClient.make(QueueRpcs)).pipe(
       Layer.provide(RpcClient.layerProtocolHttp({ url: `${baseUrl}/rpc` })),
       Layer.provide(RpcSerialization.layerNdjson),
       Layer.provide(authenticated),
-      Layer.provide(Layer.effectDiscard(checkMaxAnswerBytes("QueueRpcClient", maxAnswerBytes)))
+      Layer.provide(Layer.effectDiscard(checkLimits("QueueRpcClient", limits)))
     )
   }
 }

@@ -80,15 +80,23 @@ const chunkedJson = (status: number, body: unknown) => (_: string, response: Htt
   response.end()
 }
 
-const client = (baseUrl: string, maxAnswerBytes?: number) =>
-  QueueClient.make({ baseUrl, token: TOKEN, ...(maxAnswerBytes === undefined ? {} : { maxAnswerBytes }) }).pipe(
-    Effect.provide(FetchHttpClient.layer)
-  )
+const client = (baseUrl: string, maxAnswerBytes?: number, timeoutMs?: number) =>
+  QueueClient.make({
+    baseUrl,
+    token: TOKEN,
+    ...(maxAnswerBytes === undefined ? {} : { maxAnswerBytes }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs })
+  }).pipe(Effect.provide(FetchHttpClient.layer))
 
-const rpcClient = (baseUrl: string, maxAnswerBytes?: number) =>
+const rpcClient = (baseUrl: string, maxAnswerBytes?: number, timeoutMs?: number) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
-      QueueRpcClient.layer({ baseUrl, token: TOKEN, ...(maxAnswerBytes === undefined ? {} : { maxAnswerBytes }) })
+      QueueRpcClient.layer({
+        baseUrl,
+        token: TOKEN,
+        ...(maxAnswerBytes === undefined ? {} : { maxAnswerBytes }),
+        ...(timeoutMs === undefined ? {} : { timeoutMs })
+      })
     )
     return Context.get(context, QueueRpcClient)
   })
@@ -200,6 +208,61 @@ describe("effect clients against a server streaming an endless answer", () => {
         response.end(JSON.stringify({ _tag: "Exit", requestId: id, exit: { _tag: "Success", value: null } }) + "\n")
       })
       yield* within((yield* rpcClient(queue.base, 1024)).DeleteDlq({ dlqId: "d1" }))
+    }))
+
+  it.live("a call with no whole answer within timeoutMs fails saying so (no answer at all, or a body that stops), its connection let go", () =>
+    Effect.gen(function*() {
+      // One server that never answers, one that sends the head and part of a body, then nothing.
+      const stalls = [
+        (_: string, response: Http.ServerResponse) => void response,
+        (_: string, response: Http.ServerResponse) => {
+          response.writeHead(200, { "content-type": "application/json" })
+          response.write("[1,")
+        }
+      ]
+      for (const stall of stalls) {
+        let closed = 0
+        const silent = yield* server((body, response) => {
+          response.on("close", () => closed++)
+          stall(body, response)
+        })
+        const noAnswer = new RegExp(`No whole answer from the queue at ${silent.base.replaceAll(".", "\\.")} within 300 ms`)
+        const queue = yield* client(silent.base, undefined, 300)
+        const started = Date.now()
+        const published = yield* within(queue.publish({ destination: "https://example.com/a", body: "x" }).pipe(Effect.flip))
+        assert.isAtLeast(Date.now() - started, 250)
+        assert.instanceOf(published, PublishFailed)
+        assert.deepInclude(published, { status: 0, code: "request_failed" })
+        assert.match(published.message, noAnswer)
+        const listed = yield* within(queue.api.dlq.list({ query: {} }).pipe(Effect.flip))
+        assert.match(String((listed as { readonly message?: unknown }).message), noAnswer)
+        const rpc = yield* within((yield* rpcClient(silent.base, undefined, 300)).DeleteDlq({ dlqId: "d1" }).pipe(Effect.flip))
+        if (rpc._tag !== "RpcClientError") return assert.fail(`expected an RpcClientError, got ${rpc._tag}`)
+        const cause = (rpc.reason as { readonly cause?: { readonly _tag?: string; readonly description?: string } }).cause
+        assert.strictEqual(cause?._tag, "TransportError")
+        assert.match(cause?.description ?? "", noAnswer)
+        // every timed-out call let its connection go
+        yield* within(Effect.promise(async () => {
+          while (closed < 3) await new Promise((resolve) => setTimeout(resolve, 10))
+        }))
+      }
+    }))
+
+  it.live("a timeoutMs that is not a whole number of milliseconds a timer holds is a defect naming it", () =>
+    Effect.gen(function*() {
+      for (const timeoutMs of [Number.NaN, 0, 1.5, -1, 2 ** 31]) {
+        const made = yield* Effect.exit(client("http://127.0.0.1:1", undefined, timeoutMs))
+        const rpc = yield* Effect.exit(rpcClient("http://127.0.0.1:1", undefined, timeoutMs))
+        const exits: ReadonlyArray<readonly [string, Exit.Exit<unknown, unknown>]> = [["QueueClient", made], ["QueueRpcClient", rpc]]
+        for (const [name, exit] of exits) {
+          const defect = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+          assert.instanceOf(defect, TypeError)
+          assert.strictEqual(
+            (defect as TypeError).message,
+            `${name}: timeoutMs must be a whole number of milliseconds from 1 to 2147483647, got ${timeoutMs}`
+          )
+        }
+      }
     }))
 
   it.live("a maxAnswerBytes that is not a whole number of bytes from 1 is a defect naming it", () =>

@@ -12,7 +12,15 @@
  * ```
  */
 import { serviceTargetProblem } from "@svc/platform/ServiceTarget"
-import { answerTooLargeMessage, DEFAULT_MAX_ANSWER_BYTES, maxAnswerBytesProblem, readCappedBody } from "../CappedBody.ts"
+import {
+  answerTooLargeMessage,
+  DEFAULT_MAX_ANSWER_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  maxAnswerBytesProblem,
+  noAnswerInTimeMessage,
+  readCappedBody,
+  timeoutMsProblem
+} from "../CappedBody.ts"
 import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "../PublishHeaders.ts"
 import { BATCH_MESSAGE, bodyProblem, headerProblem, PUBLISH, SCHEDULE, type Shapes, shapeProblem } from "./Arguments.ts"
 import { QueueError } from "./QueueError.ts"
@@ -49,9 +57,6 @@ export interface QueueClientOptions {
   /** The largest answer read, in bytes (default 320 MiB); a larger one is refused unread past that. */
   readonly maxAnswerBytes?: number | undefined
 }
-
-const DEFAULT_TIMEOUT_MS = 60_000
-const MAX_TIMEOUT_MS = 2 ** 31 - 1
 
 type Query = Readonly<Record<string, string | number | Date | undefined>>
 
@@ -172,10 +177,8 @@ export class QueueClient {
     if (problem !== undefined) throw new TypeError(`QueueClient: ${problem}`)
     const url = new URL(options.baseUrl)
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
-    // node's timers hold at most 2^31 - 1 ms: a larger delay fires at once
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {
-      throw new TypeError(`QueueClient: timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${timeoutMs}`)
-    }
+    const timeoutProblem = timeoutMsProblem(timeoutMs)
+    if (timeoutProblem !== undefined) throw new TypeError(`QueueClient: ${timeoutProblem}`)
     const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES
     const capProblem = maxAnswerBytesProblem(maxAnswerBytes)
     if (capProblem !== undefined) throw new TypeError(`QueueClient: ${capProblem}`)
@@ -215,7 +218,7 @@ export class QueueClient {
         status: 0,
         code: "request_failed",
         message: timedOut
-          ? `No whole answer from the queue at ${this.#baseUrl} within ${this.#timeoutMs} ms`
+          ? noAnswerInTimeMessage(this.#baseUrl, this.#timeoutMs)
           : response === undefined
           ? `Could not reach the queue at ${this.#baseUrl}: ${reasonOf(cause)}`
           : `The queue's answer from ${this.#baseUrl} broke off: ${(cause as Error).message}`,
