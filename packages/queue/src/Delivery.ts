@@ -168,11 +168,29 @@ export const makeSender = (options: {
   return { send, close: () => void pool.destroy() }
 }
 
-/** `Retry-After` (seconds or an HTTP date) in milliseconds from now, when present and sane. */
+const DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+const MONTH = "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+const TIME = "\\d{2}:\\d{2}:\\d{2}"
+/** RFC 9110 §5.6.7 HTTP-date: IMF-fixdate, and the obsolete rfc850-date and asctime-date forms. */
+const IMF_FIXDATE = new RegExp(`^${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT$`)
+const RFC850_DATE = new RegExp(`^(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT$`)
+const ASCTIME_DATE = new RegExp(`^${DAY} ${MONTH} (?:\\d{2}| \\d) ${TIME} \\d{4}$`)
+
+/**
+ * `Retry-After` in milliseconds from now, when present and valid: delta-seconds (digits only) or an
+ * HTTP-date (a date already past is 0). Anything else is ignored (`undefined`: the normal backoff
+ * applies). `Date.parse` alone took far more than dates: `-5` is the year 2001 to it, so a
+ * destination answering `Retry-After: -5` was retried at once.
+ */
 export const retryAfterMs = (headers: Record<string, Array<string>>, now: number): number | undefined => {
   const value = headers["retry-after"]?.[0]?.trim()
   if (value === undefined || value === "") return undefined
   if (/^\d+$/.test(value)) return Number(value) * 1000
-  const date = Date.parse(value)
+  // asctime-date carries no zone: it is GMT, never the server's local time.
+  const date = IMF_FIXDATE.test(value) || RFC850_DATE.test(value)
+    ? Date.parse(value)
+    : ASCTIME_DATE.test(value)
+    ? Date.parse(`${value} GMT`)
+    : Number.NaN
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
