@@ -1,13 +1,14 @@
 /**
  * HTTP: the `ListingsApi` handlers, and GET /images/:key (a raw route: it streams bytes).
  */
-import { OutboundGuard, openApiRoute } from "@svc/platform"
+import { OutboundGuard, openApiRoute, toIssues } from "@svc/platform"
 import {
   ImageNotFound,
   INGEST_QUERY_PARAMETERS,
   type IngestResult,
   INT4_MAX,
   InvalidRequest,
+  isNulFree,
   ListingsApi,
   listingsOpenApi,
   MAX_PAGE_SIZE,
@@ -223,6 +224,23 @@ export const ApiHandlers = Layer.mergeAll(
 // -----------------------------------------------------------------------------
 
 const KEY = /^[0-9a-f]{64}$/
+
+/**
+ * The path parameters of a route served outside `ListingsApi`, decoded by `schema` and refused as the
+ * API's own routes refuse theirs (a 400 `invalid_request` with one issue per parameter, `in: "path"`,
+ * by the platform's `toIssues`): `/images/%00` was a 404 echoing the NUL, `/offers/%00` a 400.
+ */
+const pathParams = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) =>
+  Effect.flatMap(HttpRouter.params, (params) =>
+    Schema.decodeUnknownEffect(schema)(params).pipe(
+      Effect.mapError((error) => new InvalidRequest({ issues: toIssues(error, "path") }))
+    ))
+
+/**
+ * GET /images/:key's parameter: whatever is not a key is 404 (below), but a NUL is refused by the rule
+ * every path parameter of the API follows (`isNulFree`, in `IdParam` of /offers/:id).
+ */
+const ImageParams = Schema.Struct({ key: Schema.String.check(isNulFree) })
 const CACHED_MAX_AGE = "public, max-age=86400"
 
 const etagMatches = (header: string | undefined, etag: string): boolean =>
@@ -272,8 +290,8 @@ export const ImagesRoute = Layer.unwrap(Effect.map(hostAllowed, (hosts) => HttpR
     const store = yield* ImageStore
     const cacher = yield* ImageCacher
     const request = yield* HttpServerRequest.HttpServerRequest
-    const { key } = yield* HttpRouter.params
-    if (key === undefined || !KEY.test(key)) return yield* new ImageNotFound({ key: key ?? "" })
+    const { key } = yield* pathParams(ImageParams)
+    if (!KEY.test(key)) return yield* new ImageNotFound({ key })
     const rows = yield* SqlSchema.findAll({
       Request: Schema.String,
       Result: ImageRecord,

@@ -55,6 +55,23 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("listings: no 
       yield* expectInvalid("/import-services?region=%00", "region")
     }))
 
+  it.effect("a NUL in /images/:key is the same 400 naming the path parameter, never a 404 echoing it", () =>
+    Effect.gen(function*() {
+      const key = "a".repeat(64)
+      for (const path of ["/images/%00", `/images/${key}%00`, `/images/%00${key}`, "/offers/%00"]) {
+        const answer = yield* get(path)
+        RequestFuzz.checkInvalid(`GET ${path}`, answer, path.startsWith("/images") ? "key" : "id", "path")
+        assert.include(answer.body.message, "must not contain a NUL character", path)
+        // not echoed: no "key" field, no NUL in any text of the answer
+        assert.isUndefined(answer.body.key, path)
+        assert.notInclude([answer.body.message, ...answer.body.issues.map((issue: any) => issue.problem)].join(" "), "\u0000", path)
+      }
+      // not a key, no NUL: still 404
+      const unknown = yield* get("/images/nope")
+      assert.strictEqual(unknown.status, 404)
+      assert.strictEqual(unknown.body.code, "image_not_found")
+    }))
+
   it.effect("a 10 KB word in /offers?query is 400 naming query; a long folded word finds nothing", () =>
     Effect.gen(function*() {
       yield* expectInvalid(`/offers?query=${"a".repeat(10_240)}`, "query")
