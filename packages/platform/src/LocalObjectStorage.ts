@@ -3,9 +3,9 @@
  *
  * The real thing is Ceph radosgw on a throwaway one-node cluster, started by
  * `scripts/object-storage.sh` (real SigV4, presigned URLs, conditional writes, multipart, CORS, STS).
- * Without radosgw on the machine it falls back to `s3rver`, in process, with a loud warning: s3rver does
- * not verify SigV4 signatures and ignores conditional-write headers, so nothing that depends on those may
- * be tested against it.
+ * Without radosgw on the machine it falls back to `s3rver`, in a process of its own (restarted if it
+ * ends), with a loud warning: s3rver does not verify SigV4 signatures and ignores conditional-write
+ * headers, so nothing that depends on those may be tested against it.
  *
  * - `LocalObjectStorage.layer`: starts an instance in `OBJECT_STORAGE_DIR` (default `.data/object-storage`)
  *   for the lifetime of the layer and stops it on release.
@@ -17,11 +17,11 @@
  */
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3"
 import { NodeServices } from "@effect/platform-node"
-import { Config, Context, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted, Schedule, Schema, Stream } from "effect"
 import type { PlatformError, Scope } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import * as NodeChildProcess from "node:child_process"
 import { accessSync, constants as fsConstants } from "node:fs"
-import { createRequire } from "node:module"
 import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
 import { makeDirectory } from "./Directory.ts"
@@ -183,44 +183,82 @@ const startRadosgw = (dir: string): Effect.Effect<
 
 // --- the s3rver fallback --------------------------------------------------------------------------------
 
-interface S3rverInstance {
-  run(): Promise<{ readonly port: number }>
-  close(): Promise<void>
-}
-type S3rverConstructor = new(options: {
-  readonly address: string
-  readonly port: number
-  readonly directory: string
-  readonly silent: boolean
-  readonly vhostBuckets: boolean
-}) => S3rverInstance
+/** The fallback's own process (`s3rverChild.ts`). */
+const s3rverChildPath = fileURLToPath(new URL("./s3rverChild.ts", import.meta.url))
 
+/**
+ * An s3rver process on `port` (0: any free one) keeping its buckets in `directory`, once it listens; it
+ * is killed if the wait is interrupted. `exited` resolves with how it ended, in words.
+ */
+const spawnS3rver = (directory: string, port: number) =>
+  Effect.callback<{ readonly child: NodeChildProcess.ChildProcess; readonly port: number; readonly exited: Promise<string> }, ObjectStorageError>(
+    (resume) => {
+      const child = NodeChildProcess.fork(s3rverChildPath, [directory, String(port)], {
+        stdio: ["ignore", "ignore", "pipe", "ipc"],
+        execArgv: []
+      })
+      let stderr = ""
+      child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr = (stderr + chunk).slice(-4_000)))
+      const exited = new Promise<string>((resolve) =>
+        child.once("exit", (code, signal) => {
+          const how = signal === null ? `exit code ${code}` : `signal ${signal}`
+          // node prints an uncaught error's stack around it: its "Error: ..." line says what happened
+          const lines = stderr.split("\n").map((line) => line.trim())
+          const said = lines.find((line) => /^[A-Za-z]*Error\b/.test(line)) ?? lastLines(stderr, 1)
+          resolve(said === "" ? how : `${how}: ${said}`)
+        })
+      )
+      child.once("message", (message) => resume(Effect.succeed({ child, port: (message as { readonly port: number }).port, exited })))
+      void exited.then((how) => resume(Effect.fail(new ObjectStorageError({ message: `could not start s3rver (${how})` }))))
+      return Effect.sync(() => void child.kill("SIGKILL"))
+    }
+  )
+
+/** Stops an s3rver process: SIGTERM, then SIGKILL after 5 s. */
+const stopS3rver = (child: NodeChildProcess.ChildProcess, exited: Promise<string>) =>
+  Effect.promise(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill("SIGTERM")
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+    await exited
+    clearTimeout(timer)
+  })
+
+/**
+ * s3rver in a process of its own for the lifetime of the scope, started again on the same port (so the
+ * endpoint handed out stays right; its buckets are files in `dir`) whenever it ends: s3rver leaves some
+ * stream errors unhandled, and one request could end the process it runs in (`s3rverChild.ts`).
+ */
 const startS3rver = (dir: string, reason: string): Effect.Effect<ObjectStorageInfo, ObjectStorageError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.tryPromise({
-      try: async () => {
-        // s3rver ships no types: load it as CommonJS and describe the two methods used
-        const S3rver = createRequire(import.meta.url)("s3rver") as S3rverConstructor
-        const directory = NodePath.join(dir, "s3rver")
-        await makeDirectory(directory)
-        const server = new S3rver({ address: "127.0.0.1", port: 0, directory, silent: true, vhostBuckets: false })
-        const { port } = await server.run()
-        return { server, port }
-      },
+  Effect.gen(function*() {
+    const directory = NodePath.join(dir, "s3rver")
+    yield* Effect.tryPromise({
+      try: () => makeDirectory(directory),
       catch: (error) => new ObjectStorageError({ message: `could not start s3rver: ${describeError(error)}` })
-    }),
-    ({ server }) => Effect.promise(() => server.close().catch(() => undefined))
-  ).pipe(
-    Effect.tap(({ port }) => Effect.logWarning(`${s3rverWarning(reason)} Listening on 127.0.0.1:${port}.`)),
-    Effect.map(({ port }): ObjectStorageInfo => ({
+    })
+    let current = yield* spawnS3rver(directory, 0)
+    const port = current.port
+    yield* Effect.addFinalizer(() => Effect.suspend(() => stopS3rver(current.child, current.exited)))
+    yield* Effect.gen(function*() {
+      while (true) {
+        const how = yield* Effect.promise(() => current.exited)
+        yield* Effect.logWarning(`local object storage (s3rver) ended (${how}); starting it again on 127.0.0.1:${port}`)
+        current = yield* spawnS3rver(directory, port).pipe(
+          Effect.tapError((error) => Effect.logWarning(`local object storage (s3rver): ${error.message}; trying again`)),
+          Effect.retry(Schedule.min([Schedule.exponential("200 millis"), Schedule.spaced("10 seconds")]))
+        )
+      }
+    }).pipe(Effect.forkScoped)
+    yield* Effect.logWarning(`${s3rverWarning(reason)} Listening on 127.0.0.1:${port}.`)
+    return {
       endpoint: `http://127.0.0.1:${port}`,
       region: "us-east-1",
       accessKeyId: S3RVER_ACCESS_KEY,
       secretAccessKey: S3RVER_ACCESS_KEY,
       backend: "s3rver",
       dir
-    }))
-  )
+    }
+  })
 
 // --- start ----------------------------------------------------------------------------------------------
 

@@ -1,4 +1,6 @@
 import {
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListBucketsCommand,
@@ -9,7 +11,7 @@ import {
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Exit, Layer, Redacted } from "effect"
+import { ConfigProvider, Context, Effect, Exit, Layer, Redacted, Schedule } from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { existsSync, readFileSync } from "node:fs"
@@ -431,7 +433,7 @@ describe("two processes on one folder", () => {
 })
 
 describe("s3rver fallback", () => {
-  it.effect("serves S3 in process (without signature checks)", () =>
+  it.effect("serves S3 (without signature checks)", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-test-s3rver-")
       const conn = yield* startObjectStorage({ dir, backend: "s3rver" })
@@ -444,4 +446,40 @@ describe("s3rver fallback", () => {
         assert.strictEqual(yield* getText(storage.client, "fallback", "k"), "hello")
       }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
     }).pipe(Effect.provide(NodeServices.layer)))
+
+  it.live("runs in a process of its own: a request that ends s3rver (completing a part never sent) ends only it, and it comes back on the same endpoint with its objects", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3rver-crash-")
+      const conn = yield* startObjectStorage({ dir, backend: "s3rver" })
+      yield* Effect.gen(function*() {
+        const storage = yield* LocalObjectStorage
+        yield* storage.createBucket("fallback")
+        yield* attempt(() => storage.client.send(new PutObjectCommand({ Bucket: "fallback", Key: "kept", Body: "before" })))
+        const { UploadId } = yield* attempt(() =>
+          storage.client.send(new CreateMultipartUploadCommand({ Bucket: "fallback", Key: "big" }))
+        )
+        // s3rver reads the part's file in a stream it does not listen to for errors: the process ends
+        // (in the suite's own process this ended every service, and here it would end the test's worker)
+        const ended = yield* attempt(() =>
+          storage.client.send(
+            new CompleteMultipartUploadCommand({
+              Bucket: "fallback",
+              Key: "big",
+              UploadId,
+              MultipartUpload: { Parts: [{ PartNumber: 1, ETag: "\"0123456789abcdef0123456789abcdef\"" }] }
+            })
+          )
+        ).pipe(Effect.flip)
+        // no S3 answer: the connection ended with the process
+        assert.isUndefined((ended as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode, String(ended))
+        // back on the same endpoint, with what it held
+        const text = yield* getText(storage.client, "fallback", "kept").pipe(
+          Effect.retry(Schedule.spaced("100 millis")),
+          Effect.timeout("20 seconds")
+        )
+        assert.strictEqual(text, "before")
+        yield* attempt(() => storage.client.send(new PutObjectCommand({ Bucket: "fallback", Key: "after", Body: "after" })))
+        assert.strictEqual(yield* getText(storage.client, "fallback", "after"), "after")
+      }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 60_000)
 })

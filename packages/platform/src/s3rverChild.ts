@@ -1,0 +1,30 @@
+/**
+ * The s3rver fallback's own process, started and restarted by `LocalObjectStorage.ts`: s3rver leaves
+ * errors of some of its streams unhandled (completing a multipart upload that names a part never sent,
+ * even unsigned and straight to its port), and in the suite's process such an error ended every
+ * service at once. Here it ends only this process, which is started again on the same port.
+ *
+ * Arguments: the folder s3rver keeps its buckets in, and the port (0: any free one). Once listening it
+ * sends `{ port }` over the IPC channel; it exits when that channel closes (its parent stopped or died).
+ */
+import { createRequire } from "node:module"
+
+interface S3rverInstance {
+  run(): Promise<{ readonly port: number }>
+  close(): Promise<void>
+}
+type S3rverConstructor = new(options: {
+  readonly address: string
+  readonly port: number
+  readonly directory: string
+  readonly silent: boolean
+  readonly vhostBuckets: boolean
+}) => S3rverInstance
+
+const [directory, port] = process.argv.slice(2)
+// s3rver ships no types: load it as CommonJS and describe the two methods used
+const S3rver = createRequire(import.meta.url)("s3rver") as S3rverConstructor
+const server = new S3rver({ address: "127.0.0.1", port: Number(port), directory: directory!, silent: true, vhostBuckets: false })
+const listening = await server.run()
+process.send!({ port: listening.port })
+process.once("disconnect", () => void server.close().finally(() => process.exit(0)))
