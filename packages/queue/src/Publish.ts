@@ -272,8 +272,21 @@ export const canonicalHeaderName = (name: string): string =>
 export const urlLengthProblem = (url: string): string | undefined =>
   url.length > MAX_URL_LENGTH ? `is ${url.length} characters long, more than a URL may be here (${MAX_URL_LENGTH})` : undefined
 
-/** An absolute http(s) URL (a destination, a callback, a group endpoint), or a problem. */
+/** The C0 controls and DEL (U+0000-U+001F, U+007F). */
+const CONTROL = /[\u0000-\u001f\u007f]/
+
+/**
+ * An absolute http(s) URL (a destination, a callback, a group endpoint), or a problem: every URL a
+ * message, schedule or group stores passes here. A control character anywhere is refused: the URL
+ * parser (WHATWG) drops tab, LF and CR wherever they are and C0 controls at either end, so
+ * `http://93.18\n4.216.34/c` was stored as `http://93.184.216.34/c`, a URL the caller never wrote.
+ */
 export const checkUrl = (text: string): { readonly url: string } | { readonly problem: string } => {
+  const control = CONTROL.exec(text)
+  if (control !== null) {
+    const code = `U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`
+    return { problem: `must not contain control characters (found ${code} at position ${control.index + 1})` }
+  }
   let parsed: URL
   try {
     parsed = new URL(text)
@@ -394,7 +407,8 @@ export const parsePublish = (
   const url = (key: string): string | undefined => {
     const source = config.get(key)
     if (source === undefined) return undefined
-    const checked = checkUrl(source.value.trim())
+    // White space around the value goes, but not a control character (tab, LF, ...): checkUrl refuses those.
+    const checked = checkUrl(source.value.replace(/^[^\S\u0000-\u001f]+|[^\S\u0000-\u001f]+$/g, ""))
     if ("problem" in checked) {
       problem(source, checked.problem)
       return undefined

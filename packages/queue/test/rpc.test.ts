@@ -92,6 +92,29 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("rpc", (it)
       assert.strictEqual(yield* countMessages, before)
     }))
 
+  it.effect("a control character in a URL is InvalidRequest naming the field in Publish, PublishBatch, AddSchedule and UpsertEndpoints", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const client = yield* rpcClient()
+      const before = yield* countMessages
+      const url = `${dest.baseUrl}/rpc-ctl`
+      const problem = (found: string, at: number) => `must not contain control characters (found ${found} at position ${at})`
+      const calls = [
+        [client.Publish({ destination: `${url}\tx` }), "destination", problem("U+0009", url.length + 1)],
+        [client.Publish({ destination: url, headers: { "Svc-Callback": `${url}/cb\u0001` } }), "Svc-Callback", problem("U+0001", url.length + 4)],
+        [client.PublishBatch({ messages: [{ destination: `${url}\n` }] }), "[0].destination", problem("U+000A", url.length + 1)],
+        [client.AddSchedule({ destination: `${url}\u007f`, cron: "0 0 1 1 *" }), "destination", problem("U+007F", url.length + 1)],
+        [client.UpsertEndpoints({ name: "rpc-ctl", endpoints: [{ url: `${url}\t` }] }), "endpoints[0].url", problem("U+0009", url.length + 1)]
+      ] as const
+      for (const [call, parameter, text] of calls) {
+        const error = yield* Effect.flip(call as Effect.Effect<unknown, { readonly _tag: string; readonly issues?: ReadonlyArray<{ parameter: string; problem: string }> }>)
+        assert.strictEqual(error._tag, "InvalidRequest", parameter)
+        assert.deepInclude(error.issues!.map((issue) => ({ parameter: issue.parameter, problem: issue.problem })), { parameter, problem: text })
+      }
+      assert.strictEqual(yield* countMessages, before)
+      assert.strictEqual((yield* Effect.flip(client.GetTopic({ name: "rpc-ctl" })))._tag, "TopicNotFound")
+    }))
+
   it.effect("a message that uses up its retries: ListDlq lists it, RetryDlq re-enqueues it, then it is delivered", () =>
     Effect.gen(function*() {
       const dest = yield* Destination
