@@ -18,11 +18,11 @@ const startDemo = Effect.gen(function*() {
   return `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`
 })
 
-const begin = (url: string, pathname: string, size: number) =>
+const begin = (url: string, pathname: string, size: number, contentType = "application/octet-stream") =>
   Effect.promise(async () => {
     const response = await fetch(`${url}/api/upload/files`, {
       method: "POST",
-      body: JSON.stringify({ type: "begin", pathname, contentType: "application/octet-stream", size }),
+      body: JSON.stringify({ type: "begin", pathname, contentType, size }),
       headers: { "content-type": "application/json" }
     })
     return { status: response.status, body: await response.json() as any }
@@ -49,5 +49,16 @@ layer(TestObjectStorage, { excludeTestServices: true, timeout: 120_000 })("uploa
       const short = yield* begin(url, "Résumé 🎉.pdf", 6)
       assert.strictEqual(short.status, 200, JSON.stringify(short.body))
       assert.match(short.body.path, /^uploads\/[0-9a-f]{12}\/R_sum_ _\.pdf$/)
+    }).pipe(Effect.scoped))
+
+  it.effect("an SVG (active content) is refused by the default allowlist's image/*, saying it must be listed; a PNG is not", () =>
+    Effect.gen(function*() {
+      const url = yield* startDemo
+      const svg = yield* begin(url, "x.svg", 71, "image/svg+xml")
+      assert.strictEqual(svg.status, 400, JSON.stringify(svg.body))
+      assert.strictEqual(svg.body.code, "content_type_not_allowed")
+      assert.include(svg.body.message, "SVG must be listed explicitly (image/svg+xml)")
+      const png = yield* begin(url, "x.png", 71, "image/png")
+      assert.strictEqual(png.status, 200, JSON.stringify(png.body))
     }).pipe(Effect.scoped))
 })

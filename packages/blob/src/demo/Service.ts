@@ -16,7 +16,7 @@
  * | `UPLOADS_PORT` | 8791 |
  * | `UPLOADS_BUCKET` | `uploads` |
  * | `UPLOADS_MAX_SIZE` | `1GB` |
- * | `UPLOADS_CONTENT_TYPES` | `image/*,video/*,audio/*,text/plain,application/pdf,application/octet-stream` |
+ * | `UPLOADS_CONTENT_TYPES` | `image/*,video/*,audio/*,text/plain,application/pdf,application/octet-stream` (SVG refused: `image/*` does not admit it) |
  * | `UPLOADS_ORIGINS` | (none) more page origins allowed to PUT, comma-separated |
  * | `UPLOAD_TOKEN_SECRET` | random per process: signs completion tokens |
  *

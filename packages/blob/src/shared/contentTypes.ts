@@ -2,7 +2,8 @@
  * Content-type patterns (`contentTypes` of a put or an upload route) and leading-bytes sniffing.
  *
  * A pattern is `type/subtype` (exact, case-insensitive, parameters ignored) or one of `image/*`,
- * `video/*`, `audio/*`. Anything else, or an empty list, is `invalid_content_type_pattern`.
+ * `video/*`, `audio/*`. Anything else, or an empty list, is `invalid_content_type_pattern`. A wildcard
+ * does not admit active content (`image/svg+xml`, any `+xml` subtype): only its exact name does.
  *
  * Sniffing recognises common binary formats by their first bytes and refuses a file whose bytes
  * contradict its declared type: declared `image/png` but the bytes are a JPEG (or not a PNG at all),
@@ -44,10 +45,23 @@ export const essence = (contentType: string): string => (contentType.split(";", 
 /** A type as a refusal shows it: at most 100 characters (a 5,000-character one was echoed whole). */
 const shownType = (contentType: string): string => contentType.length > 100 ? `${contentType.slice(0, 100)}…` : contentType
 
-/** Whether `contentType` matches one of the (validated) patterns. */
+/**
+ * Active content: types a browser opening the object renders as a document in which scripts run, so
+ * that a stored file is a stored-XSS vector wherever the bucket shares an origin with an app.
+ * `image/svg+xml` (`<svg><script>…</script></svg>`), and any other `+xml` subtype (a browser renders
+ * every `*+xml` type as an XML document, and XHTML elements in it run scripts). A wildcard never admits
+ * one; naming the type exactly does (`["image/*", "image/svg+xml"]`).
+ */
+export const isActiveContentType = (type: string): boolean => essence(type).endsWith("+xml")
+
+/**
+ * Whether `contentType` matches one of the (validated) patterns: exactly, or by a wildcard
+ * (`image/*`) unless it is active content ({@link isActiveContentType}), which only an exact pattern admits.
+ */
 export const matchesContentType = (contentType: string, patterns: ReadonlyArray<string>): boolean => {
   const type = essence(contentType)
-  return patterns.some((p) => p.endsWith("/*") ? type.startsWith(p.slice(0, -1)) : p === type)
+  const active = isActiveContentType(type)
+  return patterns.some((p) => p.endsWith("/*") ? !active && type.startsWith(p.slice(0, -1)) : p === type)
 }
 
 /** `content_type_not_allowed` for `contentType`, or undefined when allowed. */
@@ -56,8 +70,20 @@ export const contentTypeRefusal = (
   patterns: ReadonlyArray<string> | undefined
 ): BlobError | undefined => {
   if (patterns === undefined || matchesContentType(contentType, patterns)) return undefined
+  const type = essence(contentType)
+  // an active type a wildcard would have admitted but for the rule: say so, and how to allow it
+  const wildcard = isActiveContentType(type) ? patterns.find((p) => p.endsWith("/*") && type.startsWith(p.slice(0, -1))) : undefined
+  if (wildcard !== undefined) {
+    const shown = shownType(type)
+    const named = type === "image/svg+xml" ? "SVG" : shown
+    return new BlobError("content_type_not_allowed", {
+      message: `${shown} is not allowed: ${wildcard} does not admit ${named}, which can carry scripts (active content); ` +
+        `${named} must be listed explicitly${named === shown ? "" : ` (${shown})`} to be allowed`,
+      hint: `Allowed: ${patterns.join(", ")}`
+    })
+  }
   return new BlobError("content_type_not_allowed", {
-    message: `${shownType(essence(contentType)) || "(no type)"} is not allowed`,
+    message: `${shownType(type) || "(no type)"} is not allowed`,
     hint: `Allowed: ${patterns.join(", ")}`
   })
 }

@@ -118,6 +118,34 @@ describe("upload route over Bucket.layerMemory", () => {
         assert.deepStrictEqual([unknown.status, unknown.json.code], [404, "not_found"])
       })))
 
+  it.live("image/* does not admit active SVG (or any +xml type): 400 content_type_not_allowed saying SVG must be listed; listed, it is allowed", () =>
+    withRoute({ contentTypes: ["image/*"] }, (handler, bucket) =>
+      Effect.gen(function*() {
+        const svg = new TextEncoder().encode("<svg><script>alert(1)</script></svg>")
+        const beginSvg = { type: "begin", pathname: "x.svg", contentType: "image/svg+xml", size: svg.length }
+        for (const contentType of ["image/svg+xml", "Image/SVG+XML; charset=utf-8", "image/foo+xml"]) {
+          const refused = yield* post(handler, { ...beginSvg, contentType })
+          assert.deepStrictEqual([refused.status, refused.json.code], [400, "content_type_not_allowed"], contentType)
+          assert.include(refused.json["message"] as string, "image/* does not admit", contentType)
+          assert.include(refused.json["message"] as string, "must be listed explicitly", contentType)
+        }
+        const svgMessage = (yield* post(handler, beginSvg)).json["message"] as string
+        assert.include(svgMessage, "SVG must be listed explicitly (image/svg+xml)")
+        // other images still pass the wildcard
+        assert.strictEqual((yield* post(handler, beginPng)).status, 200)
+        // a put with the same patterns follows the same rule
+        const put = yield* Effect.flip(bucket.put("p.svg", svg, { contentType: "image/svg+xml", contentTypes: ["image/*"] }))
+        assert.strictEqual(put.code, "content_type_not_allowed")
+        // named exactly, SVG is allowed, end to end
+        const listed = createUploadRoute({ bucket, contentTypes: ["image/*", "image/svg+xml"], onBeforeUpload: () => true })
+        const begun = yield* post(listed, beginSvg)
+        assert.strictEqual(begun.status, 200, JSON.stringify(begun.json))
+        const begin = begun.json as unknown as BeginUploadResponse
+        assert.strictEqual((yield* send(begin.url!, svg, begin.headers)).status, 200)
+        const done = yield* post(listed, { type: "complete", completionToken: begin.completionToken })
+        assert.deepInclude(done.json, { type: "complete", contentType: "image/svg+xml" })
+      })))
+
   it.live("onBeforeUpload allows only with true or an object: null, undefined or a number refuses (401), never the client's own path", () =>
     withRoute({}, (_, bucket) =>
       Effect.gen(function*() {

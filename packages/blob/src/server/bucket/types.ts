@@ -34,7 +34,7 @@ export interface PutOptions {
   readonly maxSize?: SizeInput | undefined
   /** "auto" (default): multipart above multipartThreshold; false: one PUT (too_large above maxSinglePut) */
   readonly multipart?: boolean | "auto" | undefined
-  /** allowed content types (type/subtype, image/*, video/*, audio/*) */
+  /** allowed content types (type/subtype, image/*, video/*, audio/*; a wildcard does not admit active content such as image/svg+xml, only its exact name does) */
   readonly contentTypes?: ReadonlyArray<string> | undefined
   /** refuse a body whose leading bytes contradict its type (default true) */
   readonly sniff?: boolean | undefined
