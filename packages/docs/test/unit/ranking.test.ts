@@ -1,5 +1,7 @@
-/** The ranking's pure parts: the question's words (Search.questionWords). */
+/** The ranking's pure parts: the question's words (Search.questionWords) and the identifiers' (ranking/Identifiers.ts). */
 import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import { identifierWords, splitIdentifier } from "../../src/ranking/Identifiers.ts"
 import { questionWords } from "../../src/Search.ts"
 
 describe("questionWords", () => {
@@ -20,5 +22,27 @@ describe("questionWords", () => {
     assert.deepStrictEqual(questionWords("FST_ERR_NOT_FOUND in Effect.gen", ["effect"]), [
       "fst", "err", "not", "found", "in", "gen"
     ])
+  })
+})
+
+describe("identifierWords", () => {
+  /** The single regular expression it replaced: the same identifiers, read from every position again. */
+  const BACKTRACKING = /[\p{L}\p{N}]+(?:[_.-]+[\p{L}\p{N}]+)+|[\p{L}\p{N}]*\p{Ll}\p{Lu}[\p{L}\p{N}]*|\p{Lu}{2,}\p{Ll}[\p{L}\p{N}]*/gu
+  const reference = (text: string) =>
+    [...text.slice(0, 2000).matchAll(BACKTRACKING)].flatMap((match) => splitIdentifier(match[0])).join(" ")
+
+  it("finds the identifiers of titles and headings, split into their words", () => {
+    assert.strictEqual(identifierWords("maxRetryAfter and HTTPError, not plain words"), "max retry after http error")
+    assert.strictEqual(identifierWords("UND_ERR_HEADERS_TIMEOUT pino.destination 2XXStatus"), "und err headers timeout pino destination xx status")
+  })
+
+  it("finds what the single regular expression found, on any text of letters, capitals, digits and separators", () => {
+    const character = fc.constantFrom("a", "B", "é", "É", "σ", "Σ", "𝐀", "1", "_", ".", "-", " ", ",")
+    fc.assert(
+      fc.property(fc.array(character, { maxLength: 40 }).map((chars) => chars.join("")), (text) => {
+        assert.strictEqual(identifierWords(text), reference(text), JSON.stringify(text))
+      }),
+      { numRuns: 5_000 }
+    )
   })
 })
