@@ -8,7 +8,7 @@ import { InvalidRequest, MAX_BULK } from "@svc/schema"
 import { Effect } from "effect"
 import { Dlq } from "./store/Dlq.ts"
 import { Messages } from "./store/Messages.ts"
-import type { Selection } from "./store/Model.ts"
+import { idIssue, type Selection } from "./store/Model.ts"
 
 /**
  * Why a selection cannot be used, or none: it must give ids or a filter naming at least one field
@@ -16,13 +16,18 @@ import type { Selection } from "./store/Model.ts"
  * purpose), and a date range must not end before it starts.
  */
 const selectionIssues = <F extends { readonly fromDate?: number; readonly toDate?: number }>(
-  idsField: string,
+  idsField: IdsField,
   ids: ReadonlyArray<string> | undefined,
   filter: F | undefined
 ): Array<RequestIssue> => {
   const issues: Array<RequestIssue> = []
   if (ids === undefined && filter === undefined) {
     issues.push({ in: "body", parameter: idsField, problem: `give ${idsField} or filter (or both)` })
+  }
+  // An id that is not one selects nothing: said, not answered with a count of 0.
+  for (const [index, id] of (ids ?? []).entries()) {
+    const bad = idIssue(id, { in: "body", parameter: `${idsField}[${index}]` }, idsField === "messageIds" ? "message id" : "DLQ id")
+    if (bad !== undefined) issues.push(bad)
   }
   if (filter !== undefined && Object.values(filter).every((value) => value === undefined)) {
     issues.push({ in: "body", parameter: "filter", problem: "must name at least one field (fromDate: 0 matches everything)" })
@@ -33,8 +38,10 @@ const selectionIssues = <F extends { readonly fromDate?: number; readonly toDate
   return issues
 }
 
+type IdsField = "messageIds" | "dlqIds"
+
 const checked = <F extends { readonly fromDate?: number; readonly toDate?: number }>(
-  idsField: string,
+  idsField: IdsField,
   ids: ReadonlyArray<string> | undefined,
   filter: F | undefined
 ): Effect.Effect<Selection<F>, InvalidRequest> => {

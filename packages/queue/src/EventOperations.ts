@@ -6,7 +6,7 @@ import type { EventsPage, RequestIssue } from "@svc/schema"
 import { DEFAULT_EVENTS_PAGE, InvalidRequest } from "@svc/schema"
 import { Effect } from "effect"
 import { Events, type EventsQuery } from "./store/Events.ts"
-import { isUuid } from "./store/Model.ts"
+import { idIssue } from "./store/Model.ts"
 
 /** A cursor is the id of the last event of the previous page, as the page gave it. */
 const CURSOR = /^[1-9]\d{0,17}$/
@@ -23,9 +23,10 @@ export const listEvents = (request: ListEventsRequest): Effect.Effect<EventsPage
     if (request.cursor !== undefined && !CURSOR.test(request.cursor)) {
       issues.push({ in: "query", parameter: "cursor", problem: "is not a cursor from an earlier page" })
     }
-    if (request.messageId !== undefined && !isUuid(request.messageId)) {
-      issues.push({ in: "query", parameter: "messageId", problem: "is not a message id (a UUID)" })
-    }
+    const badId = request.messageId === undefined
+      ? undefined
+      : idIssue(request.messageId, { in: "query", parameter: "messageId" }, "message id")
+    if (badId !== undefined) issues.push(badId)
     if (request.fromDate !== undefined && request.toDate !== undefined && request.fromDate > request.toDate) {
       issues.push({ in: "query", parameter: "fromDate", problem: `is after toDate (${request.fromDate} > ${request.toDate})` })
     }

@@ -19,6 +19,7 @@ import { Dlq } from "./store/Dlq.ts"
 import { Groups } from "./store/Groups.ts"
 import { Messages } from "./store/Messages.ts"
 import type { DlqQuery, NewMessage } from "./store/Model.ts"
+import { idIssue } from "./store/Model.ts"
 
 /**
  * Most endpoints one URL group holds. Every publish to a group does its work per endpoint in the
@@ -269,6 +270,8 @@ export const listDlq = (query: DlqQuery): Effect.Effect<DlqPage, InvalidRequest,
     ) {
       issues.push({ in: "query", parameter: "responseStatus", problem: `must be an HTTP status from 100 to 599, got ${query.responseStatus}` })
     }
+    const badId = query.messageId === undefined ? undefined : idIssue(query.messageId, { in: "query", parameter: "messageId" }, "message id")
+    if (badId !== undefined) issues.push(badId)
     if (issues.length > 0) return yield* invalid(issues)
     return yield* Dlq.use((dlq) => dlq.list(query))
   })

@@ -36,7 +36,12 @@ describe("bulk operations", () => {
         const b = (yield* publish(`${dest.baseUrl}/a`, later)).body.messageId
         const c = (yield* publish(`${dest.baseUrl}/c`, later)).body.messageId
 
-        const byIds = yield* send("DELETE", "/v2/messages", { messageIds: [a, "not-a-message"] })
+        // An id that is not a UUID is refused, nothing cancelled; a UUID that names nothing is not counted.
+        const notAnId = yield* send("DELETE", "/v2/messages", { messageIds: [a, "not-a-message"] })
+        assert.strictEqual(notAnId.status, 400)
+        assert.deepStrictEqual(notAnId.body.issues.map((i: any) => i.parameter), ["messageIds[1]"])
+        assert.strictEqual(yield* stateOf(a), "queued")
+        const byIds = yield* send("DELETE", "/v2/messages", { messageIds: [a, "00000000-0000-4000-8000-000000000000"] })
         assert.deepStrictEqual([byIds.status, byIds.body], [200, { cancelled: 1, more: false }])
         const byUrl = yield* send("DELETE", "/v2/messages", { filter: { url: `${dest.baseUrl}/a` } })
         assert.deepStrictEqual(byUrl.body, { cancelled: 1, more: false })

@@ -4,7 +4,16 @@
  * one conversion of a stored message into the API's `Message` and `DlqMessage`, so both layers
  * answer alike.
  */
-import type { CallbackSettings, DlqFilter, DlqMessage, Message, MessageFilter, MessageState, PublishedMessage } from "@svc/schema"
+import type {
+  CallbackSettings,
+  DlqFilter,
+  DlqMessage,
+  Message,
+  MessageFilter,
+  MessageState,
+  PublishedMessage,
+  RequestIssue
+} from "@svc/schema"
 import { Data } from "effect"
 import { v7 as uuidv7 } from "uuid"
 import type { DeliverySettings, FlowControlSettings } from "../Publish.ts"
@@ -202,6 +211,20 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 export const newMessageId = (): string => uuidv7()
 
 export const isUuid = (id: string) => UUID.test(id)
+
+/**
+ * The issue for a message or DLQ id a request filters or selects by that is not one (both are UUIDs),
+ * or none: the rule of every id filter (`messageId` of events and the DLQ) and bulk id list
+ * (`messageIds`, `dlqIds`). Such an id names nothing: the DLQ filter answered an empty page and a bulk
+ * cancel `{"cancelled": 0}`, where the events filter said what was wrong. (A single id in a path, as
+ * `GET /v2/messages/<id>`, stays a 404: no such message.)
+ */
+export const idIssue = (
+  id: string,
+  where: Pick<RequestIssue, "in" | "parameter">,
+  what: "message id" | "DLQ id"
+): RequestIssue | undefined =>
+  isUuid(id) ? undefined : { ...where, problem: `is not a ${what} (a UUID): ${JSON.stringify(id.slice(0, 100))}` }
 
 /** A DLQ cursor is the `seq` of the last entry of the previous page. */
 export const CURSOR = /^\d{1,18}$/
