@@ -61,4 +61,15 @@ layer(TestObjectStorage, { excludeTestServices: true, timeout: 120_000 })("uploa
       const png = yield* begin(url, "x.png", 71, "image/png")
       assert.strictEqual(png.status, 200, JSON.stringify(png.body))
     }).pipe(Effect.scoped))
+
+  it.effect("a pathname starting with \"/\" is 400 invalid_input saying so, not \"<path>\" and an empty segment", () =>
+    Effect.gen(function*() {
+      const url = yield* startDemo
+      const answer = yield* begin(url, "/etc/passwd", 71, "image/png")
+      assert.deepStrictEqual(answer.body, {
+        code: "invalid_input",
+        status: 400,
+        message: 'Invalid path: a path must not start with "/" (object paths are relative to the bucket: a/b.png)'
+      })
+    }).pipe(Effect.scoped))
 })

@@ -1,6 +1,7 @@
 /**
  * Object paths: `a/b/c.png`. A path with an empty segment (`""`, `"/a"`, `"a/"`, `"a//b"`) is refused with
- * `invalid_input`, as are `.`/`..` segments and control characters.
+ * `invalid_input`, as are `.`/`..` segments and control characters; a leading or trailing `/` is named
+ * as such, without repeating the path.
  *
  * @module
  */
@@ -10,7 +11,12 @@ import { BlobError } from "./BlobError.ts"
 export const pathProblem = (path: unknown): string | undefined => {
   if (typeof path !== "string") return "a path must be a string"
   if (path === "") return "the path is empty"
-  if (path.split("/").some((segment) => segment === "")) return `the path ${JSON.stringify(path)} has an empty segment`
+  // The leading and trailing slash are named as such, without the path: "/etc/passwd" was refused as
+  // "the path \"<path>\" has an empty segment", naming the wrong problem, and the message scrubber
+  // (BlobError's, which hides filesystem paths in every message) hid the client's own value.
+  if (path.startsWith("/")) return `a path must not start with "/" (object paths are relative to the bucket: a/b.png)`
+  if (path.endsWith("/")) return `a path must not end with "/" (it names an object, not a folder)`
+  if (path.split("/").some((segment) => segment === "")) return `the path ${JSON.stringify(path)} has an empty segment ("//")`
   if (path.split("/").some((segment) => segment === "." || segment === "..")) {
     return `the path ${JSON.stringify(path)} has a "." or ".." segment`
   }

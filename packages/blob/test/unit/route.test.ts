@@ -146,6 +146,28 @@ describe("upload route over Bucket.layerMemory", () => {
         assert.deepInclude(done.json, { type: "complete", contentType: "image/svg+xml" })
       })))
 
+  it.live("a path starting with \"/\" is refused for that, not as an empty segment, and nothing in the message is scrubbed", () =>
+    withRoute({ onBeforeUpload: () => true }, (handler, bucket) =>
+      Effect.gen(function*() {
+        const leading = 'Invalid path: a path must not start with "/" (object paths are relative to the bucket: a/b.png)'
+        const cases: ReadonlyArray<readonly [string, string]> = [
+          ["/etc/passwd", leading],
+          ["/a.png", leading],
+          ["a/", 'Invalid path: a path must not end with "/" (it names an object, not a folder)'],
+          ["a//b.png", 'Invalid path: the path "a//b.png" has an empty segment ("//")']
+        ]
+        for (const [pathname, message] of cases) {
+          const refused = yield* post(handler, { ...beginPng, pathname })
+          assert.deepStrictEqual([refused.status, refused.json.code, refused.json["message"]], [400, "invalid_input", message], pathname)
+          const put = yield* Effect.flip(bucket.put(pathname, PNG, { contentType: "image/png" }))
+          assert.deepStrictEqual([put.code, put.message], ["invalid_input", message], pathname)
+        }
+        // the path onBeforeUpload gives is held to the same rule
+        const moved = createUploadRoute({ bucket, onBeforeUpload: () => ({ path: "/etc/passwd" }) })
+        const answer = yield* post(moved, beginPng)
+        assert.deepStrictEqual([answer.status, answer.json["message"]], [400, leading])
+      })))
+
   it.live("onBeforeUpload allows only with true or an object: null, undefined or a number refuses (401), never the client's own path", () =>
     withRoute({}, (_, bucket) =>
       Effect.gen(function*() {
