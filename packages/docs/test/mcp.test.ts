@@ -361,7 +361,11 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("MCP over HTTP"
         assert.strictEqual(status, 400, JSON.stringify(body))
         assert.strictEqual(error.error.code, -32600, JSON.stringify(body))
         assert.include(error.error.message, `Invalid Request: ${problem}`, JSON.stringify(body))
-        assert.strictEqual(error.id, null)
+        // the request's id when it has a usable one (a single request), else null (a batch, a response, a bad id)
+        const request = body as any
+        const usable = !Array.isArray(body) && typeof request?.method === "string" &&
+          (typeof request.id === "string" || Number.isSafeInteger(request.id))
+        assert.strictEqual(error.id, usable ? request.id : null, JSON.stringify(body))
       }
       // an id past 2^53 is not an integer JSON can carry exactly
       const huge = yield* answer(undefined, `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`)

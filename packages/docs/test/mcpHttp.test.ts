@@ -409,3 +409,43 @@ describe("CORS: browser clients at an allowed origin", () => {
       assert.notProperty(ping.headers, "access-control-allow-origin")
     }).pipe(Effect.scoped))
 })
+
+describe("POST /mcp: JSON the MCP SDK's message schema refuses", () => {
+  it.effect("is -32600 naming the fault, with the request's id, never -32700 (valid JSON is no parse error)", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      const cases: ReadonlyArray<readonly [string, unknown, string]> = [
+        [
+          `{"jsonrpc":"2.0","id":1,"method":"ping","extra":1}`,
+          1,
+          `Invalid Request: the message has a member JSON-RPC 2.0 does not define: "extra"`
+        ],
+        [
+          `{"jsonrpc":"2.0","id":"a","method":"ping","params":{"_meta":{"progressToken":{}}}}`,
+          "a",
+          `Invalid Request: "params._meta.progressToken" must be a string or an integer, not object`
+        ],
+        // a response's id names a request of the server's: never echoed
+        [
+          `{"jsonrpc":"2.0","id":1,"result":{},"extra":1}`,
+          null,
+          `Invalid Request: the message has a member JSON-RPC 2.0 does not define: "extra"`
+        ],
+        [
+          `[{"jsonrpc":"2.0","id":1,"method":"ping","extra":1}]`,
+          null,
+          `Invalid Request: message 1 of the batch: the message has a member JSON-RPC 2.0 does not define: "extra"`
+        ],
+        [`{"jsonrpc":"2.0","method":"notifications/initialized","a":1,"b":2}`, null, `members JSON-RPC 2.0 does not define: "a", "b"`]
+      ]
+      for (const [body, id, message] of cases) {
+        const answer = yield* post(port, body)
+        assert.strictEqual(answer.status, 400, body)
+        assert.deepStrictEqual([answer.body.error.code, answer.body.id], [-32600, id], body)
+        assert.include(answer.body.error.message, message, body)
+      }
+      // what the schema takes still reaches the SDK
+      const ping = yield* post(port, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"progressToken":"t"}}}`)
+      assert.deepStrictEqual([ping.status, ping.body], [200, { jsonrpc: "2.0", id: 1, result: {} }])
+    }).pipe(Effect.scoped))
+})

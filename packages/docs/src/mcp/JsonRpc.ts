@@ -8,7 +8,13 @@
  *   notification) nor a `result` or `error` (a response), or both; an `id` that is not a string or an
  *   integer (MCP: never null); `params` or its `_meta` that is not an object (MCP's params are named);
  *   a `result` that is not an object, an `error` without an integer `code` and a string `message`; an
- *   empty batch, or one where two requests share an id (their answers could not be told apart);
+ *   empty batch, or one where two requests share an id (their answers could not be told apart); and
+ *   then anything else the SDK's own schema (`JSONRPCMessageSchema`) refuses, named from its first
+ *   issue: a member JSON-RPC 2.0 does not define (`"extra"`: refused, not stripped, as the SDK's
+ *   schema is strict), a `progressToken` that is not a string or an integer, … The SDK's transports
+ *   answered those `-32700 Parse error` over HTTP and nothing at all over stdio. The hand-written checks
+ *   above only word the common faults (and add the unsafe-integer id); what the SDK takes is the SDK's
+ *   rule, {@link sdkProblem};
  * - `-32602 Invalid params`: a `tools/call` without a tool `name`, or whose `arguments` is not an object;
  *   and, in the SDK's own answers ({@link readableErrors}), the `-32603` it gives for params its schema
  *   refuses (`initialize` without `protocolVersion`), with the first issue in words instead of zod's list.
@@ -17,10 +23,16 @@
  * SDK still takes them from older clients).
  */
 
+import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
+
 export interface JsonRpcRefusal {
   readonly code: -32600 | -32602
   readonly message: string
-  /** The id of the request at fault when it has a usable one (a single request), else null. */
+  /**
+   * The id of the request at fault when it has a usable one (a single request), else null. Never a
+   * response's id: it names a request of the server's, and an error carrying it would answer the
+   * client's own request of that id.
+   */
   readonly id: string | number | null
 }
 
@@ -71,6 +83,49 @@ const envelopeProblem = (message: unknown): string | undefined => {
   return `a message needs a "method" (a request or a notification), or a "result" or "error" (a response)`
 }
 
+/** The SDK's schemas of a request, a notification, a result and an error, in `JSONRPCMessageSchema`'s order. */
+const [RequestSchema, NotificationSchema, ResultSchema, ErrorSchema] = JSONRPCMessageSchema.options
+
+/** A path of zod's issue as `params._meta.progressToken`, `[0]` for an index. */
+const issuePath = (path: ReadonlyArray<PropertyKey>) =>
+  path.map((part) => typeof part === "number" ? `[${part}]` : `.${String(part)}`).join("").replace(/^\./, "")
+
+/**
+ * Why the SDK's schema (`JSONRPCMessageSchema`, the one its transports parse every message with)
+ * refuses `message`, which passed {@link envelopeProblem}: the first issue of the branch of the union
+ * that `message` is (a request, a notification, a result or an error), in words.
+ */
+const sdkProblem = (message: Message): string | undefined => {
+  if (JSONRPCMessageSchema.safeParse(message).success) return undefined
+  const branch = "method" in message
+    ? ("id" in message ? RequestSchema : NotificationSchema)
+    : "result" in message
+    ? ResultSchema
+    : ErrorSchema
+  const parsed = branch.safeParse(message)
+  const issue = parsed.success ? undefined : parsed.error.issues[0]
+  if (issue === undefined) return "the message is not one the MCP SDK's JSON-RPC schema takes"
+  const path = issuePath(issue.path)
+  const where = path === "" ? "the message" : `"${path}"`
+  if (issue.code === "unrecognized_keys") {
+    const keys = issue.keys.map((key) => JSON.stringify(key)).join(", ")
+    return `${where} has ${issue.keys.length === 1 ? "a member" : "members"} JSON-RPC 2.0 does not define: ${keys}`
+  }
+  if (issue.code === "invalid_union") {
+    // `progressToken`, an id: a string or an integer (zod's "number" of an `int()`)
+    const expected = issue.errors.flatMap((errors) => errors[0]?.code === "invalid_type" ? [errors[0].expected] : [])
+    if (expected.length === issue.errors.length) {
+      const types = expected.map((type) => type === "number" ? "an integer" : `a ${type}`).join(" or ")
+      return `${where} must be ${types}, not ${kind(valueAt(message, issue.path))}`
+    }
+  }
+  return `${where}: ${issue.message}`
+}
+
+/** The value at `path` in `value`. */
+const valueAt = (value: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
+  path.reduce<unknown>((at, part) => isObject(at) || Array.isArray(at) ? (at as Record<PropertyKey, unknown>)[part] : undefined, value)
+
 /**
  * The id of `message` when it is a request whose id can be read (a string or a safe integer), else null.
  * Over stdio it is all a client has to tie an answer to its request: refused with id null, the request
@@ -98,8 +153,10 @@ export const refusalOf = (body: unknown): JsonRpcRefusal | undefined => {
   if (messages.length === 0) return { code: -32600, message: "Invalid Request: an empty batch", id: null }
   const where = (index: number) => batch ? `message ${index + 1} of the batch: ` : ""
   for (const [index, message] of messages.entries()) {
-    const envelope = envelopeProblem(message)
-    if (envelope !== undefined) return { code: -32600, message: `Invalid Request: ${where(index)}${envelope}`, id: null }
+    const problem = envelopeProblem(message) ?? sdkProblem(message as Message)
+    if (problem !== undefined) {
+      return { code: -32600, message: `Invalid Request: ${where(index)}${problem}`, id: batch ? null : requestId(message) }
+    }
   }
   const ids = messages.filter((message) => "method" in (message as Message) && "id" in (message as Message)).map((message) => (message as Message)["id"])
   const repeated = ids.find((id, index) => ids.indexOf(id) !== index)

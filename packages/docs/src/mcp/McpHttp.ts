@@ -448,7 +448,8 @@ const handlePost = (config: { readonly maxBodyBytes: number; readonly trustProxy
     if (refused !== undefined) {
       return HttpServerResponse.jsonUnsafe(
         { jsonrpc: "2.0", error: { code: refused.code, message: refused.message }, id: refused.id },
-        { status: refused.id === null ? 400 : 200 }
+        // -32600 (not JSON-RPC) is a 400 with or without the request's id; -32602 (params) answers a request
+        { status: refused.code === -32600 || refused.id === null ? 400 : 200 }
       )
     }
     const body = withoutSelfCancelled(parsed.success)
