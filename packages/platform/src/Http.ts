@@ -352,7 +352,7 @@ const clientErrorAnswer = (
       return [
         400,
         "invalid_request",
-        "The request target holds a character a URL cannot carry (a space, a control character or a byte over 0x7F): percent-encode it as UTF-8"
+        "The request target is not a path starting with \"/\", or holds a character a URL cannot carry (a space, a control character or a byte over 0x7F): percent-encode it as UTF-8"
       ]
     case "HPE_INVALID_HEADER_TOKEN":
       return [
