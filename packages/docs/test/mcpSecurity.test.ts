@@ -222,6 +222,7 @@ describe("the body cap (MCP_MAX_BODY_BYTES)", () => {
       assert.strictEqual(answer.status, 413)
       assert.strictEqual(answer.body.code, "payload_too_large")
       assert.match(answer.body.message, /larger than 65536 bytes \(MCP_MAX_BODY_BYTES\)/)
+      assert.strictEqual(answer.headers["connection"], "close")
       // a body within the cap is served
       const small = yield* request(port, { body: { ...toolsList, params: { _meta: { padding: "x".repeat(CAP - 1000) } } } })
       assert.strictEqual(small.status, 200, JSON.stringify(small.body))
@@ -279,6 +280,10 @@ describe("the body cap (MCP_MAX_BODY_BYTES)", () => {
       assert.strictEqual(answer.body.code, "payload_too_large")
       assert.isFalse(finished, "the server answered only after the whole body was sent")
       assert.isBelow(sent, LIMIT)
+      // the server closes the connection (the rest of the body is never read): the answer says so, as
+      // the declared-length 413 does; it said keep-alive (timeout=5) and closed 10 ms later
+      assert.strictEqual(answer.headers["connection"], "close")
+      assert.isUndefined(answer.headers["keep-alive"])
     }).pipe(Effect.scoped))
 })
 

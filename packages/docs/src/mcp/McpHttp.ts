@@ -319,12 +319,18 @@ const preflight = (policy: OriginPolicy, methods: string, allow?: string) =>
 // Handlers
 // -----------------------------------------------------------------------------
 
+/**
+ * The 413, with `Connection: close`: the rest of the body is never read, so the connection cannot carry
+ * another request. A declared length over the cap got it from effect's adapter; a chunked body cut at
+ * the cap was answered `Connection: keep-alive` (`Keep-Alive: timeout=5`), and the adapter closed the
+ * socket ~10 ms later while draining what remained (outside audit).
+ */
 const tooLarge = (maxBodyBytes: number) =>
   HttpServerResponse.jsonUnsafe({
     code: "payload_too_large",
     message: `The request body is larger than ${maxBodyBytes} bytes (MCP_MAX_BODY_BYTES)`,
     maxBytes: maxBodyBytes
-  }, { status: 413 })
+  }, { status: 413, headers: { connection: "close" } })
 
 const isBodyTooLarge = (error: unknown) =>
   HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" &&
