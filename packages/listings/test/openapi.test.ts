@@ -43,7 +43,7 @@ layer(
     Effect.gen(function*() {
       const { body: document } = yield* get("/openapi.json")
       const image = document.paths["/images/{key}"].get
-      assert.sameMembers(Object.keys(image.responses), ["200", "302", "304", "404"])
+      assert.sameMembers(Object.keys(image.responses), ["200", "302", "304", "400", "404"])
       assert.includeMembers(Object.keys(image.responses["200"].content), ["image/jpeg", "image/png", "image/webp"])
       assert.includeMembers(Object.keys(image.responses["200"].headers), ["etag", "cache-control"])
       assert.property(image.responses["302"].headers, "location")

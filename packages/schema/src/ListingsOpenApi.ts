@@ -17,6 +17,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { InvalidRequest } from "./Errors.ts"
 import { ReadinessGroup } from "./Health.ts"
 import { AdminAuth, ImageNotFound, ListingsApi, ListingsRpcs } from "./Listings.ts"
 import { DocumentGroup, internalRpcEndpoint, openApiDocument } from "./OpenApiDocument.ts"
@@ -31,7 +32,7 @@ export class ImagesGroup extends HttpApiGroup.make("images").add(
     params: {
       key: Schema.String.annotate({
         description: "Hex SHA-256 of the image's original URL (64 lowercase hex digits), as an offer's `images` and " +
-          "`thumbnail` give it; anything else is 404"
+          "`thumbnail` give it; anything else is 404 (a NUL character: 400)"
       })
     },
     headers: {
@@ -54,7 +55,7 @@ export class ImagesGroup extends HttpApiGroup.make("images").add(
         { etag: header("The cached image's ETag"), "cache-control": header("public, max-age=86400") }
       )
     ],
-    error: ImageNotFound
+    error: [ImageNotFound, InvalidRequest]
   }).annotateMerge(OpenApi.annotations({
     summary: "An offer's image",
     description: "Never fetches anything: images are cached in the background after an ingest, only for URLs a source feed gave.",
