@@ -381,6 +381,17 @@ describe("CORS: browser clients at an allowed origin", () => {
       const opaque = yield* preflightFrom(open, "null")
       assert.notProperty(opaque.headers, "access-control-allow-origin")
       assert.notProperty(opaque.headers, "access-control-allow-methods")
+
+      // a value that is not an origin is refused like a foreign one, also with *; case is normalised in the grant
+      for (const port of [listed, open]) {
+        for (const origin of ["https://app.example.com/path", "https://app.example.com/"]) {
+          const notOrigin = yield* post(port, ping, { origin })
+          assert.strictEqual(notOrigin.status, 403, origin)
+          assert.notProperty(notOrigin.headers, "access-control-allow-origin")
+        }
+        const upper = yield* post(port, ping, { origin: "HTTPS://APP.EXAMPLE.COM" })
+        assert.deepStrictEqual([upper.status, upper.headers["access-control-allow-origin"]], [200, "https://app.example.com"])
+      }
     }).pipe(Effect.scoped))
 
   it.effect("the RFC 9728 metadata and /mcp/oauth answer an allowed origin's preflight and requests; /ping is not for browsers", () =>

@@ -10,7 +10,7 @@ import { ConfigProvider, Context, Effect, Layer, Redacted, Result } from "effect
 import * as Http from "node:http"
 import { ADDRESS_HEADER, forwardingHeaders, SIGNATURE_HEADER, verifiedForwardedAddress } from "../src/ClientAddress.ts"
 import { Indexer } from "../src/Indexer.ts"
-import { McpHttpConfig, originPolicy } from "../src/mcp/McpHttp.ts"
+import { McpHttpConfig, originPolicy, serializedOrigin } from "../src/mcp/McpHttp.ts"
 import { Client, docsFolder, type ExactAnswer, exactRequest, socketClientWith, stack, startMcp } from "./support.ts"
 
 /** What the raw requests below read: the status, the headers and the JSON body. */
@@ -58,7 +58,7 @@ describe("Host and Origin (DNS rebinding protection)", () => {
       const foreignOrigin = yield* post({ host: `localhost:${port}`, origin: "http://evil.example.com" })
       assert.strictEqual(foreignOrigin.status, 403)
       assert.match(foreignOrigin.body.error.message, /Origin "http:\/\/evil\.example\.com" is not allowed.*MCP_ALLOWED_ORIGINS/)
-      for (const origin of ["null", "http://localhost.evil.example.com", "file://", "not a url"]) {
+      for (const origin of ["null", "http://localhost.evil.example.com", "file://", "not a url", `http://localhost:${port}/path`]) {
         assert.strictEqual((yield* post({ origin })).status, 403, origin)
       }
 
@@ -154,6 +154,27 @@ describe("Host and Origin (DNS rebinding protection)", () => {
     assert.isTrue(policy.originAllowed("http://127.0.0.1:3000"))
     assert.isFalse(policy.originAllowed("ws://localhost"))
     assert.isFalse(policy.originAllowed("null"))
+    // only a serialized origin (scheme://host[:port]) is one; case is forgiven, nothing else
+    for (
+      const origin of [
+        "http://localhost:3000/path",
+        "http://localhost:3000/",
+        "http://localhost:3000?x",
+        "http://user@localhost:3000",
+        "http://localhost:80",
+        " http://localhost:3000",
+        "http://localhost:3000#"
+      ]
+    ) {
+      assert.isFalse(policy.originAllowed(origin), origin)
+      assert.isFalse(originPolicy({ allowedOrigins: ["*"], publicUrl: "http://localhost:8790" }).originAllowed(origin), `* ${origin}`)
+    }
+    assert.isTrue(policy.originAllowed("HTTP://LOCALHOST:3000"))
+    assert.strictEqual(serializedOrigin("HTTP://LOCALHOST:3000"), "http://localhost:3000")
+    assert.strictEqual(serializedOrigin("https://[::1]:8443"), "https://[::1]:8443")
+    assert.isUndefined(serializedOrigin("null"))
+    // null: refused, unless MCP_ALLOWED_ORIGINS=* (then let through, never granted)
+    assert.isTrue(originPolicy({ allowedOrigins: ["*"], publicUrl: "http://localhost:8790" }).originAllowed("null"))
   })
 })
 

@@ -198,14 +198,31 @@ export const originPolicy = (options: {
   }))
   exact.add(publicUrl.origin)
   const originAllowed = (origin: string | undefined) => {
-    if (origin === undefined || anyOrigin) return true
-    const url = URL.parse(origin)
-    if (url === null || url.origin === "null") return false
-    if (exact.has(url.origin)) return true
+    if (origin === undefined) return true
+    // an opaque origin (a sandboxed frame, a file: page): only `*` lets it through, never granted (grantable)
+    if (origin === "null") return anyOrigin
+    // a value that is not an origin is refused, also with `*`: no browser sends one
+    const serialized = serializedOrigin(origin)
+    if (serialized === undefined) return false
+    if (anyOrigin || exact.has(serialized)) return true
+    const url = new URL(serialized)
     return origins === undefined && (url.protocol === "http:" || url.protocol === "https:") &&
       LOCAL_NAMES.includes(url.hostname)
   }
   return { hostAllowed, originAllowed }
+}
+
+/**
+ * `value` as the serialized origin it is (`scheme://host[:port]`, RFC 6454 §6.2), lower-cased, or
+ * undefined when it is not one: a path (`http://localhost:3000/path`, even `/`), a query, user info, a
+ * default port spelt out (`http://localhost:80`), `null`. Only case is forgiven (`HTTP://LOCALHOST:3000`
+ * is `http://localhost:3000`, compared and granted so). `URL`'s origin of any URL was compared before,
+ * and the header echoed as sent: `http://localhost:3000/path` was allowed and named in the grant.
+ */
+export const serializedOrigin = (value: string): string | undefined => {
+  const url = URL.parse(value)
+  if (url === null || url.origin === "null") return undefined
+  return url.origin === value.toLowerCase() ? url.origin : undefined
 }
 
 const forbidden = (message: string) => jsonRpcError(403, -32000, `Forbidden: ${message}`)
@@ -267,12 +284,12 @@ const MCP_ALLOW = "POST, OPTIONS"
 /** How long a browser may keep a preflight's answer: 2 hours, the most Chromium keeps one. */
 const CORS_MAX_AGE_SECONDS = 7200
 
-/** Whether a CORS grant may name `origin`: allowed by the policy, and an origin (never `null`). */
-const grantable = (policy: OriginPolicy, origin: string | undefined): origin is string => {
-  if (origin === undefined || !policy.originAllowed(origin)) return false
-  const url = URL.parse(origin)
-  return url !== null && url.origin !== "null"
-}
+/**
+ * The origin a CORS grant names for `origin`, if any: allowed by the policy, and an origin (never
+ * `null`), as serialized (lower-case).
+ */
+const grantable = (policy: OriginPolicy, origin: string | undefined): string | undefined =>
+  origin === undefined || !policy.originAllowed(origin) ? undefined : serializedOrigin(origin)
 
 /**
  * `handler`'s response with `Vary: Origin` (it depends on it), and, when the request's `Origin` is
@@ -285,9 +302,10 @@ const withCors = <E, R>(policy: OriginPolicy, handler: Effect.Effect<HttpServerR
     const request = yield* HttpServerRequest.HttpServerRequest
     const origin = request.headers["origin"]
     const response = HttpServerResponse.setHeader(yield* handler, "vary", "Origin")
-    if (!grantable(policy, origin)) return response
+    const granted = grantable(policy, origin)
+    if (granted === undefined) return response
     return HttpServerResponse.setHeaders(response, {
-      "access-control-allow-origin": origin,
+      "access-control-allow-origin": granted,
       "access-control-expose-headers": CORS_EXPOSED_HEADERS.join(", ")
     })
   })
@@ -304,7 +322,7 @@ const preflight = (policy: OriginPolicy, methods: string, allow?: string) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const headers: Record<string, string> = allow === undefined ? {} : { allow }
-    if (grantable(policy, request.headers["origin"]) && request.headers["access-control-request-method"] !== undefined) {
+    if (grantable(policy, request.headers["origin"]) !== undefined && request.headers["access-control-request-method"] !== undefined) {
       headers["access-control-allow-methods"] = methods
       headers["access-control-allow-headers"] = CORS_ALLOWED_HEADERS.join(", ")
       headers["access-control-max-age"] = String(CORS_MAX_AGE_SECONDS)
