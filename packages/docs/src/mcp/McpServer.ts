@@ -25,7 +25,7 @@ import {
 } from "@svc/schema"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Schema, SchemaGetter } from "effect"
+import { Effect, Schema } from "effect"
 import { CallerAddress, CallerApiKey, type DocsApiFailure, DocsClient } from "./DocsClient.ts"
 
 export const SERVER_INFO = { name: "svc-docs", version: "0.1.0" } as const
@@ -147,21 +147,34 @@ const aliases: Record<CallableTool, Record<string, string>> = {
 }
 
 /**
- * Renames aliases to canonical names; a canonical argument given too wins over its alias. Names are
- * looked up and written as own keys only: an argument called `constructor` or `__proto__` is an unknown
- * argument like any other (read through the prototype, it became a key "function Object() …" or
- * "[object Object]", and the refusal named that).
+ * Which argument sent is read for each canonical name: the name the tool documents (on query-docs the
+ * canonical `libraryId` and `query`; on get-library-docs Context7's `context7CompatibleLibraryID` and
+ * `topic`), then the canonical name, then the first other alias sent. get-library-docs read `libraryId`
+ * over its own `context7CompatibleLibraryID` (outside audit); now both tools follow one rule: a tool's
+ * own names win. Names are looked up and written as own keys only: an argument called `constructor` or
+ * `__proto__` is an unknown argument like any other (read through the prototype, it became a key
+ * "function Object() …" or "[object Object]", and the refusal named that).
  */
+const chosenNames = (tool: CallableTool, args: Readonly<Record<string, unknown>>): Record<string, string> => {
+  const rank = (name: string, canonical: string) => {
+    const own = [documentedNames[tool]?.[canonical] ?? canonical, canonical].indexOf(name)
+    return own === -1 ? 2 : own
+  }
+  const chosen: Record<string, string> = Object.create(null)
+  for (const name of Object.keys(args)) {
+    const canonical = Object.hasOwn(aliases[tool], name) ? aliases[tool][name]! : name
+    if (!Object.hasOwn(chosen, canonical) || rank(name, canonical) < rank(chosen[canonical]!, canonical)) chosen[canonical] = name
+  }
+  return chosen
+}
+
+/** Renames aliases to canonical names, each read from the argument {@link chosenNames} picks. */
 export const canonicalArguments = (
   tool: CallableTool,
   args: Readonly<Record<string, unknown>>
 ): Record<string, unknown> => {
   const result: Record<string, unknown> = Object.create(null)
-  for (const [name, value] of Object.entries(args)) {
-    const canonical = Object.hasOwn(aliases[tool], name) ? aliases[tool][name] : undefined
-    if (canonical === undefined) result[name] = value
-    else if (!Object.hasOwn(args, canonical) && !Object.hasOwn(result, canonical)) result[canonical] = value
-  }
+  for (const [canonical, name] of Object.entries(chosenNames(tool, args))) result[canonical] = args[name]
   return { ...result }
 }
 
@@ -169,28 +182,51 @@ export const canonicalArguments = (
 // told here, rather than a request the API client cannot even encode.
 const Text = (maxLength: number) => RequestString({ maxLength, minLength: 1 })
 /**
- * get-library-docs' `tokens`, as Context7 took it: a number or a numeric string, brought into the
- * API's range (below the minimum asks for the minimum, as Context7 did; above the maximum, the maximum).
+ * A whole decimal number as an agent sends one: a non-negative integer, or a string of decimal digits
+ * (`5000`, `"5000"`). `Number()` read `"0x10"` as 16 and `""` as 0 (then raised to 100) while refusing
+ * `"abc"` (outside audit); `1.5`, `"1e3"`, `" 7"` and `-1` are not one either.
  */
-const Tokens = Schema.Union([Schema.Finite, Schema.FiniteFromString]).pipe(
-  Schema.decodeTo(Schema.Int, {
-    decode: SchemaGetter.transform((n: number) => Math.min(MAX_CONTEXT_TOKENS, Math.max(MIN_CONTEXT_TOKENS, Math.round(n)))),
-    encode: SchemaGetter.transform((n: number) => n)
-  })
-)
+export const wholeNumber = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isSafeInteger(value) && value >= 0
+    ? value
+    : typeof value === "string" && /^\d{1,15}$/.test(value)
+    ? Number(value)
+    : undefined
+
+/**
+ * get-library-docs' numeric arguments, read by {@link wholeNumber} (outside the Schema, so that the
+ * refusal is worded as the others are, not "Expected number | string | undefined at ["tokens"]"):
+ * `tokens` brought into the API's range as Context7 did (below the minimum asks for the minimum, above
+ * the maximum the maximum); `page`, Context7's later n-th budget of snippets, from 1 to 10.
+ */
+const numericArguments = (
+  args: Readonly<Record<string, unknown>>
+): { readonly tokens?: number; readonly page?: number } | { readonly problem: string } => {
+  const shown = (value: unknown) => JSON.stringify(value)?.slice(0, 40) ?? String(value)
+  const tokens = args["tokens"] === undefined ? undefined : wholeNumber(args["tokens"])
+  if (args["tokens"] !== undefined && tokens === undefined) {
+    return {
+      problem: `tokens must be a whole number (like 5000 or "5000"; ${MIN_CONTEXT_TOKENS} to ${MAX_CONTEXT_TOKENS}, ` +
+        `others are brought into that range), not ${shown(args["tokens"])}`
+    }
+  }
+  const page = args["page"] === undefined ? undefined : wholeNumber(args["page"])
+  if (args["page"] !== undefined && (page === undefined || page < 1 || page > MAX_CONTEXT_PAGE)) {
+    return { problem: `page must be a whole number from 1 to ${MAX_CONTEXT_PAGE}, not ${shown(args["page"])}` }
+  }
+  return {
+    ...(tokens === undefined ? {} : { tokens: Math.min(MAX_CONTEXT_TOKENS, Math.max(MIN_CONTEXT_TOKENS, tokens)) }),
+    ...(page === undefined ? {} : { page })
+  }
+}
+
 const argumentSchemas = {
   "resolve-library-id": Schema.Struct({ query: Text(MAX_QUESTION_LENGTH), libraryName: Text(MAX_NAME_LENGTH) }),
   "query-docs": Schema.Struct({ libraryId: Text(MAX_ID_LENGTH), query: Text(MAX_QUESTION_LENGTH) }),
   [LEGACY_TOOL]: Schema.Struct({
     libraryId: Text(MAX_ID_LENGTH),
-    query: Schema.optional(Text(MAX_QUESTION_LENGTH)),
-    tokens: Schema.optional(Tokens),
-    // Context7's later get-library-docs: the n-th budget of snippets (1 to 10)
-    page: Schema.optional(
-      Schema.Union([Schema.Int, Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int))]).check(
-        Schema.isBetween({ minimum: 1, maximum: MAX_CONTEXT_PAGE })
-      )
-    )
+    query: Schema.optional(Text(MAX_QUESTION_LENGTH))
+    // tokens and page: numericArguments
   })
 } as const
 const required: Record<CallableTool, ReadonlyArray<string>> = {
@@ -207,10 +243,10 @@ const documentedNames: Partial<Record<CallableTool, Record<string, string>>> = {
  * The name to tell the caller an argument by: the alias it sent, else the name the tool documents.
  * A refusal of `topic` said `at ["query"]`, and a missing `context7CompatibleLibraryID` "libraryId".
  */
-const callerNames = (tool: CallableTool, args: Readonly<Record<string, unknown>>) => (canonical: string): string => {
-  if (canonical in args) return canonical
-  const sent = Object.keys(args).find((name) => aliases[tool][name] === canonical)
-  return sent ?? documentedNames[tool]?.[canonical] ?? canonical
+const callerNames = (tool: CallableTool, args: Readonly<Record<string, unknown>>) => {
+  const chosen = chosenNames(tool, args)
+  return (canonical: string): string =>
+    (Object.hasOwn(chosen, canonical) ? chosen[canonical] : undefined) ?? documentedNames[tool]?.[canonical] ?? canonical
 }
 
 /**
@@ -369,11 +405,16 @@ export const callTool = (name: CallableTool, rawArguments: Readonly<Record<strin
   Effect.gen(function*() {
     const args = canonicalArguments(name, rawArguments ?? {})
     const decoded = Schema.decodeUnknownResult(argumentSchemas[name] as Schema.Codec<unknown, unknown>)(args)
-    if (decoded._tag === "Failure") {
+    const numbers = name === LEGACY_TOOL ? numericArguments(args) : {}
+    if (decoded._tag === "Failure" || "problem" in numbers) {
       const named = callerNames(name, rawArguments ?? {})
       const expected = required[name]
       const missing = expected.filter((key) => typeof args[key] !== "string" || args[key] === "")
-      const issue = decoded.failure.message.replace(/\["(\w+)"\]/g, (_, key: string) => `["${named(key)}"]`)
+      const issue = "problem" in numbers
+        ? numbers.problem
+        : decoded._tag === "Failure"
+        ? decoded.failure.message.replace(/\["(\w+)"\]/g, (_, key: string) => `["${named(key)}"]`)
+        : ""
       return text(
         `Invalid arguments for ${name}: ${
           missing.length > 0 ? `${missing.map(named).join(" and ")} must be a non-empty string` : issue
@@ -383,7 +424,7 @@ export const callTool = (name: CallableTool, rawArguments: Readonly<Record<strin
     }
     return name === "resolve-library-id"
       ? yield* resolveLibraryId(decoded.success as { query: string; libraryName: string })
-      : yield* queryDocs(decoded.success as { libraryId: string; query?: string; tokens?: number; page?: number })
+      : yield* queryDocs({ ...(decoded.success as { libraryId: string; query?: string }), ...numbers })
   })
 
 /**

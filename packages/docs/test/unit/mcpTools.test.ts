@@ -40,6 +40,24 @@ describe("canonicalArguments", () => {
     assert.strictEqual(args["constructor"], 1)
     assert.strictEqual(Object.getPrototypeOf(args), Object.prototype)
   })
+
+  it("a tool's own names win over its other aliases: canonical ones on query-docs, Context7's on get-library-docs", () => {
+    // get-library-docs read libraryId over its own context7CompatibleLibraryID (and query over topic)
+    assert.deepStrictEqual(
+      canonicalArguments("get-library-docs", { libraryId: "/nobody/x", context7CompatibleLibraryID: "/effect-ts/effect", query: "q", topic: "t" }),
+      { libraryId: "/effect-ts/effect", query: "t" }
+    )
+    assert.deepStrictEqual(
+      canonicalArguments("get-library-docs", { libraryName: "/nobody/y", libraryId: "/nobody/x", question: "q" }),
+      { libraryId: "/nobody/x", query: "q" }
+    )
+    assert.deepStrictEqual(
+      canonicalArguments("query-docs", { context7CompatibleLibraryID: "/nobody/x", libraryId: "/effect-ts/effect", question: "q", query: "t" }),
+      { libraryId: "/effect-ts/effect", query: "t" }
+    )
+    // among other aliases, the first sent
+    assert.deepStrictEqual(canonicalArguments("query-docs", { libraryID: "/a/b", libraryName: "/c/d", query: "q" }), { libraryId: "/a/b", query: "q" })
+  })
 })
 
 describe("MCP tools over the memory API", () => {
@@ -186,6 +204,25 @@ describe("MCP tools over the memory API", () => {
       const notANumber = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", tokens: "NaN" })
       assert.isTrue(notANumber.isError)
       assert.match(textOf(notANumber), /^Invalid arguments for get-library-docs: .*tokens.*Required arguments: context7CompatibleLibraryID\.$/s)
+      // tokens: a whole decimal number (a number or a string of digits), else refused in words
+      for (const [tokens, shown] of [["0x10", `"0x10"`], ["", `""`], ["abc", `"abc"`], [null, "null"], [[], "[]"], [1.5, "1.5"], [-1, "-1"], ["1e3", `"1e3"`]] as const) {
+        const refused = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", tokens })
+        assert.isTrue(refused.isError, JSON.stringify(tokens))
+        assert.strictEqual(
+          textOf(refused),
+          `Invalid arguments for get-library-docs: tokens must be a whole number (like 5000 or "5000"; 100 to 50000, ` +
+            `others are brought into that range), not ${shown}. Required arguments: context7CompatibleLibraryID.`
+        )
+      }
+      for (const page of [true, null, "1.0", 0]) {
+        const refused = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", page })
+        assert.strictEqual(
+          textOf(refused),
+          `Invalid arguments for get-library-docs: page must be a whole number from 1 to 10, not ${JSON.stringify(page)}. ` +
+            "Required arguments: context7CompatibleLibraryID.",
+          JSON.stringify(page)
+        )
+      }
       // Context7's name for the ID works on query-docs too
       const canonical = yield* callTool("query-docs", { context7CompatibleLibraryID: "/acme/greeter", query: "withLanguage" })
       assert.isUndefined(canonical.isError)
