@@ -7,12 +7,22 @@
  * the caller, whose team settings (if any) restrict what search and context may see.
  */
 import { openApiRoute } from "@svc/platform"
-import { type Caller, DocsApi, DocsCaller, docsOpenApi, type LibraryIndexing, settingsActive, type TeamSettings } from "@svc/schema"
+import {
+  type Caller,
+  DocsApi,
+  DocsCaller,
+  docsOpenApi,
+  InvalidRequest,
+  type LibraryIndexing,
+  settingsActive,
+  type TeamSettings
+} from "@svc/schema"
 import { Effect, Layer } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { HttpServerRespondable, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Search } from "./Search.ts"
 import { renderRules } from "./ranking/Answer.ts"
+import { idPartsProblem } from "./sources/Source.ts"
 import { render, SEPARATOR } from "./Splitter.ts"
 
 const json = (body: unknown, status = 200) =>
@@ -50,6 +60,13 @@ const ContextHandlers = HttpApiBuilder.group(
     const search = yield* Search
     return handlers.handle("context", ({ query }) =>
       Effect.gen(function*() {
+        // an id the indexer could never have made (a part . or .., over 100 characters): 400, not 404
+        const parts = idPartsProblem(query.libraryId)
+        if (parts !== undefined) {
+          return yield* HttpServerRespondable.toResponse(
+            new InvalidRequest({ issues: [{ in: "query", parameter: "libraryId", problem: `${query.libraryId.slice(0, 200)} is not a library id: ${parts}` }] })
+          )
+        }
         const answer = yield* search.context({
           libraryId: query.libraryId,
           // Context7 v2's `topic` focuses the answer: its words join the question's

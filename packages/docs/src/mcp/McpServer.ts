@@ -26,6 +26,7 @@ import {
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Schema } from "effect"
+import { idPartsProblem } from "../sources/Source.ts"
 import { CallerAddress, CallerApiKey, type DocsApiFailure, DocsClient } from "./DocsClient.ts"
 
 export const SERVER_INFO = { name: "svc-docs", version: "0.1.0" } as const
@@ -254,8 +255,14 @@ const callerNames = (tool: CallableTool, args: Readonly<Record<string, unknown>>
  * a name (`react`) where the ID (`/facebook/react`) belongs.
  */
 export const malformedLibraryId = (libraryId: string): string | undefined => {
-  if (LibraryIdPattern.test(libraryId)) return undefined
   const shown = JSON.stringify(libraryId.length > 100 ? `${libraryId.slice(0, 100)}…` : libraryId)
+  if (LibraryIdPattern.test(libraryId)) {
+    // the shape, but not an id the indexer makes (the rule written once, in Source.ts)
+    const parts = idPartsProblem(libraryId)
+    return parts === undefined
+      ? undefined
+      : `${shown} is not a library ID: ${parts}. Call resolve-library-id and pass the Library ID it answers as libraryId.`
+  }
   const name = libraryId.replace(/^\/+|\/+$/g, "").split("/").at(-1) ?? ""
   return `${shown} is not a library ID: an ID looks like /owner/repo or /owner/repo/version (a leading slash, ` +
     "no spaces). Call resolve-library-id first" +

@@ -187,9 +187,25 @@ export const MAX_ID_PART = 100
 const readablePart = (part: string) =>
   part.length <= MAX_ID_PART && part !== "." && part !== ".." && !/\p{Cc}/u.test(part)
 
+/**
+ * Why an id of the id's shape (`/owner/repo`, or `/owner/repo/version` as the API and MCP are asked
+ * for one version) could never have been made by the indexer, if it could not: one of its parts is not
+ * a {@link readablePart}. The REST API (400) and the MCP tools refuse such an id with this, as the
+ * indexer does: `/effect-ts/effect/..` was looked up, and answered 404 "has no version ..".
+ */
+export const idPartsProblem = (libraryId: string): string | undefined => {
+  const parts = libraryId.split("/").slice(1)
+  const at = parts.findIndex((part) => !readablePart(part))
+  if (at === -1) return undefined
+  const part = parts[at]!
+  const shown = part.length > 40 ? `a ${part.length}-character one` : JSON.stringify(part)
+  return `its ${["owner", "repo", "version"][at] ?? "part"} is ${shown}: each part of a library id (owner, repo, version) ` +
+    `holds at most ${MAX_ID_PART} characters, no control characters, and is never . or .., so no library has this id`
+}
+
 /** Refuses anything but `/owner/repo` with {@link readablePart}s. */
 export const checkLibraryId = (libraryId: string): Effect.Effect<string, IndexFailed> =>
-  LibraryIdPattern.test(libraryId) && libraryId.split("/").length === 3 && libraryId.split("/").slice(1).every(readablePart)
+  LibraryIdPattern.test(libraryId) && libraryId.split("/").length === 3 && idPartsProblem(libraryId) === undefined
     ? Effect.succeed(libraryId)
     : Effect.fail(invalidSource(
       `${JSON.stringify(libraryId.slice(0, 200))} is not a library id like /owner/repo (two parts of at most ${MAX_ID_PART} characters, no control characters, not . or ..)`

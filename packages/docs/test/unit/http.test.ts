@@ -122,6 +122,29 @@ describe("docs REST API v2 handlers (memory layers)", () => {
       }
     }))
 
+  test("400 for an id the indexer could never make (a part . or .., over 100 characters), not a 404 lookup", () =>
+    Effect.gen(function*() {
+      const api = yield* seeded
+      const long = "o".repeat(101)
+      for (const [id, part] of [
+        ["/acme/greeter/..", `its version is ".."`],
+        ["/acme/greeter/.", `its version is "."`],
+        ["/acme/../greeter", `its repo is ".."`],
+        ["/./greeter", `its owner is "."`],
+        [`/${long}/greeter`, "its owner is a 101-character one"],
+        ["/acme/greeter/%01", `its version is "\\u0001"`]
+      ] as const) {
+        const response = yield* api.get(`/api/v2/context?libraryId=${id}`)
+        assert.strictEqual(response.status, 400, id)
+        const body = yield* json(response)
+        assert.strictEqual(body.code, "invalid_request", id)
+        assert.deepStrictEqual(body.issues.map((issue: any) => [issue.in, issue.parameter]), [["query", "libraryId"]], id)
+        assert.include(body.message, `${part}: each part of a library id (owner, repo, version) holds at most 100 characters`, id)
+      }
+      // at the limit, an id is looked up
+      assert.strictEqual((yield* api.get(`/api/v2/context?libraryId=/${"o".repeat(100)}/greeter`)).status, 404)
+    }))
+
   test("401 for a malformed, unknown or revoked key; a key's team settings hide libraries like missing ones", () =>
     Effect.gen(function*() {
       const api = yield* seeded

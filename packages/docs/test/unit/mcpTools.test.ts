@@ -147,6 +147,22 @@ describe("MCP tools over the memory API", () => {
       assert.notInclude(textOf(plain), "searchFilterApplied")
     }).pipe(Effect.provide(tools)))
 
+  it.effect("an id the indexer could never make (a part . or .., over 100 characters): refused in words, nothing sent", () =>
+    Effect.gen(function*() {
+      for (const [libraryId, part] of [["/acme/greeter/..", `its version is ".."`], ["/./greeter", `its owner is "."`]] as const) {
+        const answer = yield* callTool("query-docs", { libraryId, query: "q" })
+        assert.isTrue(answer.isError)
+        assert.strictEqual(
+          textOf(answer),
+          `"${libraryId}" is not a library ID: ${part}: each part of a library id (owner, repo, version) holds at most 100 ` +
+            "characters, no control characters, and is never . or .., so no library has this id. Call resolve-library-id " +
+            "and pass the Library ID it answers as libraryId."
+        )
+      }
+      const legacy = yield* callTool("get-library-docs", { context7CompatibleLibraryID: `/${"o".repeat(101)}/x` })
+      assert.include(textOf(legacy), "its owner is a 101-character one")
+    }).pipe(Effect.provide(tools)))
+
   it.effect("a version that is not indexed: the versions there are, not 'no library has the ID'", () =>
     Effect.gen(function*() {
       const answer = yield* callTool("query-docs", { libraryId: "/acme/greeter/9.9", query: "q" })
