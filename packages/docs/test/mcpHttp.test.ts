@@ -460,3 +460,29 @@ describe("POST /mcp: JSON the MCP SDK's message schema refuses", () => {
       assert.deepStrictEqual([ping.status, ping.body], [200, { jsonrpc: "2.0", id: 1, result: {} }])
     }).pipe(Effect.scoped))
 })
+
+describe("POST /mcp: a batch holding an initialize", () => {
+  it.effect("is refused saying an initialize must be sent alone (not 'Only one initialization request is allowed')", () =>
+    Effect.gen(function*() {
+      const port = yield* startMcp()
+      const initialize = {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } }
+      }
+      const list = { jsonrpc: "2.0", id: 2, method: "tools/list" }
+      for (const [batch, at] of [[[initialize, list], 1], [[list, initialize], 2]] as const) {
+        const answer = yield* post(port, JSON.stringify(batch))
+        assert.deepStrictEqual([answer.status, answer.body.error.code, answer.body.id], [400, -32600, null])
+        assert.strictEqual(
+          answer.body.error.message,
+          `Invalid Request: message ${at} of the batch is an initialize, which must be sent alone, not in a batch with other messages: send it, then the rest`
+        )
+      }
+      // alone (in a batch of one, 2025-03-26 style), it is served
+      const alone = yield* post(port, JSON.stringify([initialize]))
+      assert.strictEqual(alone.status, 200, alone.text)
+      assert.isString(alone.body[0].result.serverInfo.name)
+    }).pipe(Effect.scoped))
+})

@@ -8,7 +8,9 @@
  *   notification) nor a `result` or `error` (a response), or both; an `id` that is not a string or an
  *   integer (MCP: never null); `params` or its `_meta` that is not an object (MCP's params are named);
  *   a `result` that is not an object, an `error` without an integer `code` and a string `message`; an
- *   empty batch, or one where two requests share an id (their answers could not be told apart); and
+ *   empty batch, or one where two requests share an id (their answers could not be told apart), or
+ *   one that holds an initialize beside other messages (the SDK's words were "Only one initialization
+ *   request is allowed"); and
  *   then anything else the SDK's own schema (`JSONRPCMessageSchema`) refuses, named from its first
  *   issue: a member JSON-RPC 2.0 does not define (`"extra"`: refused, not stripped, as the SDK's
  *   schema is strict), a `progressToken` that is not a string or an integer, … The SDK's transports
@@ -156,6 +158,17 @@ export const refusalOf = (body: unknown): JsonRpcRefusal | undefined => {
     const problem = envelopeProblem(message) ?? sdkProblem(message as Message)
     if (problem !== undefined) {
       return { code: -32600, message: `Invalid Request: ${where(index)}${problem}`, id: batch ? null : requestId(message) }
+    }
+  }
+  // the SDK's transport refused this as "Only one initialization request is allowed", which a batch
+  // holding one initialize does not break: what it refuses is an initialize with anything beside it
+  const initialize = messages.findIndex((message) => (message as Message)["method"] === "initialize")
+  if (batch && initialize !== -1 && messages.length > 1) {
+    return {
+      code: -32600,
+      message: `Invalid Request: message ${initialize + 1} of the batch is an initialize, which must be sent alone, ` +
+        "not in a batch with other messages: send it, then the rest",
+      id: null
     }
   }
   const ids = messages.filter((message) => "method" in (message as Message) && "id" in (message as Message)).map((message) => (message as Message)["id"])
