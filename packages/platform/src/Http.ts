@@ -537,7 +537,7 @@ const conventions = (options: ConventionOptions) =>
             onFailure: (cause) => fromCause(cause, request, requestId, routes, options.closing())
           }),
           Effect.flatMap(([response, cause]) => {
-            const final = finalize(response, requestId, options.closing())
+            const final = finalize(response, requestId, options.closing() || bodyLeftUnread(request))
             const line = `${request.method} ${redactUrl(request.url)} ${final.status} ${
               Math.round(performance.now() - startedAt)
             }ms`
@@ -839,7 +839,8 @@ const truncate = (text: string): string => text.length > 300 ? `${text.slice(0, 
 /**
  * Last touches on every response: a JSON body for error responses that have none (effect's built-in
  * errors answer with empty bodies, a wrong content type with text), the request id, and
- * `Connection: close` while shutting down, so keep-alive connections end with their request.
+ * `Connection: close` while shutting down (so keep-alive connections end with their request) or when
+ * the connection ends with this answer anyway ({@link bodyLeftUnread}).
  */
 const finalize = (
   response: HttpServerResponse.HttpServerResponse,
@@ -851,6 +852,17 @@ const finalize = (
   }
   response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
   return closing ? HttpServerResponse.setHeader(response, "connection", "close") : response
+}
+
+/**
+ * Whether the request announced a body that the answer comes before the end of (a refusal sent before
+ * reading it: a 401, a 413 of a chunked body cut at its cap). node closes such a connection after the
+ * answer rather than read the rest, so the answer says `Connection: close`; it said keep-alive, and the
+ * socket closed ~10 ms later (an outside audit).
+ */
+const bodyLeftUnread = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const announced = request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0
+  return announced && !(request.source as NodeHttp.IncomingMessage).complete
 }
 
 const needsJsonBody = (response: HttpServerResponse.HttpServerResponse): boolean =>

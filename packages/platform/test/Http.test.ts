@@ -428,6 +428,23 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       })
     })
 
+  it.effect("an answer sent before the request's body is read says Connection: close (node ends the connection after it); a read body keeps it alive", () =>
+    Effect.gen(function*() {
+      // the route answers without reading the chunked body, whose end never comes
+      const unread = yield* exchange("GET /offers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", {
+        keepWriting: true
+      }).pipe(Effect.timeout("10 seconds"))
+      assert.match(unread, /^HTTP\/1\.1 200 /)
+      assert.match(unread, /\r\nconnection: close\r\n/i)
+      // a body the route read whole: the connection stays open (the client ends it)
+      const body = JSON.stringify({ title: "Golf", year: 2010 })
+      const read = yield* exchange(
+        `POST /offers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+      )
+      assert.match(read, /^HTTP\/1\.1 200 /)
+      assert.match(read, /\r\nconnection: keep-alive\r\n/i)
+    }))
+
   it.effect("Expect other than 100-continue, CONNECT and an unknown method get JSON refusals", () =>
     Effect.gen(function*() {
       const expect = yield* exchange("GET /health HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n")
