@@ -66,7 +66,8 @@ export const RpcHandlers = DocsRpcs.toLayer(Effect.gen(function*() {
   return DocsRpcs.of({
     AddLibrary: ({ description, id, source, title, trust, version }) =>
       indexingRun((options) => indexer.add(source, { ...options, id, trust, version, title, description, roots })),
-    Refresh: ({ libraryId }) => indexingRun((options) => indexer.refresh(libraryId, options)),
+    // confined as an add is: a folder replaced by a link out of the roots since its add was read through it
+    Refresh: ({ libraryId }) => indexingRun((options) => indexer.refresh(libraryId, { ...options, roots })),
     Remove: ({ libraryId }) => indexer.remove(libraryId),
     List: () =>
       Effect.map(indexer.list, (libraries) =>

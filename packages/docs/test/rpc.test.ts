@@ -119,6 +119,59 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
       assert.notInclude(ids, "/evil/secret")
     }).pipe(Effect.scoped))
 
+  it.effect("a svc.json or package.json that is a link out of the source is not read; a folder replaced by a link out of the roots is refused on refresh", () =>
+    Effect.gen(function*() {
+      const base = yield* tempDir("svc-roots-links-")
+      const root = path.join(base, "root")
+      const outside = path.join(base, "outside")
+      yield* Effect.promise(async () => {
+        for (const dir of [path.join(root, "linked-config"), path.join(root, "linked-package"), path.join(root, "swapped"), outside]) {
+          await fs.mkdir(dir, { recursive: true })
+        }
+        await fs.writeFile(path.join(outside, "svc.json"), JSON.stringify({ title: "SECRET title", rules: ["SECRET rule"] }))
+        await fs.writeFile(path.join(outside, "package.json"), JSON.stringify({ name: "secret-package", version: "6.6.6" }))
+        await fs.writeFile(path.join(outside, "README.md"), readme("Secret")["README.md"])
+        for (const folder of ["linked-config", "linked-package", "swapped"]) {
+          await fs.writeFile(path.join(root, folder, "README.md"), readme("Widgets")["README.md"])
+        }
+        await fs.symlink(path.join(outside, "svc.json"), path.join(root, "linked-config", "svc.json"))
+        await fs.symlink(path.join(outside, "package.json"), path.join(root, "linked-package", "package.json"))
+      })
+      const { ops } = yield* remote({ DOCS_SOURCE_ROOTS: root })
+
+      // svc.json through a link: refused, naming the file, whether its target exists or not
+      const config = yield* refusal(ops, path.join(root, "linked-config"), "/acme/linked-config")
+      assert.strictEqual(config.category, "invalid_source")
+      assert.match(config.message, /svc\.json of .*: is a link that leads out of the source/)
+      yield* Effect.promise(() => fs.rm(path.join(outside, "svc.json")))
+      const dangling = yield* refusal(ops, path.join(root, "linked-config"), "/acme/linked-config")
+      assert.strictEqual(dangling.message, config.message)
+      // package.json through a link: as if there were none (no title, version or id from it)
+      assert.strictEqual(yield* added(ops, path.join(root, "linked-package"), "/acme/linked-package"), "Done")
+      const listed = yield* ops.list
+      const linkedPackage = listed.find((library) => library.id === "/acme/linked-package")
+      assert.notInclude(JSON.stringify(linkedPackage), "secret-package")
+      assert.notInclude(JSON.stringify(linkedPackage), "6.6.6")
+      assert.isFalse(JSON.stringify(listed).includes("SECRET"))
+
+      // added while a folder, then swapped for a link out of the roots: the refresh is refused, nothing read
+      assert.strictEqual(yield* added(ops, path.join(root, "swapped"), "/acme/swapped"), "Done")
+      yield* Effect.promise(async () => {
+        await fs.rm(path.join(root, "swapped"), { recursive: true })
+        await fs.symlink(outside, path.join(root, "swapped"))
+      })
+      const refreshed = (yield* ops.refresh("/acme/swapped", () => Effect.void).pipe(Effect.flip)) as {
+        readonly category?: string
+        readonly message: string
+      }
+      assert.strictEqual(refreshed.category, "source_not_allowed")
+      assert.match(refreshed.message, /outside the folders the server accepts sources from \(DOCS_SOURCE_ROOTS\)/)
+      const context = yield* remote({ DOCS_SOURCE_ROOTS: root }).pipe(Effect.flatMap(({ api }) =>
+        get("/api/v2/context?libraryId=/acme/swapped&query=secret&type=json").pipe(Effect.provideService(Client, api))
+      ))
+      assert.notInclude(JSON.stringify(context.body), "Secret")
+    }).pipe(Effect.scoped))
+
   it.effect("a body declared in a charset other than UTF-8 is 415 naming it and adds nothing; charset=utf-8 (any case, quoted) as before", () =>
     Effect.gen(function*() {
       const { api, ops } = yield* remote({})

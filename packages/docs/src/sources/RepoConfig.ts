@@ -25,7 +25,7 @@
  * surrogates, a file over 64 kB or not UTF-8, or JSON that does not parse. `$schema` is allowed and ignored.
  */
 import { Effect, FileSystem, Option, Path, Schema } from "effect"
-import { IndexFailed } from "./Source.ts"
+import { IndexFailed, topFile } from "./Source.ts"
 
 export const CONFIG_FILE = "svc.json"
 /** Decodes strictly: a byte that is not UTF-8 refuses the file instead of becoming U+FFFD. */
@@ -91,8 +91,11 @@ const describeIssue = (message: string): string => {
 export const readRepoConfig = Effect.fnUntraced(function*(root: string, shown: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const file = path.join(root, CONFIG_FILE)
   const bad = (message: string) => new IndexFailed({ category: "invalid_source", message: `${CONFIG_FILE} of ${shown}: ${message}` })
+  const found = yield* topFile(root, CONFIG_FILE)
+  if (found._tag === "absent") return Option.none<RepoConfig>()
+  if (found._tag === "foreign") return yield* bad("is a link that leads out of the source: give the file itself")
+  const file = found.file
   const info = yield* fs.stat(file).pipe(Effect.option)
   if (Option.isNone(info)) return Option.none<RepoConfig>()
   if (info.value.type !== "File") return yield* bad("is not a file")

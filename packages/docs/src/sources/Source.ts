@@ -248,11 +248,34 @@ export const PackageJson = Schema.Struct({
 })
 export type PackageJson = typeof PackageJson.Type
 
-/** The folder's `package.json`, or an empty one when it has none (or an unreadable one). */
-export const readPackageJson = Effect.fnUntraced(function*(dir: string) {
+/**
+ * What `name` at the top of the source folder `root` is: `absent`; the source's `own` file (a file, or a
+ * link whose target lies inside the source, real paths compared); or `foreign`, a link leading out of the
+ * source or to nothing. The documents are read without following links (Documents.ts); a `svc.json` or
+ * `package.json` read through a link let a source (a git repository's committed link, a folder under
+ * `DOCS_SOURCE_ROOTS`) show any JSON file of the server as its title, version or rules, and tell which
+ * files exist (an outside audit). Both cases of a link out are `foreign`, so no answer says which.
+ */
+export const topFile = Effect.fnUntraced(function*(root: string, name: string) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const pkg = yield* fs.readFileString(path.join(dir, "package.json")).pipe(
+  const file = path.join(root, name)
+  const info = yield* fs.lstat(file).pipe(Effect.option)
+  if (Option.isNone(info)) return { _tag: "absent", file } as const
+  if (info.value.type !== "SymbolicLink") return { _tag: "own", file } as const
+  const real = yield* Effect.all([fs.realPath(root), fs.realPath(file)]).pipe(Effect.option)
+  if (Option.isNone(real)) return { _tag: "foreign", file } as const
+  const relative = path.relative(real.value[0], real.value[1])
+  const inside = relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative)
+  return { _tag: inside ? "own" : "foreign", file } as const
+})
+
+/** The folder's `package.json`, or an empty one when it has none (or an unreadable one, or a link out of the folder: {@link topFile}). */
+export const readPackageJson = Effect.fnUntraced(function*(dir: string) {
+  const fs = yield* FileSystem.FileSystem
+  const found = yield* topFile(dir, "package.json")
+  if (found._tag !== "own") return {} as PackageJson
+  const pkg = yield* fs.readFileString(found.file).pipe(
     Effect.flatMap(Schema.decodeUnknownEffect(Schema.fromJsonString(PackageJson))),
     Effect.option
   )
