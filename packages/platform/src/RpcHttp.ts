@@ -69,6 +69,10 @@ export const bodyIssues = <Rpcs extends Rpc.Any>(group: RpcGroup.RpcGroup<Rpcs>,
   const text = JsonBody.decodeText(bytes)
   if (Result.isFailure(text)) return [text.failure]
   const lines = text.success.split("\n")
+  // nothing to run: the server answered an empty 200, which read as a call that ran and returned nothing
+  if (lines.every((line) => line === "" || line === "\r")) {
+    return [{ in: "body", parameter: "", problem: "holds no request: send one JSON request per line (NDJSON), each ending with a newline" }]
+  }
   const issues: Array<RequestIssue> = []
   const firstLineOf = new Map<string | number, number>()
   lines.forEach((raw, index) => {

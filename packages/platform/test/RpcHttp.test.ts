@@ -96,6 +96,11 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in process
         assert.strictEqual(counted, before + 5)
       }))
 
+    it.effect("a body with no request (empty, or blank lines) is refused naming it (it was an empty 200, as if a call had run)", () =>
+      Effect.gen(function*() {
+        for (const body of ["", "\n", "\r\n\n"]) yield* refused(body, "", /holds no request: send one JSON request per line/)
+      }))
+
     it.effect("an id given twice is refused before either request runs (it was a 503 'shutting down' after the first had run)", () =>
       refused(`${count(7)}\n${count(7)}\n`, "line 2 id", /repeats the id of line 1/))
 
