@@ -9,7 +9,7 @@ import { toWebHandler } from "@svc/platform"
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { HttpRouter } from "effect/http"
 import { TestClock } from "effect/testing"
-import { parseCron, tickAfterFire } from "../../src/Cron.ts"
+import { cronOf, nextTicks, parseCron, tickAfterFire } from "../../src/Cron.ts"
 import { Resolver } from "../../src/Destinations.ts"
 import { routes } from "../../src/http.ts"
 import { QueueConfig } from "../../src/QueueConfig.ts"
@@ -48,6 +48,15 @@ describe("Cron", () => {
     assert.match(problem("0 0 30 2 *")!, /never fires/)
     assert.match(problem("")!, /empty/)
     assert.match(problem("* ".repeat(150))!, /at most 200 characters/)
+    // a field out of range names the value written and the range (croner's own message said "day: 31" for 32)
+    assert.match(problem("* * 32 * *")!, /the day-of-month 32 is out of range \(1-31\)$/)
+    assert.match(problem("* * * 0 *")!, /the month 0 is out of range \(1-12\)$/)
+    assert.match(problem("* 24 * * *")!, /the hour 24 is out of range \(0-23\)$/)
+    // a control character is refused (a line break split the fields and was stored), fields are separated by spaces
+    assert.strictEqual(problem("0\n0 1 1 *"), "must not contain control characters (found U+000A at position 2): separate the fields with spaces")
+    assert.match(problem("CRON_TZ=UTC\t* * * * *")!, /found U\+0009 at position 12/)
+    // a value stored before that rule still fires (its white space read as spaces)
+    assert.strictEqual(cronOf("0\t0 1 1 *").pattern, "0 0 1 1 *")
     assert.isUndefined(problem("*/5 * * * *"))
     assert.isUndefined(problem("CRON_TZ=America/New_York 0 9 * * 1-5"))
   })
@@ -85,6 +94,36 @@ describe("Cron", () => {
       "2026-10-24T00:30:00.000Z", // 02:30 CEST
       "2026-10-25T00:30:00.000Z", // 02:30 CEST, the first of the two; not again at 01:30Z (02:30 CET)
       "2026-10-26T01:30:00.000Z" //  02:30 CET
+    ])
+  })
+
+  it("fall-back day: a fixed time given as a list or range fires once too (croner fired it twice); a wildcard hour or minute keeps elapsed time", () => {
+    const ticks = (text: string, from: string, count: number) =>
+      nextTicks(parsed(text), Date.parse(from), count).map((ms) => new Date(ms).toISOString())
+    assert.deepStrictEqual(ticks("CRON_TZ=Europe/Berlin 0,30 2 * * *", "2026-10-24T23:00:00Z", 4), [
+      "2026-10-25T00:00:00.000Z", // 02:00 CEST
+      "2026-10-25T00:30:00.000Z", // 02:30 CEST; not 02:00 / 02:30 CET again
+      "2026-10-26T01:00:00.000Z", // 02:00 CET, the next day
+      "2026-10-26T01:30:00.000Z"
+    ])
+    assert.deepStrictEqual(ticks("CRON_TZ=Europe/Berlin 30 1,2 * * *", "2026-10-24T22:00:00Z", 3), [
+      "2026-10-24T23:30:00.000Z", // 01:30 CEST
+      "2026-10-25T00:30:00.000Z", // 02:30 CEST
+      "2026-10-26T00:30:00.000Z" //  01:30 CET, the next day
+    ])
+    assert.deepStrictEqual(ticks("CRON_TZ=Europe/Berlin 10-11 2 * * *", "2026-10-24T23:00:00Z", 3), [
+      "2026-10-25T00:10:00.000Z",
+      "2026-10-25T00:11:00.000Z",
+      "2026-10-26T01:10:00.000Z"
+    ])
+    // the scheduler's own step (nextTick, through tickAfterFire) skips it as the fire times shown do
+    assert.strictEqual(iso(tickAfterFire(parsed("CRON_TZ=Europe/Berlin 0,30 2 * * *"), Date.parse("2026-10-25T00:30:00Z"), Date.parse("2026-10-25T00:30:01Z"), 10 * MINUTE)!), "2026-10-26T01:00:00.000Z")
+    // a wildcard minute is not a fixed time: every minute of both 02:xx hours, on elapsed time
+    assert.deepStrictEqual(ticks("CRON_TZ=Europe/Berlin */30 2 * * *", "2026-10-24T23:59:00Z", 4), [
+      "2026-10-25T00:00:00.000Z",
+      "2026-10-25T00:30:00.000Z",
+      "2026-10-25T01:00:00.000Z",
+      "2026-10-25T01:30:00.000Z"
     ])
   })
 
