@@ -9,7 +9,7 @@ import { PgClient } from "@effect/sql-pg"
 import type { DlqMessage, DlqPage, PublishedMessage } from "@svc/schema"
 import { DlqMessageNotFound } from "@svc/schema"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { type SqlError, SqlSchema } from "effect/sql"
+import { type SqlError, SqlSchema, type Statement } from "effect/sql"
 import { Enqueue } from "./Enqueue.ts"
 import { atNow, MemoryTables } from "./MemoryTables.ts"
 import type { BulkOutcome, DlqQuery, DlqSelection, StoredDlqEntry, StoredMessage } from "./Model.ts"
@@ -17,6 +17,13 @@ import { CURSOR, isUuid, toDlqMessage } from "./Model.ts"
 import { DlqRow, toStoredDlqEntry, toStoredMessage } from "./Rows.ts"
 
 /** The cursor of a page whose entries were cut after `limit`: the `seq` of its last entry. */
+/**
+ * The parallelism of a FIFO queue or flow-control key that a DLQ retry makes again (it was deleted; the
+ * key as idle, after a day): one at a time, as a queue an enqueue makes starts; a key's own limits went
+ * with its row, and the next publish naming the key sets them.
+ */
+export const RETRY_HOME_PARALLELISM = 1
+
 const page = <A extends { readonly seq: bigint }>(
   rows: ReadonlyArray<A>,
   limit: number,
@@ -120,6 +127,27 @@ export class Dlq extends Context.Service<Dlq, {
       /** A retried entry's message: queued again, due now, its retries starting over. */
       const requeue = sql`state = 'queued', retried = 0, not_before = now(), claim_id = NULL, last_error = NULL`
 
+      /**
+       * The FIFO queues and flow-control keys of `requeued` (rows with `queue_name`, `flow_key`), made
+       * again where they are gone ({@link RETRY_HOME_PARALLELISM}): only a claim of a row's queue or key
+       * takes a message that names one, so a retry into a deleted queue, or under a key deleted as idle,
+       * stayed `queued` for good (an outside audit). A key that is there is touched under its row's lock,
+       * as a publish touches it, so the idle pass never deletes it under the retried message.
+       */
+      const restoreHomes = (requeued: Statement.Fragment) =>
+        sql`
+          homes AS (SELECT DISTINCT queue_name, flow_key FROM ${requeued}),
+          queues AS (
+            INSERT INTO queue.queues (name, parallelism)
+            SELECT DISTINCT queue_name, ${RETRY_HOME_PARALLELISM}::int4 FROM homes WHERE queue_name IS NOT NULL
+            ON CONFLICT (name) DO NOTHING
+          ),
+          keys AS (
+            INSERT INTO queue.flow_control (key, parallelism)
+            SELECT DISTINCT flow_key, ${RETRY_HOME_PARALLELISM}::int4 FROM homes WHERE flow_key IS NOT NULL
+            ON CONFLICT (key) DO UPDATE SET updated_at = now()
+          )`
+
       /** Entries of the selection (joined with their messages as `m`), in failure order, one more than `limit`. */
       const candidates = ({ ids, filter }: DlqSelection, limit: number) => {
         const at = (ms: number) => sql`to_timestamp(${ms}::float8 / 1000)`
@@ -148,8 +176,9 @@ export class Dlq extends Context.Service<Dlq, {
           removed AS (
             DELETE FROM queue.dlq d USING (SELECT id FROM candidates LIMIT ${limit}) c WHERE d.id = c.id RETURNING d.message_id
           ), requeued AS (
-            UPDATE queue.messages m SET ${requeue} FROM removed r WHERE m.id = r.message_id RETURNING m.id
-          )
+            UPDATE queue.messages m SET ${requeue} FROM removed r WHERE m.id = r.message_id
+            RETURNING m.id, m.queue_name, m.flow_key
+          ), ${restoreHomes(sql`requeued`)}
           SELECT (SELECT count(*) FROM requeued)::int4 AS count, (SELECT count(*) FROM candidates) > ${limit} AS more`).pipe(
           Effect.tap(({ count }) => count > 0 ? wake : Effect.void)
         )
@@ -165,7 +194,11 @@ export class Dlq extends Context.Service<Dlq, {
           if (!isUuid(dlqId)) return yield* new DlqMessageNotFound({ dlqId })
           const row = yield* deletedMessageId(dlqId)
           if (Option.isNone(row)) return yield* new DlqMessageNotFound({ dlqId })
-          yield* sql`UPDATE queue.messages SET ${requeue} WHERE id = ${row.value.message_id}`
+          yield* sql`
+            WITH requeued AS (
+              UPDATE queue.messages SET ${requeue} WHERE id = ${row.value.message_id} RETURNING queue_name, flow_key
+            ), ${restoreHomes(sql`requeued`)}
+            SELECT 1`
           return { messageId: row.value.message_id }
         })).pipe(Effect.tap(() => wake))
 
@@ -197,8 +230,8 @@ export class Dlq extends Context.Service<Dlq, {
       const tables = yield* MemoryTables
       const entryOf = (dlqId: string) => isUuid(dlqId) ? tables.dlq.get(dlqId) : undefined
       const view = (entry: NonNullable<ReturnType<typeof entryOf>>) => toDlqMessage(tables.messages.get(entry.messageId)!, entry)
-      const requeue = (message: StoredMessage, now: number) =>
-        void tables.messages.set(message.id, {
+      const requeue = (message: StoredMessage, now: number) => {
+        tables.messages.set(message.id, {
           ...message,
           state: "queued",
           retried: 0,
@@ -206,6 +239,26 @@ export class Dlq extends Context.Service<Dlq, {
           claimId: null,
           lastError: null
         })
+        // the Postgres `restoreHomes`: its queue and key made again where gone, a key there touched
+        if (message.queueName !== null && !tables.queues.has(message.queueName)) {
+          tables.queues.set(message.queueName, {
+            name: message.queueName,
+            parallelism: RETRY_HOME_PARALLELISM,
+            paused: false,
+            createdAt: now,
+            updatedAt: now
+          })
+        }
+        if (message.flowKey !== null) {
+          const key = tables.flowControl.get(message.flowKey)
+          tables.flowControl.set(
+            message.flowKey,
+            key === undefined
+              ? { key: message.flowKey, parallelism: RETRY_HOME_PARALLELISM, rate: null, periodMs: 1000, paused: false, updatedAt: now }
+              : { ...key, updatedAt: now }
+          )
+        }
+      }
       /** The Postgres `candidates`: entries of the selection in failure order. */
       const candidates = ({ ids, filter }: DlqSelection): Array<StoredDlqEntry> => {
         const idSet = ids === undefined ? undefined : new Set(ids)

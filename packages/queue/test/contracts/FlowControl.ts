@@ -8,13 +8,15 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
+import * as Crypto from "node:crypto"
 import type { FlowControlSettings } from "../../src/Publish.ts"
+import { Dlq } from "../../src/store/Dlq.ts"
 import { FlowControls } from "../../src/store/FlowControl.ts"
 import { Messages } from "../../src/store/Messages.ts"
 import { newMessage } from "./fixtures.ts"
 import { LEASE_MARGIN_MS, StoreTime } from "./StoreTime.ts"
 
-type Services = Messages | FlowControls | StoreTime
+type Services = Messages | FlowControls | Dlq | StoreTime
 
 const flowMessage = (flow: Partial<FlowControlSettings> & { readonly key: string }, body = "m") => ({
   ...newMessage({ body, timeoutMs: 1000 }),
@@ -167,6 +169,38 @@ export const flowControlContract = (name: string, layer: Layer.Layer<Services, u
         assert.deepStrictEqual(yield* keys("al", 10), ["alpha", "zeta"])
         const [page] = yield* flows.list({ after: "aB", limit: 1 })
         assert.deepInclude(page, { flowControlKey: "alpha", waiting: 1, inFlight: 0 })
+      })
+    )
+
+    test(
+      "a DLQ retry (one or in bulk) under a key deleted as idle makes the key again (parallelism 1), and its message is claimed",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const flows = yield* FlowControls
+        const dlq = yield* Dlq
+        const failed = (key: string) =>
+          Effect.gen(function*() {
+            const message = flowMessage({ key, parallelism: 3 })
+            const [published] = yield* messages.publish([{ ...message, delivery: { ...message.delivery, retries: 0 } }], undefined)
+            const claimed = (yield* messages.claim(100)).find((m) => m.id === published!.messageId)!
+            const dlqId = Crypto.randomUUID()
+            yield* messages.exhaust(claimed, { dlqId, status: 500, headers: undefined, body: undefined, error: "The destination answered 500", callbacks: [] })
+            return { dlqId, messageId: published!.messageId }
+          })
+        const one = yield* failed("idle-one")
+        const many = yield* failed("idle-many")
+        yield* advance(60_000 + 1000)
+        assert.strictEqual(yield* flows.pruneIdle(60_000, 100), 2)
+        yield* dlq.retry(one.dlqId)
+        assert.deepStrictEqual(yield* dlq.retryMany({ ids: [many.dlqId] }, 10), { count: 1, more: false })
+        // before, both stayed queued for good: only a claim serving its key takes a message that names one
+        for (const key of ["idle-one", "idle-many"]) {
+          const view = yield* flows.get(key)
+          assert.deepInclude(view, { parallelism: 1, waiting: 1 })
+          assert.isUndefined(view.rate)
+        }
+        const claimed = (yield* messages.claim(100)).map((m) => m.id).sort()
+        assert.deepStrictEqual(claimed, [one.messageId, many.messageId].sort())
       })
     )
 

@@ -8,12 +8,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
+import * as Crypto from "node:crypto"
+import { Dlq } from "../../src/store/Dlq.ts"
 import { Messages } from "../../src/store/Messages.ts"
 import { Queues } from "../../src/store/Queues.ts"
 import { newMessage } from "./fixtures.ts"
 import { StoreTime } from "./StoreTime.ts"
 
-type Services = Messages | Queues | StoreTime
+type Services = Messages | Queues | Dlq | StoreTime
 
 const queued = (queueName: string, body: string) => ({ ...newMessage({ body, timeoutMs: 1000 }), queueName })
 const bodyOf = (message: { readonly body: Uint8Array }) => new TextDecoder().decode(message.body)
@@ -66,6 +68,25 @@ export const queuesContract = (name: string, layer: Layer.Layer<Services, unknow
         assert.deepStrictEqual(claimed, ["free", "n0", "w0", "w1", "w2"])
         // Upsert without a parallelism keeps it.
         assert.strictEqual((yield* queues.upsert("wide", undefined)).parallelism, 3)
+      })
+    )
+
+    test(
+      "a DLQ retry into a queue deleted since makes the queue again (parallelism 1), and its message is claimed",
+      Effect.gen(function*() {
+        const messages = yield* Messages
+        const queues = yield* Queues
+        const [published] = yield* messages.publish([{ ...queued("gone", "g0"), delivery: { ...queued("gone", "g0").delivery, retries: 0 } }], undefined)
+        const [claimed] = yield* messages.claim(100)
+        const dlqId = Crypto.randomUUID()
+        yield* messages.exhaust(claimed!, { dlqId, status: 500, headers: undefined, body: undefined, error: "The destination answered 500", callbacks: [] })
+        yield* queues.delete("gone")
+        assert.strictEqual((yield* messages.get(published!.messageId)).state, "failed")
+        yield* Dlq.use((dlq) => dlq.retry(dlqId))
+        // before, the message stayed queued for good: only a claim of its queue takes it
+        assert.deepInclude(yield* queues.get("gone"), { parallelism: 1, waiting: 1 })
+        const [again] = yield* messages.claim(100)
+        assert.strictEqual(again?.id, published!.messageId)
       })
     )
 
