@@ -48,7 +48,7 @@ const kindProblem = (value: unknown, kind: Exclude<Shape, Shapes>, at: string): 
     case "time":
       return (value instanceof Date && !Number.isNaN(value.getTime())) || (typeof value === "number" && Number.isFinite(value))
         ? undefined
-        : `${at}: expected a Date or Unix seconds, got ${described(value)}`
+        : `${at}: expected a valid Date or a finite number (Unix time), got ${value instanceof Date ? "an invalid Date" : described(value)}`
     case "strings": {
       const notObject = objectProblem(value, at)
       if (notObject !== undefined) return notObject

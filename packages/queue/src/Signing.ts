@@ -69,10 +69,15 @@ export type Verification =
  * error told at once, not a receiver that refuses every request as if the signatures were bad.
  */
 export const receiverKeys = (keys: { readonly currentSigningKey: string; readonly nextSigningKey: string }): ReadonlyArray<string> => {
+  if (typeof keys !== "object" || keys === null) {
+    throw new TypeError(`Receiver: expected { currentSigningKey, nextSigningKey } (the keys of GET /v2/keys), got ${keys === null ? "null" : typeof keys}`)
+  }
   for (const name of ["currentSigningKey", "nextSigningKey"] as const) {
-    if (typeof keys[name] !== "string" || keys[name] === "") {
+    const key: unknown = keys[name]
+    if (key === undefined || key === "") {
       throw new TypeError(`Receiver: ${name} is missing; give both keys of GET /v2/keys (current and next)`)
     }
+    if (typeof key !== "string") throw new TypeError(`Receiver: ${name} must be a string (a key of GET /v2/keys), got ${key === null ? "null" : typeof key}`)
   }
   return [keys.currentSigningKey, keys.nextSigningKey]
 }
@@ -168,6 +173,9 @@ export const clockToleranceProblem = (clockTolerance: unknown): string | undefin
  * body parser ran is `undefined`), or a bad `clockTolerance`. Whatever the request carries resolves.
  */
 export const verifySignature = async (keys: ReadonlyArray<string>, request: VerifyRequest): Promise<Verification> => {
+  if (typeof request !== "object" || request === null) {
+    throw new TypeError(`Receiver: expected { signature, body, url? } (the request to check), got ${request === null ? "null" : typeof request}`)
+  }
   const problem = clockToleranceProblem(request.clockTolerance) ??
     (typeof request.body === "string" || request.body instanceof Uint8Array
       ? undefined

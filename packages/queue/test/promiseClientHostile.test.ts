@@ -228,6 +228,7 @@ describe("Promise client against a hostile or wrong server", () => {
       const loose = client as unknown as Record<string, (...args: Array<unknown>) => Promise<unknown>> & {
         readonly schedules: { readonly create: (options: unknown) => Promise<unknown> }
         readonly queues: { readonly enqueue: (name: string, options: unknown) => Promise<unknown> }
+        readonly dlq: { readonly list: (options: unknown) => Promise<unknown> }
       }
       for (const [expected, call] of [
         ["options: expected an object, got undefined", () => loose.publishJSON!(undefined)],
@@ -237,7 +238,10 @@ describe("Promise client against a hostile or wrong server", () => {
         ["options.flowControl: expected an object, got null", () => loose.publish!({ destination, flowControl: null })],
         ["options.retries: expected a finite number, got string", () => loose.publish!({ destination, retries: "3" })],
         ["options.forward[\"X-A\"]: expected a string", () => loose.publish!({ destination, forward: { "X-A": 1 } })],
-        ["options.notBefore: expected a Date or Unix seconds, got an object", () => loose.publish!({ destination, notBefore: new Date("nope") })],
+        ["options.notBefore: expected a valid Date or a finite number (Unix time), got an invalid Date", () => loose.publish!({ destination, notBefore: new Date("nope") })],
+        ["options.fromDate: expected a valid Date or a finite number (Unix time), got an invalid Date", () => loose.events!({ fromDate: new Date("nope") })],
+        ["options.limit: expected a finite number, got string", () => loose.dlq.list({ limit: "5" })],
+        ["options.count: expected a finite number, got string", () => loose.events!({ count: "5" })],
         ["messages[0]: expected an object, got null", () => loose.batch!([null])],
         ["messages[1]: expected an object, got undefined", () => loose.batch!([{ destination }, undefined])],
         ["messages[0].body: expected a string or a Uint8Array, got number", () => loose.batch!([{ destination, body: 42 }])],

@@ -9,7 +9,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import * as Net from "node:net"
-import { Receiver, type SignatureClaims, verifySignatureFetch, verifySignatureNode } from "../src/promise/index.ts"
+import { QueueClient, Receiver, type SignatureClaims, type VerifyRequest, verifySignatureFetch, verifySignatureNode } from "../src/promise/index.ts"
 import { sign } from "../src/Signing.ts"
 import { call, Destination, poll, publish, queueLayer } from "./support.ts"
 
@@ -264,6 +264,23 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("receiver h
     )
     assert.throws(() => verifySignatureFetch(async () => new Response(), { currentSigningKey: "", nextSigningKey: "sig_b" }), /currentSigningKey is missing/)
   })
+
+  it.effect("no options, null ones or keys that are not strings are a TypeError naming what is expected (it read \"Cannot read properties of undefined\")", () =>
+    Effect.gen(function*() {
+      const loose = Receiver as unknown as new(keys?: unknown) => Receiver
+      assert.throws(() => new loose(), TypeError, /^Receiver: expected \{ currentSigningKey, nextSigningKey \} \(the keys of GET \/v2\/keys\), got undefined$/)
+      assert.throws(() => new loose(null), TypeError, /got null$/)
+      assert.throws(() => new loose({ currentSigningKey: 5, nextSigningKey: 6 }), TypeError, /^Receiver: currentSigningKey must be a string \(a key of GET \/v2\/keys\), got number$/)
+      const looseNode = verifySignatureNode as unknown as (handler: () => undefined, options?: unknown) => unknown
+      assert.throws(() => looseNode(() => undefined, undefined), TypeError, /^Receiver: the handler's options must be an object/)
+      const looseClient = QueueClient as unknown as new(options?: unknown) => QueueClient
+      assert.throws(() => new looseClient(), TypeError, /^QueueClient: expected options \{ baseUrl, token \}, got undefined$/)
+      assert.throws(() => new looseClient(null), TypeError, /got null$/)
+      const receiver = new Receiver({ currentSigningKey: "sig_a", nextSigningKey: "sig_b" })
+      const refused = yield* Effect.promise(() => receiver.verify(null as unknown as VerifyRequest).then(() => undefined, (error: unknown) => error))
+      assert.instanceOf(refused, TypeError)
+      assert.match((refused as Error).message, /^Receiver: expected \{ signature, body, url\? \} \(the request to check\), got null$/)
+    }))
 
   it("a clockTolerance that is not seconds (\"5\" from an environment variable, NaN, -1) or a maxBodyBytes that is not bytes is an error at once, not every delivery refused", () => {
     const keys = { currentSigningKey: "sig_a", nextSigningKey: "sig_b" }

@@ -28,6 +28,18 @@ export const PUBLISH: Shapes = {
   flowControl: { key: "string!", parallelism: "number", rate: "number", period: "string" }
 }
 export const SCHEDULE: Shapes = { ...PUBLISH, cron: "string!", scheduleId: "string" }
+/** `events` options; `dlq.list` options (a refusal is sent nowhere: `limit: "5"` went out as a query). */
+export const EVENTS: Shapes = {
+  messageId: "string",
+  state: "string",
+  url: "string",
+  topicName: "string",
+  fromDate: "time",
+  toDate: "time",
+  count: "number",
+  cursor: "string"
+}
+export const DLQ_LIST: Shapes = { url: "string", topicName: "string", responseStatus: "number", messageId: "string", limit: "number", cursor: "string" }
 export const BATCH_MESSAGE: Shapes = { ...PUBLISH, queue: "string" }
 
 /** Why `body` cannot be a message's body (a string or bytes, or none), or undefined. */

@@ -22,7 +22,7 @@ import {
   timeoutMsProblem
 } from "../CappedBody.ts"
 import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "../PublishHeaders.ts"
-import { BATCH_MESSAGE, bodyProblem, headerProblem, PUBLISH, SCHEDULE, type Shapes, shapeProblem } from "./Arguments.ts"
+import { BATCH_MESSAGE, bodyProblem, DLQ_LIST, EVENTS, headerProblem, PUBLISH, SCHEDULE, type Shapes, shapeProblem } from "./Arguments.ts"
 import { QueueError } from "./QueueError.ts"
 import type {
   BatchMessage,
@@ -173,6 +173,9 @@ export class QueueClient {
 
   /** Bad options are a `TypeError` at once (the token itself is never part of the message). */
   constructor(options: QueueClientOptions) {
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(`QueueClient: expected options { baseUrl, token }, got ${options === null ? "null" : typeof options}`)
+    }
     const problem = serviceTargetProblem({ url: options.baseUrl, urlName: "baseUrl", token: options.token, tokenName: "token" })
     if (problem !== undefined) throw new TypeError(`QueueClient: ${problem}`)
     const url = new URL(options.baseUrl)
@@ -354,6 +357,7 @@ export class QueueClient {
 
   /** `GET /v2/events`: what happened to messages, newest first; pass `cursor` on for the next page. */
   async events(options: EventsOptions = {}): Promise<EventsPage> {
+    refuse(shapeProblem(options, EVENTS, "options"))
     return this.#call({ method: "GET", path: "/v2/events", query: { ...options } })
   }
 
@@ -370,8 +374,10 @@ export class QueueClient {
   }
 
   readonly dlq = {
-    list: async (options: DlqListOptions = {}): Promise<DlqPage> =>
-      this.#call({ method: "GET", path: "/v2/dlq", query: { ...options } }),
+    list: async (options: DlqListOptions = {}): Promise<DlqPage> => {
+      refuse(shapeProblem(options, DLQ_LIST, "options"))
+      return this.#call({ method: "GET", path: "/v2/dlq", query: { ...options } })
+    },
     get: async (dlqId: string): Promise<DlqMessage> => this.#call({ method: "GET", path: route`/v2/dlq/${dlqId}` }),
     /** Delivers the message again (its retries start over) and removes it from the DLQ. */
     retry: async (dlqId: string): Promise<PublishedMessage> => this.#call({ method: "POST", path: route`/v2/dlq/${dlqId}/retry` }),

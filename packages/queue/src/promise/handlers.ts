@@ -40,6 +40,11 @@ const maxBodyBytesOf = (options: { readonly maxBodyBytes?: unknown }): number =>
 
 /** The options' receiver; a bad `clockTolerance` is a `TypeError` when the handler is wrapped, not a 401 on every delivery. */
 const receiverOf = <Request>(options: ReceiverOptions<Request>): Receiver => {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(
+      `Receiver: the handler's options must be an object ({ currentSigningKey, nextSigningKey, url? } or { receiver, url? }), got ${options === null ? "null" : typeof options}`
+    )
+  }
   const problem = clockToleranceProblem(options.clockTolerance)
   if (problem !== undefined) throw new TypeError(`Receiver: ${problem}`)
   return "receiver" in options ? options.receiver : new Receiver(options)
