@@ -52,7 +52,7 @@ export const createSchedule = Effect.fnUntraced(function*<E, R>(request: Schedul
   } else if (cron !== undefined && "problem" in cron) issues.push(cronSource.issue(cron.problem))
   const idSource = configValue(request, "svc-schedule-id")
   if (idSource !== undefined && !SCHEDULE_ID_PATTERN.test(idSource.value.trim())) {
-    issues.push(idSource.issue("expected 1-100 letters, digits, '.', '_' or '-'"))
+    issues.push(idSource.issue("expected 1-100 letters, digits, '.', '_' or '-' (not '.' or '..')"))
   }
   const dedup = configValue(request, "svc-deduplication-id")
   if (dedup !== undefined) {

@@ -326,6 +326,12 @@ describe("schedule routes (memory)", () => {
           assert.strictEqual(refused.status, 400, destination)
           assert.include(refused.body.issues.map((issue: any) => issue.parameter), named)
         }
+        // an id of "." or "..": the refusal says why ('.' alone is among the characters it lists)
+        for (const id of [".", ".."]) {
+          const dotted = yield* call("/v2/schedules/https://example.com/hook", { method: "POST", headers: { "Svc-Cron": "* * * * *", "Svc-Schedule-Id": id } })
+          assert.strictEqual(dotted.status, 400)
+          assert.include(JSON.stringify(dotted.body.issues), "(not '.' or '..')")
+        }
         assert.deepStrictEqual((yield* call("/v2/schedules")).body, { schedules: [] })
 
         const created = yield* call("/v2/schedules/https%3A%2F%2Fexample.com%2Fhook", {
