@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { exitZeroOnSignal, Logging, ServiceClient } from "@svc/platform"
-import { Cause, Config, Effect, type Runtime } from "effect"
+import { Cause, Config, Effect, Exit, type Runtime } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
 import { svc } from "./main.ts"
 import { printable } from "./Terminal.ts"
@@ -77,13 +77,32 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code === "EPIPE" || outputLost !== undefined) return
   outputLost = error.code ?? error.message
 })
-const teardown: Runtime.Teardown = (exit, onExit) =>
+/**
+ * The signal that stopped the process, if one did (`runMain` interrupts the command on SIGINT and
+ * SIGTERM). For the commands that run until stopped (`svc start`, `svc mcp`) a signal is their normal
+ * stop: exit 0. Any other command did not finish: `svc: interrupted (SIGINT) before the command
+ * finished`, exit 130 (SIGTERM: 143), as a shell reports it. They exited 0 with nothing said, so
+ * `KEY=$(svc docs keys create) && deploy` went on with an empty key (an outside audit).
+ */
+let signalled: NodeJS.Signals | undefined
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => (signalled ??= signal))
+/** The values of the global flags that take one: not the command. */
+const FLAG_VALUES = new Set(["--log-level", "--completions"])
+const command = process.argv.slice(2).find((arg, i, args) => !arg.startsWith("-") && !FLAG_VALUES.has(args[i - 1] ?? ""))
+const runsUntilStopped = command === "start" || command === "mcp"
+
+const teardown: Runtime.Teardown = (exit, onExit) => {
+  if (signalled !== undefined && !runsUntilStopped && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+    process.stderr.write(`svc: interrupted (${signalled}) before the command finished\n`)
+    return onExit(signalled === "SIGINT" ? 130 : 143)
+  }
   exitZeroOnSignal(exit, (code) =>
     setImmediate(() => {
       if (code !== 0 || outputLost === undefined) return onExit(code)
       process.stderr.write(`svc: could not write the output (${outputLost})\n`)
       onExit(1)
     }))
+}
 
 svc.pipe(
   Command.run({ version: "0.1.0" }),
