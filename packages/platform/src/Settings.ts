@@ -161,14 +161,30 @@ export const tokenSetting = (name: string): Config.Config<Option.Option<Redacted
 /** `EMBEDDED_POSTGRES_PORT`: the embedded cluster's port; none: the remembered one, or a free one at first. */
 export const EmbeddedPostgresPort = Config.option(Config.Port("EMBEDDED_POSTGRES_PORT"))
 
+/**
+ * A data folder's setting, `fallback` when unset or empty. One that is only whitespace stops the start:
+ * `EMBEDDED_POSTGRES_DIR="  "` made a cluster in a folder named two spaces (an outside audit).
+ */
+const folderSetting = (name: string, fallback: string): Config.Config<string> =>
+  Config.String(name).pipe(
+    Config.withDefault(fallback),
+    Config.flatMap((value) =>
+      value === ""
+        ? Config.succeed(fallback)
+        : value.trim() === ""
+        ? Config.fail(new ConfigProvider.SourceError({ message: `${name} is only whitespace: give a folder, or leave it unset for ${fallback}` }))
+        : Config.succeed(value)
+    )
+  )
+
 /** `EMBEDDED_POSTGRES_DIR`: the embedded cluster's data folder (relative to the working directory). */
-export const EmbeddedPostgresDir = Config.String("EMBEDDED_POSTGRES_DIR").pipe(Config.withDefault(".data/postgres"))
+export const EmbeddedPostgresDir = folderSetting("EMBEDDED_POSTGRES_DIR", ".data/postgres")
 
 /**
  * `OBJECT_STORAGE_DIR`: the folder under which each service's local object storage keeps its
  * instance (`<dir>/listings`, `<dir>/uploads`; relative to the working directory).
  */
-export const ObjectStorageDir = Config.String("OBJECT_STORAGE_DIR").pipe(Config.withDefault(".data/object-storage"))
+export const ObjectStorageDir = folderSetting("OBJECT_STORAGE_DIR", ".data/object-storage")
 
 /** `OBJECT_STORAGE_BACKEND`: `auto` (radosgw when installed, else s3rver with a warning), `radosgw` or `s3rver`. */
 export const ObjectStorageBackendSetting = Config.Literals(["auto", "radosgw", "s3rver"], "OBJECT_STORAGE_BACKEND").pipe(

@@ -4,7 +4,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type Config, ConfigProvider, Duration, Effect, Option, Redacted, Result } from "effect"
-import { DatabaseUrl, durationSetting, httpUrlSetting, intSetting, numberSetting, tokenSetting } from "../../src/Settings.ts"
+import {
+  DatabaseUrl,
+  durationSetting,
+  EmbeddedPostgresDir,
+  httpUrlSetting,
+  intSetting,
+  numberSetting,
+  ObjectStorageDir,
+  tokenSetting
+} from "../../src/Settings.ts"
 
 const read = <A>(config: Config.Config<A>, env: Record<string, string>) =>
   Effect.result(config.parse(ConfigProvider.fromEnvRecord(env)))
@@ -81,6 +90,18 @@ describe("Settings", () => {
         assert.include(message, "DATABASE_URL is not a postgres:// URL")
         assert.notInclude(message, "hunter2")
       }
+    }))
+
+  it.effect("a data folder (EMBEDDED_POSTGRES_DIR, OBJECT_STORAGE_DIR): unset or empty is the default; only whitespace stops the start", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* read(EmbeddedPostgresDir, {}), Result.succeed(".data/postgres"))
+      assert.deepStrictEqual(yield* read(EmbeddedPostgresDir, { EMBEDDED_POSTGRES_DIR: "" }), Result.succeed(".data/postgres"))
+      assert.deepStrictEqual(yield* read(EmbeddedPostgresDir, { EMBEDDED_POSTGRES_DIR: "/srv/pg" }), Result.succeed("/srv/pg"))
+      assert.include(
+        yield* refusal(EmbeddedPostgresDir, { EMBEDDED_POSTGRES_DIR: "  " }),
+        "EMBEDDED_POSTGRES_DIR is only whitespace: give a folder, or leave it unset for .data/postgres"
+      )
+      assert.include(yield* refusal(ObjectStorageDir, { OBJECT_STORAGE_DIR: "\t" }), "OBJECT_STORAGE_DIR is only whitespace")
     }))
 
   it.effect("tokenSetting: unset or empty is no token; only whitespace, or whitespace at an end, stops the start naming the variable, never the value", () =>
