@@ -47,6 +47,16 @@ export const mcp = Command.make(
       return yield* Effect.fail(new McpUsageError("--port is for --transport http; stdio needs no port"))
     }
     const fromEnv = yield* Config.option(Config.Redacted("SVC_API_KEY"))
+    // a key given as nothing but whitespace (`--api-key ""`, `SVC_API_KEY="  "`) ran the server
+    // anonymously without a word; an empty SVC_API_KEY is unset, as for every setting
+    const blank = Option.isSome(apiKey)
+      ? Redacted.value(apiKey.value).trim() === ""
+      : Option.isSome(fromEnv) && Redacted.value(fromEnv.value) !== "" && Redacted.value(fromEnv.value).trim() === ""
+    if (blank) {
+      return yield* Effect.fail(new McpUsageError(
+        `${Option.isSome(apiKey) ? "--api-key" : "SVC_API_KEY"} is empty: give the key, or leave both unset to call anonymously`
+      ))
+    }
     // a key from a file written on Windows ends in \r: the ends' whitespace is no part of any key
     const key = Option.orElse(apiKey, () => fromEnv).pipe(Option.map((key) => Redacted.value(key).trim()), Option.getOrUndefined)
     // a header cannot carry it: every call would fail as "the documentation service could not be reached"

@@ -78,7 +78,12 @@ export const apiKeysContract = (name: string, layer: Layer.Layer<ApiKeys, unknow
         const keys = yield* ApiKeys
         assert.strictEqual((yield* Effect.flip(keys.create({ libraries: ["acme"] })))._tag, "InvalidApiKeyOptions")
         assert.strictEqual((yield* Effect.flip(keys.create({ sources: ["ftp" as never] })))._tag, "InvalidApiKeyOptions")
+        // a name or team over 200 characters (a 100 KB name was printed whole by list)
+        const long = yield* Effect.flip(keys.create({ name: "n".repeat(201) }))
+        assert.deepInclude(long, { _tag: "InvalidApiKeyOptions", message: "The key's name is 201 characters long, more than 200" })
+        assert.strictEqual((yield* Effect.flip(keys.create({ team: "t".repeat(1000) })))._tag, "InvalidApiKeyOptions")
         assert.deepStrictEqual(yield* keys.list, [])
+        yield* keys.create({ name: "n".repeat(200) })
       }))
 
     test("the listing: every key newest first, revoked ones included, never a key or its hash", () =>
