@@ -171,12 +171,14 @@ const listingsIngest = Command.make(
       return yield* Effect.fail(new CommandFailed("--source names no source: give a source id (svc listings ingest without --source runs every enabled one)"))
     }
     let failed = false
+    let events = 0
     yield* IngestClient.trigger({
       url: `${url.replace(/\/+$/, "")}/rpc`,
       token: token.value,
       sources: sources.length > 0 ? sources : undefined,
       wait,
       onEvent: (event) => {
+        events++
         if (event._tag === "Finished" && !event.outcome.ok) failed = true
         // progress is a log (stderr); what started and how each run ended are the result (stdout)
         return event._tag === "Progress" ? printProgress(IngestClient.describe(event)) : printLine(IngestClient.describe(event))
@@ -189,6 +191,12 @@ const listingsIngest = Command.make(
         ))
     )
     if (failed) return yield* Effect.fail(new CommandFailed("some ingest runs failed (see the service log)"))
+    // nothing started: the command printed nothing and exited 0, as if every source had been ingested
+    if (events === 0) {
+      return yield* Effect.fail(
+        new CommandFailed(`listings at ${url} started no ingest run: it has no enabled source (its SOURCES_FILE, ENABLE_MOCK_SOURCE)`)
+      )
+    }
   })
 ).pipe(
   Command.withDescription("Trigger ingestion on a running listings service (LISTINGS_URL, ADMIN_TOKEN) and show progress"),

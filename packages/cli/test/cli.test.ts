@@ -198,6 +198,27 @@ describe("svc", () => {
       assert.match(docsUnreachable.output, new RegExp(`^svc: no answer from docs-api at ${nobody}: connect ECONNREFUSED`))
     }), { timeout: 90_000 })
 
+  it.live("listings ingest on a service with no enabled source says so, exit 1 (it printed nothing and exited 0)", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-no-source-")
+      const [port, statusPort] = (yield* spawnablePorts(2)) as [number, number]
+      const env = {
+        EMBEDDED_POSTGRES_DIR: path.join(dir, "pg"),
+        LISTINGS_PORT: String(port),
+        SVC_PORT: String(statusPort),
+        ADMIN_TOKEN: "no-source-admin-token",
+        OFFER_IMAGES_STORAGE: "off"
+      }
+      const server = yield* started(["start", "listings"], env)
+      yield* healthy([port], server)
+      for (const args of [["listings", "ingest"], ["listings", "ingest", "--wait"]]) {
+        const ingest = yield* svcRun(args, { LISTINGS_URL: `http://127.0.0.1:${port}`, ADMIN_TOKEN: env.ADMIN_TOKEN })
+        assert.strictEqual(ingest.code, 1, ingest.output)
+        assert.strictEqual(ingest.stdout, "")
+        assert.include(ingest.stderr, `svc: listings at http://127.0.0.1:${port} started no ingest run: it has no enabled source`)
+      }
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+
   it.live("a service URL or token that cannot be sent, or an argument the RPC refuses, is one line naming it and never the secret", () =>
     Effect.gen(function*() {
       const nobody = `http://127.0.0.1:${yield* spawnablePort()}`
