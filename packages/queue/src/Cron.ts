@@ -18,6 +18,7 @@
  * of the window lost.
  */
 import { Cron } from "croner"
+import { controlCharacterProblem } from "./Publish.ts"
 
 /** Longest `Svc-Cron` value accepted (characters). */
 export const MAX_CRON_LENGTH = 200
@@ -49,11 +50,8 @@ const PREFIX = /^CRON_TZ=(\S+)\s+(.*)$/s
 /** A parsed cron, or the problem, in words, naming the bad part (pattern or zone). */
 export const parseCron = (text: string): { readonly cron: ParsedCron } | { readonly problem: string } => {
   // a line break split fields as a space did, and was stored (`0\n0 1 1 *` through the query form)
-  const control = /[\u0000-\u001f\u007f]/.exec(text)
-  if (control !== null) {
-    const code = `U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`
-    return { problem: `must not contain control characters (found ${code} at position ${control.index + 1}): separate the fields with spaces` }
-  }
+  const control = controlCharacterProblem(text)
+  if (control !== undefined) return { problem: `${control}: separate the fields with spaces` }
   const trimmed = text.trim()
   if (trimmed.length === 0) return { problem: "expected a cron like \"*/5 * * * *\" (5 fields), got an empty value" }
   if (trimmed.length > MAX_CRON_LENGTH) return { problem: `must be at most ${MAX_CRON_LENGTH} characters` }

@@ -275,6 +275,14 @@ export const urlLengthProblem = (url: string): string | undefined =>
 /** The C0 controls and DEL (U+0000-U+001F, U+007F). */
 const CONTROL = /[\u0000-\u001f\u007f]/
 
+/** `must not contain control characters (found U+000A at position 3)` for the first one in `text`, or undefined. */
+export const controlCharacterProblem = (text: string): string | undefined => {
+  const control = CONTROL.exec(text)
+  if (control === null) return undefined
+  const code = `U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`
+  return `must not contain control characters (found ${code} at position ${control.index + 1})`
+}
+
 /** A space-like character that is not a control character (a space, a no-break space, ...). */
 const SPACE = /^[^\S\u0000-\u001f]$/
 
@@ -298,11 +306,8 @@ const trimSpaces = (text: string): string => {
  * `http://93.18\n4.216.34/c` was stored as `http://93.184.216.34/c`, a URL the caller never wrote.
  */
 export const checkUrl = (text: string): { readonly url: string } | { readonly problem: string } => {
-  const control = CONTROL.exec(text)
-  if (control !== null) {
-    const code = `U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`
-    return { problem: `must not contain control characters (found ${code} at position ${control.index + 1})` }
-  }
+  const control = controlCharacterProblem(text)
+  if (control !== undefined) return { problem: control }
   let parsed: URL
   try {
     parsed = new URL(text)

@@ -19,6 +19,7 @@
  * 4,162 msg/s in alternating runs of bench:queue (README, "Signatures"). Signing makes no choices a
  * verifier could be tricked by; every token is checked by jose in the tests and by every receiver.
  */
+import { described } from "@svc/platform/Arguments"
 import { errors, jwtVerify } from "jose"
 import * as Crypto from "node:crypto"
 
@@ -70,14 +71,14 @@ export type Verification =
  */
 export const receiverKeys = (keys: { readonly currentSigningKey: string; readonly nextSigningKey: string }): ReadonlyArray<string> => {
   if (typeof keys !== "object" || keys === null) {
-    throw new TypeError(`Receiver: expected { currentSigningKey, nextSigningKey } (the keys of GET /v2/keys), got ${keys === null ? "null" : typeof keys}`)
+    throw new TypeError(`Receiver: expected { currentSigningKey, nextSigningKey } (the keys of GET /v2/keys), got ${described(keys)}`)
   }
   for (const name of ["currentSigningKey", "nextSigningKey"] as const) {
     const key: unknown = keys[name]
     if (key === undefined || key === "") {
       throw new TypeError(`Receiver: ${name} is missing; give both keys of GET /v2/keys (current and next)`)
     }
-    if (typeof key !== "string") throw new TypeError(`Receiver: ${name} must be a string (a key of GET /v2/keys), got ${key === null ? "null" : typeof key}`)
+    if (typeof key !== "string") throw new TypeError(`Receiver: ${name} must be a string (a key of GET /v2/keys), got ${described(key)}`)
   }
   return [keys.currentSigningKey, keys.nextSigningKey]
 }
@@ -174,7 +175,7 @@ export const clockToleranceProblem = (clockTolerance: unknown): string | undefin
  */
 export const verifySignature = async (keys: ReadonlyArray<string>, request: VerifyRequest): Promise<Verification> => {
   if (typeof request !== "object" || request === null) {
-    throw new TypeError(`Receiver: expected { signature, body, url? } (the request to check), got ${request === null ? "null" : typeof request}`)
+    throw new TypeError(`Receiver: expected { signature, body, url? } (the request to check), got ${described(request)}`)
   }
   const problem = clockToleranceProblem(request.clockTolerance) ??
     (typeof request.body === "string" || request.body instanceof Uint8Array

@@ -5,7 +5,7 @@
  */
 import { described, type Shapes } from "@svc/platform/Arguments"
 
-export { shapeProblem, type Shapes } from "@svc/platform/Arguments"
+export { described, shapeProblem, type Shapes } from "@svc/platform/Arguments"
 
 const CALLBACK: Shapes = { url: "string!", method: "string", retries: "number", timeout: "string", delay: "string", forward: "strings" }
 

@@ -22,7 +22,7 @@ import {
   timeoutMsProblem
 } from "../CappedBody.ts"
 import { pathSegment, type PublishOptions, publishHeaders, segmentProblem } from "../PublishHeaders.ts"
-import { BATCH_MESSAGE, bodyProblem, DLQ_LIST, EVENTS, headerProblem, PUBLISH, SCHEDULE, type Shapes, shapeProblem } from "./Arguments.ts"
+import { BATCH_MESSAGE, bodyProblem, described, DLQ_LIST, EVENTS, headerProblem, PUBLISH, SCHEDULE, type Shapes, shapeProblem } from "./Arguments.ts"
 import { QueueError } from "./QueueError.ts"
 import type {
   BatchMessage,
@@ -174,7 +174,7 @@ export class QueueClient {
   /** Bad options are a `TypeError` at once (the token itself is never part of the message). */
   constructor(options: QueueClientOptions) {
     if (typeof options !== "object" || options === null) {
-      throw new TypeError(`QueueClient: expected options { baseUrl, token }, got ${options === null ? "null" : typeof options}`)
+      throw new TypeError(`QueueClient: expected options { baseUrl, token }, got ${described(options)}`)
     }
     const problem = serviceTargetProblem({ url: options.baseUrl, urlName: "baseUrl", token: options.token, tokenName: "token" })
     if (problem !== undefined) throw new TypeError(`QueueClient: ${problem}`)

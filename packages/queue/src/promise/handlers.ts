@@ -9,6 +9,7 @@
  * - {@link verifySignatureFetch}: a Fetch handler `(Request, ...rest) => Response` (a Next.js route
  *   handler, Hono's `c.req.raw`, Deno, Bun, Cloudflare Workers).
  */
+import { described } from "@svc/platform/Arguments"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { readCappedBody } from "../CappedBody.ts"
 import { clockToleranceProblem, type SignatureClaims } from "../Signing.ts"
@@ -42,7 +43,7 @@ const maxBodyBytesOf = (options: { readonly maxBodyBytes?: unknown }): number =>
 const receiverOf = <Request>(options: ReceiverOptions<Request>): Receiver => {
   if (typeof options !== "object" || options === null) {
     throw new TypeError(
-      `Receiver: the handler's options must be an object ({ currentSigningKey, nextSigningKey, url? } or { receiver, url? }), got ${options === null ? "null" : typeof options}`
+      `Receiver: the handler's options must be an object ({ currentSigningKey, nextSigningKey, url? } or { receiver, url? }), got ${described(options)}`
     )
   }
   const problem = clockToleranceProblem(options.clockTolerance)
