@@ -4,14 +4,20 @@
  * even unsigned and straight to its port), and in the suite's process such an error ended every
  * service at once. Here it ends only this process, which is started again on the same port.
  *
+ * s3rver lacks ListParts and AbortMultipartUpload: `s3rverMultipart.ts` answers them here.
+ *
  * Arguments: the folder s3rver keeps its buckets in, and the port (0: any free one). Once listening it
  * sends `{ port }` over the IPC channel; it exits when that channel closes (its parent stopped or died).
  */
 import { createRequire } from "node:module"
+import { multipartOperations } from "./s3rverMultipart.ts"
 
 interface S3rverInstance {
   run(): Promise<{ readonly port: number }>
   close(): Promise<void>
+  /** Koa's middleware list, composed when `run` listens; s3rver's router is its last entry. */
+  readonly middleware: Array<unknown>
+  readonly store: Parameters<typeof multipartOperations>[0]
 }
 type S3rverConstructor = new(options: {
   readonly address: string
@@ -22,9 +28,10 @@ type S3rverConstructor = new(options: {
 }) => S3rverInstance
 
 const [directory, port] = process.argv.slice(2)
-// s3rver ships no types: load it as CommonJS and describe the two methods used
+// s3rver ships no types: load it as CommonJS and describe what is used
 const S3rver = createRequire(import.meta.url)("s3rver") as S3rverConstructor
 const server = new S3rver({ address: "127.0.0.1", port: Number(port), directory: directory!, silent: true, vhostBuckets: false })
+server.middleware.splice(server.middleware.length - 1, 0, multipartOperations(server.store))
 const listening = await server.run()
 process.send!({ port: listening.port })
 process.once("disconnect", () => void server.close().finally(() => process.exit(0)))

@@ -1,12 +1,15 @@
 import {
+  AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListBucketsCommand,
   ListObjectsV2Command,
+  ListPartsCommand,
   PutObjectCommand,
-  S3Client
+  S3Client,
+  UploadPartCommand
 } from "@aws-sdk/client-s3"
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner"
 import { NodeServices } from "@effect/platform-node"
@@ -444,6 +447,61 @@ describe("s3rver fallback", () => {
         yield* storage.createBucket("fallback")
         yield* attempt(() => storage.client.send(new PutObjectCommand({ Bucket: "fallback", Key: "k", Body: "hello" })))
         assert.strictEqual(yield* getText(storage.client, "fallback", "k"), "hello")
+      }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
+    }).pipe(Effect.provide(NodeServices.layer)))
+
+  it.effect("answers ListParts (paginated) and AbortMultipartUpload, which s3rver lacks: the uploads demo resumes and gives up uploads on it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3rver-parts-")
+      const conn = yield* startObjectStorage({ dir, backend: "s3rver" })
+      yield* Effect.gen(function*() {
+        const { client, createBucket } = yield* LocalObjectStorage
+        yield* createBucket("fallback")
+        const Key = "a dir/big & odd.bin"
+        const { UploadId } = yield* attempt(() => client.send(new CreateMultipartUploadCommand({ Bucket: "fallback", Key })))
+        const sizes = new Map([[1, 5], [3, 7], [2, 11]])
+        const etags = new Map<number, string>()
+        for (const [PartNumber, size] of sizes) {
+          const { ETag } = yield* attempt(() =>
+            client.send(new UploadPartCommand({ Bucket: "fallback", Key, UploadId, PartNumber, Body: randomBytes(size) }))
+          )
+          etags.set(PartNumber, ETag!)
+        }
+        const all = yield* attempt(() => client.send(new ListPartsCommand({ Bucket: "fallback", Key, UploadId })))
+        assert.deepStrictEqual(all.Parts?.map((part) => [part.PartNumber, part.Size, part.ETag]), [
+          [1, 5, etags.get(1)],
+          [2, 11, etags.get(2)],
+          [3, 7, etags.get(3)]
+        ])
+        assert.strictEqual(all.IsTruncated, false)
+        const first = yield* attempt(() => client.send(new ListPartsCommand({ Bucket: "fallback", Key, UploadId, MaxParts: 2 })))
+        assert.deepStrictEqual(first.Parts?.map((part) => part.PartNumber), [1, 2])
+        assert.strictEqual(first.IsTruncated, true)
+        const rest = yield* attempt(() =>
+          client.send(new ListPartsCommand({ Bucket: "fallback", Key, UploadId, PartNumberMarker: first.NextPartNumberMarker }))
+        )
+        assert.deepStrictEqual(rest.Parts?.map((part) => part.PartNumber), [3])
+        // another key's upload id, an id never begun, a bad max-parts: S3's refusals, not s3rver's 405
+        assert.strictEqual(yield* refusedStatus(() => client.send(new ListPartsCommand({ Bucket: "fallback", Key: "other", UploadId }))), 404)
+        assert.strictEqual(
+          yield* refusedStatus(() => client.send(new ListPartsCommand({ Bucket: "fallback", Key, UploadId: "0".repeat(32) }))),
+          404
+        )
+        assert.strictEqual(yield* refusedStatus(() => client.send(new ListPartsCommand({ Bucket: "fallback", Key, UploadId: "../../x" }))), 404)
+        assert.strictEqual(
+          yield* refusedStatus(() => client.send(new ListPartsCommand({ Bucket: "nowhere", Key, UploadId }))),
+          404
+        )
+        assert.strictEqual(
+          yield* refusedStatus(() => client.send(new ListPartsCommand({ Bucket: "fallback", Key, UploadId, MaxParts: 5000 }))),
+          400
+        )
+        yield* attempt(() => client.send(new AbortMultipartUploadCommand({ Bucket: "fallback", Key, UploadId })))
+        assert.strictEqual(yield* refusedStatus(() => client.send(new ListPartsCommand({ Bucket: "fallback", Key, UploadId }))), 404)
+        assert.strictEqual(
+          yield* refusedStatus(() => client.send(new AbortMultipartUploadCommand({ Bucket: "fallback", Key, UploadId }))),
+          404
+        )
       }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
     }).pipe(Effect.provide(NodeServices.layer)))
 
