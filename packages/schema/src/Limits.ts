@@ -35,7 +35,7 @@
  * - integers: within the field's real range when it has one (a year, an HTTP status), else within
  *   Postgres `int4` ({@link INT4_MIN} to {@link INT4_MAX}), the type of every integer column compared.
  */
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 
 /** A name or a single filter value. */
 export const MAX_NAME_LENGTH = 200
@@ -149,6 +149,62 @@ export const BoundedNumber = (options: { readonly minimum: number; readonly maxi
   Schema.Finite.check(
     Schema.isBetween(options, { message: `must be a number from ${options.minimum} to ${options.maximum}` })
   )
+
+/**
+ * The syntax of an integer in a URL (a query parameter): decimal digits, a leading `-` only where the
+ * range has negatives. JavaScript's number parsing, which effect's query decoding uses, also took
+ * `1e1`, `10.0`, `+5` (and the empty string as 0): a client's typo or a generated value answered as
+ * if it were another number.
+ */
+const PLAIN_UNSIGNED = /^[0-9]+$/
+const PLAIN_SIGNED = /^-?[0-9]+$/
+/** The syntax of a non-negative decimal number in a URL: digits, and a fraction after a `.` with digits on both sides. */
+const PLAIN_DECIMAL = /^[0-9]+(?:\.[0-9]+)?$/
+
+/**
+ * The syntax check: `rule` and the value sent (its first 50 characters) when it fails, aborting (a
+ * value of another syntax has no range to check); `syntax` is the parameter's `pattern` in OpenAPI.
+ */
+const plainSyntax = (syntax: RegExp, rule: string, expected: string) =>
+  Schema.makeFilter<string>((text) => syntax.test(text) || `${rule}, got ${JSON.stringify(text.slice(0, 50))}`, {
+    expected,
+    toJsonSchema: () => ({ pattern: syntax.source })
+  }).abort()
+
+/** Text to number: `Number` of a string the syntax above let through; `-0` is 0. */
+const plainNumber = SchemaTransformation.transform<number, string>({
+  decode: (text) => Number(text) + 0,
+  encode: (n) => String(n)
+})
+
+/**
+ * An integer query parameter from `minimum` to `maximum` ({@link BoundedInt} once decoded): only
+ * decimal digits, with a leading `-` where `minimum` is negative; `1e1`, ` 10`, `0x10`, `10.0`, `+5`
+ * and the empty value are refused naming the parameter and the value. The one rule for every numeric
+ * query parameter of the suite's APIs (a JSON payload uses {@link BoundedInt}: JSON has its own number syntax).
+ */
+export const IntParam = (options: Parameters<typeof BoundedInt>[0]) => {
+  const signed = options.minimum < 0
+  const syntax = signed ? PLAIN_SIGNED : PLAIN_UNSIGNED
+  const range = options.told ?? `${options.minimum} to ${options.maximum}`
+  const rule = signed
+    ? `must be an integer from ${range} in decimal digits, with a leading '-' if negative (no '+', spaces, exponent, fraction or hex)`
+    : `must be a whole number from ${range} in decimal digits only (no sign, spaces, exponent, fraction or hex)`
+  return Schema.String.check(plainSyntax(syntax, rule, signed ? "an integer in decimal digits" : "a whole number in decimal digits"))
+    .pipe(Schema.decodeTo(BoundedInt(options), plainNumber))
+}
+
+/**
+ * A non-negative number query parameter from `minimum` to `maximum` ({@link BoundedNumber} once decoded):
+ * decimal digits with an optional fraction (`12500`, `12500.50`); an exponent, a sign, spaces, hex or a
+ * lone `.` are refused as {@link IntParam} refuses them.
+ */
+export const DecimalParam = (options: { readonly minimum: number; readonly maximum: number }) =>
+  Schema.String.check(plainSyntax(
+    PLAIN_DECIMAL,
+    `must be a number from ${options.minimum} to ${options.maximum} in decimal digits, with an optional fraction after a '.' (no sign, spaces, exponent or hex)`,
+    "a number in decimal digits"
+  )).pipe(Schema.decodeTo(BoundedNumber(options), plainNumber))
 
 /** An array (payloads) of at most `maxItems` elements. */
 export const BoundedArray = <S extends Schema.Top>(item: S, maxItems: number) =>

@@ -14,7 +14,7 @@ import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
 import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized, UnsupportedMediaType } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 import { RpcDefects } from "./RpcDefects.ts"
-import { BoundedInt, IdParam, Int4, NameParam, RequestString, UrlParam } from "./Limits.ts"
+import { BoundedInt, IdParam, Int4, IntParam, NameParam, RequestString, UrlParam } from "./Limits.ts"
 import * as QueueSchedules from "./QueueSchedules.ts"
 import * as QueueFlow from "./QueueFlow.ts"
 import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
@@ -253,9 +253,9 @@ export class MessagesGroup extends HttpApiGroup.make("messages").add(
 /** A DLQ page cursor: the digits of a sequence number, from an earlier page (checked by the handler). */
 const DlqCursor = RequestString({ maxLength: 32 })
 /** Messages per DLQ page. */
-const DlqLimit = BoundedInt({ minimum: 1, maximum: 100 })
+const DlqLimit = IntParam({ minimum: 1, maximum: 100 })
 /** An HTTP status, as a destination answered (the DLQ filter). */
-const HttpStatus = BoundedInt({ minimum: 100, maximum: 599 })
+const HttpStatus = IntParam({ minimum: 100, maximum: 599 })
 
 export class DlqGroup extends HttpApiGroup.make("dlq").add(
   HttpApiEndpoint.get("list", "/v2/dlq", {

@@ -9,7 +9,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Rpc } from "effect/rpc"
 import { InvalidRequest } from "./Errors.ts"
-import { BoundedInt, IdParam, NameParam, RequestString, UrlParam } from "./Limits.ts"
+import { BoundedInt, IdParam, IntParam, NameParam, RequestString, UrlParam } from "./Limits.ts"
 
 export const EVENT_STATES = [
   "created",
@@ -26,7 +26,8 @@ export const EventState = Schema.Literals(EVENT_STATES)
 export type EventState = typeof EventState.Type
 
 /** A point in time as Unix milliseconds, from 1970 to the largest date JavaScript holds. */
-export const UnixMs = BoundedInt({ minimum: 0, maximum: 8_640_000_000_000_000 })
+const UNIX_MS_RANGE = { minimum: 0, maximum: 8_640_000_000_000_000 }
+export const UnixMs = BoundedInt(UNIX_MS_RANGE)
 
 /** Events per page: 100 unless `count`, at most {@link MAX_EVENTS_PAGE}. */
 export const MAX_EVENTS_PAGE = 1000
@@ -63,7 +64,8 @@ export type EventsPage = typeof EventsPage.Type
 
 /** An events cursor: opaque to callers (checked by the handler). */
 const EventsCursor = RequestString({ maxLength: 32 })
-const EventsCount = BoundedInt({ minimum: 1, maximum: MAX_EVENTS_PAGE })
+const EVENTS_COUNT_RANGE = { minimum: 1, maximum: MAX_EVENTS_PAGE }
+const EventsCount = BoundedInt(EVENTS_COUNT_RANGE)
 
 /** The filters of `GET /v2/events` and `ListEvents`. */
 export const EventsQueryFields = {
@@ -84,9 +86,10 @@ export class EventsGroup extends HttpApiGroup.make("events").add(
       state: Schema.optional(EventsQueryFields.state),
       url: Schema.optional(EventsQueryFields.url),
       topicName: Schema.optional(EventsQueryFields.topicName),
-      fromDate: Schema.optional(EventsQueryFields.fromDate),
-      toDate: Schema.optional(EventsQueryFields.toDate),
-      count: Schema.optional(EventsQueryFields.count),
+      // the numbers as a URL writes them (IntParam: digits only); the RPC takes JSON numbers
+      fromDate: Schema.optional(IntParam(UNIX_MS_RANGE)),
+      toDate: Schema.optional(IntParam(UNIX_MS_RANGE)),
+      count: Schema.optional(IntParam(EVENTS_COUNT_RANGE)),
       cursor: Schema.optional(EventsQueryFields.cursor)
     },
     success: EventsPage,

@@ -2,7 +2,7 @@
  * Building blocks of the queue's request schemas, beside the suite's `Limits.ts`. Definitions only.
  */
 import { Schema } from "effect"
-import { BoundedInt, Int4, RequestString } from "./Limits.ts"
+import { BoundedInt, Int4, IntParam, RequestString } from "./Limits.ts"
 
 /** The request's strictness: the parse options `QueueApi` decodes every JSON body with (`Queue.ts`). */
 export const STRICT_REQUEST = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
@@ -33,7 +33,7 @@ export const MAX_LIST_PAGE = 100
  */
 export const PageQuery = {
   cursor: Schema.optional(RequestString({ maxLength: 100 })),
-  limit: Schema.optional(BoundedInt({ minimum: 1, maximum: MAX_LIST_PAGE }))
+  limit: Schema.optional(IntParam({ minimum: 1, maximum: MAX_LIST_PAGE }))
 }
 
 /** The same as an RPC payload: `limit` any 32-bit integer here, its range checked by the handler as over HTTP. */
