@@ -14,11 +14,11 @@ import { HealthGroup } from "./Health.ts"
 import { RpcDefects } from "./RpcDefects.ts"
 import {
   BoundedArray,
-  BoundedInt,
-  BoundedNumber,
+  DecimalParam,
   IdParam,
   INT4_MAX,
   INT4_MIN,
+  IntParam,
   ListParam,
   MAX_LIST_ITEMS,
   NameParam,
@@ -94,11 +94,12 @@ export const COMPLETE_LIMIT = 5000
 export const MAX_PRICE = 1e10
 
 /** The years an offer may carry (Normalize: 1886-2100), with room either side. */
-const Year = BoundedInt({ minimum: 0, maximum: 9999 })
+const Year = IntParam({ minimum: 0, maximum: 9999 })
 
 /**
  * GET /offers query parameters: all optional, mirroring the client's search filter. Every one is
- * bounded (see Limits.ts): no NUL, bounded lengths, numbers within what the columns hold.
+ * bounded (see Limits.ts): no NUL, bounded lengths, numbers within what the columns hold, written in
+ * decimal digits (`IntParam`, `DecimalParam`: `minYear=2e3` or `limit=+5` is a 400, not 2000 or 5).
  */
 export const OffersQuery = {
   /** Free text over title, make and model: accent- and case-insensitive, word prefixes match. */
@@ -108,12 +109,12 @@ export const OffersQuery = {
   /** As `make`. */
   model: Schema.optional(NameParam),
   /** Accepted, not applied: the client filters by price after currency conversion. */
-  minPrice: Schema.optional(BoundedNumber({ minimum: 0, maximum: MAX_PRICE })),
+  minPrice: Schema.optional(DecimalParam({ minimum: 0, maximum: MAX_PRICE })),
   /** Accepted, not applied. */
-  maxPrice: Schema.optional(BoundedNumber({ minimum: 0, maximum: MAX_PRICE })),
+  maxPrice: Schema.optional(DecimalParam({ minimum: 0, maximum: MAX_PRICE })),
   minYear: Schema.optional(Year),
   maxYear: Schema.optional(Year),
-  maxMileageKm: Schema.optional(BoundedNumber({ minimum: 0, maximum: INT4_MAX })),
+  maxMileageKm: Schema.optional(DecimalParam({ minimum: 0, maximum: INT4_MAX })),
   /** Comma-separated; each compares as `make` does. */
   fuelTypes: Schema.optional(ListParam()),
   transmissions: Schema.optional(ListParam()),
@@ -128,12 +129,13 @@ export const OffersQuery = {
   complete: Schema.optional(Schema.Boolean),
   /**
    * Default 50, 0-200 (checked by the handler); ignored when complete=true, where any integer passes
-   * (a client may always send its page size). Not an integer is a 400 either way, and one beyond int4
-   * (`1e309`) tells the range a page takes, not int4's.
+   * (a client may always send its page size). Anything but decimal digits (a `-` allowed, for the
+   * handler to name the range) is a 400 either way, and one beyond int4 (`99999999999`) tells the range
+   * a page takes, not int4's.
    */
-  limit: Schema.optional(BoundedInt({ minimum: INT4_MIN, maximum: INT4_MAX, told: `0 to ${MAX_PAGE_SIZE}` })),
+  limit: Schema.optional(IntParam({ minimum: INT4_MIN, maximum: INT4_MAX, told: `0 to ${MAX_PAGE_SIZE}` })),
   /** Default 0, from 0 (checked by the handler); ignored when complete=true, as `limit`. */
-  offset: Schema.optional(BoundedInt({ minimum: INT4_MIN, maximum: INT4_MAX, told: `0 to ${INT4_MAX}` }))
+  offset: Schema.optional(IntParam({ minimum: INT4_MIN, maximum: INT4_MAX, told: `0 to ${INT4_MAX}` }))
 }
 
 export const OffersResponse = Schema.Struct({

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { apiRoutes, toWebHandler } from "@svc/platform"
 import { databaseDown } from "@svc/platform/testing"
-import { CarOffer, ImportServicesResponse, ListingsApi, OffersResponse, SourcesResponse } from "@svc/schema"
+import { CarOffer, ImportServicesResponse, ListingsApi, listingsOpenApi, OffersResponse, SourcesResponse } from "@svc/schema"
 import { Effect, Layer, Option, Redacted, Schema, type Scope } from "effect"
 import { HttpClient, HttpClientError } from "effect/http"
 import { ApiHandlers } from "../../src/http.ts"
@@ -169,11 +169,76 @@ describe("listings HTTP handlers (memory layers)", () => {
       assert.deepStrictEqual(outside.body.issues.map((issue: { parameter: string }) => issue.parameter), ["limit", "offset"])
       assert.strictEqual((yield* get("/offers?complete=true&limit=201&offset=-1")).status, 200)
       // beyond int4 too, the problem tells the range a page takes (it told int4's, -2147483648 to 2147483647)
-      const huge = yield* get("/offers?limit=1e309&offset=-1e12")
+      const huge = yield* get(`/offers?limit=${"9".repeat(400)}&offset=-1000000000000`)
       assert.strictEqual(huge.status, 400)
       assert.deepStrictEqual(huge.body.issues.map((issue: { problem: string }) => issue.problem), [
         "is out of range: must be an integer from 0 to 200",
         "is out of range: must be an integer from 0 to 2147483647"
+      ])
+    }))
+
+  test("the numbers of the /offers query are decimal digits: 1e1, 10.0, +5, ' 10', 0x10 are a 400 naming the parameter and the value", () =>
+    Effect.gen(function*() {
+      yield* market
+      const get = yield* api
+      // JavaScript's number parsing read these as 10, 10, 5 and 2000 (an outside audit)
+      const integers = ["1e1", "10.0", "+5", " 10", "10 ", "0x10", "", "1_0", "Infinity", "2e3"]
+      const decimals = ["1e1", "+5", " 10", "0x10", "", ".5", "5.", "-1", "1,5", "Infinity"]
+      const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, string]> = [
+        ["limit", integers, "must be an integer from 0 to 200 in decimal digits"],
+        ["offset", integers, "must be an integer from 0 to 2147483647 in decimal digits"],
+        ["minYear", [...integers, "-5"], "must be a whole number from 0 to 9999 in decimal digits only"],
+        ["maxYear", [...integers, "-5"], "must be a whole number from 0 to 9999 in decimal digits only"],
+        ["minPrice", decimals, "must be a number from 0 to 10000000000 in decimal digits"],
+        ["maxPrice", decimals, "must be a number from 0 to 10000000000 in decimal digits"],
+        ["maxMileageKm", decimals, "must be a number from 0 to 2147483647 in decimal digits"]
+      ]
+      for (const [name, values, rule] of cases) {
+        for (const value of values) {
+          // complete=true too: there limit and offset take any integer, but not another syntax
+          for (const extra of name === "limit" || name === "offset" ? ["", "&complete=true"] : [""]) {
+            const path = `/offers?${name}=${encodeURIComponent(value)}${extra}`
+            const refused = yield* get(path)
+            assert.strictEqual(refused.status, 400, `${path}: ${JSON.stringify(refused.body)}`)
+            assert.strictEqual(refused.body.code, "invalid_request", path)
+            assert.deepStrictEqual(refused.body.issues.map((issue: any) => issue.parameter), [name], path)
+            assert.include(refused.body.issues[0].problem, rule, path)
+            assert.include(refused.body.issues[0].problem, `got ${JSON.stringify(value)}`, path)
+          }
+        }
+      }
+      // what they take: digits, a fraction for prices and mileage, a '-' for limit and offset (the
+      // handler names the range; complete=true ignores them)
+      for (const query of ["limit=02&offset=0", "minYear=2000&maxYear=2030", "minPrice=12500.50&maxPrice=99999", "maxMileageKm=90000.5", "complete=true&limit=-3&offset=-0"]) {
+        const answer = yield* get(`/offers?${query}`)
+        assert.strictEqual(answer.status, 200, `${query}: ${JSON.stringify(answer.body)}`)
+      }
+      assert.strictEqual((yield* get("/offers?limit=02")).body.offers.length, 2)
+      assert.deepStrictEqual((yield* get("/offers?maxMileageKm=30000.5")).body.offers.map((offer: any) => offer.id), ["alpha:polo"])
+    }))
+
+  test("/openapi.json: every numeric query parameter carries the decimal-digits pattern, none JavaScript's number syntax", () =>
+    Effect.sync(() => {
+      const document: any = listingsOpenApi()
+      const numeric: Array<string> = []
+      for (const [path, operations] of Object.entries<any>(document.paths)) {
+        for (const operation of Object.values<any>(operations)) {
+          for (const parameter of operation.parameters ?? []) {
+            if (parameter.in !== "query") continue
+            const pattern: string | undefined = parameter.schema?.pattern
+            assert.isFalse(pattern !== undefined && /[Ee]/.test(pattern), `${path} ${parameter.name}: ${pattern}`)
+            if (pattern !== undefined && pattern.startsWith("^") && pattern.includes("[0-9]+")) numeric.push(`${path} ${parameter.name} ${pattern}`)
+          }
+        }
+      }
+      assert.sameMembers(numeric, [
+        "/offers minPrice ^[0-9]+(?:\\.[0-9]+)?$",
+        "/offers maxPrice ^[0-9]+(?:\\.[0-9]+)?$",
+        "/offers minYear ^[0-9]+$",
+        "/offers maxYear ^[0-9]+$",
+        "/offers maxMileageKm ^[0-9]+(?:\\.[0-9]+)?$",
+        "/offers limit ^-?[0-9]+$",
+        "/offers offset ^-?[0-9]+$"
       ])
     }))
 
