@@ -3,6 +3,7 @@ import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { exitZeroOnSignal, Logging, ServiceClient } from "@svc/platform"
 import { Cause, Config, Effect, Exit, type Runtime } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
+import { helpHint, UsageError } from "./CommandFailed.ts"
 import { svc } from "./main.ts"
 import { printable } from "./Terminal.ts"
 
@@ -18,6 +19,9 @@ const oneLine = (message: string): string => {
   return escaped.length > MAX_LINE ? `${escaped.slice(0, MAX_LINE - 1)}…` : escaped
 }
 
+/** A usage error's line: the problem {@link oneLine}, then where the help is (never cut off with it). */
+const usageLine = (problem: string, commandPath: ReadonlyArray<string>): string => `svc: ${oneLine(problem)} ${helpHint(commandPath)}\n`
+
 /**
  * A failure is told as one line, `svc: <what went wrong>`, and the exit code is 1. Every error
  * the commands raise carries a message meant for the operator; the cause with its stack is shown
@@ -28,6 +32,10 @@ const report = (cause: Cause.Cause<unknown>) =>
     if (Cause.hasInterruptsOnly(cause)) return
     const failure = cause.reasons.find(Cause.isFailReason)?.error
     if (CliError.isCliError(failure)) return // already shown with the usage by Command.run
+    if (failure instanceof UsageError) {
+      process.stderr.write(usageLine(failure.problem, failure.commandPath))
+      return
+    }
     // An RPC client refusing its own payload (a 100 KB id) dies, not fails: still the operator's input.
     const refused = failure === undefined ? ServiceClient.argumentProblem(cause.reasons.find(Cause.isDieReason)?.defect) : undefined
     const own = failure instanceof Config.ConfigError
@@ -59,7 +67,7 @@ const usagePresenter = CliOutput.layerPresenter({
     event._tag === "InvalidInvocation"
       ? Effect.sync(() => {
         const problems = event.errors.map((error) => error.message.replace(/\s*\n\s*/g, " ").trim()).join("; ")
-        process.stderr.write(`svc: ${oneLine(problems)} (see: ${event.commandPath.join(" ")} --help)\n`)
+        process.stderr.write(usageLine(problems, event.commandPath))
       })
       : CliOutput.defaultPresenter.present(event)
 })

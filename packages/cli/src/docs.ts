@@ -26,6 +26,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { commaList } from "./CommaList.ts"
+import { UsageError } from "./CommandFailed.ts"
 import { deliverLine, printJson, printLine, printProgress } from "./Terminal.ts"
 
 /** The indexer on the suite's database, the `docs` schema migrated first. */
@@ -165,6 +166,10 @@ const add = Command.make(
     )
   },
   Effect.fn(function*({ description, id, source, title, trust, version }) {
+    // what can never be a source is said before a database is opened (or created and migrated), or a
+    // docs-api called
+    const problem = sourceProblem(source)
+    if (problem !== undefined) return yield* Effect.fail(new UsageError(["svc", "docs", "add"], problem))
     const server = yield* remote
     if (server !== undefined) {
       const done = yield* server.operations.add(
@@ -180,9 +185,6 @@ const add = Command.make(
       ).pipe(Effect.mapError(remoteFailure(server.url)))
       return yield* printLine(describeDone(done))
     }
-    // what can never be a source is said before a database is opened (or created and migrated)
-    const problem = sourceProblem(source)
-    if (problem !== undefined) return yield* Effect.fail(new Error(problem))
     const outcome = yield* withIndexer(Effect.gen(function*() {
       const indexer = yield* Indexer
       return yield* indexer.add(fromCaller(source), {
@@ -295,7 +297,7 @@ const ApiKeysLive = ApiKeys.layer.pipe(
 const withKeys = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, ApiKeys>) =>
   effect.pipe(
     Effect.provide(ApiKeysLive),
-    Effect.mapError((error) => error instanceof Config.ConfigError ? error : new Error(error.message))
+    Effect.mapError((error) => error instanceof Config.ConfigError || error instanceof UsageError ? error : new Error(error.message))
   )
 
 /**
@@ -352,7 +354,10 @@ const create = Command.make(
       team: optional(team),
       libraries,
       sources: sources as ReadonlyArray<SourceKind> // checked by ApiKeys.create
-    })
+    }).pipe(
+      // a flag's value the key cannot take (`--sources ftp`, a name over 200 characters)
+      Effect.catchTag("InvalidApiKeyOptions", (error) => Effect.fail(new UsageError(["svc", "docs", "keys", "create"], error.message)))
+    )
     // The key alone on stdout, so `KEY=$(svc docs keys create)` works, and its description on stderr.
     // A key that did not reach stdout (`> /dev/full`, a reader gone) is one nobody has: revoked at once,
     // and not described as created.

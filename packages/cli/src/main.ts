@@ -7,7 +7,7 @@ import { Database, EmbeddedPostgres, Migrations, ServiceClient, Settings } from 
 import { Config, Console, Deferred, Effect, Layer, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { commaList } from "./CommaList.ts"
-import { CommandFailed } from "./CommandFailed.ts"
+import { CommandFailed, UsageError } from "./CommandFailed.ts"
 import { docs } from "./docs.ts"
 import { mcp } from "./mcp.ts"
 import { queue } from "./queue.ts"
@@ -104,7 +104,7 @@ const start = Command.make(
     if (service !== "all" && selected.length === 0) {
       const available = landed.map((candidate) => candidate.name).join(", ") || "none yet"
       return yield* Effect.fail(
-        new CommandFailed(`The ${service} service is not part of this build yet (landed: ${available}).`)
+        new UsageError(["svc", "start"], `The ${service} service is not part of this build yet (landed: ${available}).`)
       )
     }
     const servers = service === "all" ? [...selected, SuiteStatus.Server] : selected
@@ -158,6 +158,16 @@ const listingsIngest = Command.make(
     wait: Flag.Boolean("wait").pipe(Flag.withDescription("Follow the runs until they finish"), Flag.withDefault(false))
   },
   Effect.fn(function*({ source, wait }) {
+    const sources = commaList(source)
+    // `--source ""` names no source: running every one instead is not what was asked
+    if (source.length > 0 && sources.length === 0) {
+      return yield* Effect.fail(
+        new UsageError(
+          ["svc", "listings", "ingest"],
+          "--source names no source: give a source id (svc listings ingest without --source runs every enabled one)"
+        )
+      )
+    }
     const url = yield* ServiceClient.urlSetting("LISTINGS_URL").pipe(Config.withDefault("http://localhost:8787"))
     const token = yield* Config.option(Config.Redacted("ADMIN_TOKEN"))
     if (Option.isNone(token)) {
@@ -165,11 +175,6 @@ const listingsIngest = Command.make(
     }
     const problem = ServiceClient.targetProblem({ url, urlVariable: "LISTINGS_URL", token: Redacted.value(token.value), tokenVariable: "ADMIN_TOKEN" })
     if (problem !== undefined) return yield* Effect.fail(new CommandFailed(problem))
-    const sources = commaList(source)
-    // `--source ""` names no source: running every one instead is not what was asked
-    if (source.length > 0 && sources.length === 0) {
-      return yield* Effect.fail(new CommandFailed("--source names no source: give a source id (svc listings ingest without --source runs every enabled one)"))
-    }
     let failed = false
     let events = 0
     yield* IngestClient.trigger({

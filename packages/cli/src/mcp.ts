@@ -13,8 +13,9 @@ import { Mcp } from "@svc/docs"
 import { launchServer } from "@svc/platform"
 import { Config, Effect, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
+import { UsageError } from "./CommandFailed.ts"
 
-export class McpUsageError extends Error {}
+const usage = (problem: string) => Effect.fail(new UsageError(["svc", "mcp"], problem))
 
 export const mcp = Command.make(
   "mcp",
@@ -37,14 +38,14 @@ export const mcp = Command.make(
   Effect.fn(function*({ transport, port, apiKey }) {
     if (transport === "http") {
       if (Option.isSome(apiKey)) {
-        return yield* Effect.fail(new McpUsageError(
+        return yield* usage(
           "--api-key is for --transport stdio; over HTTP each client sends its key in the Authorization header"
-        ))
+        )
       }
       return yield* launchServer(Mcp.httpLayer({ port: Option.getOrUndefined(port), nextFreePort: true }))
     }
     if (Option.isSome(port)) {
-      return yield* Effect.fail(new McpUsageError("--port is for --transport http; stdio needs no port"))
+      return yield* usage("--port is for --transport http; stdio needs no port")
     }
     const fromEnv = yield* Config.option(Config.Redacted("SVC_API_KEY"))
     // a key given as nothing but whitespace (`--api-key ""`, `SVC_API_KEY="  "`) ran the server
@@ -53,17 +54,17 @@ export const mcp = Command.make(
       ? Redacted.value(apiKey.value).trim() === ""
       : Option.isSome(fromEnv) && Redacted.value(fromEnv.value) !== "" && Redacted.value(fromEnv.value).trim() === ""
     if (blank) {
-      return yield* Effect.fail(new McpUsageError(
+      return yield* usage(
         `${Option.isSome(apiKey) ? "--api-key" : "SVC_API_KEY"} is empty: give the key, or leave both unset to call anonymously`
-      ))
+      )
     }
     // a key from a file written on Windows ends in \r: the ends' whitespace is no part of any key
     const key = Option.orElse(apiKey, () => fromEnv).pipe(Option.map((key) => Redacted.value(key).trim()), Option.getOrUndefined)
     // a header cannot carry it: every call would fail as "the documentation service could not be reached"
     if (key !== undefined && /[^\x21-\x7e]/.test(key)) {
-      return yield* Effect.fail(new McpUsageError(
+      return yield* usage(
         "--api-key (or SVC_API_KEY) holds a space or a character a header cannot carry: give the key alone"
-      ))
+      )
     }
     // its logs go to stderr with every command's (Logging.layer): over stdio, stdout carries the protocol alone
     yield* Mcp.runStdio({ apiKey: key === "" ? undefined : key })

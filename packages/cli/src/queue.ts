@@ -16,7 +16,7 @@ import { EVENT_STATES, MAX_BULK, MAX_EVENTS_PAGE } from "@svc/schema"
 import { ServiceClient } from "@svc/platform"
 import { Config, Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { CommandFailed } from "./CommandFailed.ts"
+import { CommandFailed, UsageError } from "./CommandFailed.ts"
 import { printJson, printLine } from "./Terminal.ts"
 
 /**
@@ -203,10 +203,10 @@ const untilDone = <E extends { readonly _tag: string; readonly message: string }
   })
 
 /** Ids, a filter, or --all: a bulk command never acts on everything by omission. */
-const requireSelection = (ids: ReadonlyArray<string>, filter: object, all: boolean, what: string) =>
+const requireSelection = (commandPath: ReadonlyArray<string>, ids: ReadonlyArray<string>, filter: object, all: boolean, what: string) =>
   ids.length > 0 || Object.keys(filter).length > 0 || all
     ? Effect.void
-    : Effect.fail(new CommandFailed(`name the ${what}: ids, a filter flag, or --all for every one`))
+    : Effect.fail(new UsageError(commandPath, `name the ${what}: ids, a filter flag, or --all for every one`))
 
 const all = Flag.Boolean("all").pipe(Flag.withDescription("Every one (without ids or a filter flag)"), Flag.withDefault(false))
 
@@ -234,7 +234,7 @@ const cancel = Command.make(
       ...given("fromDate", from),
       ...given("toDate", to)
     }
-    yield* requireSelection(ids, chosen, all, "messages to cancel")
+    yield* requireSelection(["svc", "queue", "cancel"], ids, chosen, all, "messages to cancel")
     const filter = { ...chosen, toDate: Math.min(Date.now(), chosen.toDate ?? Infinity) }
     let cancelled = 0
     for (let at = 0; at < Math.max(ids.length, 1); at += MAX_BULK) {
@@ -279,7 +279,7 @@ const dlqBulk = (action: "retry" | "delete") =>
         ...given("fromDate", from),
         ...given("toDate", to)
       }
-      yield* requireSelection(ids, chosen, all, "DLQ entries")
+      yield* requireSelection(["svc", "queue", "dlq", `${action}-all`], ids, chosen, all, "DLQ entries")
       const filter = { ...chosen, toDate: Math.min(Date.now(), chosen.toDate ?? Infinity) }
       let done = 0
       for (let at = 0; at < Math.max(ids.length, 1); at += MAX_BULK) {
@@ -415,12 +415,13 @@ const schedulesAdd = Command.make(
     json
   },
   Effect.fn(function*({ body, cron, destination, header, id, json }) {
+    const usage = (problem: string) => Effect.fail(new UsageError(["svc", "queue", "schedules", "add"], problem))
     const headers: Record<string, string> = {}
     for (const line of header) {
       const colon = line.indexOf(":")
-      if (colon <= 0) return yield* Effect.fail(new CommandFailed(`--header ${JSON.stringify(line)}: expected "Name: value"`))
+      if (colon <= 0) return yield* usage(`--header ${JSON.stringify(line)}: expected "Name: value"`)
       // one header a flag: "X-A: b\r\nX-Evil: 1" is not two
-      if (/[\r\n]/.test(line)) return yield* Effect.fail(new CommandFailed(`--header ${JSON.stringify(line)}: one header a flag, no line break`))
+      if (/[\r\n]/.test(line)) return yield* usage(`--header ${JSON.stringify(line)}: one header a flag, no line break`)
       headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim()
     }
     // The queue keeps its own headers (Svc-*) and Content-Type; any other reaches the destination only as
@@ -428,9 +429,9 @@ const schedulesAdd = Command.make(
     const forwardAll = Object.entries(headers).some(([name, value]) => name.toLowerCase() === "svc-header-forward" && value.toLowerCase() === "true")
     const dropped = Object.keys(headers).find((name) => !/^svc-/i.test(name) && name.toLowerCase() !== "content-type")
     if (dropped !== undefined && !forwardAll) {
-      return yield* Effect.fail(new CommandFailed(
+      return yield* usage(
         `--header ${JSON.stringify(dropped)} would not reach the destination: name it Svc-Forward-${dropped}, or add --header "Svc-Header-Forward: true"`
-      ))
+      )
     }
     const created = yield* withQueue((queue) =>
       queue.AddSchedule({

@@ -237,7 +237,7 @@ describe("svc", () => {
         assert.notInclude(run.output, "hunter2")
       }
       const noSource = yield* svcRun(["listings", "ingest", "--source", " , "], { LISTINGS_URL: nobody, ADMIN_TOKEN: "t" })
-      assert.strictEqual(noSource.output, "svc: --source names no source: give a source id (svc listings ingest without --source runs every enabled one)\n")
+      assert.strictEqual(noSource.output, "svc: --source names no source: give a source id (svc listings ingest without --source runs every enabled one) (see: svc listings ingest --help)\n")
       // a result that cannot be written is a failure (the key of `docs keys create > file` on a full disk)
       const full = spawnSync(process.execPath, [bin, "--help"], { stdio: ["ignore", openSync("/dev/full", "w"), "pipe"], encoding: "utf8" })
       assert.strictEqual(full.status, 1)

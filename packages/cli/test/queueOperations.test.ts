@@ -50,7 +50,7 @@ describe("svc queue events, cancel, dlq retry-all / delete-all", () => {
 
       const nothing = yield* svcRun(["queue", "cancel"], env)
       assert.strictEqual(nothing.code, 1)
-      assert.strictEqual(nothing.output, "svc: name the messages to cancel: ids, a filter flag, or --all for every one\n")
+      assert.strictEqual(nothing.output, "svc: name the messages to cancel: ids, a filter flag, or --all for every one (see: svc queue cancel --help)\n")
       const badTime = yield* svcRun(["queue", "events", "--from", "yesterday"], env)
       assert.strictEqual(badTime.code, 1)
       assert.match(badTime.output, /--from "yesterday": expected an ISO 8601 time or Unix milliseconds/)
