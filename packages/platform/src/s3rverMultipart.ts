@@ -1,9 +1,16 @@
 /**
- * The two multipart operations s3rver lacks, served in its own process (`s3rverChild.ts`) from the
- * files s3rver keeps an unfinished upload in: ListParts (`GET /<bucket>/<key>?uploadId=`) and
- * AbortMultipartUpload (`DELETE /<bucket>/<key>?uploadId=`). s3rver answered both 405, so on a machine
- * without radosgw (a newcomer's first `npm start`) the uploads demo could neither resume an upload after
- * a reload (`@svc/blob` asks storage which parts landed) nor give one up.
+ * What s3rver lacks of S3's multipart uploads, served in its own process (`s3rverChild.ts`) from the
+ * files s3rver keeps an unfinished upload in:
+ *
+ * - ListParts (`GET /<bucket>/<key>?uploadId=`) and AbortMultipartUpload (`DELETE …?uploadId=`).
+ *   s3rver answered both 405, so on a machine without radosgw (a newcomer's first `npm start`) the
+ *   uploads demo could neither resume an upload after a reload (`@svc/blob` asks storage which parts
+ *   landed) nor give one up.
+ * - CompleteMultipartUpload's checks (`POST …?uploadId=`): every part named must be there with its
+ *   ETag (InvalidPart), in ascending order (InvalidPartOrder), each but the last at least 5 MiB
+ *   (EntityTooSmall), all 400 as S3 answers them. s3rver checked none: a part never sent ended its
+ *   process (an error of a stream it does not listen to), so such a request got a 502 while it was
+ *   started again. The checked request then goes on to s3rver, which completes it.
  *
  * s3rver keeps an upload in `<bucket>/._S3rver_uploads/<uploadId>/`: `key` (the object's key),
  * `metadata`, and per part `<n>` (its bytes) and `<n>.md5` (its ETag). An upload whose `key` file is
@@ -13,9 +20,12 @@
 import * as fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as path from "node:path"
+import { Readable } from "node:stream"
 
 /** The part of a Koa context (s3rver is a Koa application) these operations use. */
 interface Context {
+  /** The request, replaced by its read body once the completion has been checked (s3rver reads it again). */
+  req: AsyncIterable<Uint8Array>
   readonly method: string
   readonly path: string
   readonly query: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
@@ -28,8 +38,22 @@ interface Store {
 }
 type S3ErrorConstructor = new(code: string, message: string, detail?: Record<string, string>) => Error
 
+interface XmlParser {
+  validate(xml: string): true | object
+  parse(xml: string, options: { readonly tagValueProcessor: (value: string) => string }): unknown
+}
+
+const requireFromS3rver = createRequire(createRequire(import.meta.url).resolve("s3rver"))
 // s3rver's own error model: thrown, it becomes the S3 XML error with the code's status
-const S3Error = createRequire(import.meta.url)("s3rver/lib/models/error") as S3ErrorConstructor
+const S3Error = requireFromS3rver("./models/error") as S3ErrorConstructor
+// the XML parser s3rver reads a completion with, so the parts checked are the parts it completes
+const xmlParser = requireFromS3rver("fast-xml-parser") as XmlParser
+const entities = requireFromS3rver("he") as { decode(text: string): string }
+
+/** S3's least size of every part of a multipart upload but the last. */
+const MIN_PART_BYTES = 5 * 1024 * 1024
+/** A completion naming all 10,000 parts is ~1 MB of XML. */
+const MAX_COMPLETION_BYTES = 2 * 1024 * 1024
 
 /** S3's own bound on parts a ListParts answer holds. */
 const MAX_PARTS = 1000
@@ -70,7 +94,7 @@ const uploadFolder = async (store: Store, bucket: string, key: string, uploadId:
   return folder
 }
 
-const listParts = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string) => {
+const listParts = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string): Promise<void> => {
   const folder = await uploadFolder(store, bucket, key, uploadId)
   const maxParts = wholeNumber("max-parts", single(ctx.query["max-parts"]), 0, MAX_PARTS, MAX_PARTS)
   const marker = wholeNumber("part-number-marker", single(ctx.query["part-number-marker"]), 0, 10_000, 0)
@@ -105,21 +129,87 @@ const listParts = async (ctx: Context, store: Store, bucket: string, key: string
   }
 }
 
-const abort = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string) => {
+const abort = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string): Promise<void> => {
   const folder = await uploadFolder(store, bucket, key, uploadId)
   await fs.rm(folder, { recursive: true, force: true })
   ctx.status = 204
 }
 
+/** The parts a completion names, as s3rver reads them; undefined where s3rver itself refuses the XML. */
+const namedParts = (xml: string): ReadonlyArray<{ readonly number: number; readonly etag: string }> | undefined => {
+  if (xmlParser.validate(xml) !== true) return undefined
+  const body = xmlParser.parse(xml, { tagValueProcessor: (value) => entities.decode(value) }) as {
+    CompleteMultipartUpload?: { Part?: unknown }
+  }
+  const named = body.CompleteMultipartUpload?.Part
+  if (named === undefined || named === null || named === "") return undefined
+  return ([] as Array<unknown>).concat(named).map((part) => {
+    const { ETag, PartNumber } = (part ?? {}) as { ETag?: unknown; PartNumber?: unknown }
+    return { number: Number(PartNumber), etag: String(ETag ?? "").replace(/"/g, "") }
+  })
+}
+
+const readBody = async (ctx: Context): Promise<Buffer> => {
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of ctx.req) {
+    size += chunk.length
+    if (size > MAX_COMPLETION_BYTES) {
+      throw new S3Error("MaxMessageLengthExceeded", `Your request was too big (over ${MAX_COMPLETION_BYTES} bytes).`)
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks)
+}
+
+const checkCompletion = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string, next: () => Promise<void>) => {
+  const folder = await uploadFolder(store, bucket, key, uploadId)
+  const body = await readBody(ctx)
+  const parts = namedParts(body.toString("utf8")) ?? []
+  if (parts.some((part, index) => index > 0 && !(part.number > parts[index - 1]!.number))) {
+    throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
+  }
+  const sizes: Array<number> = []
+  for (const part of parts) {
+    const invalid = new S3Error(
+      "InvalidPart",
+      "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.",
+      { UploadId: uploadId, PartNumber: String(part.number), ETag: part.etag }
+    )
+    if (!Number.isInteger(part.number) || part.number < 1 || part.number > 10_000) throw invalid
+    const file = path.join(folder, String(part.number))
+    const [stat, md5] = await Promise.all([fs.stat(file).catch(() => undefined), fs.readFile(`${file}.md5`, "utf8").catch(() => undefined)])
+    if (stat === undefined || md5?.trim() !== part.etag) throw invalid
+    sizes.push(stat.size)
+  }
+  const small = sizes.findIndex((size, index) => index < sizes.length - 1 && size < MIN_PART_BYTES)
+  if (small >= 0) {
+    throw new S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.", {
+      ProposedSize: String(sizes[small]),
+      MinSizeAllowed: String(MIN_PART_BYTES),
+      PartNumber: String(parts[small]!.number)
+    })
+  }
+  // s3rver reads the body again from the request, and refuses what namedParts left undefined
+  ctx.req = Readable.from([body])
+  return next()
+}
+
 /**
- * Koa middleware answering ListParts and AbortMultipartUpload, passing every other request on to
- * s3rver's router. Placed before the router, after s3rver's middleware that writes a plain-object body
- * as XML.
+ * Koa middleware answering ListParts and AbortMultipartUpload and checking a completion, passing every
+ * other request (and a checked completion) on to s3rver's router. Placed before the router, after
+ * s3rver's middleware that writes a plain-object body as XML.
  */
 export const multipartOperations = (store: Store) => async (ctx: Context, next: () => Promise<void>): Promise<void> => {
   const uploadId = single(ctx.query["uploadId"])
   const target = /^\/([^/]+)\/(.+)$/.exec(ctx.path)
-  const operation = ctx.method === "GET" ? listParts : ctx.method === "DELETE" ? abort : undefined
+  const operation = ctx.method === "GET"
+    ? listParts
+    : ctx.method === "DELETE"
+    ? abort
+    : ctx.method === "POST"
+    ? checkCompletion
+    : undefined
   if (uploadId === undefined || target === null || operation === undefined) return next()
   let bucket: string
   let key: string
@@ -129,5 +219,5 @@ export const multipartOperations = (store: Store) => async (ctx: Context, next: 
   } catch {
     throw new S3Error("InvalidURI", "Couldn't parse the specified URI.")
   }
-  await operation(ctx, store, bucket, key, uploadId)
+  await operation(ctx, store, bucket, key, uploadId, next)
 }
