@@ -4,6 +4,7 @@
 import { OutboundGuard, openApiRoute, toIssues } from "@svc/platform"
 import {
   ImageNotFound,
+  ImportServicesQuery,
   INGEST_QUERY_PARAMETERS,
   type IngestResult,
   INT4_MAX,
@@ -25,9 +26,13 @@ import { ImageCacher, ImageRecord, ImageStore } from "./Images.ts"
 import { ImportServices } from "./ImportServices.ts"
 import { Ingest } from "./Ingest.ts"
 import { ListingsConfig } from "./ListingsConfig.ts"
-import { type JsonAnswer, jsonAnswer } from "./OfferAnswers.ts"
+import { ignoredParametersWarning, type JsonAnswer, jsonAnswer } from "./OfferAnswers.ts"
 import { Offers, splitList } from "./Offers.ts"
 import { SourceHealthLookup } from "./SourceHealth.ts"
+
+/** The names of the request's query parameters that are not keys of `known` (a route's query fields), each once. */
+const unknownParameters = (request: HttpServerRequest.HttpServerRequest, known: object): Array<string> =>
+  [...new Set(new URLSearchParams(request.url.split("?")[1] ?? "").keys())].filter((name) => !Object.hasOwn(known, name))
 
 /** A page's `limit` and `offset` out of range; only checked without complete=true, which ignores them. */
 const pageIssues = (query: { readonly limit?: number | undefined; readonly offset?: number | undefined }) => {
@@ -130,8 +135,7 @@ const OffersHandlers = HttpApiBuilder.group(
           const request = yield* HttpServerRequest.HttpServerRequest
           // a parameter this route does not take is named in `warnings` (not refused: a client may
           // add its own, a cache buster): a misspelt `fuelType=` or `Make=` was silently unapplied
-          const ignored = [...new Set(new URLSearchParams(request.url.split("?")[1] ?? "").keys())]
-            .filter((name) => !Object.hasOwn(OffersQuery, name))
+          const ignored = unknownParameters(request, OffersQuery)
           const answer = yield* offers.search(ignored.length > 0 ? { ...query, ignoredParameters: ignored } : query)
           return yield* sendJsonAnswer(answer)
         }))
@@ -155,8 +159,13 @@ const ImportServicesHandlers = HttpApiBuilder.group(
   "importServices",
   Effect.fn(function*(handlers) {
     const directory = yield* ImportServices
-    return handlers.handle("list", ({ query }) =>
-      Effect.map(directory.list(query.region), (services) => ({ services })))
+    return handlers.handle("list", ({ query, request }) =>
+      Effect.map(directory.list(query.region), (services) => {
+        // as GET /offers: a parameter the route does not take (a misspelt `regoin=`, `Region=`) is
+        // named in `warnings`, not refused; it listed every company without a word
+        const warning = ignoredParametersWarning(unknownParameters(request, ImportServicesQuery))
+        return warning === undefined ? { services } : { services, warnings: [warning] }
+      }))
   })
 )
 

@@ -124,6 +124,25 @@ const contractTests = (it: LayerIt) => {
       assert.deepStrictEqual(none.body, { services: [] })
     }))
 
+  it.effect("GET /import-services names a parameter it does not take in warnings, as GET /offers does (a misspelt regoin= listed every company without a word)", () =>
+    Effect.gen(function*() {
+      const all = (yield* get("/import-services")).body
+      const misspelt = yield* get("/import-services?regoin=germany")
+      assert.strictEqual(misspelt.status, 200)
+      assert.deepStrictEqual(misspelt.body, { services: all.services, warnings: ["Unknown query parameter ignored: regoin"] })
+      // the others still apply; each unknown name once, as GET /offers names them
+      const mixed = yield* get("/import-services?region=germany&Region=x&_=1&_=2")
+      assert.isAbove(mixed.body.services.length, 1)
+      for (const service of mixed.body.services) assert.strictEqual(service.region, "germany")
+      assert.deepStrictEqual(mixed.body.warnings, ["Unknown query parameters ignored: Region, _"])
+      assert.deepStrictEqual(
+        (yield* get("/offers?Region=x&_=1&_=2")).body.warnings,
+        ["Unknown query parameters ignored: Region, _"]
+      )
+      // only its own parameter: no warnings key at all
+      assert.deepStrictEqual(Object.keys((yield* get("/import-services?region=germany")).body), ["services"])
+    }))
+
   it.effect("/openapi.json and a JSON 404 for unknown routes", () =>
     Effect.gen(function*() {
       const openapi = yield* get("/openapi.json")

@@ -53,6 +53,11 @@ layer(
       assert.deepStrictEqual(rpc.security, [{ bearer: [] }])
       assert.includeMembers(Object.keys(rpc.responses), ["200", "400", "401", "413", "415", "503"])
       assert.sameMembers(Object.keys(document.paths["/ready"].get.responses), ["200", "503"])
+      // GET /import-services names parameters it does not take in an optional `warnings`, as /offers does
+      const directory = document.components.schemas.ImportServicesResponse
+      assert.deepStrictEqual(directory.required, ["services"])
+      assert.strictEqual(directory.properties.warnings.type, "array")
+      assert.include(directory.properties.warnings.description, "parameters this route does not take")
       for (const path of ["/offers", "/offers/{id}"]) {
         const operation = document.paths[path].get
         assert.property(operation.responses, "304", path)

@@ -163,7 +163,17 @@ export const ImportService = Schema.Struct({
 }).annotate({ identifier: "ImportService" })
 export type ImportService = typeof ImportService.Type
 
-export const ImportServicesResponse = Schema.Struct({ services: Schema.Array(ImportService) }).annotate({
+export const ImportServicesResponse = Schema.Struct({
+  services: Schema.Array(ImportService),
+  /**
+   * Only when there is something to say, as GET /offers' `warnings`: query parameters the route does
+   * not take ("Unknown query parameter ignored: regoin"), answered as if they were not there.
+   */
+  warnings: Schema.optionalKey(Schema.Array(Schema.String).annotate({
+    description: "Present only when there is something to say, as in GET /offers: the query parameters this route does not " +
+      "take, named (\"Unknown query parameter ignored: regoin\"); the answer is what the other parameters ask"
+  }))
+}).annotate({
   identifier: "ImportServicesResponse"
 })
 
@@ -311,9 +321,18 @@ export class SourcesGroup extends HttpApiGroup.make("sources").add(
   HttpApiEndpoint.get("list", "/sources", { success: SourcesResponse })
 ) {}
 
+/**
+ * GET /import-services query parameters. Any other is named in `warnings` (not refused, as GET /offers
+ * does: a client may add its own, a cache buster); a misspelt `regoin=` listed every company silently.
+ */
+export const ImportServicesQuery = {
+  /** Compares as GET /offers' `regions`: case, accents and punctuation do not count. */
+  region: Schema.optional(NameParam)
+}
+
 export class ImportServicesGroup extends HttpApiGroup.make("importServices").add(
   HttpApiEndpoint.get("list", "/import-services", {
-    query: { region: Schema.optional(NameParam) },
+    query: ImportServicesQuery,
     success: ImportServicesResponse
   })
 ) {}
