@@ -26,20 +26,28 @@ const migrate = Command.make(
   },
   Effect.fn(function*({ schemas }) {
     const known = Migrations.services()
-    // `svc migrate nope` told the migrations folder's path and the system's ENOENT: refused naming the known ones
+    // `svc migrate nope` told the migrations folder's path and the system's ENOENT: refused naming the
+    // known ones, and before the database is opened (the embedded cluster was started, even created, first)
     const unknown = schemas.find((schema) => !known.includes(schema))
     if (unknown !== undefined) {
-      return yield* Effect.fail(new CommandFailed(`No service ${JSON.stringify(unknown.slice(0, 100))} has migrations: ${known.join(", ")}`))
+      return yield* Effect.fail(
+        new UsageError(
+          ["svc", "migrate"],
+          `No service ${JSON.stringify(unknown.slice(0, 100))} has migrations: ${
+            known.length === 0 ? "no service has any yet" : `give one of ${known.join(", ")} (or none, for all)`
+          }`
+        )
+      )
     }
     const only = schemas.length > 0 ? schemas : known
     if (only.length === 0) return yield* Console.log("Nothing to migrate: no service has migrations yet.")
-    for (const schema of only) {
-      const applied = yield* Migrations.migrate(schema)
-      yield* Console.log(
-        applied.length === 0 ? `${schema}: up to date` : `${schema}: applied ${applied.join(", ")}`
-      )
-    }
-  }, Effect.provide(Database.layer))
+    yield* Effect.forEach(only, (schema) =>
+      Migrations.migrate(schema).pipe(
+        Effect.flatMap((applied) =>
+          Console.log(applied.length === 0 ? `${schema}: up to date` : `${schema}: applied ${applied.join(", ")}`)
+        )
+      ), { discard: true }).pipe(Effect.provide(Database.layer))
+  })
 ).pipe(
   Command.withDescription("Apply pending database migrations (services also migrate when they start)"),
   Command.withExamples([
