@@ -3,6 +3,7 @@ import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { exitZeroOnSignal, Logging, ServiceClient } from "@svc/platform"
 import { Cause, Config, Effect, Exit, type Runtime } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
+import { isatty } from "node:tty"
 import { helpHint, UsageError } from "./CommandFailed.ts"
 import { svc } from "./main.ts"
 import { printable } from "./Terminal.ts"
@@ -112,8 +113,31 @@ const teardown: Runtime.Teardown = (exit, onExit) => {
     }))
 }
 
-svc.pipe(
-  Command.run({ version: "0.1.0" }),
+/**
+ * `--wizard` (effect's built-in: it asks for a command, its arguments and flags, then runs it) needs a
+ * terminal to ask on. Without one it misbehaved: at the end of its input it said "Wizard cancelled." and
+ * exited 0, and keystrokes piped in picked a command and ran it. Refused at once, before anything runs,
+ * as a usage error naming what is not a terminal. After `--` it is an argument, not the flag.
+ */
+const wizardProblem = (args: ReadonlyArray<string>): string | undefined => {
+  const end = args.indexOf("--")
+  const asked = (end === -1 ? args : args.slice(0, end)).some((arg) => arg === "--wizard" || arg.startsWith("--wizard="))
+  if (!asked) return undefined
+  const stdin = isatty(0)
+  const stdout = isatty(1)
+  if (stdin && stdout) return undefined
+  const which = !stdin && !stdout ? "neither stdin nor stdout is one" : `${stdin ? "stdout" : "stdin"} is not one`
+  return `--wizard needs a terminal to ask its questions, and ${which}: ` +
+    "give the command with its arguments and flags instead (settings come from the environment)"
+}
+
+const wizardRefused = wizardProblem(process.argv.slice(2))
+
+const program = wizardRefused === undefined
+  ? svc.pipe(Command.run({ version: "0.1.0" }))
+  : Effect.fail(new UsageError(["svc"], wizardRefused))
+
+program.pipe(
   Effect.provide([NodeServices.layer, Logging.layer, usagePresenter]),
   Effect.tapCause(report),
   NodeRuntime.runMain({ disableErrorReporting: true, teardown })

@@ -4,9 +4,11 @@
  * pointer to the help, the commands' own refusals did not (an outside audit). Real `svc` processes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { TestDatabase } from "@svc/platform/testing"
+import { tempDir, TestDatabase } from "@svc/platform/testing"
 import { Effect, Redacted } from "effect"
-import { svcRun } from "./svcProcess.ts"
+import { spawnSync } from "node:child_process"
+import * as path from "node:path"
+import { bin, svcRun } from "./svcProcess.ts"
 
 /** A queue nobody listens on: a refusal made before any call never gets to it. */
 const nowhere = { QUEUE_URL: "http://127.0.0.1:9", QUEUE_TOKEN: "t", LISTINGS_URL: "http://127.0.0.1:9", ADMIN_TOKEN: "t" }
@@ -50,5 +52,32 @@ describe("a usage error found by the command", () => {
         run.stderr,
         `svc: Source "ftp" is not one of folder, npm, git, website, openapi (see: svc docs keys create --help)\n`
       )
+    }), 120_000)
+
+  it.live("--wizard without a terminal is refused at once: it said \"Wizard cancelled.\" and exited 0, and piped keystrokes ran a command", () =>
+    Effect.gen(function*() {
+      const refusal = "svc: --wizard needs a terminal to ask its questions, and neither stdin nor stdout is one: " +
+        "give the command with its arguments and flags instead (settings come from the environment) (see: svc --help)\n"
+      for (const args of [["--wizard"], ["migrate", "--wizard"], ["db", "--wizard=true"]]) {
+        const run = yield* svcRun(args)
+        assert.strictEqual(run.code, 1, `${args.join(" ")}: ${run.output}`)
+        assert.strictEqual(run.stdout, "", args.join(" "))
+        assert.strictEqual(run.stderr, refusal, args.join(" "))
+      }
+      // keystrokes from a pipe: Enter chose `svc db url` and ran it
+      const dir = yield* tempDir("svc-wizard-")
+      const { DATABASE_URL: _, ...env } = process.env
+      const piped = spawnSync(process.execPath, [bin, "db", "--wizard"], {
+        input: "\r\r\r\r\r\r",
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...env, EMBEDDED_POSTGRES_DIR: path.join(dir, "postgres") }
+      })
+      assert.strictEqual(piped.status, 1, piped.stdout + piped.stderr)
+      assert.strictEqual(piped.stdout, "")
+      assert.strictEqual(piped.stderr, refusal)
+      // after `--` it is an argument, not the flag
+      const operand = yield* svcRun(["db", "url", "--", "--wizard"])
+      assert.strictEqual(operand.stderr, `svc: Unexpected positional argument: "--wizard" (see: svc db url --help)\n`)
     }), 120_000)
 })
