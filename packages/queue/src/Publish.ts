@@ -377,9 +377,20 @@ export const parsePublish = (
   }
   for (const [name, value] of input.query) config.set(lowerHeaderName(name), { value, in: "query", name })
 
+  /**
+   * Whether a number or duration given as a query parameter has white space around it, refused then
+   * (a problem pushed): `?svc-retries=+3` reached us as " 3" (a '+' is a space in a query string) and
+   * was taken as 3, where a query number is digits alone (the rule of every other query of the queue,
+   * `IntParam`). A header's own surrounding white space is not part of its value (RFC 9110 §5.5).
+   */
+  const spacedInQuery = (source: Source): boolean => {
+    if (source.in !== "query" || source.value.trim() === source.value) return false
+    problem(source, `must not have white space around it (a '+' in a query string is a space), got ${JSON.stringify(source.value.slice(0, 100))}`)
+    return true
+  }
   const integer = (key: string, fallback: number, max: number): number => {
     const source = config.get(key)
-    if (source === undefined) return fallback
+    if (source === undefined || spacedInQuery(source)) return fallback
     const value = source.value.trim()
     if (!/^\d+$/.test(value)) {
       problem(source, `expected a non-negative integer, got ${JSON.stringify(value.slice(0, 100))}`)
@@ -394,7 +405,7 @@ export const parsePublish = (
   }
   const duration = (key: string, fallback: number, max: number, what: string): number => {
     const source = config.get(key)
-    if (source === undefined) return fallback
+    if (source === undefined || spacedInQuery(source)) return fallback
     const ms = parseDuration(source.value)
     if (ms === undefined) {
       problem(
@@ -513,7 +524,7 @@ export const parsePublish = (
 
   const notBeforeSource = config.get("svc-not-before")
   let notBefore: number | undefined
-  if (notBeforeSource !== undefined) {
+  if (notBeforeSource !== undefined && !spacedInQuery(notBeforeSource)) {
     const value = notBeforeSource.value.trim()
     const now = input.now ?? Date.now()
     if (!/^\d+$/.test(value)) {

@@ -90,4 +90,30 @@ describe("numbers in the queue's query strings", () => {
         }
       })
     ))
+
+  it.live("publish, enqueue, schedules: a number given as a svc- query parameter is digits alone; '+3' (a space in a query) was taken as 3", () =>
+    withQueue((call) =>
+      Effect.gen(function*() {
+        const routes = [
+          ["/v2/publish/https://example.com/x", {}],
+          ["/v2/enqueue/fifo/https://example.com/x", {}],
+          ["/v2/schedules/https://example.com/x", { "svc-cron": "* * * * *" }]
+        ] as const
+        const values = [["svc-retries", "3"], ["svc-delay", "10"], ["svc-timeout", "10s"], ["svc-not-before", "1"]] as const
+        for (const [route, headers] of routes) {
+          for (const [name, good] of values) {
+            if (name === "svc-not-before" && route.startsWith("/v2/schedules")) continue
+            const taken = yield* call(`${route}?${name}=${good}`, { method: "POST", body: "m", headers })
+            assert.include([200, 201], taken.status, `${route}?${name}=${good}: ${JSON.stringify(taken.body)}`)
+            for (const [sent, value] of [[`+${good}`, ` ${good}`], [`${good}+`, `${good} `], [`%20${good}`, ` ${good}`], [`%09${good}`, `\t${good}`]]) {
+              const what = `${route}?${name}=${sent}`
+              const refused = yield* call(`${route}?${name}=${sent}`, { method: "POST", body: "m", headers })
+              assert.strictEqual(refused.status, 400, `${what}: ${JSON.stringify(refused.body)}`)
+              assert.deepStrictEqual(refused.body.issues.map((issue: any) => issue.parameter), [name], what)
+              assert.include(refused.body.issues[0].problem, `got ${JSON.stringify(value)}`, what)
+            }
+          }
+        }
+      })
+    ))
 })
