@@ -10,8 +10,8 @@ import { ApiConventions, ApiError, Unauthorized } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 import { RpcDefects } from "./RpcDefects.ts"
 import {
-  BoundedInt,
   IdParam,
+  IntParam,
   isNulFree,
   MAX_ID_LENGTH,
   MAX_NAME_LENGTH,
@@ -158,11 +158,11 @@ export const ContextQuery = {
   /** Default txt. */
   type: Schema.optional(Schema.Literals(["txt", "json"])),
   /** Token budget of the answer; default 5,000. */
-  tokens: Schema.optional(BoundedInt({ minimum: MIN_CONTEXT_TOKENS, maximum: MAX_CONTEXT_TOKENS })),
+  tokens: Schema.optional(IntParam({ minimum: MIN_CONTEXT_TOKENS, maximum: MAX_CONTEXT_TOKENS })),
   /** What to focus on (Context7 v2): its words join the question's; alone, it is the question. */
   topic: Schema.optional(RequestString({ maxLength: MAX_TOPIC_LENGTH })),
   /** The n-th budget of snippets past the first (Context7 v2): 1 (default) to 10. */
-  page: Schema.optional(BoundedInt({ minimum: 1, maximum: MAX_CONTEXT_PAGE }))
+  page: Schema.optional(IntParam({ minimum: 1, maximum: MAX_CONTEXT_PAGE }))
 }
 
 // -----------------------------------------------------------------------------

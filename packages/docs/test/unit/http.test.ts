@@ -110,6 +110,13 @@ describe("docs REST API v2 handlers (memory layers)", () => {
         ["/api/v2/context?libraryId=/acme/greeter&page=11", "page"],
         ["/api/v2/context?libraryId=/acme/greeter&page=two", "page"],
         ["/api/v2/context?libraryId=/acme/greeter&page=1.5", "page"],
+        // JavaScript's number parsing took these as 10,000 / 5,000 / 2 / 16
+        ["/api/v2/context?libraryId=/acme/greeter&tokens=1e4", "tokens"],
+        ["/api/v2/context?libraryId=/acme/greeter&tokens=%2B5000", "tokens"],
+        ["/api/v2/context?libraryId=/acme/greeter&tokens=5000.0", "tokens"],
+        ["/api/v2/context?libraryId=/acme/greeter&page=2.0", "page"],
+        ["/api/v2/context?libraryId=/acme/greeter&page=0x2", "page"],
+        ["/api/v2/context?libraryId=/acme/greeter&page=", "page"],
         [`/api/v2/context?libraryId=/acme/greeter&topic=${"x".repeat(201)}`, "topic"],
         ["/api/v2/libs/search", "libraryName"],
         ["/api/v2/libs/search?libraryName=%20%20%09", "libraryName"]
