@@ -228,6 +228,11 @@ describe("svc", () => {
         [["queue", "dlq", "list"], { QUEUE_URL: "not-a-url", QUEUE_TOKEN: "t" }, "svc: QUEUE_URL must be an http(s) URL\n"],
         [["listings", "ingest"], { LISTINGS_URL: "http://admin:hunter2@127.0.0.1:1", ADMIN_TOKEN: "t" }, "svc: LISTINGS_URL must not hold a user or password (the token goes in ADMIN_TOKEN)\n"],
         [["docs", "list"], { DOCS_URL: "ftp://127.0.0.1/", DOCS_ADMIN_TOKEN: "t" }, "svc: DOCS_URL must be an http(s) URL, not ftp:\n"],
+        // only whitespace is no URL: it was "must be an http(s) URL"; empty is unset (the default, or for DOCS_URL the database)
+        [["queue", "dlq", "list"], { QUEUE_URL: "  ", QUEUE_TOKEN: "t" }, "svc: invalid configuration: QUEUE_URL is only whitespace: give a URL, or leave it unset\n"],
+        [["listings", "ingest"], { LISTINGS_URL: "\t", ADMIN_TOKEN: "t" }, "svc: invalid configuration: LISTINGS_URL is only whitespace: give a URL, or leave it unset\n"],
+        [["docs", "list"], { DOCS_URL: " ", DOCS_ADMIN_TOKEN: "t" }, "svc: invalid configuration: DOCS_URL is only whitespace: give a URL, or leave it unset\n"],
+        [["mcp", "--transport", "stdio"], { DOCS_API_URL: " " }, "svc: invalid configuration: DOCS_API_URL is only whitespace: give a URL, or leave it unset\n"],
         [["queue", "groups", "get", "g".repeat(300)], { QUEUE_URL: nobody, QUEUE_TOKEN: "t" }, "svc: Invalid request: name: must be at most 200 characters long\n"]
       ]
       for (const [args, env, expected] of cases) {
@@ -311,9 +316,9 @@ describe("svc", () => {
         // an interval of 0 skipped runs in a loop at full CPU
         ["listings", { INGEST_INTERVAL: "0 seconds" }, `must be at least 1 second at ["INGEST_INTERVAL"]`],
         ["listings", { PUBLIC_BASE_URL: "javascript:alert(1)" }, `must be an absolute http or https URL`],
-        ["mcp", { DOCS_API_URL: "http://" }, `at ["DOCS_API_URL"]`],
+        ["mcp", { DOCS_API_URL: "http://" }, `DOCS_API_URL must be an absolute http or https URL`],
         // the MCP server logged the URL it uses at start, password and all
-        ["mcp", { DOCS_API_URL: "http://u:p@127.0.0.1:8789" }, `must not hold a user name or password at ["DOCS_API_URL"]`],
+        ["mcp", { DOCS_API_URL: "http://u:p@127.0.0.1:8789" }, `DOCS_API_URL must not hold a user name or password`],
         // an HMAC key of one space signed any forwarded address
         ["mcp", { DOCS_FORWARD_SECRET: " " }, "DOCS_FORWARD_SECRET must be at least 16 characters"],
         // checked before the object storage starts

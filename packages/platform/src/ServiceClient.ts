@@ -15,11 +15,10 @@ import { toIssues } from "./Http.ts"
 import { serviceTargetProblem } from "./ServiceTarget.ts"
 
 /**
- * A service's base URL from the environment (`QUEUE_URL`, `LISTINGS_URL`, `DOCS_URL`), spaces around it
- * dropped: the URL parser drops them when the URL is checked, so `QUEUE_URL="http://host:8788 "` passed
- * the check and then failed as a call to `http://host:8788 /rpc`.
+ * A service's base URL from the environment (`QUEUE_URL`, `LISTINGS_URL`, `DOCS_URL`): the rule of every
+ * URL setting (`Settings.urlSetting`: spaces around it dropped, only whitespace refused naming it).
  */
-export const urlSetting = (name: string) => Config.String(name).pipe(Config.map((url) => url.trim()))
+export { urlSetting } from "./Settings.ts"
 
 /** The `message` of the suite's error body, or the text itself (shortened). */
 const messageOf = (text: string): string | undefined => {

@@ -101,18 +101,44 @@ export const durationSetting = (
   return fallback === undefined ? duration : duration.pipe(Config.withDefault(Duration.fromInputUnsafe(fallback)))
 }
 
+/**
+ * A setting's text. Unset or empty is unset (effect's environment provider reads an empty variable as
+ * unset, for every setting: its default applies). Only whitespace stops the command naming the variable
+ * and saying what to give (`instead`): it is never what was meant, and taken as given it failed later
+ * under another name (`EMBEDDED_POSTGRES_DIR="  "` made a cluster in a folder named two spaces,
+ * `QUEUE_URL=" "` was "not an http(s) URL"; outside audits). The rule of every text setting but the
+ * secrets ({@link tokenSetting}, whose message must not repeat them).
+ */
+export const textSetting = (name: string, instead: string): Config.Config<string> =>
+  Config.String(name).pipe(
+    Config.flatMap((value) =>
+      value !== "" && value.trim() === ""
+        ? Config.fail(new ConfigProvider.SourceError({ message: `${name} is only whitespace: ${instead}` }))
+        : Config.succeed(value)
+    )
+  )
+
+/**
+ * A URL setting ({@link textSetting}: `QUEUE_URL`, `LISTINGS_URL`, `DOCS_URL`, `DOCS_API_URL`,
+ * `PUBLIC_BASE_URL`), the spaces around it dropped: the URL parser drops them when the URL is checked,
+ * so `QUEUE_URL="http://host:8788 "` passed the check and then failed as a call to `http://host:8788 /rpc`.
+ */
+export const urlSetting = (name: string): Config.Config<string> =>
+  textSetting(name, "give a URL, or leave it unset").pipe(Config.map((url) => url.trim()))
+
 /** An absolute http(s) URL (what links and outbound calls are built on); `fallback` when unset. */
 export const httpUrlSetting = (name: string, fallback?: string) => {
-  const url = Config.schema(
-    Schema.String.check(Schema.makeFilter((value) => {
+  const url = urlSetting(name).pipe(
+    Config.flatMap((value) => {
       const parsed = URL.parse(value)
-      if (parsed === null || !/^https?:$/.test(parsed.protocol) || parsed.host === "") {
-        return "must be an absolute http or https URL, like http://127.0.0.1:8789"
-      }
-      // such a URL is logged at start (DOCS_API_URL) or sent to every client (PUBLIC_BASE_URL)
-      return (parsed.username === "" && parsed.password === "") || "must not hold a user name or password"
-    })),
-    name
+      const problem = parsed === null || !/^https?:$/.test(parsed.protocol) || parsed.host === ""
+        ? "must be an absolute http or https URL, like http://127.0.0.1:8789"
+        // such a URL is logged at start (DOCS_API_URL) or sent to every client (PUBLIC_BASE_URL)
+        : parsed.username !== "" || parsed.password !== ""
+        ? "must not hold a user name or password"
+        : undefined
+      return problem === undefined ? Config.succeed(value) : Config.fail(new ConfigProvider.SourceError({ message: `${name} ${problem}` }))
+    })
   )
   return fallback === undefined ? url : url.pipe(Config.withDefault(fallback))
 }
@@ -162,19 +188,13 @@ export const tokenSetting = (name: string): Config.Config<Option.Option<Redacted
 export const EmbeddedPostgresPort = Config.option(Config.Port("EMBEDDED_POSTGRES_PORT"))
 
 /**
- * A data folder's setting, `fallback` when unset or empty. One that is only whitespace stops the start:
- * `EMBEDDED_POSTGRES_DIR="  "` made a cluster in a folder named two spaces (an outside audit).
+ * A data folder's setting ({@link textSetting}), `fallback` when unset or empty: only whitespace stops
+ * the start (`EMBEDDED_POSTGRES_DIR="  "` made a cluster in a folder named two spaces).
  */
 const folderSetting = (name: string, fallback: string): Config.Config<string> =>
-  Config.String(name).pipe(
+  textSetting(name, `give a folder, or leave it unset for ${fallback}`).pipe(
     Config.withDefault(fallback),
-    Config.flatMap((value) =>
-      value === ""
-        ? Config.succeed(fallback)
-        : value.trim() === ""
-        ? Config.fail(new ConfigProvider.SourceError({ message: `${name} is only whitespace: give a folder, or leave it unset for ${fallback}` }))
-        : Config.succeed(value)
-    )
+    Config.map((value) => value === "" ? fallback : value)
   )
 
 /** `EMBEDDED_POSTGRES_DIR`: the embedded cluster's data folder (relative to the working directory). */

@@ -3,7 +3,7 @@
  * configuration error naming the variable for a value a service could not work with.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Config, ConfigProvider, Duration, Effect, Option, Redacted, Result } from "effect"
+import { Config, ConfigProvider, Duration, Effect, Option, Redacted, Result } from "effect"
 import {
   DatabaseUrl,
   durationSetting,
@@ -12,7 +12,8 @@ import {
   intSetting,
   numberSetting,
   ObjectStorageDir,
-  tokenSetting
+  tokenSetting,
+  urlSetting
 } from "../../src/Settings.ts"
 
 const read = <A>(config: Config.Config<A>, env: Record<string, string>) =>
@@ -102,6 +103,26 @@ describe("Settings", () => {
         "EMBEDDED_POSTGRES_DIR is only whitespace: give a folder, or leave it unset for .data/postgres"
       )
       assert.include(yield* refusal(ObjectStorageDir, { OBJECT_STORAGE_DIR: "\t" }), "OBJECT_STORAGE_DIR is only whitespace")
+    }))
+
+  it.effect("a URL setting (QUEUE_URL, LISTINGS_URL, DOCS_URL, DOCS_API_URL, PUBLIC_BASE_URL): unset or empty is unset; only whitespace is refused naming the variable; the spaces around one are dropped", () =>
+    Effect.gen(function*() {
+      const queueUrl = urlSetting("QUEUE_URL").pipe(Config.withDefault("http://localhost:8788"))
+      assert.deepStrictEqual(yield* read(queueUrl, {}), Result.succeed("http://localhost:8788"))
+      assert.deepStrictEqual(yield* read(queueUrl, { QUEUE_URL: "" }), Result.succeed("http://localhost:8788"))
+      assert.deepStrictEqual(yield* read(queueUrl, { QUEUE_URL: " http://queue:8788 \n" }), Result.succeed("http://queue:8788"))
+      // it said "QUEUE_URL must be an http(s) URL", as if a URL had been given
+      for (const blank of [" ", "\t", " \n "]) {
+        assert.include(yield* refusal(queueUrl, { QUEUE_URL: blank }), "QUEUE_URL is only whitespace: give a URL, or leave it unset")
+      }
+      assert.deepStrictEqual(yield* read(Config.option(urlSetting("DOCS_URL")), { DOCS_URL: "" }), Result.succeed(Option.none()))
+      assert.include(yield* refusal(Config.option(urlSetting("DOCS_URL")), { DOCS_URL: "  " }), "DOCS_URL is only whitespace")
+      const apiUrl = httpUrlSetting("DOCS_API_URL", "http://localhost:8789")
+      assert.deepStrictEqual(yield* read(apiUrl, { DOCS_API_URL: "" }), Result.succeed("http://localhost:8789"))
+      assert.deepStrictEqual(yield* read(apiUrl, { DOCS_API_URL: "http://docs:8789 " }), Result.succeed("http://docs:8789"))
+      // it said "must be an absolute http or https URL"
+      assert.include(yield* refusal(apiUrl, { DOCS_API_URL: "   " }), "DOCS_API_URL is only whitespace: give a URL, or leave it unset")
+      assert.include(yield* refusal(apiUrl, { DOCS_API_URL: "http://u:p@docs" }), "DOCS_API_URL must not hold a user name or password")
     }))
 
   it.effect("tokenSetting: unset or empty is no token; only whitespace, or whitespace at an end, stops the start naming the variable, never the value", () =>
