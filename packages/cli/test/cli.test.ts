@@ -342,6 +342,31 @@ describe("svc", () => {
       }
     }), { timeout: 120_000 })
 
+  it.live("a data folder setting naming a file says so, naming the variable, before anything starts", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-folder-file-")
+      const file = path.join(dir, "data")
+      yield* Effect.promise(() => fs.writeFile(file, ""))
+      // `db url` said "No embedded Postgres in <file> yet", `migrate` "an earlier first start … was
+      // interrupted" and then ENOTDIR, `start uploads` mkdir's "Not a directory" from the object storage's script
+      for (
+        const [args, env, expected] of [
+          [["db", "url"], { EMBEDDED_POSTGRES_DIR: file }, `EMBEDDED_POSTGRES_DIR is ${file}: a file, not a folder`],
+          [["migrate"], { EMBEDDED_POSTGRES_DIR: file }, `EMBEDDED_POSTGRES_DIR is ${file}: a file, not a folder`],
+          [["migrate"], { EMBEDDED_POSTGRES_DIR: path.join(file, "pg") }, `EMBEDDED_POSTGRES_DIR is ${path.join(file, "pg")}: under ${file}, a file, not a folder`],
+          [["start", "uploads"], { OBJECT_STORAGE_DIR: file, UPLOADS_PORT: String(yield* spawnablePort()) }, `OBJECT_STORAGE_DIR is ${file}: a file, not a folder`]
+        ] as const
+      ) {
+        const run = yield* svcRun(args, env)
+        assert.strictEqual(run.code, 1, run.output)
+        assert.strictEqual(run.stdout, "")
+        assert.strictEqual(run.stderr.trim().split("\n").at(-1), `svc: invalid configuration: ${expected}; give a folder, or leave it unset for ${args[0] === "start" ? ".data/object-storage" : ".data/postgres"}`)
+        assert.notInclude(run.output, "Initialising")
+      }
+      // nothing was made beside the file (a start left <file>.initialising and <file>.lock)
+      assert.deepStrictEqual(yield* Effect.promise(() => fs.readdir(dir)), ["data"])
+    }), { timeout: 120_000 })
+
   it.live("a service that needs no database, started alone, starts none (svc start mcp, svc start uploads)", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-no-db-")

@@ -6,6 +6,7 @@
  * process then ignores Ctrl-C's clean stop): `EMBEDDED_POSTGRES_DIR=/proc/pg svc start` hung that
  * way. Here each missing level is made on its own, so such a path fails at once with ENOENT.
  */
+import { statSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 
@@ -30,5 +31,22 @@ export const makeDirectory = async (directory: string, mode?: number): Promise<v
     if (codeOf(error) !== "ENOENT" || parent === directory) return existing(directory, error)
     await makeDirectory(parent)
     await fs.mkdir(directory, { mode }).catch((again: unknown) => existing(directory, again))
+  }
+}
+
+/**
+ * The file standing where `directory` is to be, itself or a parent, or undefined: none (the nearest
+ * thing there is a folder), or it cannot be told (no permission to look). A folder setting naming a file
+ * failed later with messages that did not say so (`No embedded Postgres in <file> yet`, "an earlier
+ * first start … was interrupted", mkdir's ENOTDIR from a script).
+ */
+export const fileInTheWay = (directory: string): string | undefined => {
+  for (let at = path.resolve(directory); ; at = path.dirname(at)) {
+    try {
+      return statSync(at).isDirectory() ? undefined : at
+    } catch (error) {
+      // not there (or a parent is a file: ENOTDIR): look one level up
+      if ((codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR") || path.dirname(at) === at) return undefined
+    }
   }
 }

@@ -7,6 +7,8 @@
  */
 import { parseDuration } from "@svc/schema"
 import { Config, ConfigProvider, Duration, Effect, Option, Redacted, Schema, SchemaGetter, SchemaIssue } from "effect"
+import * as path from "node:path"
+import { fileInTheWay } from "./Directory.ts"
 
 /**
  * A number as an environment variable holds it: decimal digits, a sign, a fraction and an exponent.
@@ -188,13 +190,25 @@ export const tokenSetting = (name: string): Config.Config<Option.Option<Redacted
 export const EmbeddedPostgresPort = Config.option(Config.Port("EMBEDDED_POSTGRES_PORT"))
 
 /**
- * A data folder's setting ({@link textSetting}), `fallback` when unset or empty: only whitespace stops
- * the start (`EMBEDDED_POSTGRES_DIR="  "` made a cluster in a folder named two spaces).
+ * A data folder's setting ({@link textSetting}), `fallback` when unset or empty. A file where the folder
+ * is to be, the path itself or a parent ({@link fileInTheWay}), stops the command saying so: it failed
+ * later with messages that did not (`No embedded Postgres in <file> yet`, "an earlier first start …
+ * was interrupted", mkdir's ENOTDIR from the object storage's script; an outside audit).
  */
 const folderSetting = (name: string, fallback: string): Config.Config<string> =>
   textSetting(name, `give a folder, or leave it unset for ${fallback}`).pipe(
     Config.withDefault(fallback),
-    Config.map((value) => value === "" ? fallback : value)
+    Config.flatMap((value) => {
+      const folder = value === "" ? fallback : value
+      const file = fileInTheWay(folder)
+      if (file === undefined) return Config.succeed(folder)
+      const what = file === path.resolve(folder) ? "a file, not a folder" : `under ${file}, a file, not a folder`
+      return Config.fail(new ConfigProvider.SourceError({
+        message: folder === fallback
+          ? `${name} is ${folder} (the default): ${what}; give a folder`
+          : `${name} is ${folder}: ${what}; give a folder, or leave it unset for ${fallback}`
+      }))
+    })
   )
 
 /** `EMBEDDED_POSTGRES_DIR`: the embedded cluster's data folder (relative to the working directory). */

@@ -4,6 +4,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Config, ConfigProvider, Duration, Effect, Option, Redacted, Result } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import {
   DatabaseUrl,
   durationSetting,
@@ -103,6 +106,26 @@ describe("Settings", () => {
         "EMBEDDED_POSTGRES_DIR is only whitespace: give a folder, or leave it unset for .data/postgres"
       )
       assert.include(yield* refusal(ObjectStorageDir, { OBJECT_STORAGE_DIR: "\t" }), "OBJECT_STORAGE_DIR is only whitespace")
+    }))
+
+  it.effect("a data folder that is a file, or under one, stops the start saying so and naming the variable", () =>
+    Effect.gen(function*() {
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), "svc-settings-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(root, { recursive: true, force: true })))
+      const file = path.join(root, "data")
+      fs.writeFileSync(file, "")
+      // it said "No embedded Postgres in <file> yet", or started over an "interrupted first start"
+      assert.include(
+        yield* refusal(EmbeddedPostgresDir, { EMBEDDED_POSTGRES_DIR: file }),
+        `EMBEDDED_POSTGRES_DIR is ${file}: a file, not a folder; give a folder, or leave it unset for .data/postgres`
+      )
+      assert.include(
+        yield* refusal(EmbeddedPostgresDir, { EMBEDDED_POSTGRES_DIR: path.join(file, "pg") }),
+        `EMBEDDED_POSTGRES_DIR is ${path.join(file, "pg")}: under ${file}, a file, not a folder`
+      )
+      // it failed in the object storage's script with mkdir's "Not a directory", after Postgres had started
+      assert.include(yield* refusal(ObjectStorageDir, { OBJECT_STORAGE_DIR: file }), `OBJECT_STORAGE_DIR is ${file}: a file, not a folder`)
+      assert.deepStrictEqual(yield* read(ObjectStorageDir, { OBJECT_STORAGE_DIR: path.join(root, "new", "os") }), Result.succeed(path.join(root, "new", "os")))
     }))
 
   it.effect("a URL setting (QUEUE_URL, LISTINGS_URL, DOCS_URL, DOCS_API_URL, PUBLIC_BASE_URL): unset or empty is unset; only whitespace is refused naming the variable; the spaces around one are dropped", () =>
