@@ -67,10 +67,11 @@ const ContextHandlers = HttpApiBuilder.group(
             new InvalidRequest({ issues: [{ in: "query", parameter: "libraryId", problem: `${query.libraryId.slice(0, 200)} is not a library id: ${parts}` }] })
           )
         }
+        // Context7 v2's `topic` focuses the answer: its words join the question's (alone, it is the question)
+        const question = [query.query, query.topic].filter((part) => part !== undefined && part.trim() !== "").join(" ") || undefined
         const answer = yield* search.context({
           libraryId: query.libraryId,
-          // Context7 v2's `topic` focuses the answer: its words join the question's
-          query: [query.query, query.topic].filter((part) => part !== undefined && part.trim() !== "").join(" ") || undefined,
+          query: question,
           tokens: query.tokens,
           page: query.page,
           access: accessOf(yield* DocsCaller)
@@ -93,7 +94,8 @@ const ContextHandlers = HttpApiBuilder.group(
           return json({
             libraryId: answer.libraryId,
             version: answer.version,
-            query: query.query ?? null,
+            // the question answered: the query and the topic's words, as ranked
+            query: question ?? null,
             totalTokens: answer.totalTokens,
             ...(answer.rules.length === 0 ? {} : { rules: answer.rules }),
             snippets: answer.snippets

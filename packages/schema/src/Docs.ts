@@ -122,6 +122,7 @@ export const ContextResponse = Schema.Struct({
   /** `/owner/repo/<version>` of the version answered. */
   libraryId: Schema.String,
   version: Schema.String,
+  /** The question answered: `query` and `topic` joined (the topic alone when there is no query); null without either. */
   query: Schema.NullOr(Schema.String),
   /** The snippets' tokens and the rules'; at most the `tokens` budget. */
   totalTokens: Schema.Finite,
