@@ -67,6 +67,23 @@ export const prefixOf = (key: string): string => key.slice(0, API_KEY_PREFIX.len
 export const isWellFormedKey = (key: string): boolean =>
   key.startsWith(API_KEY_PREFIX) && /^[A-Za-z0-9_-]{43}$/.test(key.slice(API_KEY_PREFIX.length))
 
+/**
+ * No key is what `revoke` was given (`wanted`, trimmed): by id, by the key itself (never echoed back),
+ * or by its prefix. Nothing given says so (it printed "No API key  (…)").
+ */
+const noSuchKey = (wanted: string, byId: boolean) =>
+  new ApiKeyNotFound({
+    message: `No API key ${
+      byId
+        ? `with id ${wanted}`
+        : isWellFormedKey(wanted)
+        ? "matches that key"
+        : wanted === ""
+        ? "given: name one by its id or its prefix"
+        : wanted
+    } (svc docs keys list shows them)`
+  })
+
 const KeyRow = Schema.Struct({
   id: RowId,
   name: Schema.String,
@@ -185,10 +202,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           WHERE ${condition}
           RETURNING id, name, team, prefix, libraries, sources, created_at, revoked_at` })()
         if (Option.isNone(revoked)) {
-          return yield* new ApiKeyNotFound({
-            // never echo a whole key back
-            message: `No API key ${byId ? `with id ${wanted}` : isWellFormedKey(wanted) ? "matches that key" : wanted} (svc docs keys list shows them)`
-          })
+          return yield* noSuchKey(wanted, byId)
         }
         return toRecord(revoked.value)
       })
@@ -255,9 +269,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           return [updated, all.map((entry) => entry === found ? updated : entry)]
         })
         if (revoked === undefined) {
-          return yield* new ApiKeyNotFound({
-            message: `No API key ${byId ? `with id ${wanted}` : isWellFormedKey(wanted) ? "matches that key" : wanted} (svc docs keys list shows them)`
-          })
+          return yield* noSuchKey(wanted, byId)
         }
         return record(revoked)
       })

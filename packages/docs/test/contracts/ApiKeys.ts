@@ -71,6 +71,12 @@ export const apiKeysContract = (name: string, layer: Layer.Layer<ApiKeys, unknow
         assert.notInclude(byKey.message, unknownKey)
         assert.strictEqual((yield* Effect.flip(keys.revoke("svcsk_nothere1")))._tag, "ApiKeyNotFound")
         assert.strictEqual((yield* Effect.flip(keys.revoke("424242")))._tag, "ApiKeyNotFound")
+        // nothing given says so (it printed "No API key  (…)")
+        for (const blank of ["", "   "]) {
+          const none = yield* Effect.flip(keys.revoke(blank))
+          assert.strictEqual(none._tag, "ApiKeyNotFound")
+          assert.strictEqual(none.message, "No API key given: name one by its id or its prefix (svc docs keys list shows them)")
+        }
       }))
 
     test("bad settings are InvalidApiKeyOptions and create nothing", () =>
