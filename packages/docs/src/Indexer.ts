@@ -235,9 +235,15 @@ export class Indexer extends Context.Service<Indexer, {
        * the version is finished or gone.
        */
       const reread = Effect.fnUntraced(function*(libraryId: string, options: IndexOptions, unfinishedOnly: boolean) {
+        if (!LibraryIdPattern.test(libraryId)) {
+          return yield* new UnknownLibrary({
+            libraryId,
+            message: `${libraryId.slice(0, 200)} is not a library id: give /owner/repo or /owner/repo/version (svc docs list shows them)`
+          })
+        }
         const { id, version } = parseId(libraryId)
         const found = yield* store.library(id)
-        if (!LibraryIdPattern.test(libraryId) || found._tag === "None") {
+        if (found._tag === "None") {
           return yield* new UnknownLibrary({ libraryId, message: `No library ${libraryId} (svc docs list shows them)` })
         }
         const library = found.value
