@@ -10,13 +10,15 @@
 import {
   type ApiKeyRecord,
   ApiKeys,
+  type CreateApiKeyOptions,
   describeCrawl,
   DocsRpcClient,
   type IndexOutcome,
   type IndexProgress,
   Indexer,
   type LibraryListing,
-  sourceProblem
+  sourceProblem,
+  validateSettings
 } from "@svc/docs"
 import { DEFAULT_TRUST_SCORE, MAX_NAME_LENGTH, MAX_SEARCH_TEXT_LENGTH, type SourceKind, TrustScore } from "@svc/schema"
 import { Database, Migrations, plural, ServiceClient } from "@svc/platform"
@@ -339,6 +341,24 @@ const describeKey = (key: ApiKeyRecord): string =>
     describeSettings(key)
   ].join("  ")
 
+/** Creates a key with checked `options` and prints it: the key alone on stdout, its description on stderr. */
+const createKey = Effect.fnUntraced(function*(options: CreateApiKeyOptions) {
+  const apiKeys = yield* ApiKeys
+  const { key, record } = yield* apiKeys.create(options)
+  // The key alone on stdout, so `KEY=$(svc docs keys create)` works, and its description on stderr.
+  // A key that did not reach stdout (`> /dev/full`, a reader gone) is one nobody has: revoked at once,
+  // and not described as created.
+  yield* deliverLine(key).pipe(
+    Effect.catch((lost) =>
+      apiKeys.revoke(record.id).pipe(
+        Effect.andThen(Effect.fail(new Error(`${lost.message}, so the key ${record.prefix}… (id ${record.id}) was revoked: nobody has it`)))
+      )
+    )
+  )
+  yield* Console.error(`Created API key ${record.prefix}… (id ${record.id}): ${describeSettings(record)}`)
+  yield* Console.error("Store it now: only its hash is kept, it cannot be shown again.")
+})
+
 const create = Command.make(
   "create",
   {
@@ -348,29 +368,19 @@ const create = Command.make(
     sources: listFlag("sources", "Source access: source kinds, comma-separated (folder,npm,git); default all")
   },
   Effect.fn(function*({ libraries, name, sources, team }) {
-    const apiKeys = yield* ApiKeys
-    const { key, record } = yield* apiKeys.create({
+    const options = {
       name: optional(name),
       team: optional(team),
       libraries,
-      sources: sources as ReadonlyArray<SourceKind> // checked by ApiKeys.create
-    }).pipe(
-      // a flag's value the key cannot take (`--sources ftp`, a name over 200 characters)
+      sources: sources as ReadonlyArray<SourceKind> // checked by validateSettings
+    }
+    // a flag's value the key cannot take (`--sources ftp`, a name over 200 characters), refused before
+    // the database is opened (or the embedded cluster started)
+    yield* validateSettings(options).pipe(
       Effect.catchTag("InvalidApiKeyOptions", (error) => Effect.fail(new UsageError(["svc", "docs", "keys", "create"], error.message)))
     )
-    // The key alone on stdout, so `KEY=$(svc docs keys create)` works, and its description on stderr.
-    // A key that did not reach stdout (`> /dev/full`, a reader gone) is one nobody has: revoked at once,
-    // and not described as created.
-    yield* deliverLine(key).pipe(
-      Effect.catch((lost) =>
-        apiKeys.revoke(record.id).pipe(
-          Effect.andThen(Effect.fail(new Error(`${lost.message}, so the key ${record.prefix}… (id ${record.id}) was revoked: nobody has it`)))
-        )
-      )
-    )
-    yield* Console.error(`Created API key ${record.prefix}… (id ${record.id}): ${describeSettings(record)}`)
-    yield* Console.error("Store it now: only its hash is kept, it cannot be shown again.")
-  }, withKeys)
+    return yield* withKeys(createKey(options))
+  })
 ).pipe(
   Command.withDescription("Create an API key for the docs REST API (printed once)"),
   Command.withExamples([

@@ -4,8 +4,8 @@
  * pointer to the help, the commands' own refusals did not (an outside audit). Real `svc` processes.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { tempDir, TestDatabase } from "@svc/platform/testing"
-import { Effect, Redacted } from "effect"
+import { tempDir } from "@svc/platform/testing"
+import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
 import * as path from "node:path"
 import { bin, svcRun } from "./svcProcess.ts"
@@ -42,9 +42,10 @@ describe("a usage error found by the command", () => {
       }
     }), 180_000)
 
-  it.live("svc docs keys create with a flag value the key cannot take (--sources ftp)", () =>
+  it.live("svc docs keys create with a flag value the key cannot take (--sources ftp), refused before the database is opened", () =>
     Effect.gen(function*() {
-      const env = { DATABASE_URL: Redacted.value(yield* TestDatabase.freshDatabase()) }
+      // a database nobody listens on: the refusal comes first (it opened the database, or started the embedded cluster, before)
+      const env = { DATABASE_URL: "postgres://svc@127.0.0.1:9/nowhere" }
       const run = yield* svcRun(["docs", "keys", "create", "--sources", "ftp"], env)
       assert.strictEqual(run.code, 1, run.output)
       assert.strictEqual(run.stdout, "")

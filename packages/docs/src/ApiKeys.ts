@@ -112,8 +112,8 @@ const isSourceKind = Schema.is(SourceKind)
 /** The longest name or team of a key (as a library's title): `list` printed a 100 KB name on one line. */
 export const MAX_KEY_LABEL = 200
 
-/** Normalises and checks the settings of a new key. */
-const validateSettings = (options: CreateApiKeyOptions): Effect.Effect<TeamSettings, InvalidApiKeyOptions> => {
+/** Normalises and checks the settings of a new key (`create`; `svc docs keys create` checks its flags with it before opening the database). */
+export const validateSettings = (options: CreateApiKeyOptions): Effect.Effect<TeamSettings, InvalidApiKeyOptions> => {
   for (const [field, value] of [["name", options.name], ["team", options.team]] as const) {
     if (value !== undefined && value.trim().length > MAX_KEY_LABEL) {
       return Effect.fail(new InvalidApiKeyOptions({ message: `The key's ${field} is ${value.trim().length} characters long, more than ${MAX_KEY_LABEL}` }))
