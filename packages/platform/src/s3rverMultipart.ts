@@ -8,9 +8,11 @@
  *   landed) nor give one up.
  * - CompleteMultipartUpload's checks (`POST …?uploadId=`): every part named must be there with its
  *   ETag (InvalidPart), in ascending order (InvalidPartOrder), each but the last at least 5 MiB
- *   (EntityTooSmall), all 400 as S3 answers them. s3rver checked none: a part never sent ended its
- *   process (an error of a stream it does not listen to), so such a request got a 502 while it was
- *   started again. The checked request then goes on to s3rver, which completes it.
+ *   (EntityTooSmall), all 400 as S3 answers them, and the object's conditions (`If-None-Match`).
+ *   s3rver checked none: a part never sent ended its process (an error of a stream it does not listen
+ *   to), so such a request got a 502 while it was started again. The checked request then goes on to
+ *   s3rver, which completes it. Completions and aborts of one upload run one at a time.
+ * - UploadPart only to an upload begun for the key (else `NoSuchUpload`).
  *
  * s3rver keeps an upload in `<bucket>/._S3rver_uploads/<uploadId>/`: `key` (the object's key),
  * `metadata`, and per part `<n>` (its bytes) and `<n>.md5` (its ETag). An upload whose `key` file is
@@ -18,42 +20,11 @@
  * sent to an upload id it never began).
  */
 import * as fs from "node:fs/promises"
-import { createRequire } from "node:module"
 import * as path from "node:path"
-import { Readable } from "node:stream"
-
-/** The part of a Koa context (s3rver is a Koa application) these operations use. */
-interface Context {
-  /** The request, replaced by its read body once the completion has been checked (s3rver reads it again). */
-  req: AsyncIterable<Uint8Array>
-  readonly method: string
-  readonly path: string
-  readonly query: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
-  status: number
-  body: unknown
-}
-interface Store {
-  getBucket(name: string): Promise<unknown>
-  getResourcePath(bucket: string, key: string | undefined, resource: string): string
-}
-type S3ErrorConstructor = new(code: string, message: string, detail?: Record<string, string>) => Error
-
-interface XmlParser {
-  validate(xml: string): true | object
-  parse(xml: string, options: { readonly tagValueProcessor: (value: string) => string }): unknown
-}
-
-const requireFromS3rver = createRequire(createRequire(import.meta.url).resolve("s3rver"))
-// s3rver's own error model: thrown, it becomes the S3 XML error with the code's status
-const S3Error = requireFromS3rver("./models/error") as S3ErrorConstructor
-// the XML parser s3rver reads a completion with, so the parts checked are the parts it completes
-const xmlParser = requireFromS3rver("fast-xml-parser") as XmlParser
-const entities = requireFromS3rver("he") as { decode(text: string): string }
+import { checkConditions, type Context, objectLock, readXml, S3Error, serialized, type Store, target, UPLOAD_ID } from "./s3rverRequests.ts"
 
 /** S3's least size of every part of a multipart upload but the last. */
 const MIN_PART_BYTES = 5 * 1024 * 1024
-/** A completion naming all 10,000 parts is ~1 MB of XML. */
-const MAX_COMPLETION_BYTES = 2 * 1024 * 1024
 
 /** S3's own bound on parts a ListParts answer holds. */
 const MAX_PARTS = 1000
@@ -84,7 +55,7 @@ const uploadFolder = async (store: Store, bucket: string, key: string, uploadId:
     { UploadId: uploadId }
   )
   // an id is s3rver's 32 hex digits: anything else would name another folder
-  if (!/^[0-9a-f]{32}$/.test(uploadId)) throw noSuchUpload
+  if (!UPLOAD_ID.test(uploadId)) throw noSuchUpload
   const folder = path.join(store.getResourcePath(bucket, undefined, "uploads"), uploadId)
   const begunFor = await fs.readFile(path.join(folder, "key"), "utf8").catch((error: unknown) => {
     if (missing(error)) return undefined
@@ -129,95 +100,86 @@ const listParts = async (ctx: Context, store: Store, bucket: string, key: string
   }
 }
 
-const abort = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string): Promise<void> => {
-  const folder = await uploadFolder(store, bucket, key, uploadId)
-  await fs.rm(folder, { recursive: true, force: true })
-  ctx.status = 204
-}
+const abort = (ctx: Context, store: Store, bucket: string, key: string, uploadId: string): Promise<void> =>
+  serialized(`upload\u0000${uploadId}`, async () => {
+    const folder = await uploadFolder(store, bucket, key, uploadId)
+    await fs.rm(folder, { recursive: true, force: true })
+    ctx.status = 204
+  })
 
-/** The parts a completion names, as s3rver reads them; undefined where s3rver itself refuses the XML. */
-const namedParts = (xml: string): ReadonlyArray<{ readonly number: number; readonly etag: string }> | undefined => {
-  if (xmlParser.validate(xml) !== true) return undefined
-  const body = xmlParser.parse(xml, { tagValueProcessor: (value) => entities.decode(value) }) as {
-    CompleteMultipartUpload?: { Part?: unknown }
-  }
-  const named = body.CompleteMultipartUpload?.Part
-  if (named === undefined || named === null || named === "") return undefined
+/** The parts a completion names, as s3rver reads them; none where s3rver itself refuses the XML. */
+const namedParts = (xml: unknown): ReadonlyArray<{ readonly number: number; readonly etag: string }> => {
+  const named = (xml as { CompleteMultipartUpload?: { Part?: unknown } } | undefined)?.CompleteMultipartUpload?.Part
+  if (named === undefined || named === null || named === "") return []
   return ([] as Array<unknown>).concat(named).map((part) => {
     const { ETag, PartNumber } = (part ?? {}) as { ETag?: unknown; PartNumber?: unknown }
     return { number: Number(PartNumber), etag: String(ETag ?? "").replace(/"/g, "") }
   })
 }
 
-const readBody = async (ctx: Context): Promise<Buffer> => {
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for await (const chunk of ctx.req) {
-    size += chunk.length
-    if (size > MAX_COMPLETION_BYTES) {
-      throw new S3Error("MaxMessageLengthExceeded", `Your request was too big (over ${MAX_COMPLETION_BYTES} bytes).`)
-    }
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks)
-}
+/**
+ * A completion, one at a time per upload and per object (a second one, or an abort, waits, then finds
+ * the upload gone: `NoSuchUpload`; two at once had truncated each other's object and ended s3rver),
+ * its parts checked as S3 checks them and the object's conditions (`If-None-Match`) held.
+ */
+const complete = (ctx: Context, store: Store, bucket: string, key: string, uploadId: string, next: () => Promise<void>) =>
+  serialized(`upload\u0000${uploadId}`, () =>
+    serialized(objectLock(bucket, key), async () => {
+      const folder = await uploadFolder(store, bucket, key, uploadId)
+      const parts = namedParts(await readXml(ctx))
+      if (parts.some((part, index) => index > 0 && !(part.number > parts[index - 1]!.number))) {
+        throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
+      }
+      const sizes: Array<number> = []
+      for (const part of parts) {
+        const invalid = new S3Error(
+          "InvalidPart",
+          "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.",
+          { UploadId: uploadId, PartNumber: String(part.number), ETag: part.etag }
+        )
+        if (!Number.isInteger(part.number) || part.number < 1 || part.number > 10_000) throw invalid
+        const file = path.join(folder, String(part.number))
+        const [stat, md5] = await Promise.all([fs.stat(file).catch(() => undefined), fs.readFile(`${file}.md5`, "utf8").catch(() => undefined)])
+        // a folder named as a part (sent as part "1/x") ended s3rver when it read it
+        if (stat === undefined || !stat.isFile() || md5?.trim() !== part.etag) throw invalid
+        sizes.push(stat.size)
+      }
+      const small = sizes.findIndex((size, index) => index < sizes.length - 1 && size < MIN_PART_BYTES)
+      if (small >= 0) {
+        throw new S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.", {
+          ProposedSize: String(sizes[small]),
+          MinSizeAllowed: String(MIN_PART_BYTES),
+          PartNumber: String(parts[small]!.number)
+        })
+      }
+      await checkConditions(ctx, store, bucket, key)
+      // s3rver reads the body again (readXml gave it back) and refuses what namedParts found no parts in
+      await next()
+    }))
 
-const checkCompletion = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string, next: () => Promise<void>) => {
-  const folder = await uploadFolder(store, bucket, key, uploadId)
-  const body = await readBody(ctx)
-  const parts = namedParts(body.toString("utf8")) ?? []
-  if (parts.some((part, index) => index > 0 && !(part.number > parts[index - 1]!.number))) {
-    throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
-  }
-  const sizes: Array<number> = []
-  for (const part of parts) {
-    const invalid = new S3Error(
-      "InvalidPart",
-      "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.",
-      { UploadId: uploadId, PartNumber: String(part.number), ETag: part.etag }
-    )
-    if (!Number.isInteger(part.number) || part.number < 1 || part.number > 10_000) throw invalid
-    const file = path.join(folder, String(part.number))
-    const [stat, md5] = await Promise.all([fs.stat(file).catch(() => undefined), fs.readFile(`${file}.md5`, "utf8").catch(() => undefined)])
-    if (stat === undefined || md5?.trim() !== part.etag) throw invalid
-    sizes.push(stat.size)
-  }
-  const small = sizes.findIndex((size, index) => index < sizes.length - 1 && size < MIN_PART_BYTES)
-  if (small >= 0) {
-    throw new S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.", {
-      ProposedSize: String(sizes[small]),
-      MinSizeAllowed: String(MIN_PART_BYTES),
-      PartNumber: String(parts[small]!.number)
-    })
-  }
-  // s3rver reads the body again from the request, and refuses what namedParts left undefined
-  ctx.req = Readable.from([body])
-  return next()
+/** A part is sent only to an upload begun for its key: s3rver kept parts for any id, which nothing could list or remove. */
+const uploadPart = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string, next: () => Promise<void>) => {
+  await uploadFolder(store, bucket, key, uploadId)
+  await next()
 }
 
 /**
- * Koa middleware answering ListParts and AbortMultipartUpload and checking a completion, passing every
- * other request (and a checked completion) on to s3rver's router. Placed before the router, after
- * s3rver's middleware that writes a plain-object body as XML.
+ * Koa middleware answering ListParts and AbortMultipartUpload, and checking a part upload and a
+ * completion before s3rver's router runs them. After `s3rverRequests.ts`'s checks, before the router,
+ * after s3rver's middleware that writes a plain-object body as XML.
  */
 export const multipartOperations = (store: Store) => async (ctx: Context, next: () => Promise<void>): Promise<void> => {
   const uploadId = single(ctx.query["uploadId"])
-  const target = /^\/([^/]+)\/(.+)$/.exec(ctx.path)
+  const { bucket, key } = target(ctx)
   const operation = ctx.method === "GET"
     ? listParts
     : ctx.method === "DELETE"
     ? abort
     : ctx.method === "POST"
-    ? checkCompletion
+    ? complete
+    : ctx.method === "PUT"
+    ? uploadPart
     : undefined
-  if (uploadId === undefined || target === null || operation === undefined) return next()
-  let bucket: string
-  let key: string
-  try {
-    bucket = decodeURIComponent(target[1]!)
-    key = decodeURIComponent(target[2]!)
-  } catch {
-    throw new S3Error("InvalidURI", "Couldn't parse the specified URI.")
-  }
+  if (uploadId === undefined || bucket === undefined || key === undefined || operation === undefined) return next()
   await operation(ctx, store, bucket, key, uploadId, next)
 }

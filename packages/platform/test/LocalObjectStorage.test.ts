@@ -542,6 +542,150 @@ describe("s3rver fallback", () => {
       }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
     }).pipe(Effect.provide(NodeServices.layer)))
 
+  it.live("refuses what S3 would, unsigned: names reaching outside its folder, parts of no upload, a form POST; holds conditional writes; nothing written outside, no restart", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3rver-hostile-")
+      const conn = yield* startObjectStorage({ dir, backend: "s3rver" })
+      yield* Effect.gen(function*() {
+        const { client, createBucket } = yield* LocalObjectStorage
+        yield* createBucket("uploads")
+        const [pid] = s3rverPids(dir)
+        // an outside folder s3rver's folder sits in: nothing may appear in it or go from it
+        const victim = path.join(dir, "victim")
+        yield* Effect.promise(() => fs.mkdir(path.join(victim, "inner"), { recursive: true }))
+        yield* Effect.promise(() => fs.writeFile(path.join(victim, "inner", "file"), "keep"))
+        const before = yield* Effect.promise(() => fs.readdir(dir, { recursive: true }))
+        const send = (method: string, target: string, body?: string, headers: Record<string, string> = {}) =>
+          Effect.promise(async () => {
+            const response = await fetch(`${conn.endpoint}${target}`, { method, body: body ?? null, headers })
+            const text = await response.text()
+            return { status: response.status, code: /<Code>([^<]*)<\/Code>/.exec(text)?.[1] }
+          })
+        const { UploadId } = yield* attempt(() => client.send(new CreateMultipartUploadCommand({ Bucket: "uploads", Key: "k" })))
+        const cases: ReadonlyArray<readonly [string, string, string | undefined, Record<string, string>, number, string]> = [
+          // written outside the folder: a part number, an upload id, a key, a bucket holding ..
+          ["PUT", `/uploads/k?uploadId=${UploadId}&partNumber=..%2F..%2F..%2F..%2Fescape`, "x", {}, 400, "InvalidArgument"],
+          ["PUT", "/uploads/k?uploadId=..%2F..%2F..%2F..%2Fescape&partNumber=1", "x", {}, 404, "NoSuchUpload"],
+          ["PUT", "/uploads/..%2F..%2F..%2Fescape", "x", {}, 400, "InvalidArgument"],
+          ["DELETE", "/..%2F..%2F..%2Fvictim", undefined, {}, 400, "InvalidBucketName"],
+          ["PUT", "/uploads/copy", undefined, { "x-amz-copy-source": "/uploads/../../../victim/inner/file" }, 400, "InvalidArgument"],
+          // a browser form POST writes any key its body names
+          ["POST", "/uploads", "x", { "content-type": "multipart/form-data; boundary=b" }, 405, "MethodNotAllowed"],
+          // DeleteObjects naming a key outside
+          ["POST", "/uploads?delete", "<Delete><Object><Key>../../../victim/inner/file</Key></Object></Delete>", {}, 400, "InvalidArgument"],
+          // requests that ended s3rver or answered 500
+          ["PUT", `/uploads/k?uploadId=${UploadId}&partNumber=.`, "x", {}, 400, "InvalidArgument"],
+          ["PUT", "/uploads/x._S3rver_object/y", "x", {}, 400, "InvalidArgument"],
+          ["PUT", `/uploads/k?uploadId=${UploadId}`, "x", {}, 400, "InvalidArgument"],
+          ["PUT", `/uploads/k?uploadId=${UploadId}&uploadId=${UploadId}&partNumber=1`, "x", {}, 400, "InvalidArgument"],
+          ["PUT", "/uploads/a%00b", "x", {}, 400, "InvalidArgument"],
+          ["HEAD", "/uploads/%00", undefined, {}, 400, ""],
+          // a part of an upload never begun, or begun for another key: nothing could list or remove it
+          ["PUT", `/uploads/k?uploadId=${"0".repeat(32)}&partNumber=1`, "x", {}, 404, "NoSuchUpload"],
+          ["PUT", `/uploads/other?uploadId=${UploadId}&partNumber=1`, "x", {}, 404, "NoSuchUpload"],
+          // conditional writes, which s3rver ignored
+          ["PUT", "/uploads/once", "first", { "if-none-match": "*" }, 200, ""],
+          ["PUT", "/uploads/once", "second", { "if-none-match": "*" }, 412, "PreconditionFailed"],
+          ["PUT", "/uploads/once", "third", { "if-match": "\"0123456789abcdef0123456789abcdef\"" }, 412, "PreconditionFailed"],
+          ["PUT", "/uploads/absent", "x", { "if-match": "\"0123456789abcdef0123456789abcdef\"" }, 412, "PreconditionFailed"]
+        ]
+        for (const [method, target, body, headers, status, code] of cases) {
+          const answer = yield* send(method, target, body, headers)
+          assert.strictEqual(answer.status, status, `${method} ${target}`)
+          if (code !== "") assert.strictEqual(answer.code, code, `${method} ${target}`)
+        }
+        assert.strictEqual(yield* getText(client, "uploads", "once"), "first")
+        const etag = (yield* attempt(() => client.send(new HeadObjectCommand({ Bucket: "uploads", Key: "once" })))).ETag!
+        assert.strictEqual((yield* send("PUT", "/uploads/once", "fourth", { "if-match": etag })).status, 200)
+        assert.strictEqual(yield* getText(client, "uploads", "once"), "fourth")
+        // nothing appeared or went outside s3rver's own folder, and the same process still serves
+        const after = yield* Effect.promise(() => fs.readdir(dir, { recursive: true }))
+        assert.deepStrictEqual(after.filter((entry) => !entry.startsWith("s3rver")).sort(), before.filter((entry) => !entry.startsWith("s3rver")).sort())
+        assert.strictEqual(yield* Effect.promise(() => fs.readFile(path.join(victim, "inner", "file"), "utf8")), "keep")
+        assert.deepStrictEqual(s3rverPids(dir), [pid!])
+      }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 60_000)
+
+  it.live("completes an upload once when completions and an abort race (they truncated each other and ended s3rver)", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3rver-race-")
+      const conn = yield* startObjectStorage({ dir, backend: "s3rver" })
+      yield* Effect.gen(function*() {
+        const { client, createBucket } = yield* LocalObjectStorage
+        yield* createBucket("uploads")
+        const [pid] = s3rverPids(dir)
+        const big = randomBytes(5 * 1024 * 1024)
+        for (let round = 0; round < 3; round++) {
+          const Key = `race-${round}`
+          const { UploadId } = yield* attempt(() => client.send(new CreateMultipartUploadCommand({ Bucket: "uploads", Key })))
+          const parts: Array<{ PartNumber: number; ETag: string }> = []
+          for (const [PartNumber, Body] of [[1, big], [2, big], [3, randomBytes(1000)]] as const) {
+            const { ETag } = yield* attempt(() => client.send(new UploadPartCommand({ Bucket: "uploads", Key, UploadId, PartNumber, Body })))
+            parts.push({ PartNumber, ETag: ETag! })
+          }
+          const completions = yield* Effect.all(
+            Array.from({ length: 8 }, (_, i) =>
+              (i === 4
+                ? attempt(() => client.send(new AbortMultipartUploadCommand({ Bucket: "uploads", Key, UploadId })))
+                : attempt(() =>
+                  client.send(new CompleteMultipartUploadCommand({ Bucket: "uploads", Key, UploadId, MultipartUpload: { Parts: parts } }))
+                )).pipe(Effect.result)
+            ),
+            { concurrency: "unbounded" }
+          )
+          const statuses = completions.map((outcome) =>
+            outcome._tag === "Success" ? 200 : (outcome.failure as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode
+          )
+          // each answered by S3's rules: one of them wins (the abort or a completion), the rest find no upload
+          assert.isTrue(statuses.every((status) => status === 200 || status === 204 || status === 404), statuses.join(","))
+          const completed = statuses.filter((status, i) => i !== 4 && status === 200).length
+          assert.isAtMost(completed, 1, statuses.join(","))
+          if (completed === 1) assert.strictEqual((yield* getBytes(client, "uploads", Key)).length, 2 * big.length + 1000)
+        }
+        assert.deepStrictEqual(s3rverPids(dir), [pid!], "the same process served every round")
+      }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 120_000)
+
+  it.live("writes an object whole: a read during writes sees one whole version, a PUT cut off leaves the object as it was", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3rver-whole-")
+      const conn = yield* startObjectStorage({ dir, backend: "s3rver" })
+      yield* Effect.gen(function*() {
+        const { client, createBucket } = yield* LocalObjectStorage
+        yield* createBucket("uploads")
+        const [pid] = s3rverPids(dir)
+        // each version longer than the one before: s3rver read the new bytes cut to the old size
+        const version = (n: number) => JSON.stringify({ n, pad: "x".repeat(2_000_000 + n * 100_000) })
+        yield* attempt(() => client.send(new PutObjectCommand({ Bucket: "uploads", Key: "doc.json", Body: version(0) })))
+        // s3rver wrote over the file in place: a reader saw half a document
+        const writers = Effect.forEach([1, 2, 3, 4, 5, 6], (n) =>
+          attempt(() => client.send(new PutObjectCommand({ Bucket: "uploads", Key: "doc.json", Body: version(n) }))), { concurrency: 2 })
+        const readers = Effect.forEach(Array.from({ length: 12 }, (_, i) => i), () =>
+          Effect.map(getText(client, "uploads", "doc.json"), (text) => (JSON.parse(text) as { n: number }).n), { concurrency: 3 })
+        const [, seen] = yield* Effect.all([writers, readers], { concurrency: 2 })
+        assert.isTrue(seen.every((n) => n >= 0 && n <= 6), seen.join(","))
+        // a PUT whose client goes away halfway: nothing of it is stored
+        yield* Effect.promise(() =>
+          new Promise<void>((resolve) => {
+            const socket = Net.connect(Number(new URL(conn.endpoint).port), "127.0.0.1", () => {
+              socket.write(`PUT /uploads/doc.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4000000\r\n\r\n`)
+              socket.write("y".repeat(1_000_000), () => setTimeout(() => socket.destroy(), 200))
+            })
+            socket.on("close", () => resolve())
+            socket.on("error", () => undefined)
+          })
+        )
+        const after = yield* getText(client, "uploads", "doc.json").pipe(
+          Effect.delay("300 millis")
+        )
+        assert.strictEqual(after.length, version(6).length)
+        assert.isTrue(after.startsWith('{"n":'), after.slice(0, 20))
+        const listed = yield* attempt(() => client.send(new ListObjectsV2Command({ Bucket: "uploads" })))
+        assert.deepStrictEqual(listed.Contents?.map((object) => object.Key), ["doc.json"])
+        assert.deepStrictEqual(s3rverPids(dir), [pid!])
+      }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 120_000)
+
   it.live("runs in a process of its own: when it ends (killed), it comes back on the same endpoint with its objects", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-test-s3rver-crash-")
