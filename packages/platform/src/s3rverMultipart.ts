@@ -21,7 +21,7 @@
  */
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { checkConditions, type Context, objectLock, readXml, S3Error, serialized, type Store, target, UPLOAD_ID } from "./s3rverRequests.ts"
+import { checkConditions, type Context, readXml, S3Error, serialized, type Store, target, UPLOAD_ID, writeCondition } from "./s3rverRequests.ts"
 
 /** S3's least size of every part of a multipart upload but the last. */
 const MIN_PART_BYTES = 5 * 1024 * 1024
@@ -123,8 +123,7 @@ const namedParts = (xml: unknown): ReadonlyArray<{ readonly number: number; read
  * its parts checked as S3 checks them and the object's conditions (`If-None-Match`) held.
  */
 const complete = (ctx: Context, store: Store, bucket: string, key: string, uploadId: string, next: () => Promise<void>) =>
-  serialized(`upload\u0000${uploadId}`, () =>
-    serialized(objectLock(bucket, key), async () => {
+  serialized(`upload\u0000${uploadId}`, async () => {
       const folder = await uploadFolder(store, bucket, key, uploadId)
       const parts = namedParts(await readXml(ctx))
       if (parts.some((part, index) => index > 0 && !(part.number > parts[index - 1]!.number))) {
@@ -152,10 +151,12 @@ const complete = (ctx: Context, store: Store, bucket: string, key: string, uploa
           PartNumber: String(parts[small]!.number)
         })
       }
-      await checkConditions(ctx, store, bucket, key)
+      // the object's conditions now, and again where it replaces the old one (s3rverWholeObjects.ts)
+      const check = () => checkConditions(ctx, store, bucket, key)
+      await check()
       // s3rver reads the body again (readXml gave it back) and refuses what namedParts found no parts in
-      await next()
-    }))
+      await writeCondition.run(check, next)
+    })
 
 /** A part is sent only to an upload begun for its key: s3rver kept parts for any id, which nothing could list or remove. */
 const uploadPart = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string, next: () => Promise<void>) => {

@@ -12,10 +12,13 @@
  *   as s3rver makes them (32 hex digits), a part number 1-10,000, each given once. Else S3's 400
  *   (`InvalidBucketName`, `InvalidArgument`, `KeyTooLongError`) or `NoSuchUpload`.
  * - **No form POST** to a bucket (S3's browser upload, which the suite does not use): 405.
- * - **Writes of one object one at a time** ({@link serialized}), with S3's conditions: `If-None-Match: *`
- *   fails with 412 when the object exists, `If-Match` when its ETag differs or it is gone (the upload
- *   routes' single-use completions rely on them).
+ * - **S3's conditional writes**: `If-None-Match: *` fails with 412 when the object exists, `If-Match`
+ *   when its ETag differs or it is gone (the upload routes' single-use completions rely on them);
+ *   checked before the body is read, and again where the object replaces the old one
+ *   ({@link writeCondition}, s3rverWholeObjects.ts), one object at a time ({@link serialized}): a slow
+ *   upload holds no lock while its bytes arrive.
  */
+import { AsyncLocalStorage } from "node:async_hooks"
 import * as fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import { Readable } from "node:stream"
@@ -213,8 +216,16 @@ export const checkConditions = async (ctx: Context, store: Store, bucket: string
 export const objectLock = (bucket: string, key: string) => `object\u0000${bucket}\u0000${key}`
 
 /**
- * Koa middleware checking every request before s3rver's router, and running object PUTs and DELETEs
- * one at a time per object with their conditions. Placed first: nothing of s3rver runs on a refused request.
+ * The conditions of the write in progress (a PUT, a completion), checked again by the store where the
+ * object replaces the old one, under its {@link objectLock}: what held when the body began may not
+ * hold once it has arrived.
+ */
+export const writeCondition = new AsyncLocalStorage<() => Promise<void>>()
+
+/**
+ * Koa middleware checking every request before s3rver's router, and an object PUT's conditions (a
+ * DELETE waits for a write of the object in progress). Placed first: nothing of s3rver runs on a
+ * refused request.
  */
 export const requestChecks = (store: Store) => async (ctx: Context, next: () => Promise<void>): Promise<void> => {
   const { bucket, key } = target(ctx)
@@ -232,8 +243,9 @@ export const requestChecks = (store: Store) => async (ctx: Context, next: () => 
   const isObjectWrite = bucket !== undefined && key !== undefined && (ctx.method === "PUT" || ctx.method === "DELETE") &&
     !query.has("uploadId") && !query.has("tagging") && !query.has("acl")
   if (!isObjectWrite) return next()
-  await serialized(objectLock(bucket, key), async () => {
-    if (ctx.method === "PUT") await checkConditions(ctx, store, bucket, key)
-    await next()
-  })
+  if (ctx.method === "DELETE") return serialized(objectLock(bucket, key), next)
+  // refused before the body is read, and checked again where the object replaces the old one
+  const check = () => checkConditions(ctx, store, bucket, key)
+  await check()
+  await writeCondition.run(check, next)
 }

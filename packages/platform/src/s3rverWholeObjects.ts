@@ -18,6 +18,7 @@ import { createRequire } from "node:module"
 import * as path from "node:path"
 import { Transform } from "node:stream"
 import { pipeline } from "node:stream/promises"
+import { objectLock, serialized, writeCondition } from "./s3rverRequests.ts"
 
 /** An object as s3rver's store takes and gives it. */
 interface S3Object {
@@ -95,13 +96,19 @@ export const serveObjectsWhole = (store: WholeObjectStore): void => {
     try {
       const content = object.content ?? Buffer.alloc(0)
       await pipeline(Buffer.isBuffer(content) ? [content] : content, counted, createWriteStream(pending))
-      await fs.rename(pending, objectPath)
+      const md5 = hash.digest("hex")
+      // the write's conditions (s3rverRequests.ts) checked again with the object as it is now, and the
+      // object and its ETag replaced, with no other write of it in between
+      const condition = writeCondition.getStore()
+      await serialized(objectLock(object.bucket, object.key), async () => {
+        if (condition !== undefined) await condition()
+        await fs.rename(pending, objectPath)
+        await store.putMetadata(object.bucket, object.key, object.metadata, md5)
+      })
+      return { size, md5 }
     } catch (error) {
       await fs.rm(pending, { force: true })
       throw error
     }
-    const md5 = hash.digest("hex")
-    await store.putMetadata(object.bucket, object.key, object.metadata, md5)
-    return { size, md5 }
   }
 }

@@ -14,7 +14,7 @@ import {
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Exit, Layer, Redacted, Schedule } from "effect"
+import { ConfigProvider, Context, Effect, Exit, Layer, Option, Redacted, Schedule } from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
@@ -685,6 +685,42 @@ describe("s3rver fallback", () => {
         assert.deepStrictEqual(s3rverPids(dir), [pid!])
       }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
     }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 120_000)
+
+  it.live("a conditional write holds its condition to the end, and a slow one keeps nobody waiting", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("svc-test-s3rver-conditions-")
+      const conn = yield* startObjectStorage({ dir, backend: "s3rver" })
+      yield* Effect.gen(function*() {
+        const { client, createBucket } = yield* LocalObjectStorage
+        yield* createBucket("uploads")
+        // sixteen creators of one path at once: exactly one creates it
+        const statuses = yield* Effect.forEach(Array.from({ length: 16 }, (_, i) => i), (i) =>
+          Effect.promise(() =>
+            fetch(`${conn.endpoint}/uploads/claim`, { method: "PUT", body: `writer ${i}`, headers: { "if-none-match": "*" } })
+              .then(async (response) => (await response.text(), response.status))
+          ), { concurrency: "unbounded" })
+        assert.deepStrictEqual([...statuses].sort(), [200, ...Array<number>(15).fill(412)])
+        // a creator whose bytes are slow to come: another writer of the path is not held up by it, and
+        // once its bytes are in, its condition no longer holds
+        const slow = Net.connect(Number(new URL(conn.endpoint).port), "127.0.0.1")
+        const answer = new Promise<string>((resolve) => {
+          let text = ""
+          slow.on("data", (chunk) => (text += chunk.toString()))
+          slow.on("close", () => resolve(text))
+          slow.on("error", () => resolve(text))
+        })
+        slow.write("PUT /uploads/slow HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: *\r\nConnection: close\r\nContent-Length: 10\r\n\r\nfirst")
+        // its head and first bytes are in (its condition held then: nothing at the path)
+        yield* Effect.sleep("500 millis")
+        const other = yield* attempt(() => client.send(new PutObjectCommand({ Bucket: "uploads", Key: "slow", Body: "other" }))).pipe(
+          Effect.timeoutOption("10 seconds")
+        )
+        assert.isTrue(Option.isSome(other), "the other writer waited for the slow one's bytes")
+        slow.write("-half")
+        assert.match(yield* Effect.promise(() => answer), /^HTTP\/1\.1 412 /)
+        assert.strictEqual(yield* getText(client, "uploads", "slow"), "other")
+      }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
+    }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 60_000)
 
   it.live("runs in a process of its own: when it ends (killed), it comes back on the same endpoint with its objects", () =>
     Effect.gen(function*() {
