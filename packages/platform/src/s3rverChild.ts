@@ -37,8 +37,11 @@ const [directory, port] = process.argv.slice(2)
 const S3rver = createRequire(import.meta.url)("s3rver") as S3rverConstructor
 const server = new S3rver({ address: "127.0.0.1", port: Number(port), directory: directory!, silent: true, vhostBuckets: false })
 serveObjectsWhole(server.store)
-// the checks first (nothing of s3rver runs on a refused request), the multipart operations just before its router
-server.middleware.unshift(requestChecks(server.store))
+// the checks before s3rver reads the request (after its logging and its writing of a body as XML), the
+// multipart operations just before its router
+const vhost = server.middleware.findIndex((middleware) => (middleware as { readonly name?: string }).name === "vhost")
+if (vhost < 0) throw new Error("s3rver's vhost middleware is not where this build expects it")
+server.middleware.splice(vhost, 0, requestChecks(server.store))
 server.middleware.splice(server.middleware.length - 1, 0, multipartOperations(server.store))
 const listening = await server.run()
 process.send!({ port: listening.port })

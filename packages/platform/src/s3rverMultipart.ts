@@ -122,41 +122,43 @@ const namedParts = (xml: unknown): ReadonlyArray<{ readonly number: number; read
  * the upload gone: `NoSuchUpload`; two at once had truncated each other's object and ended s3rver),
  * its parts checked as S3 checks them and the object's conditions (`If-None-Match`) held.
  */
-const complete = (ctx: Context, store: Store, bucket: string, key: string, uploadId: string, next: () => Promise<void>) =>
-  serialized(`upload\u0000${uploadId}`, async () => {
-      const folder = await uploadFolder(store, bucket, key, uploadId)
-      const parts = namedParts(await readXml(ctx))
-      if (parts.some((part, index) => index > 0 && !(part.number > parts[index - 1]!.number))) {
-        throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
-      }
-      const sizes: Array<number> = []
-      for (const part of parts) {
-        const invalid = new S3Error(
-          "InvalidPart",
-          "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.",
-          { UploadId: uploadId, PartNumber: String(part.number), ETag: part.etag }
-        )
-        if (!Number.isInteger(part.number) || part.number < 1 || part.number > 10_000) throw invalid
-        const file = path.join(folder, String(part.number))
-        const [stat, md5] = await Promise.all([fs.stat(file).catch(() => undefined), fs.readFile(`${file}.md5`, "utf8").catch(() => undefined)])
-        // a folder named as a part (sent as part "1/x") ended s3rver when it read it
-        if (stat === undefined || !stat.isFile() || md5?.trim() !== part.etag) throw invalid
-        sizes.push(stat.size)
-      }
-      const small = sizes.findIndex((size, index) => index < sizes.length - 1 && size < MIN_PART_BYTES)
-      if (small >= 0) {
-        throw new S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.", {
-          ProposedSize: String(sizes[small]),
-          MinSizeAllowed: String(MIN_PART_BYTES),
-          PartNumber: String(parts[small]!.number)
-        })
-      }
-      // the object's conditions now, and again where it replaces the old one (s3rverWholeObjects.ts)
-      const check = () => checkConditions(ctx, store, bucket, key)
-      await check()
-      // s3rver reads the body again (readXml gave it back) and refuses what namedParts found no parts in
-      await writeCondition.run(check, next)
-    })
+const complete = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string, next: () => Promise<void>) => {
+  // read before the upload's lock: a body that trickles in holds up nobody
+  const parts = namedParts(await readXml(ctx))
+  return serialized(`upload\u0000${uploadId}`, async () => {
+    const folder = await uploadFolder(store, bucket, key, uploadId)
+    if (parts.some((part, index) => index > 0 && !(part.number > parts[index - 1]!.number))) {
+      throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
+    }
+    const sizes: Array<number> = []
+    for (const part of parts) {
+      const invalid = new S3Error(
+        "InvalidPart",
+        "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.",
+        { UploadId: uploadId, PartNumber: String(part.number), ETag: part.etag }
+      )
+      if (!Number.isInteger(part.number) || part.number < 1 || part.number > 10_000) throw invalid
+      const file = path.join(folder, String(part.number))
+      const [stat, md5] = await Promise.all([fs.stat(file).catch(() => undefined), fs.readFile(`${file}.md5`, "utf8").catch(() => undefined)])
+      // a folder named as a part (sent as part "1/x") ended s3rver when it read it
+      if (stat === undefined || !stat.isFile() || md5?.trim() !== part.etag) throw invalid
+      sizes.push(stat.size)
+    }
+    const small = sizes.findIndex((size, index) => index < sizes.length - 1 && size < MIN_PART_BYTES)
+    if (small >= 0) {
+      throw new S3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.", {
+        ProposedSize: String(sizes[small]),
+        MinSizeAllowed: String(MIN_PART_BYTES),
+        PartNumber: String(parts[small]!.number)
+      })
+    }
+    // the object's conditions now, and again where it replaces the old one (s3rverWholeObjects.ts)
+    const check = () => checkConditions(ctx, store, bucket, key)
+    await check()
+    // s3rver reads the body again (readXml gave it back) and refuses what namedParts found no parts in
+    await writeCondition.run(check, next)
+  })
+}
 
 /** A part is sent only to an upload begun for its key: s3rver kept parts for any id, which nothing could list or remove. */
 const uploadPart = async (ctx: Context, store: Store, bucket: string, key: string, uploadId: string, next: () => Promise<void>) => {

@@ -19,6 +19,7 @@
  *   upload holds no lock while its bytes arrive.
  */
 import { AsyncLocalStorage } from "node:async_hooks"
+import { isIP } from "node:net"
 import * as fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import { Readable } from "node:stream"
@@ -28,6 +29,7 @@ export interface Context {
   /** The request; replaced by its read body where a check read it first (s3rver reads it again). */
   req: AsyncIterable<Uint8Array>
   readonly method: string
+  readonly hostname: string
   readonly path: string
   readonly querystring: string
   readonly query: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
@@ -38,12 +40,13 @@ export interface Context {
 /** What of s3rver's file store these checks use. */
 export interface Store {
   getBucket(name: string): Promise<unknown>
+  deleteObject(bucket: string, key: string): Promise<void>
   getResourcePath(bucket: string, key: string | undefined, resource: string): string
 }
 type S3ErrorConstructor = new(code: string, message: string, detail?: Record<string, string>) => Error
 interface XmlParser {
   validate(xml: string): true | object
-  parse(xml: string, options: { readonly tagValueProcessor: (value: string) => string }): unknown
+  parse(xml: string, options: { readonly tagValueProcessor: (value: string) => string; readonly parseNodeValue: boolean }): unknown
 }
 
 const requireFromS3rver = createRequire(createRequire(import.meta.url).resolve("s3rver"))
@@ -60,7 +63,7 @@ const MAX_XML_BYTES = 2 * 1024 * 1024
  * The request's XML body as s3rver will parse it (undefined where s3rver itself refuses it as
  * malformed), the body given back to the request for s3rver to read again.
  */
-export const readXml = async (ctx: Context): Promise<unknown> => {
+export const readXml = async (ctx: Context, options: { readonly textValues?: boolean } = {}): Promise<unknown> => {
   const chunks: Array<Uint8Array> = []
   let size = 0
   for await (const chunk of ctx.req) {
@@ -71,7 +74,10 @@ export const readXml = async (ctx: Context): Promise<unknown> => {
   const body = Buffer.concat(chunks)
   ctx.req = Readable.from([body])
   const xml = body.toString("utf8")
-  return xmlParser.validate(xml) === true ? xmlParser.parse(xml, { tagValueProcessor: (value) => entities.decode(value) }) : undefined
+  // textValues: every value as its text (a key "2024" stays a string; s3rver's own parse made it a number)
+  return xmlParser.validate(xml) === true
+    ? xmlParser.parse(xml, { tagValueProcessor: (value) => entities.decode(value), parseNodeValue: options.textValues !== true })
+    : undefined
 }
 
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/
@@ -79,6 +85,8 @@ const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/
 export const UPLOAD_ID = /^[0-9a-f]{32}$/
 const PART_NUMBER = /^[1-9]\d{0,4}$/
 const MAX_KEY_BYTES = 1024
+/** A key's part between two `/` is a file name here, with s3rver's suffix (`._S3rver_metadata.json`): the file system takes 255 bytes. */
+const MAX_SEGMENT_BYTES = 200
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/
 /** s3rver keeps an object `k` as the files `k._S3rver_object`, `k._S3rver_metadata.json`, …: a key holding it is one of them. */
@@ -93,11 +101,16 @@ const checkBucket = (bucket: string): void => {
 
 /** A key (decoded) S3 would take, naming a file of its bucket and none of s3rver's own. */
 const checkKey = (key: string): void => {
-  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new S3Error("KeyTooLongError", "Your key is too long")
+  const segments = key.split("/")
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES || segments.some((segment) => Buffer.byteLength(segment) > MAX_SEGMENT_BYTES)) {
+    throw new S3Error("KeyTooLongError", `Your key is too long (this local store takes at most ${MAX_KEY_BYTES} bytes, ${MAX_SEGMENT_BYTES} between two /)`)
+  }
   const problem = CONTROL.test(key)
     ? "holds a control character"
-    : key.split("/").some((segment) => segment === "." || segment === "..")
+    : segments.some((segment) => segment === "." || segment === "..")
     ? "has a . or .. segment"
+    : segments.some((segment) => segment === "")
+    ? "has an empty segment (a leading, trailing or doubled /), which this local store cannot tell from the key without it"
     : key.includes(S3RVER_SUFFIX)
     ? `holds ${S3RVER_SUFFIX}, which this local store keeps for itself`
     : undefined
@@ -138,15 +151,30 @@ const checkCopySource = (value: string) => {
   checkKey(key.join("/"))
 }
 
-/** The keys of a DeleteObjects body (`POST /<bucket>?delete`), checked as a path's key is. */
-const checkDeletedKeys = async (ctx: Context) => {
-  const body = (await readXml(ctx)) as { Delete?: { Object?: unknown } } | undefined
-  const objects = body?.Delete?.Object
-  for (const object of objects === undefined || objects === null ? [] : ([] as Array<unknown>).concat(objects)) {
-    const key = (object as { Key?: unknown } | null)?.Key
-    checkKey(typeof key === "string" ? key : String(key ?? ""))
+/**
+ * DeleteObjects (`POST /<bucket>?delete`), served here: its keys checked as a path's key is and read as
+ * text (s3rver's parse made `2024` a number and failed on it: 500), the objects deleted one after another
+ * (s3rver deleted them at once and each removed the folders they emptied: 500 for a batch in one folder).
+ */
+const deleteObjects = async (ctx: Context, store: Store, bucket: string) => {
+  if (!(await store.getBucket(bucket))) throw new S3Error("NoSuchBucket", "The specified bucket does not exist", { BucketName: bucket })
+  const body = (await readXml(ctx, { textValues: true })) as { Delete?: { Object?: unknown; Quiet?: unknown } } | undefined
+  const named = body?.Delete?.Object
+  const objects = named === undefined || named === null || named === "" ? [] : ([] as Array<unknown>).concat(named)
+  const keys = objects.map((object) => (object as { Key?: unknown } | null)?.Key)
+  if (keys.length === 0 || keys.length > 1000 || keys.some((key) => typeof key !== "string")) {
+    throw new S3Error("MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.")
+  }
+  for (const key of keys as ReadonlyArray<string>) checkKey(key)
+  for (const key of keys as ReadonlyArray<string>) await store.deleteObject(bucket, key)
+  ctx.body = {
+    DeleteResult: {
+      "@": { xmlns: "http://s3.amazonaws.com/doc/2006-03-01/" },
+      Deleted: body?.Delete?.Quiet === "true" ? [] : keys.map((Key) => ({ Key }))
+    }
   }
 }
+
 
 /** The query's upload id and part number, each given at most once and in s3rver's form. */
 const checkQuery = (ctx: Context) => {
@@ -228,6 +256,15 @@ export const writeCondition = new AsyncLocalStorage<() => Promise<void>>()
  * refused request.
  */
 export const requestChecks = (store: Store) => async (ctx: Context, next: () => Promise<void>): Promise<void> => {
+  // s3rver takes a bucket from a host name (`<bucket>.s3.amazonaws.com`) after these checks ran on the
+  // path: an address is the only host it is asked by
+  if (isIP(ctx.hostname) === 0 && ctx.hostname !== "localhost") {
+    throw new S3Error("InvalidArgument", "Ask this local store by its address (127.0.0.1:<port>): bucket host names are not served.", { ArgumentName: "Host" })
+  }
+  // a bucket website's error and index pages are keys no request names, and its 404s ended s3rver
+  if (new URLSearchParams(ctx.querystring).has("website")) {
+    throw new S3Error("MethodNotAllowed", "Bucket websites are not served by this local store.", { Method: ctx.method, ResourceType: "WEBSITE" })
+  }
   const { bucket, key } = target(ctx)
   checkQuery(ctx)
   const copySource = header(ctx, "x-amz-copy-source")
@@ -237,13 +274,14 @@ export const requestChecks = (store: Store) => async (ctx: Context, next: () => 
     if (!new URLSearchParams(ctx.querystring).has("delete")) {
       throw new S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.", { Method: "POST", ResourceType: "BUCKET" })
     }
-    await checkDeletedKeys(ctx)
+    return deleteObjects(ctx, store, bucket)
   }
   const query = new URLSearchParams(ctx.querystring)
   const isObjectWrite = bucket !== undefined && key !== undefined && (ctx.method === "PUT" || ctx.method === "DELETE") &&
     !query.has("uploadId") && !query.has("tagging") && !query.has("acl")
   if (!isObjectWrite) return next()
-  if (ctx.method === "DELETE") return serialized(objectLock(bucket, key), next)
+  // a DELETE takes the object's lock in the store (s3rverWholeObjects.ts)
+  if (ctx.method === "DELETE") return next()
   // refused before the body is read, and checked again where the object replaces the old one
   const check = () => checkConditions(ctx, store, bucket, key)
   await check()

@@ -16,7 +16,7 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Exit, Layer, Option, Redacted, Schedule } from "effect"
 import { spawn } from "node:child_process"
-import { randomBytes } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
@@ -55,6 +55,18 @@ const s3rverPids = (dir: string): ReadonlyArray<number> =>
       return [] // ended while listed
     }
   })
+
+/** One HTTP/1.1 request over a socket of its own, exactly as written (a Host of its choosing); the status line's code. */
+const rawStatus = (endpoint: string, request: string) =>
+  Effect.promise(() =>
+    new Promise<number>((resolve) => {
+      let answer = ""
+      const socket = Net.connect(Number(new URL(endpoint).port), "127.0.0.1", () => socket.write(request))
+      socket.on("data", (chunk) => (answer += chunk.toString()))
+      socket.on("close", () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)))
+      socket.on("error", () => resolve(0))
+    })
+  )
 
 const getText = (client: S3Client, Bucket: string, Key: string) =>
   attempt(async () => {
@@ -587,8 +599,33 @@ describe("s3rver fallback", () => {
           ["PUT", "/uploads/once", "first", { "if-none-match": "*" }, 200, ""],
           ["PUT", "/uploads/once", "second", { "if-none-match": "*" }, 412, "PreconditionFailed"],
           ["PUT", "/uploads/once", "third", { "if-match": "\"0123456789abcdef0123456789abcdef\"" }, 412, "PreconditionFailed"],
-          ["PUT", "/uploads/absent", "x", { "if-match": "\"0123456789abcdef0123456789abcdef\"" }, 412, "PreconditionFailed"]
+          ["PUT", "/uploads/absent", "x", { "if-match": "\"0123456789abcdef0123456789abcdef\"" }, 412, "PreconditionFailed"],
+          // a bucket website's error page is a key no request names (and its 404s ended s3rver)
+          ["PUT", "/uploads?website", "<WebsiteConfiguration><ErrorDocument><Key>../../x</Key></ErrorDocument></WebsiteConfiguration>", {}, 405, "MethodNotAllowed"],
+          // a key part longer than a file name: 500 (ENAMETOOLONG); an empty part names another key's file
+          ["PUT", `/uploads/${"a".repeat(300)}`, "x", {}, 400, "KeyTooLongError"],
+          ["PUT", "/uploads/a//b", "x", {}, 400, "InvalidArgument"],
+          // DeleteObjects naming keys that parse as numbers, in one folder (s3rver: 500 for each)
+          ["PUT", "/uploads/batch/a", "x", {}, 200, ""],
+          ["PUT", "/uploads/batch/b", "x", {}, 200, ""],
+          ["PUT", "/uploads/2024", "x", {}, 200, ""],
+          ["POST", "/uploads?delete", "<Delete><Object><Key>batch/a</Key></Object><Object><Key>batch/b</Key></Object><Object><Key>2024</Key></Object></Delete>", {}, 200, ""],
+          ["GET", "/uploads/2024", undefined, {}, 404, "NoSuchKey"],
+          ["GET", "/uploads/batch/b", undefined, {}, 404, "NoSuchKey"],
+          // an empty object has no byte range (206 with a length of 1 and no body)
+          ["PUT", "/uploads/empty", "", {}, 200, ""],
+          ["GET", "/uploads/empty", undefined, { range: "bytes=0-0" }, 200, ""]
         ]
+        // a bucket from the Host (s3rver reads <bucket>.s3.amazonaws.com after the path was checked)
+        const deleteOutside = "<Delete><Object><Key>../../../victim/inner/file</Key></Object></Delete>"
+        assert.strictEqual(
+          yield* rawStatus(conn.endpoint, `POST /?delete HTTP/1.1\r\nHost: uploads.s3.amazonaws.com\r\nContent-Length: ${deleteOutside.length}\r\nConnection: close\r\n\r\n${deleteOutside}`),
+          400
+        )
+        assert.strictEqual(
+          yield* rawStatus(conn.endpoint, "PUT /once HTTP/1.1\r\nHost: uploads.s3.amazonaws.com\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx"),
+          400
+        )
         for (const [method, target, body, headers, status, code] of cases) {
           const answer = yield* send(method, target, body, headers)
           assert.strictEqual(answer.status, status, `${method} ${target}`)
@@ -660,10 +697,16 @@ describe("s3rver fallback", () => {
         // s3rver wrote over the file in place: a reader saw half a document
         const writers = Effect.forEach([1, 2, 3, 4, 5, 6], (n) =>
           attempt(() => client.send(new PutObjectCommand({ Bucket: "uploads", Key: "doc.json", Body: version(n) }))), { concurrency: 2 })
+        // each read whole, and its ETag the MD5 of what it holds (its ETag was rewritten after the bytes)
         const readers = Effect.forEach(Array.from({ length: 12 }, (_, i) => i), () =>
-          Effect.map(getText(client, "uploads", "doc.json"), (text) => (JSON.parse(text) as { n: number }).n), { concurrency: 3 })
+          attempt(async () => {
+            const res = await client.send(new GetObjectCommand({ Bucket: "uploads", Key: "doc.json" }))
+            const text = await res.Body!.transformToString()
+            return { n: (JSON.parse(text) as { n: number }).n, etagMatches: res.ETag === `"${createHash("md5").update(text).digest("hex")}"` }
+          }), { concurrency: 3 })
         const [, seen] = yield* Effect.all([writers, readers], { concurrency: 2 })
-        assert.isTrue(seen.every((n) => n >= 0 && n <= 6), seen.join(","))
+        assert.isTrue(seen.every(({ n }) => n >= 0 && n <= 6), seen.map(({ n }) => n).join(","))
+        assert.isTrue(seen.every(({ etagMatches }) => etagMatches), "every ETag is its body's")
         // a PUT whose client goes away halfway: nothing of it is stored
         yield* Effect.promise(() =>
           new Promise<void>((resolve) => {
@@ -682,6 +725,25 @@ describe("s3rver fallback", () => {
         assert.isTrue(after.startsWith('{"n":'), after.slice(0, 20))
         const listed = yield* attempt(() => client.send(new ListObjectsV2Command({ Bucket: "uploads" })))
         assert.deepStrictEqual(listed.Contents?.map((object) => object.Key), ["doc.json"])
+        // a part sent again and cut off keeps the part that had landed (it kept the cut bytes under the old ETag)
+        const { UploadId } = yield* attempt(() => client.send(new CreateMultipartUploadCommand({ Bucket: "uploads", Key: "parts.bin" })))
+        const landed = yield* attempt(() =>
+          client.send(new UploadPartCommand({ Bucket: "uploads", Key: "parts.bin", UploadId, PartNumber: 1, Body: randomBytes(3000) }))
+        )
+        yield* Effect.promise(() =>
+          new Promise<void>((resolve) => {
+            const socket = Net.connect(Number(new URL(conn.endpoint).port), "127.0.0.1", () => {
+              socket.write(`PUT /uploads/parts.bin?uploadId=${UploadId}&partNumber=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3000000\r\n\r\n`)
+              socket.write("z".repeat(1000), () => setTimeout(() => socket.destroy(), 200))
+            })
+            socket.on("close", () => resolve())
+            socket.on("error", () => undefined)
+          })
+        )
+        const parts = yield* attempt(() => client.send(new ListPartsCommand({ Bucket: "uploads", Key: "parts.bin", UploadId }))).pipe(
+          Effect.delay("300 millis")
+        )
+        assert.deepStrictEqual(parts.Parts?.map((part) => [part.PartNumber, part.Size, part.ETag]), [[1, 3000, landed.ETag]])
         assert.deepStrictEqual(s3rverPids(dir), [pid!])
       }).pipe(Effect.provide(LocalObjectStorage.layerExternal(conn)))
     }).pipe(Effect.scoped, Effect.provide(NodeServices.layer)), 120_000)
