@@ -25,6 +25,7 @@ import { Database, Migrations, plural, ServiceClient } from "@svc/platform"
 import type { IndexEvent } from "@svc/schema"
 import { Config, Console, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { wholeNumberFlag } from "./WholeNumberFlag.ts"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { commaList } from "./CommaList.ts"
@@ -143,7 +144,7 @@ const add = Command.make(
     ),
     id: Flag.String("id").pipe(Flag.withDescription("Library id /owner/repo (default: from package.json repository; for git, from the URL)"), Flag.optional),
     version: Flag.String("version").pipe(Flag.withDescription("Version (default: package.json version, else latest; for git, the tag at HEAD, else the short commit hash)"), Flag.optional),
-    trust: Flag.Int("trust").pipe(
+    trust: wholeNumberFlag("trust").pipe(
       Flag.filter(Schema.is(TrustScore), (trust) => `--trust must be a whole number from 0 to 10, not ${trust}`),
       Flag.withDescription(
         `Your trust in these docs, 0 to 10: ranks libraries whose names match equally well (default: ${DEFAULT_TRUST_SCORE} for a new library, else unchanged)`

@@ -13,6 +13,7 @@ import { Mcp } from "@svc/docs"
 import { launchServer } from "@svc/platform"
 import { Config, Effect, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
+import { wholeNumberFlag } from "./WholeNumberFlag.ts"
 import { UsageError } from "./CommandFailed.ts"
 
 const usage = (problem: string) => Effect.fail(new UsageError(["svc", "mcp"], problem))
@@ -24,7 +25,7 @@ export const mcp = Command.make(
       Flag.withDescription("http: stateless Streamable HTTP on --port; stdio: one client on stdin/stdout"),
       Flag.withDefault("http" as const)
     ),
-    port: Flag.Int("port").pipe(
+    port: wholeNumberFlag("port").pipe(
       // a port the system could not give (-1, 99999) read as "all taken" or as an unexpected error; 0, as a random one
       Flag.filter((port) => port >= 1 && port <= 65535, (port) => `--port must be a port from 1 to 65535, not ${port}`),
       Flag.withDescription(`HTTP port (default MCP_PORT or ${Mcp.DEFAULT_PORT}; the next free one is used when it is taken)`),

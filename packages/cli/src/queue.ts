@@ -16,6 +16,7 @@ import { EVENT_STATES, MAX_BULK, MAX_EVENTS_PAGE } from "@svc/schema"
 import { ServiceClient } from "@svc/platform"
 import { Config, Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { wholeNumberFlag } from "./WholeNumberFlag.ts"
 import { CommandFailed, UsageError } from "./CommandFailed.ts"
 import { printJson, printLine } from "./Terminal.ts"
 
@@ -60,7 +61,7 @@ const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead 
 const dlqList = Command.make(
   "list",
   {
-    limit: Flag.Int("limit").pipe(
+    limit: wholeNumberFlag("limit").pipe(
       Flag.withDescription("At most this many messages (1-100, default 50)"),
       Flag.filter((limit) => limit >= 1 && limit <= 100, (limit) => `--limit must be from 1 to 100, got ${limit}`),
       Flag.optional
@@ -150,7 +151,7 @@ const events = Command.make(
     group: groupFilter,
     from: timeFlag("from", "Only events at or after this time"),
     to: timeFlag("to", "Only events at or before this time"),
-    count: Flag.Int("count").pipe(
+    count: wholeNumberFlag("count").pipe(
       Flag.withDescription(`At most this many events (1-${MAX_EVENTS_PAGE}, default 100)`),
       Flag.filter((count) => count >= 1 && count <= MAX_EVENTS_PAGE, (count) => `--count must be from 1 to ${MAX_EVENTS_PAGE}, got ${count}`),
       Flag.optional
@@ -265,7 +266,7 @@ const dlqBulk = (action: "retry" | "delete") =>
       ids: Argument.String("dlqId").pipe(Argument.withDescription("DLQ entries"), Argument.variadic()),
       url: urlFilter,
       group: groupFilter,
-      status: Flag.Int("status").pipe(Flag.withDescription("Only those whose last answer had this status"), Flag.optional),
+      status: wholeNumberFlag("status").pipe(Flag.withDescription("Only those whose last answer had this status"), Flag.optional),
       from: timeFlag("from", "Only those failed at or after this time"),
       to: timeFlag("to", "Only those failed at or before this time"),
       all
@@ -307,7 +308,7 @@ const dlq = Command.make("dlq").pipe(
 
 /** `--limit` and `--cursor` of a list paged by key (`GET /v2/schedules`, `/v2/topics`). */
 const pageFlags = (what: string) => ({
-  limit: Flag.Int("limit").pipe(
+  limit: wholeNumberFlag("limit").pipe(
     Flag.withDescription(`At most this many ${what} (1-100, default 100)`),
     Flag.filter((limit) => limit >= 1 && limit <= 100, (limit) => `--limit must be from 1 to 100, got ${limit}`),
     Flag.optional

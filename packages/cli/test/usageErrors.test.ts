@@ -25,7 +25,11 @@ const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string, string]> = [
   [["listings", "ingest", "--source", ""], "--source names no source: give a source id", "svc listings ingest"],
   [["mcp", "--transport", "stdio", "--port", "3000"], "--port is for --transport http; stdio needs no port", "svc mcp"],
   [["mcp", "--transport", "http", "--api-key", "k"], "--api-key is for --transport stdio", "svc mcp"],
-  [["docs", "add", "ftp://example.com/docs"], "ftp:// is not a source", "svc docs add"]
+  [["docs", "add", "ftp://example.com/docs"], "ftp:// is not a source", "svc docs add"],
+  // numbers in decimal digits, as the services take them (Flag.Int read 1e2 as 100, +5 as 5)
+  [["queue", "events", "--count", "1e2"], `--count must be a whole number in decimal digits, not "1e2"`, "svc queue events"],
+  [["queue", "dlq", "list", "--limit", "+5"], `--limit must be a whole number in decimal digits, not "+5"`, "svc queue dlq list"],
+  [["mcp", "--port", "5.0"], `--port must be a whole number in decimal digits, not "5.0"`, "svc mcp"]
 ]
 
 describe("a usage error found by the command", () => {
