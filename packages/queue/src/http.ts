@@ -155,7 +155,15 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
     } else if (!lower.startsWith("svc-")) passThrough.push(part)
     else if (name === undefined) issues.push({ in: "query", parameter: rawName, problem: `the name ${undecodable(rawName)}` })
     else if (value === undefined) issues.push({ in: "query", parameter: name, problem: undecodable(rawValue) })
-    else if (given.has(lower)) {
+    else if (/\s/u.test(name)) {
+      // `svc-retries%20=5` or `svc-retries+=5` (a '+' is a space) was no setting at all: dropped from
+      // the destination and applied nowhere, so a near-miss of a name gave the defaults without a word
+      issues.push({
+        in: "query",
+        parameter: name,
+        problem: `the name holds white space (a '+' in a query string is a space): give it as ${JSON.stringify(name.replace(/\s/gu, ""))}`
+      })
+    } else if (given.has(lower)) {
       const first = given.get(lower)!
       if (!twice.has(lower)) {
         twice.add(lower)

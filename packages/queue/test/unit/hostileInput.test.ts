@@ -142,7 +142,11 @@ describe("hostile input over HTTP (memory stores)", () => {
           ["svc-forward-X-A=1&svc-forward-x-a=2", "svc-forward-X-A", "is given twice, as \"svc-forward-X-A\" and \"svc-forward-x-a\""],
           ["SVC-RETRIES=1&id=7&svc-retries=1", "SVC-RETRIES", "is given twice"],
           ["%73vc-delay=1d&svc-delay=1d", "svc-delay", "is given twice"],
-          ["svc_token=a&svc_token=b", "svc_token", "is given twice: give it once"]
+          ["svc_token=a&svc_token=b", "svc_token", "is given twice: give it once"],
+          // a name with white space was dropped and applied nowhere (the defaults, without a word)
+          ["svc-retries%20=5", "svc-retries ", `the name holds white space (a '+' in a query string is a space): give it as "svc-retries"`],
+          ["svc-retries+=1e3", "svc-retries ", "the name holds white space"],
+          ["svc-%C2%A0delay=1d", "svc-\u00a0delay", "the name holds white space"]
         ]
         for (const route of routes) {
           for (const [query, parameter, problem] of cases) {
