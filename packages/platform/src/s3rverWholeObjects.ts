@@ -22,7 +22,7 @@ import { createReadStream, createWriteStream } from "node:fs"
 import * as fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as path from "node:path"
-import { Transform } from "node:stream"
+import { Readable, Transform } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import { objectLock, S3Error, serialized, writeCondition } from "./s3rverRequests.ts"
 
@@ -50,6 +50,7 @@ interface RangeOptions {
 /** What of s3rver's file store the whole writes and reads use and replace. */
 export interface WholeObjectStore {
   readonly rootDirectory: string
+  getBucket(name: string): Promise<unknown>
   getResourcePath(bucket: string, key: string | undefined, resource: string): string
   getMetadata(bucket: string, key: string): Promise<Record<string, string | number>>
   putMetadata(bucket: string, key: string, metadata: S3Object["metadata"], md5?: string): Promise<void>
@@ -123,6 +124,8 @@ export const serveObjectsWhole = (store: WholeObjectStore): void => {
     return serialized(objectLock(bucket, key), async () => {
       try {
         if (condition !== undefined) await condition()
+        // a bucket deleted while the bytes came in is not made again by the write
+        if (!(await store.getBucket(bucket))) throw new S3Error("NoSuchBucket", "The specified bucket does not exist", { BucketName: bucket })
         await fs.mkdir(path.dirname(objectPath), { recursive: true })
         await fs.rename(written.file, objectPath)
       } catch (error) {
@@ -159,7 +162,8 @@ export const serveObjectsWhole = (store: WholeObjectStore): void => {
     const range = { start: options?.start ?? 0, end: Math.min(options?.end ?? Infinity, stat.size - 1) }
     if (stat.size === 0) {
       await handle.close()
-      return new S3ObjectModel(bucket, key, Buffer.alloc(0), metadata)
+      // a stream, not a buffer: a HEAD destroys the content it does not send (a buffer has no destroy: 500)
+      return new S3ObjectModel(bucket, key, Readable.from([]), metadata)
     }
     const satisfiable = range.start >= 0 && range.end >= range.start
     const object = new S3ObjectModel(bucket, key, satisfiable ? handle.createReadStream({ ...range, autoClose: true }) : null, metadata)
@@ -219,7 +223,8 @@ export const serveObjectsWhole = (store: WholeObjectStore): void => {
 
   store.deleteObject = (bucket, key) =>
     serialized(objectLock(bucket, key), async () => {
-      await Promise.all(["object", "object.md5", "metadata.json"].map((resource) =>
+      // its tags too (s3rver left them, and a new object under the key had them)
+      await Promise.all(["object", "object.md5", "metadata.json", "tagging.xml"].map((resource) =>
         fs.rm(store.getResourcePath(bucket, key, resource), { force: true })
       ))
     })
