@@ -7,11 +7,16 @@
  * s3rver's own `._S3rver_` suffix), 500s (NUL in a key), a browser form POST writing any key; and,
  * s3rver ignoring conditional writes, concurrent completions of one upload truncating each other.
  *
+ * - **Host**: an address (`127.0.0.1:<port>`, `localhost`): s3rver reads a bucket from a host name
+ *   (`<bucket>.s3.amazonaws.com`) after these checks ran on the path.
  * - **Names**: a bucket as S3 names it (3-63 lowercase letters, digits, `.` and `-`, no `..`); a key of
- *   at most 1,024 bytes without a `.` or `..` segment, a control character or `._S3rver_`; an upload id
- *   as s3rver makes them (32 hex digits), a part number 1-10,000, each given once. Else S3's 400
- *   (`InvalidBucketName`, `InvalidArgument`, `KeyTooLongError`) or `NoSuchUpload`.
- * - **No form POST** to a bucket (S3's browser upload, which the suite does not use): 405.
+ *   at most 1,024 bytes, 200 between two `/` (a file name with s3rver's suffix), without a `.`, `..` or
+ *   empty segment, a control character or `._S3rver_`; the same for a copy source and DeleteObjects'
+ *   keys; an upload id as s3rver makes them (32 hex digits), a part number 1-10,000, each given once.
+ *   Else S3's 400 (`InvalidBucketName`, `InvalidArgument`, `KeyTooLongError`) or `NoSuchUpload`.
+ * - **DeleteObjects** served here ({@link deleteObjects}).
+ * - **No form POST** to a bucket (S3's browser upload, which the suite does not use) and no bucket
+ *   websites (their error page is a key no request names): 405.
  * - **S3's conditional writes**: `If-None-Match: *` fails with 412 when the object exists, `If-Match`
  *   when its ETag differs or it is gone (the upload routes' single-use completions rely on them);
  *   checked before the body is read, and again where the object replaces the old one
@@ -251,9 +256,8 @@ export const objectLock = (bucket: string, key: string) => `object\u0000${bucket
 export const writeCondition = new AsyncLocalStorage<() => Promise<void>>()
 
 /**
- * Koa middleware checking every request before s3rver's router, and an object PUT's conditions (a
- * DELETE waits for a write of the object in progress). Placed first: nothing of s3rver runs on a
- * refused request.
+ * Koa middleware checking every request before s3rver reads it, and an object PUT's conditions.
+ * Placed before s3rver's vhost middleware and router: nothing of s3rver's runs on a refused request.
  */
 export const requestChecks = (store: Store) => async (ctx: Context, next: () => Promise<void>): Promise<void> => {
   // s3rver takes a bucket from a host name (`<bucket>.s3.amazonaws.com`) after these checks ran on the
@@ -261,8 +265,9 @@ export const requestChecks = (store: Store) => async (ctx: Context, next: () => 
   if (isIP(ctx.hostname) === 0 && ctx.hostname !== "localhost") {
     throw new S3Error("InvalidArgument", "Ask this local store by its address (127.0.0.1:<port>): bucket host names are not served.", { ArgumentName: "Host" })
   }
+  const query = new URLSearchParams(ctx.querystring)
   // a bucket website's error and index pages are keys no request names, and its 404s ended s3rver
-  if (new URLSearchParams(ctx.querystring).has("website")) {
+  if (query.has("website")) {
     throw new S3Error("MethodNotAllowed", "Bucket websites are not served by this local store.", { Method: ctx.method, ResourceType: "WEBSITE" })
   }
   const { bucket, key } = target(ctx)
@@ -271,17 +276,14 @@ export const requestChecks = (store: Store) => async (ctx: Context, next: () => 
   if (copySource !== undefined) checkCopySource(copySource)
   if (ctx.method === "POST" && bucket !== undefined && key === undefined) {
     // DeleteObjects names its keys in its body; a form POST (a browser upload, any key) is not served
-    if (!new URLSearchParams(ctx.querystring).has("delete")) {
+    if (!query.has("delete")) {
       throw new S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.", { Method: "POST", ResourceType: "BUCKET" })
     }
     return deleteObjects(ctx, store, bucket)
   }
-  const query = new URLSearchParams(ctx.querystring)
-  const isObjectWrite = bucket !== undefined && key !== undefined && (ctx.method === "PUT" || ctx.method === "DELETE") &&
+  const isObjectPut = bucket !== undefined && key !== undefined && ctx.method === "PUT" &&
     !query.has("uploadId") && !query.has("tagging") && !query.has("acl")
-  if (!isObjectWrite) return next()
-  // a DELETE takes the object's lock in the store (s3rverWholeObjects.ts)
-  if (ctx.method === "DELETE") return next()
+  if (!isObjectPut) return next()
   // refused before the body is read, and checked again where the object replaces the old one
   const check = () => checkConditions(ctx, store, bucket, key)
   await check()
