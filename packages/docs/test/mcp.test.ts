@@ -674,7 +674,8 @@ describe("svc mcp options", () => {
       [["--transport", "stdio", "--api-key", "svcsk_a\r\nX-Injected: 1"], /--api-key \(or SVC_API_KEY\) holds a space or a character a header cannot carry/],
       [["--transport", "stdio", "--api-key", "svcsk_a b"], /holds a space/],
       // -1 was "unexpected error", 99999 "ports 99999 to 100018 are all taken", 0 a random port
-      ...["-1", "0", "65536", "99999"].map((port) => [["--transport", "http", "--port", port], /--port must be a port from 1 to 65535/] as const)
+      [["--transport", "http", "--port", "-1"], /--port must be a whole number in decimal digits, not "-1"/],
+      ...["0", "65536", "99999"].map((port) => [["--transport", "http", "--port", port], /--port must be a port from 1 to 65535/] as const)
     ] as const) {
       const run = spawnSync(process.execPath, [bin, "mcp", ...args], { encoding: "utf8", timeout: 30_000 })
       assert.strictEqual(run.status, 1, run.stderr)
