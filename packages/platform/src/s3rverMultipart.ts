@@ -21,7 +21,20 @@
  */
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { checkConditions, type Context, readXml, S3Error, serialized, type Store, target, UPLOAD_ID, writeCondition } from "./s3rverRequests.ts"
+import {
+  checkConditions,
+  type Context,
+  missing,
+  noSuchBucket,
+  noSuchUpload,
+  readXml,
+  S3Error,
+  serialized,
+  type Store,
+  target,
+  UPLOAD_ID,
+  writeCondition
+} from "./s3rverRequests.ts"
 
 /** S3's least size of every part of a multipart upload but the last. */
 const MIN_PART_BYTES = 5 * 1024 * 1024
@@ -44,24 +57,17 @@ const wholeNumber = (name: string, value: string | undefined, min: number, max: 
   return Number(value)
 }
 
-const missing = (error: unknown) => (error as { readonly code?: string }).code === "ENOENT"
-
 /** The upload's folder, once its bucket exists and the upload was begun for this key. */
 const uploadFolder = async (store: Store, bucket: string, key: string, uploadId: string): Promise<string> => {
-  if (!(await store.getBucket(bucket))) throw new S3Error("NoSuchBucket", "The specified bucket does not exist", { BucketName: bucket })
-  const noSuchUpload = new S3Error(
-    "NoSuchUpload",
-    "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
-    { UploadId: uploadId }
-  )
+  if (!(await store.getBucket(bucket))) throw noSuchBucket(bucket)
   // an id is s3rver's 32 hex digits: anything else would name another folder
-  if (!UPLOAD_ID.test(uploadId)) throw noSuchUpload
+  if (!UPLOAD_ID.test(uploadId)) throw noSuchUpload(uploadId)
   const folder = path.join(store.getResourcePath(bucket, undefined, "uploads"), uploadId)
   const begunFor = await fs.readFile(path.join(folder, "key"), "utf8").catch((error: unknown) => {
     if (missing(error)) return undefined
     throw error
   })
-  if (begunFor !== key) throw noSuchUpload
+  if (begunFor !== key) throw noSuchUpload(uploadId)
   return folder
 }
 
@@ -79,8 +85,9 @@ const listParts = async (ctx: Context, store: Store, bucket: string, key: string
   for (const number of shown) {
     const file = path.join(folder, String(number))
     // a part still being written has no ETag yet: it has not landed
-    const [stat, md5] = await Promise.all([fs.stat(file), fs.readFile(`${file}.md5`, "utf8").catch(() => undefined)])
-    if (md5 === undefined) continue
+    // (and one gone since the folder was read, an abort's, is not there)
+    const [stat, md5] = await Promise.all([fs.stat(file).catch(() => undefined), fs.readFile(`${file}.md5`, "utf8").catch(() => undefined)])
+    if (stat === undefined || md5 === undefined) continue
     parts.push({ PartNumber: number, LastModified: stat.mtime.toISOString(), ETag: `"${md5.trim()}"`, Size: stat.size })
   }
   const truncated = numbers.length > shown.length

@@ -85,6 +85,21 @@ export const readXml = async (ctx: Context, options: { readonly textValues?: boo
     : undefined
 }
 
+/** A file system error for a file that is not there. */
+export const missing = (error: unknown): boolean => (error as { readonly code?: string }).code === "ENOENT"
+
+/** S3's answer for a bucket that does not exist. */
+export const noSuchBucket = (bucket: string) =>
+  new S3Error("NoSuchBucket", "The specified bucket does not exist", { BucketName: bucket.slice(0, 100) })
+
+/** S3's answer for an upload id never begun (for this key), or already completed or aborted. */
+export const noSuchUpload = (uploadId: string) =>
+  new S3Error(
+    "NoSuchUpload",
+    "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
+    { UploadId: uploadId.slice(0, 100) }
+  )
+
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/
 /** s3rver's upload ids. */
 export const UPLOAD_ID = /^[0-9a-f]{32}$/
@@ -162,7 +177,7 @@ const checkCopySource = (value: string) => {
  * (s3rver deleted them at once and each removed the folders they emptied: 500 for a batch in one folder).
  */
 const deleteObjects = async (ctx: Context, store: Store, bucket: string) => {
-  if (!(await store.getBucket(bucket))) throw new S3Error("NoSuchBucket", "The specified bucket does not exist", { BucketName: bucket })
+  if (!(await store.getBucket(bucket))) throw noSuchBucket(bucket)
   const body = (await readXml(ctx, { textValues: true })) as { Delete?: { Object?: unknown; Quiet?: unknown } } | undefined
   const named = body?.Delete?.Object
   const objects = named === undefined || named === null || named === "" ? [] : ([] as Array<unknown>).concat(named)
@@ -189,7 +204,7 @@ const checkQuery = (ctx: Context) => {
   }
   const uploadId = query.get("uploadId")
   if (uploadId !== null && !UPLOAD_ID.test(uploadId)) {
-    throw new S3Error("NoSuchUpload", "The specified upload does not exist.", { UploadId: uploadId.slice(0, 100) })
+    throw noSuchUpload(uploadId)
   }
   const partNumber = query.get("partNumber")
   if (partNumber !== null && !(PART_NUMBER.test(partNumber) && Number(partNumber) <= 10_000)) {

@@ -24,7 +24,7 @@ import { createRequire } from "node:module"
 import * as path from "node:path"
 import { Readable, Transform } from "node:stream"
 import { pipeline } from "node:stream/promises"
-import { objectLock, S3Error, serialized, writeCondition } from "./s3rverRequests.ts"
+import { missing, noSuchBucket, noSuchUpload, objectLock, S3Error, serialized, writeCondition } from "./s3rverRequests.ts"
 
 /** An object as s3rver's store takes and gives it. */
 interface S3Object {
@@ -62,9 +62,6 @@ export interface WholeObjectStore {
   deleteObject(bucket: string, key: string): Promise<void>
   listObjects(...args: ReadonlyArray<unknown>): Promise<unknown>
 }
-
-const code = (error: unknown) => (error as { readonly code?: string }).code
-const missing = (error: unknown) => code(error) === "ENOENT"
 
 /** Replaces s3rver's store methods that wrote in place or read by name (module comment) with whole ones. */
 export const serveObjectsWhole = (store: WholeObjectStore): void => {
@@ -125,7 +122,7 @@ export const serveObjectsWhole = (store: WholeObjectStore): void => {
       try {
         if (condition !== undefined) await condition()
         // a bucket deleted while the bytes came in is not made again by the write
-        if (!(await store.getBucket(bucket))) throw new S3Error("NoSuchBucket", "The specified bucket does not exist", { BucketName: bucket })
+        if (!(await store.getBucket(bucket))) throw noSuchBucket(bucket)
         await fs.mkdir(path.dirname(objectPath), { recursive: true })
         await fs.rename(written.file, objectPath)
       } catch (error) {
@@ -189,7 +186,7 @@ export const serveObjectsWhole = (store: WholeObjectStore): void => {
       await fs.rename(`${partPath}.md5.pending`, `${partPath}.md5`)
     } catch (error) {
       await Promise.all([written.file, `${partPath}.md5.pending`].map((file) => fs.rm(file, { force: true })))
-      if (missing(error)) throw new S3Error("NoSuchUpload", "The specified upload does not exist.", { UploadId: uploadId })
+      if (missing(error)) throw noSuchUpload(uploadId)
       throw error
     }
     return { size: written.size, md5: written.md5 }
