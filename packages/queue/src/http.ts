@@ -112,12 +112,16 @@ const destinationIn = (segment: string): string => {
 }
 
 /** Splits the raw request URL into the destination and the queue's own query parameters. */
-const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
+const splitTarget = (rawUrl: string) => {
   const question = rawUrl.indexOf("?")
   const path = question < 0 ? rawUrl : rawUrl.slice(0, question)
   const search = question < 0 ? "" : rawUrl.slice(question + 1)
-  // as sent: the route reads its destination from it (`destinationIn`), after any part of its own
-  const destination = path.slice(path.indexOf(PREFIX) + PREFIX.length)
+  // As sent: the route reads its destination from it (`destinationIn`), after any part of its own.
+  // That is everything after the route's two segments, however they were spelt: the router matched
+  // `/V2/%70ublish/` too, where a search for "/v2/publish/" cut a destination out of the wrong place.
+  // An absolute-form target (`POST http://host/v2/publish/…`) is read from its path.
+  const origin = path.startsWith("/") ? "" : /^[a-z][a-z\d+.-]*:(?:\/\/[^/]*)?/i.exec(path)?.[0] ?? ""
+  const destination = path.slice(origin.length).split("/").slice(3).join("/")
   const config: Array<readonly [string, string]> = []
   const passThrough: Array<string> = []
   // A queue parameter (svc-...) is percent-encoded UTF-8: one that does not decode is refused, as
@@ -183,12 +187,40 @@ const splitTarget = (rawUrl: string, PREFIX = "/v2/publish/") => {
   return { destination, config, passThrough, token, issues }
 }
 
-/** A raw route's target (`splitTarget`) once the caller's token is checked; a queue parameter that does not decode is a 400. */
-const authorizedTarget = (request: HttpServerRequest.HttpServerRequest, settings: QueueSettings, prefix: string) =>
+/** `Svc-Forward-<Name>`, `Svc-Callback-Forward-<Name>`, `Svc-Failure-Callback-Forward-<Name>`: a header for the destination. */
+const FORWARDED = /^svc-(?:(?:failure-)?callback-)?forward-/i
+
+/**
+ * The `Svc-*` settings sent as more than one header line. Node joins the lines with ", ", so two
+ * `Svc-Callback` lines read as one URL `…/a,%20http://…/b` and two `Svc-Deduplication-Id` lines as
+ * the id "x1, y1" (an outside sweep); refused, as the query form refuses a parameter given twice. A
+ * forwarded header keeps HTTP's list semantics: its lines reach the destination as one list.
+ */
+const repeatedSettings = (request: HttpServerRequest.HttpServerRequest): Array<RequestIssue> => {
+  const raw = (request.source as { readonly rawHeaders?: unknown }).rawHeaders
+  if (!Array.isArray(raw)) return []
+  const firstSpelling = new Map<string, string>()
+  const repeated = new Set<string>()
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = String(raw[i])
+    const lower = name.toLowerCase()
+    if (!lower.startsWith("svc-") || FORWARDED.test(lower)) continue
+    if (firstSpelling.has(lower)) repeated.add(lower)
+    else firstSpelling.set(lower, name)
+  }
+  return [...repeated].map((lower) => ({ in: "header", parameter: firstSpelling.get(lower)!, problem: "is given more than once: send one" }))
+}
+
+/**
+ * A raw route's target (`splitTarget`) once the caller's token is checked; a queue parameter that
+ * does not decode, or a setting given twice, is a 400.
+ */
+const authorizedTarget = (request: HttpServerRequest.HttpServerRequest, settings: QueueSettings) =>
   Effect.gen(function*() {
-    const target = splitTarget(request.url, prefix)
+    const target = splitTarget(request.url)
     yield* queueAuth(settings).check(BearerAuth.tokenOf(request.headers["authorization"]) ?? target.token)
-    if (target.issues.length > 0) return yield* new InvalidRequest({ issues: target.issues })
+    const issues = [...target.issues, ...repeatedSettings(request)]
+    if (issues.length > 0) return yield* new InvalidRequest({ issues })
     return target
   })
 
@@ -229,7 +261,7 @@ export const PublishRoute = HttpRouter.add(
   "/v2/publish/*",
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const settings = yield* QueueConfig
-    const target = yield* authorizedTarget(request, settings, "/v2/publish/")
+    const target = yield* authorizedTarget(request, settings)
 
     // Read only once the publish is valid; the cap holds whether or not Content-Length is declared.
     const body = cappedBody(request, settings)
@@ -289,7 +321,7 @@ export const CreateScheduleRoute = HttpRouter.add(
   "/v2/schedules/*",
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const settings = yield* QueueConfig
-    const target = yield* authorizedTarget(request, settings, "/v2/schedules/")
+    const target = yield* authorizedTarget(request, settings)
     const created = yield* ScheduleOperations.createSchedule({
       destination: destinationIn(target.destination),
       passThrough: target.passThrough,
@@ -311,7 +343,7 @@ export const EnqueueRoute = HttpRouter.add(
   "/v2/enqueue/*",
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const settings = yield* QueueConfig
-    const target = yield* authorizedTarget(request, settings, "/v2/enqueue/")
+    const target = yield* authorizedTarget(request, settings)
     const slash = target.destination.indexOf("/")
     const queueName = slash < 0 ? target.destination : target.destination.slice(0, slash)
     const destination = slash < 0 ? "" : destinationIn(target.destination.slice(slash + 1))

@@ -68,6 +68,23 @@ const fetchAccepts = (name: string, value: string) => {
   }
 }
 
+/**
+ * A POST as node's http sends it: each element of a header's array on a line of its own (fetch joins
+ * them into one) and the request target as given (an absolute URL too).
+ */
+const rawPost = (base: string, target: string, headers: Record<string, Array<string>> = {}) =>
+  Effect.callback<{ status: number; body: any }>((resume) => {
+    const { hostname, port } = new URL(base)
+    const options = { hostname, port, method: "POST", path: target, headers: { authorization: `Bearer ${TOKEN}`, ...headers } }
+    const request = Http.request(options, (response) => {
+      let text = ""
+      response.setEncoding("utf8").on("data", (chunk) => text += chunk).on("end", () =>
+        resume(Effect.succeed({ status: response.statusCode!, body: JSON.parse(text) })))
+    })
+    request.on("error", (error) => resume(Effect.die(error)))
+    request.end("x")
+  })
+
 /** Characters around the edges of what a header may hold, and any string at all. */
 const edgy = fc.oneof(
   fc.string({ unit: fc.constantFrom("\t", " ", "\0", "\x01", "\x1f", "\x7f", "\x80", "\xff", "\u0100", "\u20ac", "\ud800", "a", ":", "\r", "\n") }),
@@ -232,6 +249,50 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("publish an
       assert.strictEqual(received!.headers["x-a"], "caf\xe9")
       assert.strictEqual(received!.headers["x-t"], "a\tb")
       assert.strictEqual(received!.headers["x-e"], "")
+    }))
+
+  it.effect("a Svc- setting sent as two header lines (which node joins with \", \") is a 400 naming it on publish, enqueue and schedule; a forwarded header's lines stay one list", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const before = yield* countMessages
+      const post = (path: string, headers: Record<string, Array<string>>) => Effect.flatMap(QueueUrl, (base) => rawPost(base, path, headers))
+      const cases: ReadonlyArray<readonly [Record<string, Array<string>>, string]> = [
+        [{ "Svc-Callback": [`${dest.baseUrl}/a`, `${dest.baseUrl}/b`] }, "Svc-Callback"],
+        [{ "Svc-Failure-Callback": [`${dest.baseUrl}/a`, `${dest.baseUrl}/b`] }, "Svc-Failure-Callback"],
+        [{ "Svc-Deduplication-Id": ["x1", "y1"] }, "Svc-Deduplication-Id"],
+        [{ "svc-retries": ["1", "1"] }, "svc-retries"]
+      ]
+      for (const route of [`/v2/publish/${dest.baseUrl}/never`, `/v2/enqueue/fifo/${dest.baseUrl}/never`]) {
+        for (const [headers, parameter] of cases) {
+          const answer = yield* post(route, headers)
+          assert.strictEqual(answer.status, 400, `${route} ${parameter}: ${JSON.stringify(answer.body)}`)
+          assert.deepStrictEqual(answer.body.issues, [{ in: "header", parameter, problem: "is given more than once: send one" }])
+        }
+      }
+      const schedule = yield* post(`/v2/schedules/${dest.baseUrl}/never`, { "Svc-Cron": ["* * * * *", "0 * * * *"] })
+      assert.strictEqual(schedule.status, 400, JSON.stringify(schedule.body))
+      assert.strictEqual(schedule.body.issues[0].parameter, "Svc-Cron")
+      assert.strictEqual(yield* countMessages, before)
+      // A header for the destination may come as several lines: they arrive as one list.
+      const listed = yield* post(`/v2/publish/${dest.baseUrl}/listed`, { "Svc-Forward-X-List": ["a", "b"] })
+      assert.strictEqual(listed.status, 201, JSON.stringify(listed.body))
+      const [received] = yield* dest.waitFor("/listed", 1)
+      assert.strictEqual(received!.headers["x-list"], "a, b")
+    }))
+
+  it.effect("the route's own segments in another case or escaped (/V2/%70ublish/) leave the destination whole", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      for (const path of [`/V2/Publish/${dest.baseUrl}/spelt`, `/v2/%70ublish/${dest.baseUrl}/spelt`, `/v2/ENQUEUE/fifo2/${dest.baseUrl}/spelt`]) {
+        const answer = yield* call(path, { method: "POST", body: "x" })
+        assert.strictEqual(answer.status, 201, `${path}: ${JSON.stringify(answer.body)}`)
+        assert.strictEqual((yield* call(`/v2/messages/${answer.body.messageId}`)).body.url, `${dest.baseUrl}/spelt`, path)
+      }
+      // An absolute-form target (as a proxy is sent one): the destination is read from its path.
+      const base = yield* QueueUrl
+      const absolute = yield* rawPost(base, `${new URL(base).origin}/v2/publish/${dest.baseUrl}/absolute`)
+      assert.strictEqual(absolute.status, 201, JSON.stringify(absolute.body))
+      assert.strictEqual((yield* call(`/v2/messages/${absolute.body.messageId}`)).body.url, `${dest.baseUrl}/absolute`)
     }))
 
   it.effect("a destination over 2,048 characters, with the query it passes on, is a 400 naming it, nothing stored", () =>
