@@ -1,9 +1,10 @@
 /**
  * `DocsAuth` (declared on `DocsApi` in `@svc/schema`): who is calling, and whether they may call now.
  *
- * - **Key**: `Authorization: Bearer <key>`, else `X-Svc-API-Key`, else `X-API-Key` (spec/2). No
- *   header at all is an anonymous caller (allowed, lower limit). A header that is present but holds
- *   no key, a malformed key, an unknown or a revoked one is 401 `unauthorized` — before any data is
+ * - **Key**: `Authorization: Bearer <key>`, `X-Svc-API-Key` or `X-API-Key` (spec/2). No header at
+ *   all is an anonymous caller (allowed, lower limit). A header that is present but holds no key, a
+ *   malformed key, an unknown or a revoked one, or headers holding two different keys, is 401
+ *   `unauthorized` — before any data is
  *   read, and the message never echoes the key.
  * - **Rate limits**: a token bucket per key, and per client address for anonymous callers, refilled
  *   over a minute: `DOCS_RATE_LIMIT_ANONYMOUS` (default 60) and `DOCS_RATE_LIMIT_KEYED` (default 600)
@@ -66,15 +67,20 @@ export const DocsAuthConfig = Config.all({
 
 const WINDOW = Duration.minutes(1)
 
-/** The key the request presents: undefined when it carries none of the three headers. */
+/**
+ * The key the request presents: undefined when it carries none of the three headers, "" when they
+ * hold no usable key or more than one. Two headers with different keys (a valid bearer beside a
+ * wrong X-API-Key passed on the bearer alone), or one header sent twice (node joins the lines with
+ * ", ", and a key holds no comma), leave which key counts to a guess: refused, as a wrong key is.
+ */
 export const presentedKey = (headers: Readonly<Record<string, string | undefined>>): string | undefined => {
   const authorization = headers["authorization"]
-  if (authorization !== undefined) {
-    // Another scheme (Basic, a bare key) is a wrongly supplied key, not an anonymous call.
-    const match = /^Bearer[ \t]+(\S*)[ \t]*$/i.exec(authorization.trim())
-    return match?.[1] ?? ""
-  }
-  return headers["x-svc-api-key"]?.trim() ?? headers["x-api-key"]?.trim()
+  // Another scheme (Basic, a bare key) is a wrongly supplied key, not an anonymous call.
+  const bearer = authorization === undefined ? undefined : /^Bearer[ \t]+(\S*)[ \t]*$/i.exec(authorization.trim())?.[1] ?? ""
+  const given = [bearer, headers["x-svc-api-key"]?.trim(), headers["x-api-key"]?.trim()].filter((key) => key !== undefined)
+  const [key] = given
+  if (key === undefined) return undefined
+  return given.every((other) => other === key) && !key.includes(",") ? key : ""
 }
 
 /**
@@ -124,7 +130,7 @@ export const DocsAuthLive = Layer.effect(
         return { _tag: "Anonymous", address: clientAddress(request, config.trustProxy, config.forwardSecret) } satisfies Caller as Caller
       }
       if (presented === "") {
-        return yield* refused("No API key in the header: send Authorization: Bearer svcsk_..., X-Svc-API-Key or X-API-Key")
+        return yield* refused("The headers hold no API key, or more than one: send one, as Authorization: Bearer svcsk_..., X-Svc-API-Key or X-API-Key")
       }
       const record = yield* keys.authenticate(presented)
       if (Option.isNone(record)) {

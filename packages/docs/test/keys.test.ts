@@ -222,6 +222,21 @@ layer(socketClient.pipe(Layer.provideMerge(Seeded), Layer.provideMerge(stack)), 
         }
       }))
 
+    it.effect("two key headers must hold the same key: a valid bearer beside a wrong X-API-Key, or one header sent twice, is 401", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey({ name: "two headers" })
+        const same = yield* search("widgets", { ...bearer(key), "x-api-key": key, "x-svc-api-key": key })
+        assert.strictEqual(same.status, 200, "the same key in every header is that key")
+        // Two lines of one header reach the handler joined with ", " (as fetch sends them appended).
+        for (const headers of [{ ...bearer(key), "x-api-key": unknownKey }, { "x-svc-api-key": key, "x-api-key": "" }, { "x-api-key": `${key}, ${key}` }]) {
+          for (const answer of [yield* search("widgets", headers), yield* context("/acme/widgets", headers)]) {
+            assert.strictEqual(answer.status, 401, JSON.stringify(headers))
+            assert.include(answer.body.message, "no API key, or more than one")
+            assert.notInclude(answer.text, key)
+          }
+        }
+      }))
+
     it.effect("team settings: the library filter and source access restrict search and context; searchFilterApplied", () =>
       Effect.gen(function*() {
         const ids = (answer: { body: any }) => answer.body.results.map((result: any) => result.id)
