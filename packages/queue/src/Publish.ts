@@ -11,7 +11,7 @@ import { FLOW_CONTROL_KEY_PATTERN, MAX_URL_LENGTH, parseDuration } from "@svc/sc
 import { Duration } from "effect"
 import { connectionOptions, HOP_BY_HOP } from "./HopByHop.ts"
 import type { QueueSettings } from "./QueueConfig.ts"
-import { parseRetryDelay } from "./RetryDelay.ts"
+import { notANumberAt, parseRetryDelay } from "./RetryDelay.ts"
 
 export const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const
 
@@ -539,8 +539,14 @@ export const parsePublish = (
   let retryDelay: string | undefined
   if (retryDelaySource !== undefined) {
     const parsedDelay = parseRetryDelay(retryDelaySource.value)
+    const undefinedAt = "problem" in parsedDelay ? undefined : notANumberAt(parsedDelay.expression, settings.maxRetries)
     if ("problem" in parsedDelay) {
       problem(retryDelaySource, `${JSON.stringify(retryDelaySource.value.slice(0, 100))} is not a retry-delay expression: ${parsedDelay.problem}`)
+    } else if (undefinedAt !== undefined) {
+      problem(
+        retryDelaySource,
+        `${JSON.stringify(retryDelaySource.value.slice(0, 100))} is not a number when retried is ${undefinedAt} (a 0/0, or pow of a negative number to a fraction): give one that is`
+      )
     } else retryDelay = retryDelaySource.value.trim()
   }
 

@@ -187,9 +187,25 @@ const evaluate = (expression: RetryDelayExpression, retried: number): number => 
   }
 }
 
+/** How many values of `retried` {@link notANumberAt} tries at most: a 200-character expression, 1,000 times, is well under a millisecond. */
+const MAX_CHECKED_RETRIES = 1000
+
+/**
+ * The first `retried` from 0 to `maxRetries` (at most {@link MAX_CHECKED_RETRIES}) for which the
+ * expression is not a number (`0/0`, `retried / retried`, `pow(-1, 0.5)`), so that publish refuses it
+ * rather than the worker reading it as the cap; undefined when it is a number for each.
+ */
+export const notANumberAt = (expression: RetryDelayExpression, maxRetries: number): number | undefined => {
+  for (let retried = 0; retried <= Math.min(maxRetries, MAX_CHECKED_RETRIES); retried++) {
+    if (Number.isNaN(evaluate(expression, retried))) return retried
+  }
+  return undefined
+}
+
 /**
  * The delay in whole milliseconds before the retry that follows `retried` retries, between 0 and
- * `maxMs`: a negative result is 0, a result beyond `maxMs` (or not a number: `1/0`, `0/0`) is `maxMs`.
+ * `maxMs`: a negative result is 0, a result beyond `maxMs` (`1/0`) is `maxMs`, and so is one that is
+ * not a number past what publish checked ({@link notANumberAt}: a message from before that check).
  * `undefined` when `text` does not parse (a stored expression always does: it was checked at publish).
  */
 export const evaluateRetryDelay = (text: string, retried: number, maxMs: number): number | undefined => {

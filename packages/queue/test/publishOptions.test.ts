@@ -139,6 +139,12 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("publish op
         assert.strictEqual(refused.status, 400, expression)
         assert.match(refused.body.message, /header "Svc-Retry-Delay": .* is not a retry-delay expression/, expression)
       }
+      // In the grammar but not a number for some retry: refused rather than read as the 1-day cap.
+      for (const [expression, retried] of [["0/0", 0], ["pow(-1, 0.5)", 0], ["1000 * (retried - 2) / (retried - 2)", 2]] as const) {
+        const refused = yield* publish(`${dest.baseUrl}/never`, { headers: { "Svc-Retry-Delay": expression } })
+        assert.strictEqual(refused.status, 400, expression)
+        assert.include(refused.body.message, `is not a number when retried is ${retried}`, expression)
+      }
       const viaQuery = yield* publish(`${dest.baseUrl}/never`, { query: "svc-retry-delay=1%3B2" })
       assert.strictEqual(viaQuery.status, 400)
       assert.match(viaQuery.body.message, /query parameter "svc-retry-delay"/)

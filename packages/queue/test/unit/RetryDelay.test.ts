@@ -1,6 +1,6 @@
 /** `Svc-Retry-Delay`'s grammar (src/RetryDelay.ts): evaluation, the cap, and every refusal named. */
 import { assert, describe, it } from "@effect/vitest"
-import { evaluateRetryDelay, parseRetryDelay } from "../../src/RetryDelay.ts"
+import { evaluateRetryDelay, notANumberAt, parseRetryDelay } from "../../src/RetryDelay.ts"
 
 describe("Svc-Retry-Delay expressions", () => {
   it("evaluates the grammar and caps the result", () => {
@@ -11,6 +11,23 @@ describe("Svc-Retry-Delay expressions", () => {
     assert.strictEqual(evaluateRetryDelay("1 / 0", 0, 5000), 5000)
     assert.strictEqual(evaluateRetryDelay("0 / 0", 0, 5000), 5000)
     assert.strictEqual(evaluateRetryDelay("-100", 0, 5000), 0)
+  })
+
+  it("finds the first retried for which an expression is not a number, up to the most retries", () => {
+    const at = (text: string, maxRetries = 100) => {
+      const parsed = parseRetryDelay(text)
+      if ("problem" in parsed) throw new Error(parsed.problem)
+      return notANumberAt(parsed.expression, maxRetries)
+    }
+    assert.strictEqual(at("0 / 0"), 0)
+    assert.strictEqual(at("pow(-1, 0.5)"), 0)
+    assert.strictEqual(at("retried / retried"), 0)
+    assert.strictEqual(at("1000 * (retried - 7) / (retried - 7)"), 7)
+    assert.strictEqual(at("1 / (retried - 7) - 1 / (retried - 7)"), 7)
+    assert.isUndefined(at("1 / (retried - 7) - 1 / (retried - 7)", 6), "never reached with at most 6 retries")
+    // Infinity is a number: the worker caps it
+    assert.isUndefined(at("1000 / retried"))
+    assert.isUndefined(at("pow(2, retried) * 1000"))
   })
 
   it("refuses anything outside the grammar, naming the problem", () => {
