@@ -58,6 +58,17 @@ const describe = (error: Error & { readonly code?: string }): string => {
   if (error.code === "EPRIVATE") return "The destination resolves to a private or loopback address"
   if (error.code === "ECONNREFUSED") return "Connection refused"
   if (error.code === "ENOTFOUND" || error.code === "EAI_AGAIN") return "The destination's host name does not resolve"
+  // undici closes the socket on an informational answer a delivery never asks for (`Expect` is never
+  // forwarded, nor `Upgrade`), as a socket error or a failed assertion: name what the destination did.
+  if (error.code === "UND_ERR_SOCKET" && error.message === "bad response") {
+    return "The destination answered 100 Continue, which no delivery asks for"
+  }
+  if (error.code === "UND_ERR_SOCKET" && error.message === "bad upgrade") {
+    return "The destination answered 101 Switching Protocols, which no delivery asks for"
+  }
+  if (error.code === "ERR_ASSERTION") {
+    return "The destination's answer does not follow HTTP/1.1 (a 101 Switching Protocols without Upgrade, say)"
+  }
   if (error.code === "ECONNRESET" || error.code === "UND_ERR_SOCKET") return "Connection reset by the destination"
   // undici's own errors say what was wrong in their message (an invalid header, say); a system
   // error's code is its clearest part.

@@ -1,12 +1,14 @@
 /**
  * The delivery client (undici) over real sockets on 127.0.0.1: what the destination receives, what
  * the worker gets back, and every way an attempt fails (timeout, refused connection, the guard on
- * the address connected to, a redirect not followed, an oversized answer cut at the cap).
+ * the address connected to, a redirect not followed, an oversized answer cut at the cap, an answer
+ * that breaks HTTP).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { OutboundGuard } from "@svc/platform"
 import { Effect } from "effect"
 import * as Http from "node:http"
+import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
 import { type DeliveryRequest, makeSender } from "../src/Delivery.ts"
 
@@ -140,6 +142,24 @@ describe("Delivery (undici sender)", () => {
       yield* Effect.promise(() => new Promise<void>((resolve) => closed.close(() => resolve())))
       const outcome = yield* open.send(request("/", { url: `http://127.0.0.1:${closedPort}/` }))
       assert.deepStrictEqual(outcome, { _tag: "Failed", error: "Connection refused" })
+    }))
+
+  it.effect("an unasked-for 100 Continue or 101 Switching Protocols fails the attempt with a message naming it", () =>
+    Effect.gen(function*() {
+      // A raw socket answers the first request it reads with the given bytes, as a misbehaving destination would.
+      const answers = [
+        ["HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", "The destination answered 100 Continue, which no delivery asks for"],
+        ["HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", "The destination answered 101 Switching Protocols, which no delivery asks for"],
+        ["HTTP/1.1 101 Switching Protocols\r\n\r\n", "The destination's answer does not follow HTTP/1.1 (a 101 Switching Protocols without Upgrade, say)"]
+      ] as const
+      for (const [answer, error] of answers) {
+        const raw = Net.createServer((socket) => socket.once("data", () => socket.write(answer)))
+        yield* Effect.promise(() => new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", () => resolve())))
+        const rawPort = (raw.address() as AddressInfo).port
+        const outcome = yield* open.send(request("/", { url: `http://127.0.0.1:${rawPort}/` }))
+        yield* Effect.promise(() => new Promise<void>((resolve) => raw.close(() => resolve())))
+        assert.deepStrictEqual(outcome, { _tag: "Failed", error }, answer)
+      }
     }))
 
   it.effect("the guard refuses an internal literal before connecting, and a name by the address it resolves to", () =>
