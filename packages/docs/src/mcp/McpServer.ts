@@ -185,12 +185,14 @@ const Text = (maxLength: number) => RequestString({ maxLength, minLength: 1 })
 /**
  * A whole decimal number as an agent sends one: a non-negative integer, or a string of decimal digits
  * (`5000`, `"5000"`). `Number()` read `"0x10"` as 16 and `""` as 0 (then raised to 100) while refusing
- * `"abc"` (outside audit); `1.5`, `"1e3"`, `" 7"` and `-1` are not one either.
+ * `"abc"` (outside audit); `1.5`, `"1e3"`, `" 7"` and `-1` are not one either. A huge one (`1e23`,
+ * twenty 9s) is one too, read approximately: the callers bring it into their range, and an agent
+ * asking for "all the tokens" was told 1e+23 is not a whole number.
  */
 export const wholeNumber = (value: unknown): number | undefined =>
-  typeof value === "number" && Number.isSafeInteger(value) && value >= 0
+  typeof value === "number" && Number.isInteger(value) && value >= 0
     ? value
-    : typeof value === "string" && /^\d{1,15}$/.test(value)
+    : typeof value === "string" && /^\d{1,400}$/.test(value)
     ? Number(value)
     : undefined
 

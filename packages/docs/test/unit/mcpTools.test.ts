@@ -217,6 +217,13 @@ describe("MCP tools over the memory API", () => {
       const beyond = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", page: 11 })
       assert.isTrue(beyond.isError)
       assert.match(textOf(beyond), /^Invalid arguments for get-library-docs: .*page.*Required arguments: context7CompatibleLibraryID\.$/s)
+      // beyond 2^53 (a number or twenty digits): still a whole number, brought down to the maximum
+      for (const tokens of [1e23, "99999999999999999999"]) {
+        const huge = textOf(yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", tokens }))
+        assert.strictEqual(huge.length, larger.length, JSON.stringify(tokens))
+      }
+      const pageBeyond = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", page: 1e23 })
+      assert.include(textOf(pageBeyond), "page must be a whole number from 1 to 10, not 1e+23")
       const notANumber = yield* callTool("get-library-docs", { context7CompatibleLibraryID: "/acme/greeter", tokens: "NaN" })
       assert.isTrue(notANumber.isError)
       assert.match(textOf(notANumber), /^Invalid arguments for get-library-docs: .*tokens.*Required arguments: context7CompatibleLibraryID\.$/s)
