@@ -12,7 +12,7 @@ import {
   describeTopicDetails,
   QueueRpcClient
 } from "@svc/queue"
-import { EVENT_STATES, MAX_BULK, MAX_EVENTS_PAGE } from "@svc/schema"
+import { EVENT_STATES, MAX_BULK, MAX_EVENTS_PAGE, MAX_UNIX_MS } from "@svc/schema"
 import { ServiceClient } from "@svc/platform"
 import { Config, Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -132,9 +132,9 @@ const timeFlag = (name: string, description: string) =>
     Flag.filterMap(
       (text) => {
         const at = /^\d+$/.test(text) ? Number(text) : ISO_TIME.test(text) ? Date.parse(text) : Number.NaN
-        return Number.isFinite(at) && at >= 0 ? Option.some(at) : Option.none()
+        return at >= 0 && at <= MAX_UNIX_MS ? Option.some(at) : Option.none()
       },
-      (text) => `--${name} ${JSON.stringify(text)}: expected an ISO 8601 time or Unix milliseconds`
+      (text) => `--${name} ${JSON.stringify(text)}: expected an ISO 8601 time or Unix milliseconds (0 to ${MAX_UNIX_MS})`
     ),
     Flag.optional
   )

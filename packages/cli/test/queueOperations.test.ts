@@ -54,6 +54,10 @@ describe("svc queue events, cancel, dlq retry-all / delete-all", () => {
       const badTime = yield* svcRun(["queue", "events", "--from", "yesterday"], env)
       assert.strictEqual(badTime.code, 1)
       assert.match(badTime.output, /--from "yesterday": expected an ISO 8601 time or Unix milliseconds/)
+      // beyond the largest date: named as the flag, not as the API's fromDate
+      const tooLate = yield* svcRun(["queue", "events", "--from", "99999999999999999999"], env)
+      assert.strictEqual(tooLate.code, 1)
+      assert.match(tooLate.output, /--from "99999999999999999999": expected .* \(0 to 8640000000000000\)/)
       // Date.parse reads "-5" as May 2001: a bulk cancel from then matched every message; refused, nothing cancelled
       for (const loose of ["-5", "1 May", "2026/01/01"]) {
         const refused = yield* svcRun(["queue", "cancel", "--from", loose], env)

@@ -25,8 +25,10 @@ export const EVENT_STATES = [
 export const EventState = Schema.Literals(EVENT_STATES)
 export type EventState = typeof EventState.Type
 
-/** A point in time as Unix milliseconds, from 1970 to the largest date JavaScript holds. */
-const UNIX_MS_RANGE = { minimum: 0, maximum: 8_640_000_000_000_000 }
+/** The largest date JavaScript holds (year 275760), as Unix milliseconds. */
+export const MAX_UNIX_MS = 8_640_000_000_000_000
+/** A point in time as Unix milliseconds, from 1970 to {@link MAX_UNIX_MS}. */
+const UNIX_MS_RANGE = { minimum: 0, maximum: MAX_UNIX_MS }
 export const UnixMs = BoundedInt(UNIX_MS_RANGE)
 
 /** Events per page: 100 unless `count`, at most {@link MAX_EVENTS_PAGE}. */
