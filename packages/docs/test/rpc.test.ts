@@ -78,6 +78,10 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
         for (const dir of [path.join(rootA, "widgets"), rootB, outside]) await fs.mkdir(dir, { recursive: true })
         await fs.writeFile(path.join(rootA, "widgets", "README.md"), readme("Widgets")["README.md"])
         await fs.writeFile(path.join(outside, "README.md"), readme("Secret")["README.md"])
+        await fs.writeFile(
+          path.join(outside, "openapi.json"),
+          JSON.stringify({ openapi: "3.1.0", info: { title: "Secret API", version: "1" }, paths: { "/key": { get: { summary: "The secret key" } } } })
+        )
         // a symlink inside a root to a folder outside every root
         await fs.symlink(outside, path.join(rootA, "escape"))
         // a root reached through a symlink: its real path is what counts
@@ -106,6 +110,17 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
         assert.strictEqual(error.category, "source_not_allowed", source)
         assert.match(error.message, /outside the folders the server accepts sources from \(DOCS_SOURCE_ROOTS\)/, source)
       }
+      // a clone URL whose path climbs to a file outside the roots is a clone URL (refused on its host, which
+      // does not resolve), never that file read as an OpenAPI document; a missing file answers the same (no oracle)
+      const climb = "../".repeat(20)
+      for (const file of [path.join(outside, "openapi.json"), path.join(outside, "missing.json")]) {
+        for (const disguise of [`git@x.invalid:${climb}${file}`, `ssh://x.invalid/${climb}${file}`, `git://x.invalid/${climb}${file}`]) {
+          const error = yield* refusal(ops, disguise, "/evil/api")
+          assert.strictEqual(error.category, "source_not_allowed", disguise)
+          assert.match(error.message, /^Refused to reach .*x\.invalid/, disguise)
+          assert.notInclude(error.message, "OpenAPI", disguise)
+        }
+      }
       // missing under a root: said so
       const missing = yield* refusal(ops, path.join(rootA, "nope"))
       assert.strictEqual(missing.category, "source_not_found")
@@ -117,6 +132,7 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
       assert.deepStrictEqual(listed.find((library) => library.id === "/acme/gadgets")?.rules, ["Charge a gadget before use"])
       assert.deepStrictEqual(listed.find((library) => library.id === "/acme/widgets")?.rules, [])
       assert.notInclude(ids, "/evil/secret")
+      assert.notInclude(ids, "/evil/api")
     }).pipe(Effect.scoped))
 
   it.effect("a svc.json or package.json that is a link out of the source is not read; a folder replaced by a link out of the roots is refused on refresh", () =>
@@ -131,6 +147,10 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
         await fs.writeFile(path.join(outside, "svc.json"), JSON.stringify({ title: "SECRET title", rules: ["SECRET rule"] }))
         await fs.writeFile(path.join(outside, "package.json"), JSON.stringify({ name: "secret-package", version: "6.6.6" }))
         await fs.writeFile(path.join(outside, "README.md"), readme("Secret")["README.md"])
+        await fs.writeFile(
+          path.join(outside, "openapi.json"),
+          JSON.stringify({ openapi: "3.1.0", info: { title: "Secret API", version: "1" }, paths: { "/key": { get: { summary: "The secret key" } } } })
+        )
         for (const folder of ["linked-config", "linked-package", "swapped"]) {
           await fs.writeFile(path.join(root, folder, "README.md"), readme("Widgets")["README.md"])
         }

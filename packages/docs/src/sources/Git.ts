@@ -34,10 +34,20 @@ import {
   VERSION
 } from "./Source.ts"
 
-/** A clone URL: a URL of a git transport, or scp-like `user@host:path`. */
 /** scp-like `user@host:path`, the host a name, an address or a bracketed one (`git@[::1]:a/b.git`). */
 const SCP_LIKE = /^[\w.-]+@(\[[\w.:%-]*\]|[\w.-]+):/
+/** A clone URL: a URL of a git transport, or scp-like `user@host:path`. */
 export const GIT_URL = new RegExp(`^((git|ssh|file|https?|git\\+(ssh|https?|file)):\\/\\/|${SCP_LIKE.source.slice(1)})`, "i")
+
+/** A `file://` clone URL (`git+file://` too): a repository on this machine. */
+export const FILE_URL = /^(git\+)?file:\/\//i
+
+/**
+ * A clone URL of another machine: never a path on this one, whatever its path part says
+ * (`git@x.invalid:../../etc/x.json`). Roots.ts lets these through unconfined, so a source that reads
+ * local files must not take one for a path.
+ */
+export const isRemoteGitUrl = (source: string): boolean => GIT_URL.test(source) && !FILE_URL.test(source)
 /** A branch or tag after `#`: no option look-alikes, no `..`. */
 const GIT_REF = /^\w[\w.\/+-]*$/
 

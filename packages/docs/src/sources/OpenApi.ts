@@ -19,6 +19,7 @@ import { Duration, Effect, FileSystem, Path } from "effect"
 import { makeBoundedThread } from "./BoundedThread.ts"
 import { type DocumentReading, MAX_OPERATIONS, type readDocument } from "./OpenApiDocument.ts"
 import { checkLibraryId, checkVersion, IndexFailed, invalidSource, maxSnippets, type Source, type SourceOptions, tooManySnippets } from "./Source.ts"
+import { isRemoteGitUrl } from "./Git.ts"
 import { withSourceUrl } from "./SourceLinks.ts"
 import { makeFetcher, startFailed, webSettings } from "./WebFetch.ts"
 
@@ -56,7 +57,9 @@ export const make = Effect.gen(function*() {
       }
       return { location: url.href, file: path.basename(url.pathname), body: answer.success.body }
     }
-    if (!OPENAPI_FILE.test(source)) return undefined
+    // A clone URL is not a path, though `path.resolve` makes one of it: `git@x.invalid:../../tmp/a.json`
+    // read /tmp/a.json, past DOCS_SOURCE_ROOTS (which confines paths, not clone URLs).
+    if (!OPENAPI_FILE.test(source) || isRemoteGitUrl(source)) return undefined
     const full = path.resolve(source)
     const info = yield* fs.stat(full).pipe(Effect.option)
     if (info._tag === "None" || info.value.type !== "File") return undefined

@@ -6,7 +6,7 @@
  * root: outside, the answer would tell a caller which paths exist on the server.
  */
 import { Effect, FileSystem, Option, Path } from "effect"
-import { GIT_URL } from "./Git.ts"
+import { FILE_URL, isRemoteGitUrl } from "./Git.ts"
 import { IndexFailed } from "./Source.ts"
 
 export const make = Effect.gen(function*() {
@@ -25,8 +25,8 @@ export const make = Effect.gen(function*() {
    */
   const confine = Effect.fnUntraced(function*(source: string, roots: ReadonlyArray<string>) {
     if (source.startsWith("npm:")) return source
-    const isFileUrl = /^(git\+)?file:\/\//i.test(source)
-    if (GIT_URL.test(source) && !isFileUrl) return source
+    if (isRemoteGitUrl(source)) return source
+    const isFileUrl = FILE_URL.test(source)
     const refused = (message: string) => new IndexFailed({ category: "source_not_allowed", message })
     if (roots.length === 0) {
       return yield* refused(
