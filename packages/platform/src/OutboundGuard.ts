@@ -28,7 +28,7 @@
  *   the address and name checks only, never the redirect bound or the credential rule.
  */
 import { Context, Effect, Layer } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
+import { FetchHttpClient, HttpClient } from "effect/http"
 import ipaddr from "ipaddr.js"
 import * as Dns from "node:dns"
 import * as Http from "node:http"
@@ -559,8 +559,14 @@ export const layerHttpClient = (options: FetchOptions): Layer.Layer<HttpClient.H
       // shared value. Without it, under `svc start all` whichever was built first won: the MCP server's
       // plain client got the guarded fetch (its calls to the docs API on 127.0.0.1 were refused), or
       // this guarded client got the plain fetch (no guard at all).
+      // The guarded fetch is provided around each request, innermost: a `FetchHttpClient.Fetch` a caller
+      // provides (a test helper, say) would otherwise win over a layer's and switch the guard off.
       Effect.map((guarded) =>
-        Layer.fresh(FetchHttpClient.layer).pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, guarded.fetch)))
+        Layer.effect(
+          HttpClient.HttpClient,
+          Effect.map(HttpClient.HttpClient, (client) =>
+            client.pipe(HttpClient.transformResponse((response) => Effect.provideService(response, FetchHttpClient.Fetch, guarded.fetch))))
+        ).pipe(Layer.provide(Layer.fresh(FetchHttpClient.layer)))
       )
     )
   )

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { HttpClient, HttpClientRequest } from "effect/http"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll } from "vitest"
@@ -426,6 +426,18 @@ describe("the guarded fetch", () => {
       const client = yield* HttpClient.HttpClient
       const error = yield* client.execute(HttpClientRequest.get(`${a().base}/x.png`)).pipe(Effect.flip)
       assert.strictEqual(error._tag, "HttpClientError")
+      assert.isTrue(OutboundGuard.isRefusal(error))
+      assert.strictEqual(a().seen.length, 0)
+    }).pipe(Effect.provide(OutboundGuard.layerHttpClient(strict))))
+
+  it.effect("as effect's HttpClient: a Fetch provided around a request cannot replace the guarded one", () =>
+    Effect.gen(function*() {
+      reset()
+      const client = yield* HttpClient.HttpClient
+      const error = yield* client.execute(HttpClientRequest.get(`${a().base}/x.png`)).pipe(
+        Effect.provideService(FetchHttpClient.Fetch, globalThis.fetch),
+        Effect.flip
+      )
       assert.isTrue(OutboundGuard.isRefusal(error))
       assert.strictEqual(a().seen.length, 0)
     }).pipe(Effect.provide(OutboundGuard.layerHttpClient(strict))))
