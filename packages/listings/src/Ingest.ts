@@ -53,6 +53,12 @@ export interface RunHandle {
   readonly run: IngestRun
   /** Started runs: waits for the outcome. */
   readonly outcome: Option.Option<Effect.Effect<IngestOutcome>>
+  /**
+   * Waits for the run's end and tells whether it was written: false when the database went away
+   * during the run (its row stays unfinished until the next run marks it abandoned). True for a
+   * skipped run, which has nothing to write, and for an interrupted one (it is written as such).
+   */
+  readonly recorded: Effect.Effect<boolean>
   /** Started runs: the counts so far. */
   readonly progress: Effect.Effect<Progress>
 }
@@ -240,6 +246,7 @@ export class Ingest extends Context.Service<Ingest, {
             const skipped: RunHandle = {
               run: { sourceId: source.id, status: "skipped", reason: "already_running" },
               outcome: Option.none(),
+              recorded: Effect.succeed(true),
               progress: Effect.succeed({ offersFetched: 0, offersUpserted: 0, recordsRejected: 0 })
             }
             const scope = yield* Scope.make()
@@ -266,6 +273,7 @@ export class Ingest extends Context.Service<Ingest, {
             }
             const progress = { offersFetched: 0, offersUpserted: 0, recordsRejected: 0 }
             const done = yield* Deferred.make<IngestOutcome>()
+            const recorded = yield* Deferred.make<boolean>()
             yield* FiberSet.run(
               running,
               runSource(source, trigger, progress).pipe(
@@ -278,7 +286,10 @@ export class Ingest extends Context.Service<Ingest, {
                 Effect.ensuring(releaseLock),
                 // last: whoever waits for the outcome may start the next run at once
                 Effect.onExit((exit) =>
-                  Deferred.succeed(done, Exit.isSuccess(exit) ? exit.value : failedOutcome(progress))
+                  Effect.andThen(
+                    Deferred.succeed(recorded, Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)),
+                    Deferred.succeed(done, Exit.isSuccess(exit) ? exit.value : failedOutcome(progress))
+                  )
                 ),
                 Effect.tap(refreshStatistics),
                 Effect.ignore,
@@ -288,6 +299,7 @@ export class Ingest extends Context.Service<Ingest, {
             return {
               run: { sourceId: source.id, status: "started" },
               outcome: Option.some(Deferred.await(done)),
+              recorded: Deferred.await(recorded),
               progress: Effect.sync(() => ({ ...progress }))
             } satisfies RunHandle
           })
@@ -312,6 +324,7 @@ export class Ingest extends Context.Service<Ingest, {
             : Effect.succeed<RunHandle>({
               run: { sourceId: source.id, status: "skipped", reason: "disabled" },
               outcome: Option.none(),
+              recorded: Effect.succeed(true),
               progress: Effect.succeed({ offersFetched: 0, offersUpserted: 0, recordsRejected: 0 })
             }), { concurrency: "unbounded" })
       })
@@ -339,10 +352,16 @@ export class Ingest extends Context.Service<Ingest, {
 /**
  * Scheduled ingestion: every enabled source at start (unless `INGEST_ON_START=false`), then every
  * `INGEST_INTERVAL` (default 15 minutes). A source still running when its turn comes is skipped that
- * time — except at start, where it is tried again every `INGEST_LEASE_TTL` until it runs, within the
- * first interval: a process killed during a run and started again at once found the dead run's
- * lease still valid, skipped the source, and left it half-updated until the next turn (an outside
- * kill sweep). A lease a live process holds is renewed, so that source runs once that run is over.
+ * time. Two cases are tried again every `INGEST_LEASE_TTL`, within one interval, until a run of the
+ * source ends written:
+ * - at start, a source skipped as running: a process killed during a run and started again at once
+ *   found the dead run's lease still valid, skipped the source, and left it half-updated until the
+ *   next turn (an outside kill sweep). A lease a live process holds is renewed, so that source runs
+ *   once that run is over;
+ * - any scheduled run cut short by the database (its end could not be written: the database went away
+ *   during it). The source was left half-updated, its status still that of the run before, for a whole
+ *   interval (an outside kill of the process that owns the embedded database). By the time the lease
+ *   TTL has passed, the cut-short run's lease (no longer renewed) has expired.
  */
 export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
   const ingest = yield* Ingest
@@ -352,9 +371,38 @@ export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
     Effect.catchCause((cause) => Effect.logWarning("Could not remove the demo offers of a retired mock source", cause)),
     Effect.forkScoped
   )
+  const triesWithinInterval = Math.max(0, Math.floor(Duration.toMillis(ingestInterval) / Duration.toMillis(leaseTtl)) - 1)
+  const watchers = yield* FiberSet.make()
+
+  /** The source tried every lease TTL, at most {@link triesWithinInterval} times, until a run of it ends written. */
+  const untilRecorded = (sourceId: string): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      for (let tries = 0; tries < triesWithinInterval; tries++) {
+        yield* Effect.sleep(leaseTtl)
+        const [handle] = yield* ingest.trigger({ sources: [sourceId], trigger: "scheduled" }).pipe(
+          Effect.catch((error) => Effect.as(Effect.logError(`Scheduled ingest could not start: ${error.message}`), []))
+        )
+        if (handle?.run.status === "started" && (yield* handle.recorded)) return
+      }
+      if (triesWithinInterval > 0) yield* Effect.logWarning(`Ingest of ${sourceId} did not run to a written end; next try at the next turn`)
+    })
+
   /** One turn over `sources` (every enabled one when undefined); the ids skipped as already running. */
   const turn = (sources: ReadonlyArray<string> | undefined) =>
     ingest.trigger({ sources, trigger: "scheduled" }).pipe(
+      Effect.tap((handles) =>
+        Effect.forEach(handles, (handle) =>
+          FiberSet.run(
+            watchers,
+            Effect.flatMap(handle.recorded, (recorded) =>
+              recorded ? Effect.void : Effect.andThen(
+                Effect.logWarning(
+                  `Ingest of ${handle.run.sourceId} was cut short by the database: trying again every ${Duration.format(leaseTtl)}`
+                ),
+                untilRecorded(handle.run.sourceId)
+              ))
+          ), { discard: true })
+      ),
       Effect.map((handles) =>
         handles.filter((handle) => handle.run.status === "skipped" && handle.run.reason === "already_running")
           .map((handle) => handle.run.sourceId)
@@ -362,16 +410,12 @@ export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
       Effect.tap((skipped) => skipped.length === 0 ? Effect.void : Effect.logInfo(`Scheduled ingest skipped (already running): ${skipped.join(", ")}`)),
       Effect.catch((error) => Effect.as(Effect.logError(`Scheduled ingest could not start: ${error.message}`), []))
     )
-  const retriesAtStart = Math.max(0, Math.floor(Duration.toMillis(ingestInterval) / Duration.toMillis(leaseTtl)) - 1)
-  // the sources still skipped, tried again (only those) every lease TTL, at most `retriesAtStart` times
-  const startTurn = Effect.gen(function*() {
-    let left = yield* turn(undefined)
-    for (let tries = 0; left.length > 0 && tries < retriesAtStart; tries++) {
-      yield* Effect.sleep(leaseTtl)
-      left = yield* turn(left)
-    }
-  }).pipe(Effect.forkScoped)
-  if (onStart) yield* startTurn
+  if (onStart) {
+    yield* turn(undefined).pipe(
+      Effect.flatMap((skipped) => Effect.forEach(skipped, (sourceId) => FiberSet.run(watchers, untilRecorded(sourceId)), { discard: true })),
+      Effect.forkScoped
+    )
+  }
   yield* turn(undefined).pipe(
     Effect.delay(ingestInterval),
     Effect.forever,

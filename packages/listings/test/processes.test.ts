@@ -213,6 +213,38 @@ describe("listings processes", () => {
       assert.deepInclude(runs[1]!, { finished: true, ok: true, offers_fetched: 2 })
     }), { timeout: 60_000 })
 
+  it.live("a scheduled run cut short by a database outage is run again once the database is back, not at the next turn", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase.freshDatabase()
+      const url = Redacted.value(database)
+      const sql = yield* sqlOn(url)
+      const feed = yield* slowFeedServer
+      // the start-up pass reads 30 pages, one every 100 ms; INGEST_INTERVAL is far away
+      const service = yield* startService({
+        databaseUrl: url,
+        sources: [feed.source("outage", 30, 100)],
+        env: { ADMIN_TOKEN, INGEST_LEASE_TTL: "2 seconds", INGEST_INTERVAL: "1 hour", INGEST_BATCH_SIZE: "2", INGEST_ON_START: "true" }
+      })
+      yield* waitFor(
+        sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM listings.offers WHERE source_id = 'outage'`.pipe(Effect.orDie),
+        (rows) => rows[0]!.n >= 4,
+        "the first pages"
+      )
+      // the database goes away for 3 seconds: new connections refused, open ones closed
+      yield* TestDatabase.outage(database, "3 seconds")
+      const runs = yield* waitFor(
+        runsOf(sql, "outage").pipe(Effect.retry({ times: 20 })),
+        (rows) => rows.some((row) => row.finished && row.ok === true),
+        "a run that read the whole feed",
+        30_000
+      ).pipe(Effect.mapError((error) => new Error(`${error.message}\n${service.output()}`)))
+      // the cut-short run, unfinished, was marked abandoned by the next; the last one read the whole feed
+      assert.deepInclude(runs[0]!, { finished: true, ok: false, failure: "abandoned" })
+      assert.deepInclude(runs.at(-1)!, { finished: true, ok: true, offers_fetched: 60 })
+      const offers = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM listings.offers WHERE source_id = 'outage'`
+      assert.strictEqual(offers[0]!.n, 60)
+    }), { timeout: 90_000 })
+
   it.live("SIGTERM during a run: recorded as interrupted, lease released, exit 0", () =>
     Effect.gen(function*() {
       const url = Redacted.value(yield* TestDatabase.freshDatabase())

@@ -4,7 +4,7 @@
  * dropped when the layer's scope closes.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { type Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { randomUUID } from "node:crypto"
 import { inject } from "vitest"
@@ -38,6 +38,19 @@ const asAdmin = <A>(statement: (sql: PgClient.PgClient) => Effect.Effect<A, unkn
   Effect.scoped(Effect.flatMap(PgClient.make({ url: adminUrl(), maxConnections: 1 }), statement)).pipe(
     Effect.provide(Reactivity.layer)
   )
+
+/**
+ * An outage of the database `url` names, as its clients see one: for `duration` it refuses new
+ * connections, and the open ones are closed at its start.
+ */
+export const outage = (url: Redacted.Redacted<string>, duration: Duration.Input) =>
+  Effect.gen(function*() {
+    const name = decodeURIComponent(new URL(Redacted.value(url)).pathname.slice(1))
+    yield* asAdmin((sql) => sql`ALTER DATABASE ${sql(name)} ALLOW_CONNECTIONS false`)
+    yield* asAdmin((sql) => sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name}`)
+    yield* Effect.sleep(duration)
+    yield* asAdmin((sql) => sql`ALTER DATABASE ${sql(name)} ALLOW_CONNECTIONS true`)
+  })
 
 /** `Database` pointing at a fresh migrated database. */
 export const layerConnection = (template?: string) =>
