@@ -13,7 +13,7 @@
  * everyone. `Refresh` reads the (real) path an add stored again. npm packages and remote git URLs are
  * not affected; the local `svc docs add` (no `DOCS_URL`) neither.
  */
-import { BearerAuth, RpcDefects, RpcHttp } from "@svc/platform"
+import { BearerAuth, isDatabaseUnavailable, RpcDefects, RpcHttp } from "@svc/platform"
 import { type IndexEvent, IndexingFailed, DocsRpcs, RPC_DEFECT_MESSAGE } from "@svc/schema"
 import { Config, Effect, Layer, Queue, Stream } from "effect"
 import { HttpRouter } from "effect/http"
@@ -28,16 +28,30 @@ export const SourceRoots: Config.Config<ReadonlyArray<string>> = Config.String("
 )
 
 /**
+ * What the caller of a run learns when the database went away during it: the version is left
+ * `indexing`, and a running docs-api takes it up again once the database is back (its resume pass).
+ */
+export const DATABASE_LOST_MESSAGE =
+  "The database became unavailable during the run: a running docs-api resumes the version within " +
+  "DOCS_RESUME_INTERVAL of the database being back (svc docs list shows it)"
+
+/**
  * A run of the indexer as a stream of its progress, ending with `Done`. A defect of the run (a database
  * failure, a bug) ends the stream too, with a failure that says so: it is logged here in full, and the
- * caller, whose stream would otherwise never end, learns that the run failed, not why (RpcDefects' rule).
+ * caller, whose stream would otherwise never end, learns that the run failed, not why (RpcDefects' rule),
+ * except that the database went away ({@link DATABASE_LOST_MESSAGE}, `service_unavailable`): that is the
+ * operator's to know, and it was "internal error".
  */
 export const indexingRun = (start: (options: IndexOptions) => Effect.Effect<IndexOutcome, { readonly category?: string; readonly message: string }>) =>
   Stream.callback<IndexEvent, IndexingFailed>((queue) =>
     start({ onProgress: (progress: IndexProgress) => Effect.asVoid(Queue.offer(queue, progress)) }).pipe(
       Effect.catchDefect((defect) =>
         Effect.logError("Docs RPC: an indexing run failed", defect).pipe(
-          Effect.andThen(Effect.fail({ category: "internal_error", message: RPC_DEFECT_MESSAGE }))
+          Effect.andThen(Effect.fail(
+            isDatabaseUnavailable(defect)
+              ? { category: "service_unavailable", message: DATABASE_LOST_MESSAGE }
+              : { category: "internal_error", message: RPC_DEFECT_MESSAGE }
+          ))
         )
       ),
       Effect.matchEffect({

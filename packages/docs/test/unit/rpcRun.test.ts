@@ -1,9 +1,10 @@
 /** The docs RPC's indexing stream (src/rpc.ts `indexingRun`): progress, the outcome, a failure, and a defect that ends it. */
 import { assert, describe, it } from "@effect/vitest"
+import { databaseDown } from "@svc/platform/testing"
 import { RPC_DEFECT_MESSAGE } from "@svc/schema"
 import { Effect, Stream } from "effect"
 import { IndexFailed } from "../../src/sources/Source.ts"
-import { indexingRun } from "../../src/rpc.ts"
+import { DATABASE_LOST_MESSAGE, indexingRun } from "../../src/rpc.ts"
 
 const outcome = { libraryId: "/acme/widgets", version: "1.0", files: 1, snippets: 2, tokens: 30 }
 
@@ -28,5 +29,12 @@ describe("indexingRun", () => {
     Effect.gen(function*() {
       const failure = yield* Effect.flip(Stream.runCollect(indexingRun(() => Effect.die(new Error("invalid byte sequence for encoding \"UTF8\": 0x00")))))
       assert.deepStrictEqual([failure._tag, failure.category, failure.message], ["IndexingFailed", "internal_error", RPC_DEFECT_MESSAGE])
+    }).pipe(Effect.timeout("5 seconds")))
+
+  it.effect("the database going away during the run is said so (service_unavailable, it resumes), not an internal error", () =>
+    Effect.gen(function*() {
+      const failure = yield* Effect.flip(Stream.runCollect(indexingRun(() => Effect.die(databaseDown()))))
+      assert.deepStrictEqual([failure._tag, failure.category, failure.message], ["IndexingFailed", "service_unavailable", DATABASE_LOST_MESSAGE])
+      assert.include(failure.message, "resumes the version")
     }).pipe(Effect.timeout("5 seconds")))
 })
