@@ -607,15 +607,18 @@ const missingHost = new InvalidRequest({ issues: [{ in: "header", parameter: "ho
 /**
  * The first header sent more than once of those node keeps only one of, without saying so: `Host`
  * (RFC 9112 §3.2 answers a second with 400; `/mcp`'s allowed-hosts check judged one of two names the
- * request carried) and `Authorization` (the first credential was checked, the other silently dropped).
+ * request carried), `Authorization` (the first credential was checked, the other silently dropped)
+ * and `Content-Type` (a body declared both JSON and text was read as whichever came first).
  */
+const SINGLE_HEADERS: ReadonlySet<string> = new Set(["host", "authorization", "content-type"])
+
 const repeatedHeader = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
   const raw = (request.source as { readonly rawHeaders?: unknown }).rawHeaders
   if (!Array.isArray(raw)) return undefined
   const seen = new Set<string>()
   for (let i = 0; i < raw.length; i += 2) {
     const name = String(raw[i]).toLowerCase()
-    if (name !== "host" && name !== "authorization") continue
+    if (!SINGLE_HEADERS.has(name)) continue
     if (seen.has(name)) return name
     seen.add(name)
   }

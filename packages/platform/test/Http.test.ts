@@ -653,7 +653,7 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       assert.notInclude(encoded, "holds a '#'")
     }))
 
-  it.effect("HTTP/1.1 without Host, or with two (or two Authorization), is a JSON 400 naming the header; HTTP/1.0 needs none", () =>
+  it.effect("HTTP/1.1 without Host, or with two (or two Authorization or Content-Type), is a JSON 400 naming the header; HTTP/1.0 needs none", () =>
     Effect.gen(function*() {
       const answer = yield* exchange("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
       assert.match(answer, /^HTTP\/1\.1 400 /)
@@ -671,6 +671,12 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       )
       assert.match(credentials, /^HTTP\/1\.1 400 /)
       assert.include(credentials, `header \\"authorization\\": is given more than once: send one`)
+      // two Content-Types: node kept the first; the body's meaning is the sender's to say once
+      const types = yield* exchange(
+        "POST /health HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\ncontent-type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+      )
+      assert.match(types, /^HTTP\/1\.1 400 /)
+      assert.include(types, `header \\"content-type\\": is given more than once: send one`)
     }))
 })
 
