@@ -58,9 +58,9 @@ const STOP_TIMEOUT = "60 seconds"
 const S3RVER_ACCESS_KEY = "S3RVER" // the only key pair s3rver knows
 const s3rverWarning = (reason: string) =>
   `WARNING: local object storage is s3rver (${reason}), not radosgw. ` +
-  "s3rver does NOT verify SigV4 signatures (header or presigned) and does NOT enforce conditional writes " +
-  "(If-None-Match / If-Match): anything relying on them is untested here. " +
-  "Install the real thing with `sudo scripts/install-object-storage.sh`."
+  "s3rver does NOT verify SigV4 signatures (header or presigned), and its conditional writes " +
+  "(If-None-Match / If-Match) are the suite's own emulation: anything relying on them is untested against S3 here. " +
+  "Install the real thing with `sudo bash scripts/install-object-storage.sh`."
 
 // --- the script ---------------------------------------------------------------------------------------
 

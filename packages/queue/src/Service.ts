@@ -5,7 +5,7 @@
  * and the process entry (`main.ts`) provide `Database.layer`.
  */
 import { Readiness, serve, withBackground } from "@svc/platform"
-import { Config, Effect, Layer } from "effect"
+import { Config, Effect, Layer, Option } from "effect"
 import * as Pruning from "./Pruning.ts"
 import { QUERY_AS_SENT, routes } from "./http.ts"
 import { QueueConfig } from "./QueueConfig.ts"
@@ -19,6 +19,17 @@ export const Port = Config.Port("QUEUE_PORT").pipe(Config.withDefault(8788))
 /** The worker, and beside it the schedule firing loop, when `QUEUE_WORKER` is not false. */
 export const WorkerIfEnabled = Layer.unwrap(
   Effect.map(QueueConfig, (settings) => settings.worker ? Layer.merge(Worker.layer, Scheduler.layer) : Layer.empty)
+)
+
+/**
+ * A warning at start when `QUEUE_TOKEN` is unset: publish, the API and the RPC then answer 503, and
+ * a newcomer learned it only from the first request.
+ */
+export const WarnWithoutToken = Layer.effectDiscard(
+  Effect.flatMap(QueueConfig, (settings) =>
+    Option.isNone(settings.token)
+      ? Effect.logWarning("QUEUE_TOKEN is not set: publish, the API and the RPC answer 503 until the queue is started with one")
+      : Effect.void)
 )
 
 /**
@@ -40,7 +51,7 @@ export const layerNoDeps = (options?: { readonly port?: number | Config.Config<n
       queryAsSent: QUERY_AS_SENT,
       ...(options?.host === undefined ? {} : { host: options.host })
     }),
-    Layer.mergeAll(WorkerIfEnabled, Pruning.layer)
+    Layer.mergeAll(WorkerIfEnabled, Pruning.layer, WarnWithoutToken)
   )
 
 /** The whole service; needs `PgClient` (e.g. `Database.layer`). */
