@@ -79,7 +79,7 @@ export const landed: ReadonlyArray<SuiteService> = [
   {
     name: "uploads",
     database: false,
-    description: "Uploads demo of @svc/blob: React page with drop zone, per-file progress, cancel and errors; upload route into the local radosgw",
+    description: "Uploads demo of @svc/blob: React page with drop zone, per-file progress, cancel and errors; upload route into the local object storage (radosgw, else s3rver)",
     port: UploadsDemo.Port,
     portVariable: "UPLOADS_PORT",
     layer: UploadsDemo.layer
