@@ -9,7 +9,7 @@
  * in a log file: a Ctrl-C in the terminal then reaches our process only, so the HTTP server can drain in-flight requests before the database goes, and
  * a crash of ours leaves a cluster the next start adopts instead of a broken pipe.
  */
-import { Data, type Duration, Effect, Fiber, Redacted, Schedule, Scope } from "effect"
+import { Data, Duration, Effect, Fiber, Redacted, Schedule, Scope } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -61,6 +61,8 @@ const fail = (message: string) => (cause: unknown) =>
   new EmbeddedPostgresError({ message: cause instanceof Error ? `${message}: ${cause.message}` : message, cause })
 
 const isAlive = (pid: number): boolean => {
+  // 0 and negative pids name process groups, ours among them: never a postmaster
+  if (!(pid > 0)) return false
   try {
     process.kill(pid, 0)
   } catch (error) {
@@ -407,7 +409,7 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
 ) {
   const { postgres } = yield* binaries
   const ids = yield* postgresIds()
-  const logFile = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`)
+  const logFile = logFileOf(dataDir)
   const log = yield* Effect.try({ try: () => openSync(logFile, "a"), catch: fail("Could not open the Postgres log") })
   const logStart = fstatSync(log).size
   const settings = [
@@ -470,7 +472,7 @@ const spawnServer = Effect.fn("EmbeddedPostgres.spawnServer")(function*(
       })
     )
   )
-  return { pid: child.pid!, watchdog }
+  return { pid: child.pid!, watchdog, logStart }
 })
 
 /** The URL of a cluster in `dataDir` on `port` (database `database`). */
@@ -580,6 +582,15 @@ const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
     const ownerFile = path.join(dataDir, OWNER_FILE)
     const writeOwner = (watchdog: number | undefined) =>
       Effect.promise(() => fs.writeFile(ownerFile, `${process.pid}\n${watchdog ?? ""}\n`))
+    /** A postmaster of ours on `port`, watched (and named in the owner file) from its first moment. */
+    const startOwned = (port: number) =>
+      spawnServer(dataDir, port, options.ephemeral ?? false, urlOf(credentials.password, port, "postgres"), (pid) =>
+        Effect.gen(function*() {
+          yield* writeOwner(undefined)
+          const watchdog = yield* startWatchdog(pid, ownerFile)
+          yield* writeOwner(watchdog)
+          return watchdog
+        }))
     const { pid: runningPid, port: runningPort, impostor } = (yield* livePostmaster(dataDir)) ?? { pid: 0, port: 0 }
     if (impostor !== undefined) {
       // Postgres would take the live pid for another postmaster too; its shared memory check still
@@ -611,7 +622,9 @@ const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
         yield* Effect.logWarning(`Adopting an embedded Postgres left running on port ${runningPort} by an earlier process`)
         const watchdog = yield* startWatchdog(runningPid, ownerFile)
         yield* writeOwner(watchdog)
-        yield* Effect.addFinalizer(() => stopServer(runningPid, watchdog))
+        const current = { pid: runningPid, watchdog, logStart: yield* logSize(dataDir) }
+        yield* Effect.addFinalizer(() => stopServer(current.pid, current.watchdog))
+        yield* Effect.forkScoped(keepRunning(dataDir, runningPort, options, current, startOwned))
         return running(runningPort, true)
       }
       if (isAlive(runningPid)) {
@@ -625,19 +638,83 @@ const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
     }
 
     const port = yield* choosePort(options.port, credentials.port)
-    const { pid } = yield* Effect.acquireRelease(
-      spawnServer(dataDir, port, options.ephemeral ?? false, urlOf(credentials.password, port, "postgres"), (pid) =>
-        Effect.gen(function*() {
-          yield* writeOwner(undefined)
-          const watchdog = yield* startWatchdog(pid, ownerFile)
-          yield* writeOwner(watchdog)
-          return watchdog
-        })),
-      ({ pid, watchdog }) => stopServer(pid, watchdog)
+    // what the finalizer stops: the postmaster of the moment ({@link keepRunning} replaces it)
+    const current: Postmaster = yield* Effect.acquireRelease(
+      startOwned(port),
+      (current) => stopServer(current.pid, current.watchdog)
     )
     if (credentials.port !== port) yield* writeCredentials(dataDir, { ...credentials, port })
-    yield* Effect.logInfo(`Embedded Postgres (pid ${pid}) listening on ${HOST}:${port}, data in ${options.dataDir}`)
+    yield* Effect.logInfo(`Embedded Postgres (pid ${current.pid}) listening on ${HOST}:${port}, data in ${options.dataDir}`)
+    yield* Effect.forkScoped(keepRunning(dataDir, port, options, current, startOwned))
     return running(port, true)
+  })
+
+/** An owned postmaster: its pid, its watchdog's, and the size of the log when it started (what it wrote follows). */
+interface Postmaster {
+  pid: number
+  watchdog: number | undefined
+  logStart: number
+}
+
+/** The Postgres log beside the data folder (`<dir>.log`). */
+const logFileOf = (dataDir: string) => path.join(path.dirname(dataDir), `${path.basename(dataDir)}.log`)
+
+/** The log's size now (0 when there is none yet). */
+const logSize = (dataDir: string) => Effect.promise(() => fs.stat(logFileOf(dataDir)).then((info) => info.size, () => 0))
+
+/** How a cluster that stopped under its owner is started again: at once, then backing off to every 30 s. */
+const RESTART_BACKOFF = Schedule.exponential("1 second").pipe(
+  Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(30))))
+)
+
+/**
+ * Starts the owned cluster again whenever it stops while its owner runs (a `kill -9`, a PANIC on a
+ * full disk). It stayed down until the process was restarted by hand: every service answered 503,
+ * `/health` 200 all along, and a liveness probe never restarted anything (an outside kill). Each try
+ * takes the folder's lock, as a start does; a postmaster another process started on the folder
+ * meanwhile is left to that process (this one stops keeping it). A failing try (the disk still full,
+ * the killed postmaster's sessions not yet gone) is logged and tried again, backing off to every 30 s.
+ */
+const keepRunning = (
+  dataDir: string,
+  port: number,
+  options: EmbeddedPostgresOptions,
+  current: Postmaster,
+  startOwned: (port: number) => Effect.Effect<Postmaster, EmbeddedPostgresError>
+) =>
+  Effect.gen(function*() {
+    const logFile = logFileOf(dataDir)
+    while (true) {
+      yield* Effect.sync(() => isAlive(current.pid)).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("1 second"), until: (alive) => !alive })
+      )
+      if (current.watchdog !== undefined && isAlive(current.watchdog)) process.kill(current.watchdog, "SIGKILL")
+      yield* Effect.logError(
+        `The embedded Postgres (pid ${current.pid}) stopped${yield* startComplaint(logFile, current.logStart)}: starting it again on port ${port}; see ${logFile}`
+      )
+      const restarted = yield* Effect.scopedWith((lockScope) =>
+        folderLock(dataDir, `starting the embedded Postgres in ${options.dataDir} again`, START_LOCK_WAIT_SECONDS).pipe(
+          Scope.provide(lockScope),
+          Effect.andThen(livePostmaster(dataDir)),
+          Effect.flatMap((other) =>
+            other !== undefined && other.impostor === undefined
+              ? Effect.succeed(undefined)
+              : startOwned(port)
+          )
+        )
+      ).pipe(
+        Effect.tapError((error) => Effect.logWarning(`The embedded Postgres did not start again (${error.message}); trying again`)),
+        Effect.retry(RESTART_BACKOFF)
+      )
+      if (restarted === undefined) {
+        yield* Effect.logInfo(`Another process started the embedded Postgres in ${options.dataDir} again: it is theirs to stop`)
+        current.pid = 0
+        current.watchdog = undefined
+        return
+      }
+      Object.assign(current, restarted)
+      yield* Effect.logInfo(`Embedded Postgres (pid ${current.pid}) listening again on ${HOST}:${port}`)
+    }
   })
 
 /**

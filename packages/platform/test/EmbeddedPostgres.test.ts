@@ -72,6 +72,30 @@ describe("EmbeddedPostgres", () => {
       assert.deepStrictEqual(notes.map((row) => row.note), ["survives restarts"])
     }), { timeout: 120_000 })
 
+  it.live("a cluster killed under its owner is started again, with its data, and still stops with the scope", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const { port, restartedPid } = yield* Effect.scoped(Effect.gen(function*() {
+        const cluster = yield* EmbeddedPostgres.start({ dataDir })
+        yield* query(cluster, "CREATE TABLE kept (note text)")
+        yield* query(cluster, "INSERT INTO kept VALUES ('committed before the kill')")
+        const pidOf = Effect.promise(() => fs.readFile(path.join(dataDir, "postmaster.pid"), "utf8").then((text) => Number(text.split("\n")[0]), () => 0))
+        const killed = yield* pidOf
+        process.kill(killed, "SIGKILL")
+        // a new postmaster on the same port, the row still there (no one restarted the process)
+        const notes = yield* query<{ note: string }>(cluster, "SELECT note FROM kept").pipe(
+          Effect.retry({ schedule: Schedule.spaced("250 millis"), times: 160 })
+        )
+        assert.deepStrictEqual(notes.map((row) => row.note), ["committed before the kill"])
+        const restartedPid = yield* pidOf
+        assert.notStrictEqual(restartedPid, killed)
+        assert.isTrue(isAlive(restartedPid))
+        return { port: cluster.port, restartedPid }
+      }))
+      assert.isFalse(yield* acceptsConnections(port), "the restarted cluster stops when the scope closes")
+      assert.isFalse(isAlive(restartedPid))
+    }), { timeout: 120_000 })
+
   it.live("a second user of a running cluster shares it and leaves it running", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
