@@ -119,6 +119,16 @@ const impostorOf = (pid: number, dataDir: string) =>
 const postmasterFile = (dataDir: string) => path.join(dataDir, "postmaster.pid")
 
 /**
+ * Removes a `postmaster.pid` whose pid another program now has ({@link impostorOf}): Postgres would
+ * take that live pid for another postmaster too; its shared memory check still refuses to start
+ * beside a cluster that really runs on this folder.
+ */
+const removeStalePostmasterFile = (dataDir: string, pid: number, impostor: string) =>
+  Effect.logWarning(`Removing a stale postmaster.pid: its pid ${pid} is now ${impostor}`).pipe(
+    Effect.andThen(Effect.tryPromise({ try: () => fs.rm(postmasterFile(dataDir)), catch: fail("Could not remove a stale postmaster.pid") }))
+  )
+
+/**
  * The postmaster that `dataDir`'s `postmaster.pid` names, when that pid is alive: its port (0 while it
  * has not written one yet) and, when the pid now belongs to something else, what ({@link impostorOf}).
  */
@@ -608,10 +618,7 @@ const startLocked = (dataDir: string, options: EmbeddedPostgresOptions) =>
         }))
     const { pid: runningPid, port: runningPort, impostor } = (yield* livePostmaster(dataDir)) ?? { pid: 0, port: 0 }
     if (impostor !== undefined) {
-      // Postgres would take the live pid for another postmaster too; its shared memory check still
-      // refuses to start beside a cluster that really runs on this folder.
-      yield* Effect.logWarning(`Removing a stale postmaster.pid: its pid ${runningPid} is now ${impostor}`)
-      yield* Effect.tryPromise({ try: () => fs.rm(postmasterFile(dataDir)), catch: fail("Could not remove a stale postmaster.pid") })
+      yield* removeStalePostmasterFile(dataDir, runningPid, impostor)
     } else if (runningPort > 0 && isAlive(runningPid)) {
       const [ownerPid, ownerWatchdog] = ((yield* readPid(ownerFile)) ?? []).map(Number)
       const shared = ownerPid !== undefined && ownerPid > 0 && isAlive(ownerPid)
@@ -712,9 +719,11 @@ const keepRunning = (
           Scope.provide(lockScope),
           Effect.andThen(livePostmaster(dataDir)),
           Effect.flatMap((other) =>
-            other !== undefined && other.impostor === undefined
+            other === undefined
+              ? startOwned(port)
+              : other.impostor === undefined
               ? Effect.succeed(undefined)
-              : startOwned(port)
+              : Effect.andThen(removeStalePostmasterFile(dataDir, other.pid, other.impostor), startOwned(port))
           )
         )
       ).pipe(
