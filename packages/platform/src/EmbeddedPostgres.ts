@@ -403,6 +403,8 @@ const stopServer = (pid: number, watchdogPid: number | undefined) =>
       Effect.catch(() => Effect.sync(() => isAlive(pid) && process.kill(pid, "SIGINT")).pipe(Effect.andThen(exitOf(pid, "30 seconds")))),
       Effect.catch(() => Effect.sync(() => isAlive(pid) && process.kill(pid, "SIGQUIT")))
     )
+    // the last line of a shutdown: an operator reading the log knows the data folder is free
+    yield* Effect.logInfo(`Embedded Postgres (pid ${pid}) stopped`)
   })
 
 /**

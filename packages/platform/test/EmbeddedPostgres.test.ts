@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Schedule, Scope } from "effect"
+import { ConfigProvider, Context, Duration, Effect, Exit, Fiber, Layer, Logger, Option, Redacted, Schedule, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import * as fs from "node:fs/promises"
 import { spawn } from "node:child_process"
@@ -48,6 +48,8 @@ describe("EmbeddedPostgres", () => {
   it.live("starts, stops with its scope, and finds its data again on restart", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
+      const logged: Array<string> = []
+      const capture = Logger.layer([Logger.make((options) => logged.push(String(options.message)))])
       const first = yield* Effect.scoped(Effect.gen(function*() {
         const cluster = yield* EmbeddedPostgres.start({ dataDir })
         assert.isTrue(cluster.owned)
@@ -62,8 +64,9 @@ describe("EmbeddedPostgres", () => {
         )
         assert.deepStrictEqual(settings, [{ wal_init_zero: "off", wal_writer_delay: "10ms", fsync: "on", synchronous_commit: "on" }])
         return cluster
-      }))
+      })).pipe(Effect.provide(capture))
       assert.isFalse(yield* acceptsConnections(first.port), "the cluster stops when its scope closes")
+      assert.match(logged.at(-1) ?? "", /^Embedded Postgres \(pid \d+\) stopped$/, "and the log says so, last")
 
       const notes = yield* Effect.scoped(Effect.gen(function*() {
         const cluster = yield* EmbeddedPostgres.start({ dataDir })
