@@ -373,15 +373,16 @@ export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
   )
   const triesWithinInterval = Math.max(0, Math.floor(Duration.toMillis(ingestInterval) / Duration.toMillis(leaseTtl)) - 1)
   const watchers = yield* FiberSet.make()
+  /** A scheduled trigger that could not start (an unknown source): logged, nothing started. */
+  const notStarted = (error: { readonly message: string }) =>
+    Effect.as(Effect.logError(`Scheduled ingest could not start: ${error.message}`), [])
 
   /** The source tried every lease TTL, at most {@link triesWithinInterval} times, until a run of it ends written. */
   const untilRecorded = (sourceId: string): Effect.Effect<void> =>
     Effect.gen(function*() {
       for (let tries = 0; tries < triesWithinInterval; tries++) {
         yield* Effect.sleep(leaseTtl)
-        const [handle] = yield* ingest.trigger({ sources: [sourceId], trigger: "scheduled" }).pipe(
-          Effect.catch((error) => Effect.as(Effect.logError(`Scheduled ingest could not start: ${error.message}`), []))
-        )
+        const [handle] = yield* ingest.trigger({ sources: [sourceId], trigger: "scheduled" }).pipe(Effect.catch(notStarted))
         if (handle?.run.status === "started" && (yield* handle.recorded)) return
       }
       if (triesWithinInterval > 0) yield* Effect.logWarning(`Ingest of ${sourceId} did not run to a written end; next try at the next turn`)
@@ -408,7 +409,7 @@ export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
           .map((handle) => handle.run.sourceId)
       ),
       Effect.tap((skipped) => skipped.length === 0 ? Effect.void : Effect.logInfo(`Scheduled ingest skipped (already running): ${skipped.join(", ")}`)),
-      Effect.catch((error) => Effect.as(Effect.logError(`Scheduled ingest could not start: ${error.message}`), []))
+      Effect.catch(notStarted)
     )
   if (onStart) {
     yield* turn(undefined).pipe(

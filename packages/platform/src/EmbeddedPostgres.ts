@@ -403,7 +403,7 @@ const stopServer = (pid: number, watchdogPid: number | undefined) =>
       Effect.catch(() => Effect.sync(() => isAlive(pid) && process.kill(pid, "SIGINT")).pipe(Effect.andThen(exitOf(pid, "30 seconds")))),
       Effect.catch(() => Effect.sync(() => isAlive(pid) && process.kill(pid, "SIGQUIT")))
     )
-    // the last line of a shutdown: an operator reading the log knows the data folder is free
+    // said once it is gone: an operator reading the log knows the data folder is free
     yield* Effect.logInfo(`Embedded Postgres (pid ${pid}) stopped`)
   })
 

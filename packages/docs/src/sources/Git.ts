@@ -48,6 +48,7 @@ export const FILE_URL = /^(git\+)?file:\/\//i
  * local files must not take one for a path.
  */
 export const isRemoteGitUrl = (source: string): boolean => GIT_URL.test(source) && !FILE_URL.test(source)
+
 /** A branch or tag after `#`: no option look-alikes, no `..`. */
 const GIT_REF = /^\w[\w.\/+-]*$/
 

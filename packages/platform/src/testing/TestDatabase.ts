@@ -47,9 +47,11 @@ export const outage = (url: Redacted.Redacted<string>, duration: Duration.Input)
   Effect.gen(function*() {
     const name = decodeURIComponent(new URL(Redacted.value(url)).pathname.slice(1))
     yield* asAdmin((sql) => sql`ALTER DATABASE ${sql(name)} ALLOW_CONNECTIONS false`)
-    yield* asAdmin((sql) => sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name}`)
-    yield* Effect.sleep(duration)
-    yield* asAdmin((sql) => sql`ALTER DATABASE ${sql(name)} ALLOW_CONNECTIONS true`)
+    yield* asAdmin((sql) => sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name}`).pipe(
+      Effect.andThen(Effect.sleep(duration)),
+      // back whatever happens meanwhile: a test interrupted here must not leave its database refusing everyone
+      Effect.ensuring(asAdmin((sql) => sql`ALTER DATABASE ${sql(name)} ALLOW_CONNECTIONS true`).pipe(Effect.ignore))
+    )
   })
 
 /** `Database` pointing at a fresh migrated database. */
