@@ -139,7 +139,7 @@ describe("Host and Origin (DNS rebinding protection)", () => {
       assert.isTrue(policy.hostAllowed(host), host)
     }
     for (
-      const host of [undefined, "", "::1", "127.0.0.2", "127.1", "localhost.", "evil.com", "localhost@evil.com", "a b", "localhost/x", "localhost:x"]
+      const host of [undefined, "", "::1", "127.0.0.2", "127.1", "localhost.", "evil.com", "localhost@evil.com", "a b", "localhost/x", "localhost:x", "localhost:99999", "localhost:65536"]
     ) {
       assert.isFalse(policy.hostAllowed(host), String(host))
     }
@@ -148,6 +148,7 @@ describe("Host and Origin (DNS rebinding protection)", () => {
     assert.isFalse(withPort.hostAllowed("docs.internal:8080"))
     assert.isFalse(withPort.hostAllowed("docs.internal"))
     assert.isTrue(withPort.hostAllowed("[::1]:1"))
+    assert.isTrue(withPort.hostAllowed("[::1]:65535"))
     assert.isTrue(withPort.hostAllowed("mcp.example.com"))
     assert.isFalse(withPort.hostAllowed("localhost"))
     assert.isTrue(policy.originAllowed(undefined))

@@ -115,7 +115,7 @@ const isOrigin = (entry: string) => {
 /** A `Host` entry: a name, or `name:port` with a port a socket can have. Matching is exact: no `*` inside. */
 const isHostEntry = (entry: string) => {
   const host = parseHost(entry)
-  return host !== undefined && !entry.includes("*") && (host.port === "" || Number(host.port) <= 65_535)
+  return host !== undefined && !entry.includes("*")
 }
 
 const PublicUrl = Config.option(
@@ -153,9 +153,11 @@ export const McpHttpConfig = Config.all({
 const LOCAL_NAMES = ["localhost", "127.0.0.1", "[::1]"]
 
 /** `name[:port]` (an IPv6 address in brackets), the name lower-cased; port `""` when there is none. */
+/** `name` or `name:port`, with a port a socket can have (a Host of `localhost:99999` names no server). */
 const parseHost = (value: string): { readonly hostname: string; readonly port: string } | undefined => {
   const match = /^(\[[0-9a-f:.]+\]|[a-z0-9._~!$&'()*+,;=%-]+)(?::(\d{1,5}))?$/i.exec(value)
-  return match === null ? undefined : { hostname: match[1]!.toLowerCase(), port: match[2] ?? "" }
+  if (match === null || Number(match[2] ?? 0) > 65_535) return undefined
+  return { hostname: match[1]!.toLowerCase(), port: match[2] ?? "" }
 }
 
 export interface OriginPolicy {
