@@ -731,12 +731,12 @@ const fromCause = (
         return clientError(new InvalidRequest({ issues: [{ in: "path", parameter: "", problem: unreadable }] }))
       }
       // A path routed for other methods: 405 naming them (`Allow`), or for OPTIONS the list itself; the
-      // liveness answer above counts as a route.
+      // liveness answer above counts as a route. `Allow` names OPTIONS too: every routed path answers it.
       const routed = routes.allowed(request.url)
       const probe = routedPath(request.url)
       const allowed = routed.length === 0 && (probe === "/health" || probe === "/ready") ? ["GET", "HEAD"] : routed
       if (allowed.length > 0) {
-        const allow = allowed.join(", ")
+        const allow = [...new Set([...allowed, "OPTIONS"])].join(", ")
         return Effect.succeed([
           request.method === "OPTIONS"
             ? HttpServerResponse.empty({ status: 204, headers: { allow } })

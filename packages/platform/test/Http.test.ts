@@ -145,10 +145,10 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
         assert.deepStrictEqual(body, { status: "ok" })
         const deleted = yield* request("/health", { method: "DELETE" })
         assert.strictEqual(deleted.response.status, 405)
-        assert.strictEqual(deleted.response.headers.get("allow"), "GET, HEAD")
+        assert.strictEqual(deleted.response.headers.get("allow"), "GET, HEAD, OPTIONS")
         const options = yield* request("/health", { method: "OPTIONS" })
         assert.strictEqual(options.response.status, 204)
-        assert.strictEqual(options.response.headers.get("allow"), "GET, HEAD")
+        assert.strictEqual(options.response.headers.get("allow"), "GET, HEAD, OPTIONS")
       }))
 
     it.effect("serves the API and its OpenAPI document", () =>
@@ -279,21 +279,21 @@ for (const [name, ClientLayer] of [["over a socket", SocketClient], ["in-process
       Effect.gen(function*() {
         const wrongMethod = yield* request("/offers/1", { method: "DELETE" })
         assert.strictEqual(wrongMethod.response.status, 405)
-        assert.strictEqual(wrongMethod.response.headers.get("allow"), "GET, HEAD")
+        assert.strictEqual(wrongMethod.response.headers.get("allow"), "GET, HEAD, OPTIONS")
         assert.deepStrictEqual(wrongMethod.body, {
           code: "method_not_allowed",
-          message: "DELETE is not allowed on /offers/1: it takes GET, HEAD"
+          message: "DELETE is not allowed on /offers/1: it takes GET, HEAD, OPTIONS"
         })
         const put = yield* request("/offers?limit=1", { method: "PUT", body: "{}" })
         assert.strictEqual(put.response.status, 405)
-        assert.strictEqual(put.response.headers.get("allow"), "GET, HEAD, POST")
+        assert.strictEqual(put.response.headers.get("allow"), "GET, HEAD, POST, OPTIONS")
         const options = yield* request("/offers", { method: "OPTIONS" })
         assert.strictEqual(options.response.status, 204)
-        assert.strictEqual(options.response.headers.get("allow"), "GET, HEAD, POST")
+        assert.strictEqual(options.response.headers.get("allow"), "GET, HEAD, POST, OPTIONS")
         assert.strictEqual(options.text, "")
         const postOnly = yield* request("/years", { method: "GET" })
         assert.strictEqual(postOnly.response.status, 405)
-        assert.strictEqual(postOnly.response.headers.get("allow"), "POST")
+        assert.strictEqual(postOnly.response.headers.get("allow"), "POST, OPTIONS")
         // a path no method routes stays a 404
         assert.strictEqual((yield* request("/offers/1/nope", { method: "DELETE" })).response.status, 404)
       }))

@@ -133,7 +133,7 @@ describe("GET /ready over a socket", () => {
       assert.strictEqual((yield* get(`${base}/ready`, { method: "HEAD" })).status, 200)
       const deleted = yield* get(`${base}/ready`, { method: "DELETE" })
       assert.strictEqual(deleted.status, 405)
-      assert.strictEqual(deleted.headers.get("allow"), "GET, HEAD")
+      assert.strictEqual(deleted.headers.get("allow"), "GET, HEAD, OPTIONS")
     }).pipe(Effect.scoped), { timeout: 30_000 })
 })
 
