@@ -504,8 +504,11 @@ const conventions = (options: ConventionOptions) =>
           return route !== undefined && options.queryAsSent.includes(route)
         })
         const target = unreadableTarget(request)
+        const version = (request.source as { readonly httpVersion?: unknown }).httpVersion
         const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> =
-          unreadableTransferEncoding(request.headers["transfer-encoding"])
+          typeof version === "string" && !SERVED_VERSIONS.has(version)
+            ? Effect.succeed(unsupportedVersion(version))
+            : unreadableTransferEncoding(request.headers["transfer-encoding"])
             ? Effect.succeed(unreadableFraming(TRANSFER_ENCODING_REFUSAL))
             : faultyFraming.has((request.source as NodeHttp.IncomingMessage).socket)
             ? Effect.succeed(unreadableFraming(HTTP10_TRANSFER_ENCODING_REFUSAL))
@@ -567,16 +570,34 @@ const unsupportedCoding = (request: HttpServerRequest.HttpServerRequest): string
 }
 
 /**
+ * The HTTP versions this server speaks. Node's parser also takes an `HTTP/2.0` or `HTTP/0.9` request
+ * line and ran the route as if it were 1.1; a client that means another protocol gets 505 (RFC 9110
+ * §15.6.6) and the connection closed, since what follows may not be HTTP/1 framing.
+ */
+const SERVED_VERSIONS: ReadonlySet<string> = new Set(["1.0", "1.1"])
+
+const unsupportedVersion = (version: string) =>
+  HttpServerResponse.text(`HTTP/${version.slice(0, 10)} is not supported: send HTTP/1.1`, {
+    status: 505,
+    headers: { connection: "close" }
+  })
+
+/**
  * Why the request target is none a server reads (RFC 9112 §3.2), if it is not: `*` is OPTIONS's alone
  * (`OPTIONS *` is answered 204 for the server as a whole; `GET *` served the uploads page), and an
- * absolute-form target (`GET http://host/health`, which a server must take) must be a URL: one with
- * port 99999 or host `%zz` was a 500 with an empty body and no log line on every server.
+ * absolute-form target (`GET http://host/health`, which a server must take) must be an http(s) URL: one
+ * with port 99999 or host `%zz` was a 500 with an empty body and no log line on every server.
  */
 const unreadableTarget = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
   const url = request.url
   if (url.startsWith("/")) return undefined
   if (url === "*") return request.method === "OPTIONS" ? undefined : "is '*', which only OPTIONS takes: send a path"
-  return URL.canParse(url) ? undefined : "is neither a path (/…) nor an absolute URL this server can read"
+  const absolute = URL.parse(url)
+  if (absolute === null) return "is neither a path (/…) nor an absolute URL this server can read"
+  // `GET ftp://x/offers` was served as `/offers`: this server is reached over http only
+  return absolute.protocol === "http:" || absolute.protocol === "https:"
+    ? undefined
+    : `is an absolute URL with the scheme ${JSON.stringify(absolute.protocol.slice(0, 20))}: this server speaks http and https`
 }
 
 /**

@@ -601,12 +601,37 @@ layer(SocketClient)("the request line and headers on the wire", (it) => {
       }
       const absolute = yield* exchange("GET http://127.0.0.1/offers/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
       assert.match(absolute, /^HTTP\/1\.1 200 /)
+      // another scheme was served as its path
+      for (const target of ["ftp://127.0.0.1/offers/1", "file:///offers/1", "ws://127.0.0.1/offers/1"]) {
+        const answer = yield* exchange(`GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+        assert.match(answer, /^HTTP\/1\.1 400 /, target)
+        assert.include(answer, "this server speaks http and https", target)
+        assert.notInclude(answer, "Golf", target)
+      }
       // `GET *` was the uploads page; `OPTIONS *` asks about the server as a whole
       const star = yield* exchange("GET * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
       assert.match(star, /^HTTP\/1\.1 400 /)
       assert.include(star, "is '*', which only OPTIONS takes")
       const options = yield* exchange("OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
       assert.match(options, /^HTTP\/1\.1 204 /)
+    }))
+
+  it.effect("a request line of another HTTP version than 1.0 or 1.1 is 505 and the connection closed, the route never run", () =>
+    Effect.gen(function*() {
+      // node's parser takes HTTP/2.0 and HTTP/0.9 request lines: both ran the route as 1.1
+      for (const version of ["2.0", "0.9"]) {
+        // left open for writing: the server, not the client, ends the connection
+        const answer = yield* exchange(`GET /offers/1 HTTP/${version}\r\nHost: x\r\n\r\n`, { keepWriting: true }).pipe(
+          Effect.timeout("10 seconds")
+        )
+        assert.match(answer, /^HTTP\/1\.1 505 /, version)
+        assert.match(answer, /\r\nconnection: close\r\n/i, version)
+        assert.include(answer, `"code":"http_version_not_supported"`, version)
+        assert.include(answer, `HTTP/${version} is not supported: send HTTP/1.1`, version)
+        assert.notInclude(answer, "Golf", version)
+      }
+      const old = yield* exchange("GET /offers/1 HTTP/1.0\r\n\r\n")
+      assert.match(old, /^HTTP\/1\.1 200 /)
     }))
 
   it.effect("the probes' paths match as the router matches routes: a trailing or doubled slash, any case", () =>
