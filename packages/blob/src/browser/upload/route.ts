@@ -78,5 +78,22 @@ const routeRefusal = (status: number, text: string): BlobError | undefined => {
   }
   if (status === 413) return new BlobError("too_large", { message: "The upload request was refused as too large (413)", hint: PLATFORM_CAP_HINT })
   if (status === 408 || status === 429 || status >= 500) return undefined
-  return new BlobError("request_failed", { status, message: `The upload route answered ${status}` })
+  // a refusal from what stands in front of the route (the server's own 400/405, a proxy's 403) says
+  // why in its own words: kept, so that "answered 400" does not hide "x is not valid UTF-8"
+  const reason = refusalText(json, text)
+  return new BlobError("request_failed", { status, message: `The upload route answered ${status}${reason === undefined ? "" : `: ${reason}`}` })
 }
+
+/** The reason in a refusal that is not a BlobError: its JSON `message` (or `error`), or a short plain text. */
+const refusalText = (json: unknown, text: string): string | undefined => {
+  const field = typeof json === "object" && json !== null
+    ? [(json as { message?: unknown }).message, (json as { error?: unknown }).error].find((value) => typeof value === "string")
+    : undefined
+  // an HTML error page says nothing a message should carry
+  const plain = json === undefined && !/^\s*</.test(text) ? text : undefined
+  const reason = (field ?? plain)?.replace(/\s+/g, " ").trim()
+  if (reason === undefined || reason === "") return undefined
+  return reason.length > MAX_REASON ? `${reason.slice(0, MAX_REASON)}…` : reason
+}
+
+const MAX_REASON = 200

@@ -161,3 +161,31 @@ describe("route call: a wrongly shaped answer is request_failed naming the field
     assert.strictEqual(storage.puts.length, 0)
   })
 })
+
+describe("route call: a refusal that is not the route's BlobError keeps its reason", () => {
+  const cases: ReadonlyArray<readonly [string, () => Response, number, RegExp]> = [
+    // the server's own refusal before the route ran (the suite's platform answers JSON with a message)
+    [
+      "the server's JSON refusal",
+      () => Response.json({ code: "invalid_request", message: "Query parameter x: is not valid percent-encoded UTF-8" }, { status: 400 }),
+      400,
+      /^The upload route answered 400: Query parameter x: is not valid percent-encoded UTF-8$/
+    ],
+    ["a plain-text 405", () => new Response("POST is not allowed on /u: it takes GET, HEAD, OPTIONS", { status: 405 }), 405, /^The upload route answered 405: POST is not allowed on \/u: it takes GET, HEAD, OPTIONS$/],
+    ["a JSON body naming the error in `error`", () => Response.json({ error: "Origin not allowed" }, { status: 403 }), 403, /^The upload route answered 403: Origin not allowed$/],
+    // an HTML error page is no message; neither is an empty body
+    ["a proxy's HTML page", () => new Response("<html><body><h1>403 Forbidden</h1></body></html>", { status: 403 }), 403, /^The upload route answered 403$/],
+    ["an empty 404", () => new Response("", { status: 404 }), 404, /^The upload route answered 404$/],
+    ["a long text, cut", () => new Response("x".repeat(5_000), { status: 400 }), 400, /^The upload route answered 400: x{200}…$/]
+  ]
+  for (const [name, answer, status, message] of cases) {
+    it(name, async () => {
+      const { error, calls, puts } = await refused(() => answer())
+      assert.strictEqual(error.status, status)
+      assert.match(error.message, message)
+      // a refusal is not retried, and no byte is sent
+      assert.strictEqual(calls.length, 1)
+      assert.strictEqual(puts.length, 0)
+    })
+  }
+})
