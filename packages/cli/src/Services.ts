@@ -31,6 +31,11 @@ export type SuiteService =
   | ServiceCommon & {
     readonly database: true
     readonly schemas: ReadonlyArray<string>
+    /**
+     * Its settings, read by `svc start` before the database starts: a bad value then stops the start
+     * at once, with no embedded cluster created and migrated first.
+     */
+    readonly settings: Layer.Layer<never, unknown>
     readonly layer: Layer.Layer<never, unknown, Database | PgClient.PgClient | SqlClient.SqlClient>
   }
   | ServiceCommon & { readonly database: false; readonly layer: Layer.Layer<never, unknown> }
@@ -48,6 +53,7 @@ export const landed: ReadonlyArray<SuiteService> = [
     schemas: ["listings"],
     port: ListingsService.Port,
     portVariable: "LISTINGS_PORT",
+    settings: ListingsService.SettingsChecked,
     layer: ListingsService.layer
   },
   {
@@ -57,6 +63,7 @@ export const landed: ReadonlyArray<SuiteService> = [
     schemas: ["queue"],
     port: QueueServer.Port,
     portVariable: "QUEUE_PORT",
+    settings: QueueServer.SettingsChecked,
     layer: QueueServer.layer
   },
   {
@@ -66,6 +73,7 @@ export const landed: ReadonlyArray<SuiteService> = [
     schemas: ["docs"],
     port: DocsService.Port,
     portVariable: "DOCS_PORT",
+    settings: DocsService.SettingsChecked,
     layer: DocsService.layer
   },
   {

@@ -134,6 +134,9 @@ const start = Command.make(
     const onDatabase = selected.flatMap((candidate) => candidate.database ? [candidate] : [])
     if (service !== "all" && onDatabase.length === 0) return yield* Layer.launch(Layer.mergeAll(Layer.empty, ...standalone))
     yield* embeddedPortFree(servers)
+    // every service's settings before the database: a bad INGEST_INTERVAL was reported only after the
+    // embedded cluster had been created and migrated
+    yield* Layer.build(Layer.mergeAll(Layer.empty, ...onDatabase.map((candidate) => candidate.settings))).pipe(Effect.scoped)
     const schemas = service === "all" ? Migrations.services() : onDatabase.flatMap((candidate) => candidate.schemas)
     // Migrations first, on the one database every service of the process shares.
     const services = Layer.mergeAll(Layer.empty, ...standalone, ...onDatabase.map((candidate) => candidate.layer)).pipe(

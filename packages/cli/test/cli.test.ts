@@ -305,7 +305,7 @@ describe("svc", () => {
       assert.notInclude(badLevel.output(), "    at ", "no stack trace")
     }), { timeout: 60_000 })
 
-  it.live("a setting out of its range stops the start naming the variable, instead of a service that never works", () =>
+  it.live("a setting out of its range stops the start naming the variable, before any database starts, instead of a service that never works", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("svc-settings-")
       const data = { EMBEDDED_POSTGRES_DIR: path.join(dir, "pg"), OBJECT_STORAGE_DIR: path.join(dir, "os") }
@@ -316,6 +316,12 @@ describe("svc", () => {
         // an interval of 0 skipped runs in a loop at full CPU
         ["listings", { INGEST_INTERVAL: "0 seconds" }, `must be at least 1 second at ["INGEST_INTERVAL"]`],
         ["listings", { PUBLIC_BASE_URL: "javascript:alert(1)" }, `must be an absolute http or https URL`],
+        // these three were read only after the embedded cluster had been created and migrated
+        ["listings", { IMAGE_MAX_BYTES: "lots" }, `at ["IMAGE_MAX_BYTES"]`],
+        ["listings", { SOURCES_FILE: path.join(dir, "missing.json") }, `SOURCES_FILE ${path.join(dir, "missing.json")} cannot be read`],
+        ["queue", { QUEUE_SCHEDULE_CATCH_UP: "soon" }, `at ["QUEUE_SCHEDULE_CATCH_UP"]`],
+        ["docs-api", { DOCS_RESUME_INTERVAL: "0 seconds" }, `must be at least 1 second at ["DOCS_RESUME_INTERVAL"]`],
+        ["docs-api", { DOCS_RATE_LIMIT_ANONYMOUS: "0" }, `at ["DOCS_RATE_LIMIT_ANONYMOUS"]`],
         ["mcp", { DOCS_API_URL: "http://" }, `DOCS_API_URL must be an absolute http or https URL`],
         // the MCP server logged the URL it uses at start, password and all
         ["mcp", { DOCS_API_URL: "http://u:p@127.0.0.1:8789" }, `DOCS_API_URL must not hold a user name or password`],
@@ -339,7 +345,10 @@ describe("svc", () => {
         assert.notInclude(run.output(), "    at ", "no stack trace")
         assert.notInclude(run.output(), "Listening on", "refused before any server listens")
         assert.notInclude(run.output(), "u:p@", "a refused URL's credentials are not repeated")
+        assert.notInclude(run.output(), "Embedded Postgres", "refused before the database starts")
       }
+      // no case made a data folder
+      assert.deepStrictEqual(yield* Effect.promise(() => fs.readdir(dir)), [])
     }), { timeout: 120_000 })
 
   it.live("a data folder setting naming a file says so, naming the variable, before anything starts", () =>

@@ -10,13 +10,13 @@ import { apiRoutes, Readiness, serve, withBackground } from "@svc/platform"
 import { DocsApi, MAX_ID_LENGTH, MAX_QUESTION_LENGTH, MAX_TOPIC_LENGTH } from "@svc/schema"
 import { Config, Effect, Layer } from "effect"
 import { ApiKeys } from "./ApiKeys.ts"
-import { DocsAuthLive } from "./Auth.ts"
+import { DocsAuthConfig, DocsAuthLive } from "./Auth.ts"
 import * as DefaultLibraries from "./DefaultLibraries.ts"
 import { ApiHandlers, OpenApiRoute } from "./http.ts"
 import { Indexer } from "./Indexer.ts"
 import * as Refresher from "./Refresher.ts"
 import { RefreshStore } from "./RefreshStore.ts"
-import { RpcRoute } from "./rpc.ts"
+import { RpcRoute, SourceRoots } from "./rpc.ts"
 import { Search } from "./Search.ts"
 import { GitSettings } from "./sources/Git.ts"
 import { maxSnippets } from "./sources/Source.ts"
@@ -60,8 +60,21 @@ export const MAX_HEAD_BYTES = (MAX_QUESTION_LENGTH + MAX_TOPIC_LENGTH + MAX_ID_L
  * then every unfinished (queued, indexing) version indexed; with `DOCS_REFRESH_INTERVAL`, the
  * scheduled refresh of git and npm sources (Refresher.ts).
  */
-/** The sources' settings are read at each add; read here too, so that a bad one stops the start, not the first add. */
-const SourceSettingsChecked = Layer.effectDiscard(Effect.all([WebSettings, GitSettings, maxSnippets]))
+/**
+ * Every setting docs-api reads, read at once: `svc start` reads them before it starts the database (a
+ * bad one stops the start in a moment, with no data folder made), and the layer below again. The
+ * sources' settings are read at each add too: here, a bad one stops the start, not the first add.
+ */
+export const SettingsChecked = Layer.effectDiscard(Effect.all([
+  WebSettings,
+  GitSettings,
+  maxSnippets,
+  DocsAuthConfig,
+  SourceRoots,
+  DefaultLibraries.DefaultPackages,
+  DefaultLibraries.ResumeInterval,
+  Refresher.RefreshInterval
+]))
 
 export const layer = withBackground(
   serve(served, { name: "docs-api", port: Port, portVariable: "DOCS_PORT", maxHeadBytes: MAX_HEAD_BYTES }),
@@ -70,4 +83,4 @@ export const layer = withBackground(
     // with DOCS_REFRESH_INTERVAL: the scheduled refresh of git and npm sources, one pass per database
     Refresher.layer.pipe(Layer.provide([RefreshStore.layer, NodeServices.layer]))
   )
-).pipe(Layer.provide(SourceSettingsChecked), Layer.provide(ServicesLive))
+).pipe(Layer.provide(SettingsChecked), Layer.provide(ServicesLive))

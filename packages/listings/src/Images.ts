@@ -453,18 +453,19 @@ export class ImageCacher extends Context.Service<ImageCacher, {
    * `IMAGE_CACHE_CONCURRENCY` (4), `IMAGE_MAX_BYTES` (10 MiB), `IMAGE_FETCH_TIMEOUT` (20 s),
    * `IMAGE_MAX_SIDE` (10,000 px), `IMAGE_MAX_PIXELS` (40,000,000).
    */
-  static readonly layer = Layer.unwrap(Effect.gen(function*() {
-    return ImageCacher.layerWith({
-      concurrency: yield* Settings.intSetting("IMAGE_CACHE_CONCURRENCY", 4, { max: 1000 }),
-      maxBytes: yield* Settings.intSetting("IMAGE_MAX_BYTES", 10 * 1024 * 1024),
-      timeout: yield* Settings.durationSetting("IMAGE_FETCH_TIMEOUT", "20 seconds"),
-      retryBase: Duration.millis(500),
-      dimensions: {
-        maxSide: yield* Settings.intSetting("IMAGE_MAX_SIDE", defaultDimensionLimits.maxSide),
-        maxPixels: yield* Settings.intSetting("IMAGE_MAX_PIXELS", defaultDimensionLimits.maxPixels)
-      }
+  static readonly settings = Config.all({
+    concurrency: Settings.intSetting("IMAGE_CACHE_CONCURRENCY", 4, { max: 1000 }),
+    maxBytes: Settings.intSetting("IMAGE_MAX_BYTES", 10 * 1024 * 1024),
+    timeout: Settings.durationSetting("IMAGE_FETCH_TIMEOUT", "20 seconds"),
+    dimensions: Config.all({
+      maxSide: Settings.intSetting("IMAGE_MAX_SIDE", defaultDimensionLimits.maxSide),
+      maxPixels: Settings.intSetting("IMAGE_MAX_PIXELS", defaultDimensionLimits.maxPixels)
     })
-  }))
+  })
+
+  static readonly layer = Layer.unwrap(
+    Effect.map(ImageCacher.settings, (settings) => ImageCacher.layerWith({ ...settings, retryBase: Duration.millis(500) }))
+  )
 }
 
 /** An image the cacher claimed. */

@@ -363,10 +363,13 @@ export class Ingest extends Context.Service<Ingest, {
  *   interval (an outside kill of the process that owns the embedded database). By the time the lease
  *   TTL has passed, the cut-short run's lease (no longer renewed) has expired.
  */
+/** `INGEST_ON_START` (true): every enabled source is read once when the service starts. */
+export const IngestOnStart = Config.Boolean("INGEST_ON_START").pipe(Config.withDefault(true))
+
 export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
   const ingest = yield* Ingest
   const { ingestInterval, leaseTtl } = yield* ListingsConfig
-  const onStart = yield* Config.Boolean("INGEST_ON_START").pipe(Config.withDefault(true))
+  const onStart = yield* IngestOnStart
   yield* ingest.retireDemoOffers.pipe(
     Effect.catchCause((cause) => Effect.logWarning("Could not remove the demo offers of a retired mock source", cause)),
     Effect.forkScoped

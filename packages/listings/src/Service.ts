@@ -10,7 +10,7 @@ import type { HttpClient } from "effect/http"
 import { ApiHandlers, ImagesRoute, OpenApiRoute } from "./http.ts"
 import { ImageCacher, ImageStore } from "./Images.ts"
 import { ImportServices } from "./ImportServices.ts"
-import { Ingest, IngestScheduler } from "./Ingest.ts"
+import { Ingest, IngestOnStart, IngestScheduler } from "./Ingest.ts"
 import { IngestRuns } from "./IngestRuns.ts"
 import { Leases } from "./Leases.ts"
 import { GuardedHttpClient, ListingsConfig } from "./ListingsConfig.ts"
@@ -45,6 +45,17 @@ export const routes = Layer.mergeAll(
   ImagesRoute,
   RpcRoute,
   OpenApiRoute
+)
+
+/**
+ * Every setting of the service that reads no storage, read at once: `svc start` reads them before it
+ * starts the database, so that a bad one stops the start in a moment and makes no data folder (the
+ * embedded cluster was created and migrated first). The layers below read them again.
+ */
+export const SettingsChecked = Layer.mergeAll(
+  ListingsConfig.layer,
+  Sources.layer,
+  Layer.effectDiscard(Effect.all([ImageCacher.settings, IngestOnStart]))
 )
 
 /** The configuration layers from the environment. */

@@ -16,6 +16,12 @@ import * as Worker from "./Worker.ts"
 
 export const Port = Config.Port("QUEUE_PORT").pipe(Config.withDefault(8788))
 
+/**
+ * Every setting of the queue, read at once: `svc start` reads them before it starts the database, so
+ * that a bad one stops the start in a moment and makes no data folder.
+ */
+export const SettingsChecked = Layer.merge(QueueConfig.layer, Layer.effectDiscard(Scheduler.CatchUp))
+
 /** The worker, and beside it the schedule firing loop, when `QUEUE_WORKER` is not false. */
 export const WorkerIfEnabled = Layer.unwrap(
   Effect.map(QueueConfig, (settings) => settings.worker ? Layer.merge(Worker.layer, Scheduler.layer) : Layer.empty)
