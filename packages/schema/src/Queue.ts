@@ -20,7 +20,7 @@ import * as QueueFlow from "./QueueFlow.ts"
 import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
 import * as QueueBulk from "./QueueBulk.ts"
 import * as QueueEvents from "./QueueEvents.ts"
-import { PagePayload, PageQuery, QueueId, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
+import { PagePayload, PageQuery, QueryParams, QueueId, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers
@@ -259,14 +259,14 @@ const HttpStatus = IntParam({ minimum: 100, maximum: 599 })
 
 export class DlqGroup extends HttpApiGroup.make("dlq").add(
   HttpApiEndpoint.get("list", "/v2/dlq", {
-    query: {
+    query: QueryParams({
       cursor: Schema.optional(DlqCursor),
       limit: Schema.optional(DlqLimit),
       url: Schema.optional(UrlParam),
       topicName: Schema.optional(NameParam),
       responseStatus: Schema.optional(HttpStatus),
       messageId: Schema.optional(IdParam)
-    },
+    }),
     success: DlqPage,
     error: InvalidRequest
   }),
@@ -355,8 +355,11 @@ export class QueueApi extends HttpApi.make("queue")
   .add(QueueFlow.QueuesGroup.middleware(QueueJsonBody).middleware(QueueAuth))
   .add(QueueEvents.EventsGroup.middleware(QueueAuth))
   .annotateMerge(ApiConventions)
-  // Every JSON body: an unknown key is refused, not ignored (QueueLimits.ts, `RequestObject`).
+  // Every JSON body: an unknown key is refused, not ignored (QueueLimits.ts, `RequestObject`); so is
+  // an unknown query parameter of a route that takes some: `GET /v2/events?messageid=…` (a misspelt
+  // filter) answered every event as if unfiltered
   .annotate(HttpApi.PayloadParseOptions, STRICT_REQUEST)
+  .annotate(HttpApi.QueryParseOptions, STRICT_REQUEST)
   .annotateMerge(OpenApi.annotations({
     title: "svc queue",
     description: "Message delivery with retries, callbacks, a dead-letter queue, URL groups, schedules, flow control, " +

@@ -10,6 +10,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Rpc } from "effect/rpc"
 import { InvalidRequest } from "./Errors.ts"
 import { BoundedInt, IdParam, IntParam, NameParam, RequestString, UrlParam } from "./Limits.ts"
+import { QueryParams } from "./QueueLimits.ts"
 
 export const EVENT_STATES = [
   "created",
@@ -83,7 +84,7 @@ export const EventsQueryFields = {
 
 export class EventsGroup extends HttpApiGroup.make("events").add(
   HttpApiEndpoint.get("list", "/v2/events", {
-    query: {
+    query: QueryParams({
       messageId: Schema.optional(EventsQueryFields.messageId),
       state: Schema.optional(EventsQueryFields.state),
       url: Schema.optional(EventsQueryFields.url),
@@ -93,7 +94,7 @@ export class EventsGroup extends HttpApiGroup.make("events").add(
       toDate: Schema.optional(IntParam(UNIX_MS_RANGE)),
       count: Schema.optional(IntParam(EVENTS_COUNT_RANGE)),
       cursor: Schema.optional(EventsQueryFields.cursor)
-    },
+    }),
     success: EventsPage,
     error: InvalidRequest
   })

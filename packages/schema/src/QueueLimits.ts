@@ -31,10 +31,20 @@ export const MAX_LIST_PAGE = 100
  * The query of a list paged by key: `cursor`, the last key of an earlier page (its shape checked by the
  * handler, as the RPC's), and `limit` 1-{@link MAX_LIST_PAGE} (the default).
  */
-export const PageQuery = {
+/**
+ * A route's query parameters: a name it does not have is refused naming the ones it has (the API
+ * decodes queries with {@link STRICT_REQUEST}), so a misspelt filter (`?messageid=`) is not a list
+ * answered unfiltered.
+ */
+export const QueryParams = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
+  Schema.Struct(fields).annotate({
+    messageUnexpectedKey: `is not a parameter of this route (it takes ${Object.keys(fields).join(", ")})`
+  })
+
+export const PageQuery = QueryParams({
   cursor: Schema.optional(RequestString({ maxLength: 100 })),
   limit: Schema.optional(IntParam({ minimum: 1, maximum: MAX_LIST_PAGE }))
-}
+})
 
 /** The same as an RPC payload: `limit` any 32-bit integer here, its range checked by the handler as over HTTP. */
 export const PagePayload = {
