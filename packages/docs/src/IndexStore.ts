@@ -104,25 +104,34 @@ export interface StartedVersion {
   readonly versionId: string
   readonly location: string | undefined
   readonly defaultWhenReady: boolean
+  /** The last run asked for was a remote caller's: this one is confined to `DOCS_SOURCE_ROOTS` too. */
+  readonly confined: boolean
 }
 
 /**
  * How a version is registered. `makeDefault`: the version becomes the library's default now.
  * `defaultWhenReady`: an add's version, to become the default once a run finishes it (recorded with the
  * version, so that the run finishing a killed add's version promotes it too). `trust`: the library's
- * trust score.
+ * trust score. `confined`: the run is a remote caller's, read under `DOCS_SOURCE_ROOTS` (recorded, so
+ * that a resume or a scheduled refresh of the version is read under them too; the latest run decides).
  */
 export interface RegisterOptions {
   readonly makeDefault: boolean
   readonly defaultWhenReady?: boolean | undefined
   readonly trust?: number | undefined
+  readonly confined?: boolean | undefined
 }
 
 const LibraryRow = Schema.Struct({ source_location: Schema.String, default_version: Schema.String })
 const GenerationPointer = Schema.Struct({ generation_id: Schema.NullOr(RowId) })
 const StaleStatistics = Schema.Struct({ stale: Schema.Boolean })
 const UnfinishedRow = Schema.Struct({ library_id: Schema.String, version: Schema.String, state: Schema.Literals(["queued", "indexing"]) })
-const StartedRow = Schema.Struct({ id: Schema.String, source_location: Schema.NullOr(Schema.String), pending_default: Schema.Boolean })
+const StartedRow = Schema.Struct({
+  id: Schema.String,
+  source_location: Schema.NullOr(Schema.String),
+  pending_default: Schema.Boolean,
+  confined: Schema.Boolean
+})
 const RunStart = Schema.Struct({ library_id: Schema.String, version: Schema.String, updated_at: Timestamp })
 const ListedLibrary = Schema.Struct({
   id: Schema.String,
@@ -254,12 +263,13 @@ export class IndexStore extends Context.Service<IndexStore, {
               ${trust === undefined ? sql`` : sql`, trust_score = excluded.trust_score`}
             RETURNING id
           )
-          INSERT INTO docs.versions AS v (library_id, version, state, source_kind, source_location, pending_default)
-          SELECT id, ${source.version}, ${state}, ${source.kind}, ${source.location}, ${pendingDefault} FROM library
+          INSERT INTO docs.versions AS v (library_id, version, state, source_kind, source_location, pending_default, confined)
+          SELECT id, ${source.version}, ${state}, ${source.kind}, ${source.location}, ${pendingDefault}, ${options.confined === true} FROM library
           ON CONFLICT (library_id, version) DO UPDATE SET
             state = ${state === "queued" ? sql`CASE WHEN v.state = 'indexing' THEN 'indexing' ELSE 'queued' END` : sql`'indexing'`},
             source_kind = excluded.source_kind, source_location = excluded.source_location,
             pending_default = v.pending_default OR excluded.pending_default,
+            confined = excluded.confined,
             error_category = NULL, updated_at = now()
           RETURNING id` })()
         return version.id
@@ -329,7 +339,7 @@ export class IndexStore extends Context.Service<IndexStore, {
                 UPDATE docs.versions SET state = 'indexing', error_category = NULL, updated_at = now()
                 WHERE library_id = ${id} AND version = ${version}
                   ${options.unfinishedOnly === true ? sql`AND state IN ('queued', 'indexing')` : sql``}
-                RETURNING id::text, source_location, pending_default`
+                RETURNING id::text, source_location, pending_default, confined`
           })()
           if (Option.isNone(started)) return Option.none()
           const taken = yield* lockFor(scope, started.value.id)
@@ -337,7 +347,8 @@ export class IndexStore extends Context.Service<IndexStore, {
           return Option.some<StartedVersion>({
             versionId: started.value.id,
             location: started.value.source_location ?? undefined,
-            defaultWhenReady: started.value.pending_default
+            defaultWhenReady: started.value.pending_default,
+            confined: started.value.confined
           })
         })).pipe(Effect.catchTag("Held", (found) => busy(`${id}/${version}`, found)))
       })
@@ -586,7 +597,14 @@ export class IndexStore extends Context.Service<IndexStore, {
             libraries,
             versions: state.versions.map((v) =>
               v === version
-                ? { ...v, state: next, errorCategory: null, location: source.location, pendingDefault: v.pendingDefault === true || options.defaultWhenReady === true }
+                ? {
+                  ...v,
+                  state: next,
+                  errorCategory: null,
+                  location: source.location,
+                  pendingDefault: v.pendingDefault === true || options.defaultWhenReady === true,
+                  confined: options.confined === true
+                }
                 : v
             )
           }]
@@ -603,7 +621,8 @@ export class IndexStore extends Context.Service<IndexStore, {
           tokenCount: 0,
           lastUpdate: null,
           location: source.location,
-          pendingDefault: options.defaultWhenReady === true
+          pendingDefault: options.defaultWhenReady === true,
+          confined: options.confined === true
         }
         return [id, { ...state, libraries, versions: [...state.versions, created], nextId: state.nextId + 1 }]
       }
@@ -667,7 +686,13 @@ export class IndexStore extends Context.Service<IndexStore, {
             return [Option.none<StartedVersion>(), state, undefined] as const
           }
           if (found.running === true) return "running"
-          return [Option.some<StartedVersion>({ versionId: found.id, location: found.location, defaultWhenReady: found.pendingDefault === true }), {
+          const started: StartedVersion = {
+            versionId: found.id,
+            location: found.location,
+            defaultWhenReady: found.pendingDefault === true,
+            confined: found.confined === true
+          }
+          return [Option.some(started), {
             ...state,
             versions: state.versions.map((v) => v === found ? { ...v, state: "indexing" as const, errorCategory: null } : v)
           }, found.id] as const

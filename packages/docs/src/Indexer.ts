@@ -16,6 +16,7 @@ import { LibraryIdPattern } from "@svc/schema"
 import { Cause, Context, Deferred, Duration, Effect, Layer, Option, Schema, type Scope } from "effect"
 import * as path from "node:path"
 import { IndexStore, type LibraryListing, type StartedVersion, type UnfinishedVersion, type VersionBusy } from "./IndexStore.ts"
+import { SourceRoots } from "./sources/Roots.ts"
 import { type ResolveOptions, Sources } from "./sources/Sources.ts"
 import { checkVersionedId, type FetchProgress, type IndexFailed, type ResolvedSource } from "./sources/Source.ts"
 
@@ -146,7 +147,7 @@ export class Indexer extends Context.Service<Indexer, {
       const run = Effect.fn("Indexer.run")(function*(source: ResolvedSource, options: IndexOptions, makeDefault: boolean, held: boolean) {
         // an add (not held) means its version to be the default once ready: recorded with the version,
         // so that the run finishing it, should this one be killed, promotes it too
-        const registration = { makeDefault, defaultWhenReady: !held, trust: options.trust }
+        const registration = { makeDefault, defaultWhenReady: !held, trust: options.trust, confined: options.roots !== undefined }
         const versionId = held
           ? yield* store.register(source, "indexing", registration)
           : yield* whenFree(store.claim(source, registration), options.onProgress)
@@ -272,11 +273,16 @@ export class Indexer extends Context.Service<Indexer, {
           // previous default's until it takes over)
           const { versionId } = existing.value
           const location = existing.value.location ?? library.location
+          // a run nobody asked for (a resume, a scheduled refresh) of a version a remote caller's run
+          // last read: under the roots as they are now, as that caller's own refresh would be
+          const confined = options.roots === undefined && existing.value.confined
+            ? { ...options, roots: yield* Effect.orDie(SourceRoots) }
+            : options
           return yield* Effect.gen(function*() {
-            const source = yield* resolve(location, { ...options, id, version: target }).pipe(
+            const source = yield* resolve(location, { ...confined, id, version: target }).pipe(
               Effect.tapError((error) => store.markFailed(versionId, error.category))
             )
-            const outcome = yield* run(source, options, false, true)
+            const outcome = yield* run(source, confined, false, true)
             // the default version read again: its title, description and rules as the source says now; or
             // an add's version whose own run was killed (a scheduled refresh's, a `svc docs add`'s): it
             // becomes the default now that it is ready, as that add would have made it

@@ -36,6 +36,8 @@ export interface MemoryVersion {
   readonly location: string
   /** An add's version, to become the default once ready (`pending_default`). */
   readonly pendingDefault?: boolean
+  /** The last run asked for was a remote caller's (`confined`). */
+  readonly confined?: boolean
   /**
    * A run holds the version (IndexStore `claim`, `startIndexing`, until its scope closes): the memory
    * form of its run lock (RunLocks.ts).

@@ -15,17 +15,11 @@
  */
 import { BearerAuth, isDatabaseUnavailable, RpcDefects, RpcHttp } from "@svc/platform"
 import { type IndexEvent, IndexingFailed, DocsRpcs, RPC_DEFECT_MESSAGE } from "@svc/schema"
-import { Config, Effect, Layer, Queue, Stream } from "effect"
+import { Effect, Layer, Queue, Stream } from "effect"
 import { HttpRouter } from "effect/http"
 import { RpcSerialization } from "effect/rpc"
-import * as NodePath from "node:path"
 import { type IndexOptions, Indexer, type IndexOutcome, type IndexProgress } from "./Indexer.ts"
-
-/** `DOCS_SOURCE_ROOTS`: the folders under which the RPC accepts folder sources (none by default). */
-export const SourceRoots: Config.Config<ReadonlyArray<string>> = Config.String("DOCS_SOURCE_ROOTS").pipe(
-  Config.withDefault(""),
-  Config.map((value) => value.split(NodePath.delimiter).map((root) => root.trim()).filter((root) => root !== ""))
-)
+import { SourceRoots } from "./sources/Roots.ts"
 
 /**
  * What the caller of a run learns when the database went away during it: the version is left

@@ -8,7 +8,8 @@
 import { assert, layer } from "@effect/vitest"
 import { tempDir } from "@svc/platform/testing"
 import type { IndexEvent } from "@svc/schema"
-import { Context, Deferred, Effect, Fiber, Layer, Option, Redacted } from "effect"
+import { ConfigProvider, Context, Deferred, Effect, Fiber, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Indexer } from "../src/Indexer.ts"
@@ -188,6 +189,49 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
       assert.match(refreshed.message, /outside the folders the server accepts sources from \(DOCS_SOURCE_ROOTS\)/)
       const context = yield* remote({ DOCS_SOURCE_ROOTS: root }).pipe(Effect.flatMap(({ api }) =>
         get("/api/v2/context?libraryId=/acme/swapped&query=secret&type=json").pipe(Effect.provideService(Client, api))
+      ))
+      assert.notInclude(JSON.stringify(context.body), "Secret")
+    }).pipe(Effect.scoped))
+
+  it.effect("a remote caller's version whose run was cut short is resumed under the roots: a folder swapped for a link out of them is refused; a local add's is read as before", () =>
+    Effect.gen(function*() {
+      const base = yield* tempDir("svc-roots-resume-")
+      const root = path.join(base, "root")
+      const outside = path.join(base, "outside")
+      const local = path.join(base, "local")
+      yield* Effect.promise(async () => {
+        for (const dir of [path.join(root, "killed"), outside, local]) await fs.mkdir(dir, { recursive: true })
+        await fs.writeFile(path.join(root, "killed", "README.md"), readme("Widgets")["README.md"])
+        await fs.writeFile(path.join(outside, "README.md"), readme("Secret")["README.md"])
+        await fs.writeFile(path.join(local, "README.md"), readme("Gadgets")["README.md"])
+      })
+      const { ops } = yield* remote({ DOCS_SOURCE_ROOTS: root })
+      const indexer = yield* Indexer
+      const sql = yield* SqlClient.SqlClient
+      assert.strictEqual(yield* added(ops, path.join(root, "killed"), "/acme/killed"), "Done")
+      yield* indexer.add(local, { id: "/acme/local" })
+      // both runs cut short (a killed docs-api leaves its version to the next start's resume), and the
+      // remote one's folder swapped for a link out of the roots meanwhile
+      yield* sql`UPDATE docs.versions SET state = 'queued' WHERE library_id IN ('/acme/killed', '/acme/local')`
+      yield* Effect.promise(async () => {
+        await fs.rm(path.join(root, "killed"), { recursive: true })
+        await fs.symlink(outside, path.join(root, "killed"))
+      })
+      const versionOf = (id: string) =>
+        Effect.map(ops.list, (libraries) => `${id}/${libraries.find((library) => library.id === id)!.versions[0]!.version}`)
+      const withRoots = Effect.provide(ConfigProvider.layerAdd(ConfigProvider.fromEnvRecord({ DOCS_SOURCE_ROOTS: root }), { asPrimary: true }))
+      const refused = yield* indexer.resume(yield* versionOf("/acme/killed")).pipe(withRoots, Effect.flip)
+      assert.strictEqual(refused._tag, "IndexFailed")
+      assert.strictEqual((refused as { readonly category?: string }).category, "source_not_allowed")
+      assert.match(refused.message, /outside the folders the server accepts sources from \(DOCS_SOURCE_ROOTS\)/)
+      // the local add (the operator's own `svc docs add`) is read wherever it is, as it was added
+      const resumed = yield* indexer.resume(yield* versionOf("/acme/local")).pipe(withRoots)
+      assert.isTrue(Option.isSome(resumed))
+      const states = new Map((yield* ops.list).map((library) => [library.id, library.versions[0]!.state]))
+      assert.strictEqual(states.get("/acme/killed"), "failed")
+      assert.strictEqual(states.get("/acme/local"), "ready")
+      const context = yield* remote({ DOCS_SOURCE_ROOTS: root }).pipe(Effect.flatMap(({ api }) =>
+        get("/api/v2/context?libraryId=/acme/killed&query=secret&type=json").pipe(Effect.provideService(Client, api))
       ))
       assert.notInclude(JSON.stringify(context.body), "Secret")
     }).pipe(Effect.scoped))

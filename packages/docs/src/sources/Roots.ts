@@ -5,9 +5,16 @@
  * packages and remote git URLs are not affected. A missing path is `source_not_found` only under a
  * root: outside, the answer would tell a caller which paths exist on the server.
  */
-import { Effect, FileSystem, Option, Path } from "effect"
+import { Config, Effect, FileSystem, Option, Path } from "effect"
+import * as NodePath from "node:path"
 import { FILE_URL, isRemoteGitUrl } from "./Git.ts"
 import { IndexFailed } from "./Source.ts"
+
+/** `DOCS_SOURCE_ROOTS`: the folders under which a remote caller's local sources must lie (none by default). */
+export const SourceRoots: Config.Config<ReadonlyArray<string>> = Config.String("DOCS_SOURCE_ROOTS").pipe(
+  Config.withDefault(""),
+  Config.map((value) => value.split(NodePath.delimiter).map((root) => root.trim()).filter((root) => root !== ""))
+)
 
 export const make = Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
