@@ -57,11 +57,6 @@ export const Port = Config.Port("DOCS_PORT").pipe(Config.withDefault(8789))
 export const MAX_HEAD_BYTES = (MAX_QUESTION_LENGTH + MAX_TOPIC_LENGTH + MAX_ID_LENGTH) * 9 + 8 * 1024
 
 /**
- * The HTTP server, and in the background: the default documentation queued when the index is empty,
- * then every unfinished (queued, indexing) version indexed; with `DOCS_REFRESH_INTERVAL`, the
- * scheduled refresh of git and npm sources (Refresher.ts).
- */
-/**
  * Every setting docs-api reads, read at once: `svc start` reads them before it starts the database (a
  * bad one stops the start in a moment, with no data folder made), and the layer below again. The
  * sources' settings are read at each add too: here, a bad one stops the start, not the first add.
@@ -77,6 +72,11 @@ export const SettingsChecked = Layer.effectDiscard(Effect.all([
   Refresher.RefreshInterval
 ]))
 
+/**
+ * The HTTP server, and in the background: the default documentation queued when the index is empty,
+ * then every unfinished (queued, indexing) version indexed; with `DOCS_REFRESH_INTERVAL`, the
+ * scheduled refresh of git and npm sources (Refresher.ts).
+ */
 export const layer = withBackground(
   serve(served, { name: "docs-api", port: Port, portVariable: "DOCS_PORT", maxHeadBytes: MAX_HEAD_BYTES }),
   Layer.mergeAll(

@@ -349,6 +349,9 @@ export class Ingest extends Context.Service<Ingest, {
   )
 }
 
+/** `INGEST_ON_START` (true): every enabled source is read once when the service starts. */
+export const IngestOnStart = Config.Boolean("INGEST_ON_START").pipe(Config.withDefault(true))
+
 /**
  * Scheduled ingestion: every enabled source at start (unless `INGEST_ON_START=false`), then every
  * `INGEST_INTERVAL` (default 15 minutes). A source still running when its turn comes is skipped that
@@ -363,9 +366,6 @@ export class Ingest extends Context.Service<Ingest, {
  *   interval (an outside kill of the process that owns the embedded database). By the time the lease
  *   TTL has passed, the cut-short run's lease (no longer renewed) has expired.
  */
-/** `INGEST_ON_START` (true): every enabled source is read once when the service starts. */
-export const IngestOnStart = Config.Boolean("INGEST_ON_START").pipe(Config.withDefault(true))
-
 export const IngestScheduler = Layer.effectDiscard(Effect.gen(function*() {
   const ingest = yield* Ingest
   const { ingestInterval, leaseTtl } = yield* ListingsConfig
