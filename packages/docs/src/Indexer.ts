@@ -275,14 +275,14 @@ export class Indexer extends Context.Service<Indexer, {
           const location = existing.value.location ?? library.location
           // a run nobody asked for (a resume, a scheduled refresh) of a version a remote caller's run
           // last read: under the roots as they are now, as that caller's own refresh would be
-          const confined = options.roots === undefined && existing.value.confined
+          const runOptions = options.roots === undefined && existing.value.confined
             ? { ...options, roots: yield* Effect.orDie(SourceRoots) }
             : options
           return yield* Effect.gen(function*() {
-            const source = yield* resolve(location, { ...confined, id, version: target }).pipe(
+            const source = yield* resolve(location, { ...runOptions, id, version: target }).pipe(
               Effect.tapError((error) => store.markFailed(versionId, error.category))
             )
-            const outcome = yield* run(source, confined, false, true)
+            const outcome = yield* run(source, runOptions, false, true)
             // the default version read again: its title, description and rules as the source says now; or
             // an add's version whose own run was killed (a scheduled refresh's, a `svc docs add`'s): it
             // becomes the default now that it is ready, as that add would have made it
