@@ -266,6 +266,32 @@ layer(stack, { timeout: 120_000 })("folder sources over the docs RPC", (it) => {
       assert.includeMembers(ids, ["/charset/upper", "/charset/quoted"])
     }).pipe(Effect.scoped))
 
+  it.effect("a payload key a procedure does not take is refused naming it, and nothing is added (`titel` was an add titled after the folder)", () =>
+    Effect.gen(function*() {
+      const base = yield* tempDir("svc-rpc-strict-")
+      yield* Effect.promise(async () => {
+        await fs.mkdir(path.join(base, "widgets"))
+        await fs.writeFile(path.join(base, "widgets", "README.md"), readme("Widgets")["README.md"])
+      })
+      const { api, ops } = yield* remote({ DOCS_SOURCE_ROOTS: base })
+      for (
+        const [tag, payload, key] of [
+          ["AddLibrary", { source: path.join(base, "widgets"), id: "/acme/strict", titel: "Widgets" }, "titel"],
+          ["Refresh", { libraryId: "/acme/strict", force: true }, "force"],
+          ["Remove", { libraryId: "/acme/strict", all: true }, "all"]
+        ] as const
+      ) {
+        const response = yield* api.fetch("/rpc", {
+          method: "POST",
+          headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/ndjson" },
+          body: `${JSON.stringify({ _tag: "Request", id: "1", tag, payload, headers: [] })}\n`
+        }).pipe(Effect.flatMap((answer) => Effect.promise(async () => ({ status: answer.status, text: await answer.text() }))))
+        assert.strictEqual(response.status, 400, `${tag}: ${response.text}`)
+        assert.deepStrictEqual(JSON.parse(response.text).issues.map((issue: any) => issue.parameter), [`line 1 payload.${key}`], tag)
+      }
+      assert.isFalse((yield* ops.list).some((library) => library.id === "/acme/strict"))
+    }).pipe(Effect.scoped))
+
   it.effect("the local indexer (svc docs add without DOCS_URL) reads any folder, roots or not", () =>
     Effect.gen(function*() {
       const folder = yield* docsFolder(readme("Local"))

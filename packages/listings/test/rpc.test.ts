@@ -150,6 +150,24 @@ layer(TestLayer, { excludeTestServices: true })("rpc", (it) => {
       assert.strictEqual(runsAfter, runsBefore)
     }))
 
+  it.effect("a payload key TriggerIngest does not take is refused naming it, and starts nothing (`source` for `sources` ran every source)", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const before = feedRequests
+      const [{ n: runsBefore }] = (yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM listings.ingest_runs`) as any
+      const raw = yield* get("/rpc", {
+        method: "POST",
+        headers: { "content-type": "application/ndjson", authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: JSON.stringify({ _tag: "Request", id: "1", tag: "TriggerIngest", payload: { source: ["rpcfeed"], wait: false }, headers: [] }) + "\n"
+      })
+      assert.strictEqual(raw.status, 400, JSON.stringify(raw.body))
+      assert.deepStrictEqual(raw.body.issues.map((issue: any) => issue.parameter), ["line 1 payload.source"])
+      yield* Effect.sleep("100 millis")
+      assert.strictEqual(feedRequests, before, "no feed was read")
+      const [{ n: runsAfter }] = (yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM listings.ingest_runs`) as any
+      assert.strictEqual(runsAfter, runsBefore)
+    }))
+
   it.effect("a body declared in a charset other than UTF-8 is 415 naming it and starts nothing; charset=utf-8 (any case, quoted) as before", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

@@ -302,6 +302,47 @@ layer(queueLayer(), { timeout: 60_000, excludeTestServices: true })("rpc bodies"
       assert.deepStrictEqual(issues.slice(0, 2).map((issue) => issue.parameter), ["line 1 payload.messageId", "line 2 payload.messageId"])
       assert.match(issues[issues.length - 1]!.problem, /more issues are not listed/)
     }))
+
+  it.effect("a payload key a procedure does not take is refused naming it, and nothing runs: Publish with `header` queued at once what `headers` delayed a day", () =>
+    Effect.gen(function*() {
+      const baseUrl = yield* QueueUrl
+      const raw = (tag: string, payload: unknown) =>
+        Effect.promise(() =>
+          fetch(`${baseUrl}/rpc`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/ndjson" },
+            body: `${JSON.stringify({ _tag: "Request", id: "1", tag, payload, headers: [] })}\n`
+          }).then(async (answer) => ({ status: answer.status, text: await answer.text() }))
+        )
+      const before = yield* countMessages
+      const id = "0190a4f4-0000-7000-8000-000000000000"
+      // one misspelt or unknown key per procedure, beside what it takes
+      const cases: ReadonlyArray<readonly [string, Record<string, unknown>, string]> = [
+        ["Publish", { destination: "http://x.invalid/", header: { "Svc-Delay": "1d" } }, "header"],
+        ["GetMessage", { messageId: id, zz: 1 }, "zz"],
+        ["ListDlq", { urll: "http://nothing.invalid/" }, "urll"],
+        ["RetryDlq", { dlqId: id, force: true }, "force"],
+        ["DeleteDlq", { dlqId: id, Force: true }, "Force"],
+        ["ListTopics", { limitt: 1 }, "limitt"],
+        ["GetTopic", { name: "t", Name: "u" }, "Name"],
+        ["DeleteTopic", { name: "t", all: true }, "all"],
+        ["ListSchedules", { limitt: 1 }, "limitt"],
+        ["GetSchedule", { scheduleId: "s", zz: 1 }, "zz"],
+        ["PauseSchedule", { scheduleId: "s", zz: 1 }, "zz"],
+        ["ResumeSchedule", { scheduleId: "s", zz: 1 }, "zz"],
+        ["DeleteSchedule", { scheduleId: "s", zz: 1 }, "zz"],
+        ["ListEvents", { messageid: id }, "messageid"]
+      ]
+      for (const [tag, payload, key] of cases) {
+        const answer = yield* raw(tag, payload)
+        const what = `${tag} ${JSON.stringify(payload)}: ${answer.text}`
+        assert.strictEqual(answer.status, 400, what)
+        const { code, issues } = JSON.parse(answer.text) as { code: string; issues: Array<{ parameter: string; problem: string }> }
+        assert.strictEqual(code, "invalid_request", what)
+        assert.deepStrictEqual(issues.map((issue) => issue.parameter), [`line 1 payload.${key}`], what)
+      }
+      assert.strictEqual(yield* countMessages, before)
+    }))
 })
 
 layer(queueLayer({ token: Option.none() }), { timeout: 60_000, excludeTestServices: true })("rpc without QUEUE_TOKEN", (it) => {

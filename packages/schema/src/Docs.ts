@@ -19,6 +19,7 @@ import {
   QuestionParam,
   RequestString,
   SearchTextParam,
+  STRICT_REQUEST,
   UrlParam
 } from "./Limits.ts"
 
@@ -411,4 +412,6 @@ export const ListLibraries = Rpc.make("List", {
  * What `svc docs add|refresh|remove|list` do against a running docs-api (`DOCS_URL`). A missing or
  * wrong DOCS_ADMIN_TOKEN is refused before the RPC (HTTP 401/503), as on the listings RPC.
  */
-export class DocsRpcs extends RpcGroup.make(AddLibrary, RefreshLibrary, RemoveLibrary, ListLibraries).middleware(RpcDefects) {}
+export class DocsRpcs extends RpcGroup.make(AddLibrary, RefreshLibrary, RemoveLibrary, ListLibraries).middleware(RpcDefects)
+  // a misspelt option (`titel`) is refused, not an add without it
+  .annotateRpcs(Rpc.ParseOptions, STRICT_REQUEST) {}

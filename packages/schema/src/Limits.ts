@@ -38,6 +38,14 @@
 import { Schema, SchemaTransformation } from "effect"
 
 /** A name or a single filter value. */
+/**
+ * The strictness of a request the suite decodes: every problem reported (not the first), the value
+ * received kept for the message, and a key the schema does not have refused rather than ignored (a
+ * misspelt field or filter must not be a request without it). The queue's HTTP bodies and queries and
+ * every RPC payload of the suite decode with it.
+ */
+export const STRICT_REQUEST = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
+
 export const MAX_NAME_LENGTH = 200
 /** An id taken from a path or a payload. */
 export const MAX_ID_LENGTH = 300

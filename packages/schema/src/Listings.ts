@@ -22,7 +22,8 @@ import {
   ListParam,
   MAX_LIST_ITEMS,
   NameParam,
-  SearchTextParam
+  SearchTextParam,
+  STRICT_REQUEST
 } from "./Limits.ts"
 
 // -----------------------------------------------------------------------------
@@ -407,4 +408,6 @@ export const TriggerIngest = Rpc.make("TriggerIngest", {
 
 export const SourceHealthRpc = Rpc.make("SourceHealth", { success: SourcesResponse })
 
-export class ListingsRpcs extends RpcGroup.make(TriggerIngest, SourceHealthRpc).middleware(RpcDefects) {}
+export class ListingsRpcs extends RpcGroup.make(TriggerIngest, SourceHealthRpc).middleware(RpcDefects)
+  // a misspelt key (`source` for `sources`) is refused, not an ingest of every source
+  .annotateRpcs(Rpc.ParseOptions, STRICT_REQUEST) {}

@@ -401,13 +401,13 @@ export type BatchResult = typeof BatchResult.Type
 
 /**
  * `POST /v2/batch` over the RPC: the same elements (`QueueBatch.ts`), rules and answers; an unknown
- * key is refused here too (`STRICT_REQUEST`).
+ * key is refused here too (`STRICT_REQUEST`, on every procedure of `QueueRpcs`).
  */
 export const PublishBatchRpc = Rpc.make("PublishBatch", {
   payload: { messages: Schema.Array(BatchElement) },
   success: BatchResult,
   error: Schema.Union([InvalidRequest, BatchTooLarge])
-}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
+})
 
 export const GetMessageRpc = Rpc.make("GetMessage", {
   payload: { messageId: IdParam },
@@ -458,7 +458,7 @@ export const UpsertEndpointsRpc = Rpc.make("UpsertEndpoints", {
   payload: { name: NameParam, endpoints: Schema.Array(EndpointInput) },
   success: Topic,
   error: InvalidRequest
-}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
+})
 
 /** The queue's internal RPC: what `svc queue` and the suite's services call. */
 export class QueueRpcs extends RpcGroup.make(
@@ -482,4 +482,8 @@ export class QueueRpcs extends RpcGroup.make(
   QueueBulk.CancelMessagesRpc,
   QueueBulk.RetryDlqEntriesRpc,
   QueueBulk.DeleteDlqEntriesRpc
-).middleware(RpcDefects).middleware(QueueRpcAuth) {}
+).middleware(RpcDefects).middleware(QueueRpcAuth)
+  // every payload as strict as the HTTP API's bodies and queries: a misspelt key (`header` for
+  // `headers` in Publish, `urll` in ListDlq) was ignored, publishing without the delay asked for or
+  // answering the list unfiltered
+  .annotateRpcs(Rpc.ParseOptions, STRICT_REQUEST) {}

@@ -10,7 +10,7 @@ import { Rpc } from "effect/rpc"
 import { InvalidRequest } from "./Errors.ts"
 import { BoundedArray, BoundedInt, NameParam, UrlParam } from "./Limits.ts"
 import { UnixMs } from "./QueueEvents.ts"
-import { QueueId, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
+import { QueueId, RequestObject } from "./QueueLimits.ts"
 
 /** Most messages or DLQ entries one bulk call changes (and most ids it takes). */
 export const MAX_BULK = 1000
@@ -71,21 +71,21 @@ export const DeletedDlq = Schema.Struct({
 }).annotate({ identifier: "DeletedDlq" })
 export type DeletedDlq = typeof DeletedDlq.Type
 
-// The RPCs refuse unknown keys as the HTTP API does: a misspelt filter field must not select everything.
+// The RPCs refuse unknown keys as the HTTP API does (QueueRpcs: STRICT_REQUEST): a misspelt filter field must not select everything.
 export const CancelMessagesRpc = Rpc.make("CancelMessages", {
   payload: CancelMessagesRequest,
   success: CancelledMessages,
   error: InvalidRequest
-}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
+})
 
 export const RetryDlqEntriesRpc = Rpc.make("RetryDlqEntries", {
   payload: DlqSelection,
   success: RetriedDlq,
   error: InvalidRequest
-}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
+})
 
 export const DeleteDlqEntriesRpc = Rpc.make("DeleteDlqEntries", {
   payload: DlqSelection,
   success: DeletedDlq,
   error: InvalidRequest
-}).annotate(Rpc.ParseOptions, STRICT_REQUEST)
+})

@@ -4,8 +4,7 @@
 import { Schema } from "effect"
 import { BoundedInt, Int4, IntParam, RequestString } from "./Limits.ts"
 
-/** The request's strictness: the parse options `QueueApi` decodes every JSON body with (`Queue.ts`). */
-export const STRICT_REQUEST = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
+export { STRICT_REQUEST } from "./Limits.ts"
 
 /**
  * A JSON object of a request body whose keys are all known. `what` says what is expected in the
