@@ -21,7 +21,7 @@ import {
   validateSettings
 } from "@svc/docs"
 import { DEFAULT_TRUST_SCORE, MAX_NAME_LENGTH, MAX_SEARCH_TEXT_LENGTH, type SourceKind, TrustScore } from "@svc/schema"
-import { Database, Migrations, plural, ServiceClient } from "@svc/platform"
+import { Database, Migrations, plural, ServiceClient, Settings } from "@svc/platform"
 import type { IndexEvent } from "@svc/schema"
 import { Config, Console, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -297,9 +297,25 @@ const ApiKeysLive = ApiKeys.layer.pipe(
   Layer.provideMerge(Database.layer)
 )
 
+/**
+ * The keys live in the database, not behind the RPC: with `DOCS_URL` set and no `DATABASE_URL`, a key
+ * would be made in this machine's embedded database (made for it, too), which the docs-api at
+ * `DOCS_URL` never reads — a key its server refuses, with no word of why. Refused instead, naming both.
+ */
+const keysDatabase = Effect.gen(function*() {
+  const { url } = yield* RemoteConfig
+  if (Option.isNone(url) || Option.isSome(yield* Settings.DatabaseUrl)) return
+  return yield* Effect.fail(
+    new Error(
+      `DOCS_URL is set (${url.value}), but API keys are kept in the docs-api's database, not reached through DOCS_URL: ` +
+        "set DATABASE_URL to that database (`svc db url` on its machine), or unset DOCS_URL to use this machine's"
+    )
+  )
+})
+
 const withKeys = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, ApiKeys>) =>
-  effect.pipe(
-    Effect.provide(ApiKeysLive),
+  // checked before the database layer is built (an embedded one would start first)
+  Effect.andThen(keysDatabase, Effect.provide(effect, ApiKeysLive)).pipe(
     Effect.mapError((error) => error instanceof Config.ConfigError || error instanceof UsageError ? error : new Error(error.message))
   )
 

@@ -9,6 +9,7 @@ import { TestDatabase } from "@svc/platform/testing"
 import { Effect, Redacted, Schedule } from "effect"
 import { spawn } from "node:child_process"
 import { closeSync, openSync } from "node:fs"
+import { mkdtemp, readdir } from "node:fs/promises"
 
 const bin = new URL("../src/bin.ts", import.meta.url).pathname
 const greeter = new URL("../../docs/test/fixtures/greeter", import.meta.url).pathname
@@ -143,4 +144,27 @@ describe("svc docs keys", () => {
       assert.strictEqual(key.name, "lost")
       assert.isNotNull(key.revokedAt, "the key nobody has is revoked")
     }), { timeout: 60_000 })
+})
+
+describe("svc docs keys with DOCS_URL", () => {
+  it.live("without DATABASE_URL: refused naming both, before any database starts (a key was made in a local embedded one the server never reads)", () =>
+    Effect.gen(function*() {
+      const dir = yield* Effect.promise(() => mkdtemp("/tmp/svc-keys-url-"))
+      const env = { DOCS_URL: "http://127.0.0.1:9", DOCS_ADMIN_TOKEN: "t", DATABASE_URL: "", EMBEDDED_POSTGRES_DIR: `${dir}/pg` }
+      for (const args of [["docs", "keys", "create", "--name", "ci"], ["docs", "keys", "list"], ["docs", "keys", "revoke", "svcsk_AbCd1234"]]) {
+        const result = yield* run(args, env)
+        assert.strictEqual(result.code, 1, result.output)
+        assert.strictEqual(result.stdout, "", args.join(" "))
+        assert.include(result.stderr, "DOCS_URL is set (http://127.0.0.1:9), but API keys are kept in the docs-api's database", args.join(" "))
+        assert.include(result.stderr, "set DATABASE_URL to that database", args.join(" "))
+        assert.notInclude(result.output, "Embedded Postgres", args.join(" "))
+      }
+      // nothing was made in the data folder's place
+      assert.deepStrictEqual(yield* Effect.promise(() => readdir(dir)), [])
+      // with DATABASE_URL too, the keys are that database's, as before
+      const database = { DOCS_URL: "http://127.0.0.1:9", DOCS_ADMIN_TOKEN: "t", DATABASE_URL: Redacted.value(yield* TestDatabase.freshDatabase()) }
+      const listed = yield* run(["docs", "keys", "list"], database)
+      assert.strictEqual(listed.code, 0, listed.output)
+      assert.include(listed.stdout, "No API keys yet")
+    }), { timeout: 120_000 })
 })
