@@ -14,13 +14,13 @@ import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
 import { ApiConventions, ApiError, InvalidRequest, ServiceUnavailable, Unauthorized, UnsupportedMediaType } from "./Errors.ts"
 import { HealthGroup } from "./Health.ts"
 import { RpcDefects } from "./RpcDefects.ts"
-import { BoundedInt, IdParam, Int4, IntParam, NameParam, RequestString, UrlParam } from "./Limits.ts"
+import { BoundedInt, IdParam, Int4, IntParam, NameParam, RequestString, STRICT_REQUEST, UrlParam } from "./Limits.ts"
 import * as QueueSchedules from "./QueueSchedules.ts"
 import * as QueueFlow from "./QueueFlow.ts"
 import { BatchElement, BatchTooLarge } from "./QueueBatch.ts"
 import * as QueueBulk from "./QueueBulk.ts"
 import * as QueueEvents from "./QueueEvents.ts"
-import { PagePayload, PageQuery, QueryParams, QueueId, RequestObject, STRICT_REQUEST } from "./QueueLimits.ts"
+import { PagePayload, PageQuery, QueryParams, QueueId, RequestObject } from "./QueueLimits.ts"
 
 // -----------------------------------------------------------------------------
 // Publish answers

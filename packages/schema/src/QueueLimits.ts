@@ -4,12 +4,10 @@
 import { Schema } from "effect"
 import { BoundedInt, Int4, IntParam, RequestString } from "./Limits.ts"
 
-export { STRICT_REQUEST } from "./Limits.ts"
-
 /**
  * A JSON object of a request body whose keys are all known. `what` says what is expected in the
  * words of the API ("a JSON object with messageIds, filter or both"), for anything that is not an
- * object; a key it does not have is refused (bodies decode with {@link STRICT_REQUEST}) naming the
+ * object; a key it does not have is refused (bodies decode with `STRICT_REQUEST`, Limits.ts) naming the
  * keys it does have. Ignoring an unknown key is what made a misspelt filter field (`Url` for `url`)
  * widen a bulk cancel to every message.
  */
@@ -27,12 +25,8 @@ export const RequestObject = <Fields extends Schema.Struct.Fields>(fields: Field
 export const MAX_LIST_PAGE = 100
 
 /**
- * The query of a list paged by key: `cursor`, the last key of an earlier page (its shape checked by the
- * handler, as the RPC's), and `limit` 1-{@link MAX_LIST_PAGE} (the default).
- */
-/**
  * A route's query parameters: a name it does not have is refused naming the ones it has (the API
- * decodes queries with {@link STRICT_REQUEST}), so a misspelt filter (`?messageid=`) is not a list
+ * decodes queries with `STRICT_REQUEST`, Limits.ts), so a misspelt filter (`?messageid=`) is not a list
  * answered unfiltered.
  */
 export const QueryParams = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
@@ -40,6 +34,10 @@ export const QueryParams = <Fields extends Schema.Struct.Fields>(fields: Fields)
     messageUnexpectedKey: `is not a parameter of this route (it takes ${Object.keys(fields).join(", ")})`
   })
 
+/**
+ * The query of a list paged by key: `cursor`, the last key of an earlier page (its shape checked by the
+ * handler, as the RPC's), and `limit` 1-{@link MAX_LIST_PAGE} (the default).
+ */
 export const PageQuery = QueryParams({
   cursor: Schema.optional(RequestString({ maxLength: 100 })),
   limit: Schema.optional(IntParam({ minimum: 1, maximum: MAX_LIST_PAGE }))
