@@ -715,6 +715,9 @@ describe("s3rver fallback", () => {
         const [, seen] = yield* Effect.all([writers, readers], { concurrency: 2 })
         assert.isTrue(seen.every(({ n }) => n >= 0 && n <= 6), seen.map(({ n }) => n).join(","))
         assert.isTrue(seen.every(({ etagMatches }) => etagMatches), "every ETag is its body's")
+        // two writers at a time: the last PUT to finish (version 5 or 6) is what is stored
+        const before = yield* getText(client, "uploads", "doc.json")
+        assert.include([version(5), version(6)], before, before.slice(0, 20))
         // a PUT whose client goes away halfway: nothing of it is stored
         yield* Effect.promise(() =>
           new Promise<void>((resolve) => {
@@ -729,8 +732,7 @@ describe("s3rver fallback", () => {
         const after = yield* getText(client, "uploads", "doc.json").pipe(
           Effect.delay("300 millis")
         )
-        assert.strictEqual(after.length, version(6).length)
-        assert.isTrue(after.startsWith('{"n":'), after.slice(0, 20))
+        assert.isTrue(after === before, after.slice(0, 20))
         const listed = yield* attempt(() => client.send(new ListObjectsV2Command({ Bucket: "uploads" })))
         assert.deepStrictEqual(listed.Contents?.map((object) => object.Key), ["doc.json"])
         // a part sent again and cut off keeps the part that had landed (it kept the cut bytes under the old ETag)
