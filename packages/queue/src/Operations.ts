@@ -13,7 +13,7 @@ import * as Crypto from "node:crypto"
 import { refusal } from "./Destinations.ts"
 import * as Pages from "./Pages.ts"
 import type { DeliverySettings, PublishInput, PublishSettings } from "./Publish.ts"
-import { checkUrl, lowercaseHeaders, parsePublish, urlLengthProblem } from "./Publish.ts"
+import { checkUrl, lowercaseHeaders, lowerHeaderName, parsePublish, unknownSettingProblem, urlLengthProblem } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
 import { Groups } from "./store/Groups.ts"
@@ -391,7 +391,14 @@ export const setTopicHeaders = (
       in: "body",
       parameter: `headers.${issue.parameter}`
     }))
+    // Unknown Svc- names too: a publish ignores them in stored defaults, so they are refused here.
+    const unknown = Object.keys(headers).flatMap((name): Array<RequestIssue> => {
+      const lower = lowerHeaderName(name)
+      const problem = lower.startsWith("svc-") ? unknownSettingProblem(lower, "header") : undefined
+      return problem === undefined ? [] : [{ in: "body", parameter: `headers.${name}`, problem }]
+    })
     const { issues } = yield* checkConfiguration({ headers: {}, query: [], defaults: headers })
-    if (ambiguous.length + issues.length > 0) return yield* invalid([...ambiguous, ...issues])
+    const refused = [...ambiguous, ...unknown, ...issues]
+    if (refused.length > 0) return yield* invalid(refused)
     return yield* Groups.use((groups) => groups.setHeaders(name, headers))
   })

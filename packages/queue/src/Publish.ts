@@ -9,6 +9,7 @@
 import type { CallbackSettings, DefaultHeaders, RequestIssue } from "@svc/schema"
 import { FLOW_CONTROL_KEY_PATTERN, MAX_URL_LENGTH, parseDuration } from "@svc/schema"
 import { Duration } from "effect"
+import leven from "leven"
 import { connectionOptions, HOP_BY_HOP } from "./HopByHop.ts"
 import type { QueueSettings } from "./QueueConfig.ts"
 import { notANumberAt, parseRetryDelay } from "./RetryDelay.ts"
@@ -166,6 +167,47 @@ export const DELIVERY_HEADERS: ReadonlySet<string> = new Set([
   "svc-topic-name",
   "svc-schedule-id"
 ])
+
+/** `Svc-Forward-<Name>`, `Svc-Callback-Forward-<Name>`, `Svc-Failure-Callback-Forward-<Name>`: a header for the destination (or callback). */
+export const FORWARDED_SETTING = /^svc-(?:(?:failure-)?callback-)?forward-/i
+
+/** Every other `Svc-*` setting a publish reads ({@link parsePublish}), lowercase. */
+const PUBLISH_SETTINGS: ReadonlyArray<string> = [
+  "svc-method",
+  "svc-retries",
+  "svc-delay",
+  "svc-not-before",
+  "svc-timeout",
+  "svc-retry-delay",
+  "svc-deduplication-id",
+  "svc-content-based-deduplication",
+  "svc-header-forward",
+  "svc-flow-control-key",
+  "svc-flow-control-value",
+  ...["svc-callback", "svc-failure-callback"].flatMap((prefix) =>
+    ["", "-method", "-retries", "-timeout", "-delay"].map((suffix) => prefix + suffix)
+  )
+]
+const PUBLISH_SETTING_NAMES: ReadonlySet<string> = new Set(PUBLISH_SETTINGS)
+
+/**
+ * Why a `Svc-*` name (lowercase) is no setting of a publish, or `undefined` when it is one or is one
+ * of the queue's own {@link DELIVERY_HEADERS} (a delivery re-published by a destination that is itself
+ * a queue carries those; they were never settings, and are dropped). An unknown name was ignored: a
+ * typo (`Svc-Retrys: 5`) gave the default retries, and `Svc-Cron` on a publish delivered once, at
+ * once, without a word. `spelled` is how the caller wrote it: a header, or a query parameter.
+ */
+export const unknownSettingProblem = (name: string, spelled: "header" | "query"): string | undefined => {
+  if (PUBLISH_SETTING_NAMES.has(name) || DELIVERY_HEADERS.has(name) || FORWARDED_SETTING.test(name)) return undefined
+  const shown = (setting: string) => spelled === "header" ? canonicalHeaderName(setting) : setting
+  if (name === "svc-cron") {
+    return "is a schedule's setting, and a publish delivers once: create a schedule with POST /v2/schedules/<destination>"
+  }
+  const closest = PUBLISH_SETTINGS.map((setting) => ({ setting, distance: leven(name, setting) }))
+    .reduce((best, next) => next.distance < best.distance ? next : best)
+  const hint = closest.distance <= 2 ? `did you mean ${shown(closest.setting)}? ` : ""
+  return `is not a setting of the queue (${hint}a header meant for the destination is sent as ${shown("svc-forward-")}<Name>)`
+}
 
 const describeChar = (text: string, index: number): string => {
   const code = text.codePointAt(index)!
@@ -376,6 +418,11 @@ export const parsePublish = (
     config.set(name, { value, in: "header", name: canonicalHeaderName(name) })
   }
   for (const [name, value] of input.query) config.set(lowerHeaderName(name), { value, in: "query", name })
+  // The request's own names; a group's stored defaults were judged when set (`Operations.setTopicHeaders`).
+  for (const [key, source] of config) {
+    const unknown = source.in === "default" ? undefined : unknownSettingProblem(key, source.in)
+    if (unknown !== undefined) problem(source, unknown)
+  }
 
   /**
    * Whether a number or duration given as a query parameter has white space around it, refused then

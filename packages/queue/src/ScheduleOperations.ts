@@ -18,11 +18,14 @@ import { Schedules, type StoredSchedule } from "./store/Schedules.ts"
 /** Most schedules one queue holds (a create past it is refused; a replace is not). */
 export const MAX_SCHEDULES = 10_000
 
+/** A schedule's own settings, read here; the rest of its request is a publish's. */
+const SCHEDULE_SETTINGS: ReadonlySet<string> = new Set(["svc-cron", "svc-schedule-id"])
+
 /**
  * Request headers never stored with a schedule: those a publish never forwards (the queue's
  * credentials, framing), and the schedule's own.
  */
-const NOT_STORED: ReadonlySet<string> = new Set([...NOT_FORWARDED, "svc-cron", "svc-schedule-id"])
+const NOT_STORED: ReadonlySet<string> = new Set([...NOT_FORWARDED, ...SCHEDULE_SETTINGS])
 
 export interface ScheduleRequest<E, R> extends Operations.PublishRequest<E, R> {}
 
@@ -65,7 +68,13 @@ export const createSchedule = Effect.fnUntraced(function*<E, R>(request: Schedul
   const notBefore = configValue(request, "svc-not-before")
   if (notBefore !== undefined) issues.push(notBefore.issue("is not accepted on a schedule: its fires are timed by Svc-Cron"))
 
-  const prepared = yield* Operations.preparePublish(request).pipe(
+  // The rest is a publish, which refuses a schedule's own settings (Svc-Cron on a publish delivered once).
+  const publishPart: ScheduleRequest<E, R> = {
+    ...request,
+    headers: Object.fromEntries(Object.entries(request.headers).filter(([name]) => !SCHEDULE_SETTINGS.has(name))),
+    query: request.query?.filter(([name]) => !SCHEDULE_SETTINGS.has(name.toLowerCase()))
+  }
+  const prepared = yield* Operations.preparePublish(publishPart).pipe(
     Effect.mapError((error) => error instanceof InvalidRequest ? invalid([...issues, ...error.issues]) : error)
   )
   if (issues.length > 0 || cron === undefined || "problem" in cron) return yield* invalid(issues)

@@ -19,6 +19,7 @@ import { postgresReason, Settings } from "@svc/platform"
 import { Clock, Config, Duration, Effect, Layer, Option } from "effect"
 import { cronOf, tickAfterFire } from "./Cron.ts"
 import * as Operations from "./Operations.ts"
+import { unknownSettingProblem } from "./Publish.ts"
 import { QueueConfig } from "./QueueConfig.ts"
 import { type Fire, Schedules, type StoredSchedule } from "./store/Schedules.ts"
 
@@ -32,6 +33,15 @@ export const FIRES_PER_TRANSACTION = 25
 /** `QUEUE_SCHEDULE_CATCH_UP`: a tick missed by at most this still fires (see `Cron.ts`). */
 export const CatchUp = Settings.durationSetting("QUEUE_SCHEDULE_CATCH_UP", "10 minutes", { min: "0 seconds" })
 
+/**
+ * A stored schedule's headers without the `Svc-*` names a publish does not read: a schedule stored
+ * before publishes refused them held them ignored, and must go on firing as it was stored.
+ */
+const withoutUnknownSettings = (headers: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(headers).filter(([name]) => !name.startsWith("svc-") || unknownSettingProblem(name, "header") === undefined)
+  )
+
 /** What firing one due schedule at `now` writes: its request through the publish path, as data. */
 export const prepareFire = (schedule: StoredSchedule, now: number, catchUpMs: number) =>
   Effect.gen(function*() {
@@ -39,7 +49,7 @@ export const prepareFire = (schedule: StoredSchedule, now: number, catchUpMs: nu
     const next = tickAfterFire(cron, schedule.nextTick, now, catchUpMs)
     const prepared = yield* Operations.preparePublish({
       destination: schedule.destination,
-      headers: schedule.headers,
+      headers: withoutUnknownSettings(schedule.headers),
       body: Effect.succeed(schedule.body),
       callerIp: schedule.callerIp ?? undefined
     }).pipe(Effect.result)

@@ -28,6 +28,7 @@ import * as Bulk from "./Bulk.ts"
 import { listEvents } from "./EventOperations.ts"
 import * as Operations from "./Operations.ts"
 import * as Pages from "./Pages.ts"
+import { FORWARDED_SETTING } from "./Publish.ts"
 import * as ScheduleOperations from "./ScheduleOperations.ts"
 import { QueueConfig, type QueueSettings } from "./QueueConfig.ts"
 import { Dlq } from "./store/Dlq.ts"
@@ -187,9 +188,6 @@ const splitTarget = (rawUrl: string) => {
   return { destination, config, passThrough, token, issues }
 }
 
-/** `Svc-Forward-<Name>`, `Svc-Callback-Forward-<Name>`, `Svc-Failure-Callback-Forward-<Name>`: a header for the destination. */
-const FORWARDED = /^svc-(?:(?:failure-)?callback-)?forward-/i
-
 /**
  * The `Svc-*` settings sent as more than one header line. Node joins the lines with ", ", so two
  * `Svc-Callback` lines read as one URL `…/a,%20http://…/b` and two `Svc-Deduplication-Id` lines as
@@ -204,7 +202,7 @@ const repeatedSettings = (request: HttpServerRequest.HttpServerRequest): Array<R
   for (let i = 0; i < raw.length; i += 2) {
     const name = String(raw[i])
     const lower = name.toLowerCase()
-    if (!lower.startsWith("svc-") || FORWARDED.test(lower)) continue
+    if (!lower.startsWith("svc-") || FORWARDED_SETTING.test(lower)) continue
     if (firstSpelling.has(lower)) repeated.add(lower)
     else firstSpelling.set(lower, name)
   }

@@ -280,6 +280,63 @@ layer(queueLayer(), { timeout: 120_000, excludeTestServices: true })("publish an
       assert.strictEqual(received!.headers["x-list"], "a, b")
     }))
 
+  it.effect("an unknown Svc- setting is a 400 naming it (and the setting it is near) on publish, enqueue, batch and the RPC; Svc-Cron on a publish points to schedules; the queue's own delivery headers are dropped", () =>
+    Effect.gen(function*() {
+      const dest = yield* Destination
+      const before = yield* countMessages
+      const refusals: ReadonlyArray<readonly [Record<string, string>, string, string, RegExp]> = [
+        // a typo gave the default retries without a word
+        [{ "Svc-Retrys": "5" }, "", "header Svc-Retrys", /is not a setting of the queue \(did you mean Svc-Retries\?/],
+        [{ "Svc-Callback-Timout": "5s" }, "", "header Svc-Callback-Timout", /did you mean Svc-Callback-Timeout\?/],
+        [{ "Svc-Foo": "1" }, "", "header Svc-Foo", /not a setting of the queue \(a header meant for the destination is sent as Svc-Forward-<Name>\)/],
+        // a schedule's setting on a publish delivered once, at once
+        [{ "Svc-Cron": "0 0 1 1 *" }, "", "header Svc-Cron", /a schedule's setting.*POST \/v2\/schedules\/<destination>/],
+        [{}, "svc-retrys=5", "query svc-retrys", /did you mean svc-retries\?/]
+      ]
+      for (const route of [`/v2/publish/${dest.baseUrl}/never`, `/v2/enqueue/unknown-settings/${dest.baseUrl}/never`]) {
+        for (const [headers, query, named, problem] of refusals) {
+          const answer = yield* call(`${route}${query === "" ? "" : `?${query}`}`, { method: "POST", body: "x", headers })
+          assert.strictEqual(answer.status, 400, `${route} ${named}: ${JSON.stringify(answer.body)}`)
+          assert.deepStrictEqual(answer.body.issues.map((i: any) => `${i.in} ${i.parameter}`), [named])
+          assert.match(answer.body.issues[0].problem, problem)
+        }
+      }
+      const batch = yield* call("/v2/batch", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify([{ destination: `${dest.baseUrl}/never`, body: "a" }, { destination: `${dest.baseUrl}/never`, headers: { "Svc-Delya": "1d" } }])
+      })
+      assert.strictEqual(batch.status, 400, JSON.stringify(batch.body))
+      assert.match(batch.body.message, /\[1\]\.headers\.Svc-Delya.*did you mean Svc-Delay\?/)
+      const baseUrl = yield* QueueUrl
+      const client = Context.get(yield* Layer.build(QueueRpcClient.layer({ baseUrl, token: TOKEN })), QueueRpcClient)
+      const rpc = yield* Effect.flip(client.Publish({ destination: `${dest.baseUrl}/never`, headers: { "Svc-Cron": "* * * * *" } }))
+      assert.strictEqual(rpc._tag, "InvalidRequest")
+      assert.include(rpc.message, "a schedule's setting")
+      assert.strictEqual(yield* countMessages, before)
+      // A delivery re-published (a destination that is itself a queue) carries the queue's own
+      // headers: never settings, dropped; the new message gets its own.
+      const relayed = yield* publish(`${dest.baseUrl}/relayed`, {
+        headers: { "Svc-Message-Id": "msg_other", "Svc-Retried": "3", "Svc-Signature": "x.y.z", "Svc-Topic-Name": "t", "Svc-Schedule-Id": "s" }
+      })
+      assert.strictEqual(relayed.status, 201, JSON.stringify(relayed.body))
+      const [received] = yield* dest.waitFor("/relayed", 1)
+      assert.strictEqual(received!.headers["svc-message-id"], relayed.body.messageId)
+      assert.strictEqual(received!.headers["svc-retried"], "0")
+      assert.isUndefined(received!.headers["svc-topic-name"])
+      assert.isUndefined(received!.headers["svc-schedule-id"])
+      // A schedule takes Svc-Cron and Svc-Schedule-Id, and refuses what a publish refuses.
+      const schedule = yield* call(`/v2/schedules/${dest.baseUrl}/scheduled`, {
+        method: "POST",
+        headers: { "Svc-Cron": "0 0 1 1 *", "Svc-Schedule-Id": "unknown-settings", "Svc-Retries": "2" }
+      })
+      assert.strictEqual(schedule.status, 201, JSON.stringify(schedule.body))
+      const typo = yield* call(`/v2/schedules/${dest.baseUrl}/scheduled?svc-cron=0+0+1+1+*`, { method: "POST", headers: { "Svc-Retrys": "2" } })
+      assert.strictEqual(typo.status, 400, JSON.stringify(typo.body))
+      assert.deepStrictEqual(typo.body.issues.map((i: any) => `${i.in} ${i.parameter}`), ["header Svc-Retrys"])
+      assert.strictEqual((yield* call("/v2/schedules/unknown-settings", { method: "DELETE" })).status, 204)
+    }))
+
   it.effect("the route's own segments in another case or escaped (/V2/%70ublish/) leave the destination whole", () =>
     Effect.gen(function*() {
       const dest = yield* Destination
@@ -410,6 +467,9 @@ layer(groups, { timeout: 120_000, excludeTestServices: true })("URL groups", (it
         [{ "Svc-Failure-Callback": "http://[::1]/cb" }, "headers.Svc-Failure-Callback", /loopback|private|local name/],
         [{ "svc-callback": "http://localhost/cb" }, "headers.svc-callback", /loopback|private|local name/],
         [{ "Svc-Retries": "many" }, "headers.Svc-Retries", /integer/],
+        // a publish ignores an unknown Svc- default it finds stored, so it is refused here
+        [{ "Svc-Retrys": "4" }, "headers.Svc-Retrys", /did you mean Svc-Retries\?/],
+        [{ "svc-cron": "* * * * *" }, "headers.svc-cron", /a schedule's setting/],
         [{ "X-Bad": "a\x01b" }, "headers.X-Bad", /U\+0001/],
         [{ "X-Euro": "\u20ac" }, "headers.X-Euro", /Latin-1/],
         [{ "X-List": ["ok", "\0"] }, "headers.X-List", /U\+0000/],

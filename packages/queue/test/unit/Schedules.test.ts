@@ -255,6 +255,25 @@ describe("Scheduler (TestClock)", () => {
       }))
     }).pipe(Effect.provide(stores)))
 
+  it.effect("a schedule stored with a Svc- name a publish does not read (before publishes refused them) fires as stored, the name dropped", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.UTC(2026, 0, 1, 12, 0, 30))
+      yield* (yield* Schedules).upsert({
+        id: "every-minute",
+        cron: "* * * * *",
+        destination: "http://127.0.0.1:9/hook",
+        headers: { "svc-retrys": "5", "svc-retries": "2", "content-type": "text/plain" },
+        body: new TextEncoder().encode("tick"),
+        callerIp: undefined,
+        nextTick: Date.UTC(2026, 0, 1, 12, 1)
+      })
+      yield* running(TestClock.adjust("1 minute"))
+      const fired = yield* ScheduleOperations.getSchedule("every-minute")
+      assert.isUndefined(fired.lastFire?.error)
+      const messages = [...(yield* MemoryTables).messages.values()].filter((message) => message.scheduleId === "every-minute")
+      assert.deepStrictEqual(messages.map((message) => message.maxRetries), [2])
+    }).pipe(Effect.provide(stores)))
+
   it.effect("a fire whose request is refused at fire time (the URL group was deleted) records why and carries on", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(Date.UTC(2026, 0, 1, 12, 0, 30))
