@@ -386,7 +386,10 @@ describe("upload route: completion is single-use", () => {
       Effect.gen(function*() {
         const begin = yield* uploaded(handler)
         const first = yield* Effect.forkChild(completeWith(handler, begin.completionToken))
-        yield* Effect.sleep("30 millis")
+        // the first request holds the completion (it is in the hook) before the second is sent
+        for (const deadline = Date.now() + 30_000; runs === 0; yield* Effect.sleep("5 millis")) {
+          if (Date.now() > deadline) assert.fail("the first complete never reached onUploadComplete")
+        }
         const impatient = yield* completeWith(handler, begin.completionToken)
         assert.deepStrictEqual([impatient.status, impatient.json.code], [409, "conflict"])
         assert.match(String(impatient.json["message"]), /being completed by another request/)
