@@ -37,9 +37,11 @@ export const refreshStoreContract = (name: string, layer: Layer.Layer<RefreshSto
     test("due again after the interval; a lease that expired (its holder died) is taken over", () =>
       Effect.gen(function*() {
         const store = yield* RefreshStore
-        assert.isTrue(yield* store.claim("a", { interval: Duration.millis(50), lease: Duration.millis(50) }))
-        assert.isFalse(yield* store.claim("b", { interval: Duration.millis(50), lease: Duration.millis(50) }))
-        yield* Effect.sleep("120 millis")
+        // a lease long enough that the second claim (a round trip later, however busy the machine) meets it
+        const brief = { interval: Duration.seconds(2), lease: Duration.seconds(2) }
+        assert.isTrue(yield* store.claim("a", brief))
+        assert.isFalse(yield* store.claim("b", brief))
+        yield* Effect.sleep("2100 millis")
         assert.isTrue(yield* store.claim("b", { interval: Duration.zero, lease: Duration.minutes(5) }), "a never released: its lease expired")
         assert.isFalse(yield* store.renew("a", Duration.minutes(5)))
         yield* store.release("b")
