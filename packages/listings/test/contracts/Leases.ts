@@ -3,8 +3,9 @@
  * against `layerMemory` (test/unit/Leases.test.ts) and Postgres (test/Leases.contract.test.ts), with
  * two holders as two processes would be: one holder per source, renew and release only by the
  * holder, an expired lease taken over by the other (the old holder's renew then fails) and the runs
- * the old holder left unfinished closed as abandoned, with the counts they recorded. Real time (the database's clock): TTLs of a
- * few hundred milliseconds. Each test builds a fresh layer.
+ * the old holder left unfinished closed as abandoned, with the counts they recorded. Real time (the
+ * database's clock): a TTL of 2 s, so that the round trips a test makes while a lease must still
+ * stand fit in it on a busy machine. Each test builds a fresh layer.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Duration, Effect, Layer } from "effect"
@@ -19,7 +20,7 @@ export class OtherHolder extends Context.Service<OtherHolder, Leases["Service"]>
 export const twoHolders = <E, R>(leases: Layer.Layer<Leases, E, R>): Layer.Layer<Leases | OtherHolder, E, R> =>
   Layer.merge(leases, Layer.effect(OtherHolder, Effect.map(Leases, (other) => other)).pipe(Layer.provide(Layer.fresh(leases))))
 
-const TTL = Duration.millis(400)
+const TTL = Duration.seconds(2)
 const LONG = Duration.seconds(30)
 
 export const leasesContract = (
@@ -54,7 +55,7 @@ export const leasesContract = (
         assert.isFalse(yield* mine.renew("beta", LONG), "no lease to renew")
         yield* Effect.sleep(Duration.millis(200))
         assert.isTrue(yield* mine.renew("alpha", LONG))
-        yield* Effect.sleep(Duration.millis(400))
+        yield* Effect.sleep(TTL)
         assert.isFalse(yield* other.acquire("alpha", LONG), "renewed: not expired after the first TTL")
       }))
 
@@ -70,7 +71,7 @@ export const leasesContract = (
         yield* runs.recordProgress(run, { offersFetched: 40, offersUpserted: 30, recordsRejected: 2 })
         yield* runs.recordProgress(run, { offersFetched: 20, offersUpserted: 15, recordsRejected: 1 })
         assert.isFalse(yield* other.acquire("alpha", LONG))
-        yield* Effect.sleep(Duration.millis(600))
+        yield* Effect.sleep(Duration.sum(TTL, Duration.millis(200)))
         assert.isTrue(yield* other.acquire("alpha", LONG), "expired: taken over")
         assert.isFalse(yield* mine.renew("alpha", LONG), "the old holder lost it")
         yield* mine.release("alpha")
