@@ -6,7 +6,7 @@
  * DOCS_ALLOW_PRIVATE=true), the addresses checked pinned for git's http, redirects not followed.
  */
 import { tempDir } from "@svc/platform/testing"
-import { assert, describe, it, layer } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { execFile } from "node:child_process"
@@ -37,7 +37,23 @@ const makeRepository = (owner: string, name: string) =>
     return repo
   })
 
-/** Temporary clone folders currently in the temp directory. */
+// The indexer clones into os.tmpdir(), and the tests below count the clone folders there: this
+// file gets a temp directory of its own, since other test files, run at the same time in other
+// workers, clone (and remove their clones) in the shared one.
+let sharedTmpdir: string | undefined
+let ownTmpdir: string | undefined
+beforeAll(async () => {
+  sharedTmpdir = process.env["TMPDIR"]
+  ownTmpdir = await fs.mkdtemp(path.join(os.tmpdir(), "svc-test-git-tmp-"))
+  process.env["TMPDIR"] = ownTmpdir
+})
+afterAll(async () => {
+  if (sharedTmpdir === undefined) delete process.env["TMPDIR"]
+  else process.env["TMPDIR"] = sharedTmpdir
+  if (ownTmpdir !== undefined) await fs.rm(ownTmpdir, { recursive: true, force: true })
+})
+
+/** Temporary clone folders currently in the temp directory (this file's own, above). */
 const clones = () =>
   Effect.promise(() => fs.readdir(os.tmpdir()).then((names) => names.filter((name) => name.startsWith("svc-docs-git-"))))
 
