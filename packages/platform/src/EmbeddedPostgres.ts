@@ -708,6 +708,13 @@ const keepRunning = (
 ) =>
   Effect.gen(function*() {
     const logFile = logFileOf(dataDir)
+    // One start, and `current` naming what it started, with no interruption between: the owner's
+    // finalizer stops `current`, so a postmaster whose start a closing scope interrupted was left
+    // running with no one to stop it (seen in CI: the scope closed while the restart awaited ready).
+    const startAgain = startOwned(port).pipe(
+      Effect.tap((restarted) => Effect.sync(() => Object.assign(current, restarted))),
+      Effect.uninterruptible
+    )
     while (true) {
       yield* Effect.sync(() => isAlive(current.pid)).pipe(
         Effect.repeat({ schedule: Schedule.spaced("1 second"), until: (alive) => !alive })
@@ -722,10 +729,10 @@ const keepRunning = (
           Effect.andThen(livePostmaster(dataDir)),
           Effect.flatMap((other) =>
             other === undefined
-              ? startOwned(port)
+              ? startAgain
               : other.impostor === undefined
               ? Effect.succeed(undefined)
-              : Effect.andThen(removeStalePostmasterFile(dataDir, other.pid, other.impostor), startOwned(port))
+              : Effect.andThen(removeStalePostmasterFile(dataDir, other.pid, other.impostor), startAgain)
           )
         )
       ).pipe(
@@ -738,7 +745,6 @@ const keepRunning = (
         current.watchdog = undefined
         return
       }
-      Object.assign(current, restarted)
       yield* Effect.logInfo(`Embedded Postgres (pid ${current.pid}) listening again on ${HOST}:${port}`)
     }
   })

@@ -99,6 +99,25 @@ describe("EmbeddedPostgres", () => {
       assert.isFalse(isAlive(restartedPid))
     }), { timeout: 120_000 })
 
+  it.live("a scope closed while a killed cluster is being started again stops the new postmaster too (none left running)", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDataDir
+      const pidOf = Effect.promise(() => fs.readFile(path.join(dataDir, "postmaster.pid"), "utf8").then((text) => Number(text.split("\n")[0]), () => 0))
+      const { port, restartedPid } = yield* Effect.scoped(Effect.gen(function*() {
+        const cluster = yield* EmbeddedPostgres.start({ dataDir })
+        const killed = yield* pidOf
+        process.kill(killed, "SIGKILL")
+        // the owner closes the moment the new postmaster exists, while it still starts up (crash recovery)
+        const restartedPid = yield* pidOf.pipe(
+          Effect.repeat({ schedule: Schedule.spaced("5 millis"), until: (pid) => pid !== 0 && pid !== killed && isAlive(pid) }),
+          Effect.timeout("60 seconds")
+        )
+        return { port: cluster.port, restartedPid }
+      }))
+      assert.isFalse(isAlive(restartedPid), "the postmaster started again is stopped with the scope")
+      assert.isFalse(yield* acceptsConnections(port))
+    }), { timeout: 120_000 })
+
   it.live("a second user of a running cluster shares it and leaves it running", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDataDir
