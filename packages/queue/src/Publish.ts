@@ -7,7 +7,7 @@
  * Precedence, lowest first: the group's default headers, the request headers, the query parameters.
  */
 import type { CallbackSettings, DefaultHeaders, RequestIssue } from "@svc/schema"
-import { FLOW_CONTROL_KEY_PATTERN, MAX_URL_LENGTH, parseDuration } from "@svc/schema"
+import { FLOW_CONTROL_KEY_PATTERN, MAX_URL_LENGTH, parseDuration, PUBLISH_SETTINGS } from "@svc/schema"
 import { Duration } from "effect"
 import leven from "leven"
 import { connectionOptions, HOP_BY_HOP } from "./HopByHop.ts"
@@ -171,23 +171,7 @@ export const DELIVERY_HEADERS: ReadonlySet<string> = new Set([
 /** `Svc-Forward-<Name>`, `Svc-Callback-Forward-<Name>`, `Svc-Failure-Callback-Forward-<Name>`: a header for the destination (or callback). */
 export const FORWARDED_SETTING = /^svc-(?:(?:failure-)?callback-)?forward-/i
 
-/** Every other `Svc-*` setting a publish reads ({@link parsePublish}), lowercase. */
-const PUBLISH_SETTINGS: ReadonlyArray<string> = [
-  "svc-method",
-  "svc-retries",
-  "svc-delay",
-  "svc-not-before",
-  "svc-timeout",
-  "svc-retry-delay",
-  "svc-deduplication-id",
-  "svc-content-based-deduplication",
-  "svc-header-forward",
-  "svc-flow-control-key",
-  "svc-flow-control-value",
-  ...["svc-callback", "svc-failure-callback"].flatMap((prefix) =>
-    ["", "-method", "-retries", "-timeout", "-delay"].map((suffix) => prefix + suffix)
-  )
-]
+/** The settings {@link parsePublish} reads besides the forward families (the list the queue's OpenAPI document gives). */
 const PUBLISH_SETTING_NAMES: ReadonlySet<string> = new Set(PUBLISH_SETTINGS)
 
 /**

@@ -59,6 +59,9 @@ const PublishHeaderParameters = {
   ...callbackHeaders("svc-failure-callback", "failure callback", "that every retry failed")
 }
 
+/** Every setting a publish reads besides the forward families, lowercase: the queue refuses any other `svc-` name. */
+export const PUBLISH_SETTINGS: ReadonlyArray<string> = Object.keys(PublishHeaderParameters)
+
 const destination = Schema.String.annotate({
   description: "A full http(s) URL, as is (slashes included) or URL-encoded, or a URL group name; other query parameters stay part of the URL"
 })
@@ -90,7 +93,9 @@ const rawOperation = (summary: string, description: string) =>
   })
 
 const families = "Svc-Forward-<Name> sends header <Name> to the destination; Svc-Callback-Forward-<Name> and " +
-  "Svc-Failure-Callback-Forward-<Name> to the (failure) callback. The token may also be the query parameter svc_token."
+  "Svc-Failure-Callback-Forward-<Name> to the (failure) callback. Any other Svc- name is refused (400 naming it), " +
+  "but the queue's own delivery headers (Svc-Message-Id, Svc-Retried, Svc-Signature, Svc-Topic-Name, Svc-Schedule-Id), " +
+  "which are dropped. The token may also be the query parameter svc_token."
 
 export class QueueRawRoutesGroup extends HttpApiGroup.make("publish").add(
   HttpApiEndpoint.post("publish", "/v2/publish/:destination", {
